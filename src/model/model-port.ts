@@ -1,0 +1,72 @@
+import type { FinishReason, ModelErrorClass } from '../protocol/events.js';
+import type { HistoryItem, ToolCallRequest, Usage } from '../protocol/history.js';
+
+/** A tool as the model sees it: name, description and JSON Schema of its input. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** What a Step asks of a model, before an adapter turns it into a wire body. */
+export interface ModelRequest {
+  model: string;
+  /** Stable parts first (instructions, tools), volatile last (history), so prompt caches hit. */
+  instructions: string;
+  tools: ToolSpec[];
+  messages: HistoryItem[];
+  maxOutputTokens: number | null;
+}
+
+/** A request in its final form: the exact body an adapter sends, and its digest. */
+export interface PreparedRequest {
+  /** The exact body (JSON text) that is sent; stored as a blob named by `digest`. */
+  body: string;
+  /** `sha256:<hex>` of `body`. */
+  digest: string;
+  request: ModelRequest;
+}
+
+/** What a model produced, once the stream is done. */
+export interface ModelOutput {
+  content: string | null;
+  toolCalls: ToolCallRequest[];
+  finishReason: FinishReason;
+  usage: Usage;
+}
+
+/** Events of a model stream; deltas go to clients live, only `done` is committed. */
+export type ModelStreamEvent =
+  | { type: 'text_delta'; text: string }
+  | { type: 'tool_call_delta'; index: number; id?: string; name?: string; argumentsDelta: string }
+  | { type: 'done'; output: ModelOutput };
+
+/** What a model can do, frozen into each Step. */
+export interface ModelCapabilities {
+  contextWindow: number | null;
+  maxOutputTokens: number | null;
+  parallelToolCalls: boolean;
+  structuredOutput: boolean;
+  vision: boolean;
+}
+
+/** A classified model failure. */
+export interface ModelErrorInfo {
+  class: ModelErrorClass;
+  message: string;
+  retryable: boolean;
+  retryAfterMs: number | null;
+}
+
+/** The model port (design §9): every adapter implements it. */
+export interface ModelAdapter {
+  /** `scripted`, `openai-chat`, `openai-responses`. */
+  readonly provider: string;
+  capabilities(model: string): ModelCapabilities;
+  /** Builds the exact body to send; pure and deterministic for the same request. */
+  prepare(request: ModelRequest): PreparedRequest;
+  /** Streams one attempt. Throws a `ModelError` whose `code` is a `ModelErrorClass`. */
+  stream(prepared: PreparedRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent>;
+  /** Maps anything `stream` threw to a model error class. */
+  classifyError(err: unknown): ModelErrorInfo;
+}

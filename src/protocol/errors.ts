@@ -1,0 +1,64 @@
+/** Options every actorloop error takes. */
+export interface ErrorOptions {
+  cause?: unknown;
+  retryable?: boolean;
+  /** What the user should do next; shown after the message. */
+  hint?: string;
+}
+
+/**
+ * The root of every error actorloop raises on purpose. Decisions read `code` and `retryable`,
+ * never the message text.
+ */
+export class ActorloopError extends Error {
+  readonly code: string;
+  readonly retryable: boolean;
+  readonly hint: string | undefined;
+
+  constructor(code: string, message: string, opts: ErrorOptions = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = opts.retryable ?? false;
+    this.hint = opts.hint;
+  }
+
+  /** One line for a person: what happened and what to do. */
+  userMessage(): string {
+    return this.hint ? `${this.message}. ${this.hint}` : this.message;
+  }
+}
+
+/** The NATS connection, embedded server, streams or inbox failed. */
+export class BusError extends ActorloopError {}
+/** The log, snapshots or blobs refused or failed. */
+export class StoreError extends ActorloopError {}
+/** A model adapter failed; `code` is the error class (rate_limit, server, ...). */
+export class ModelError extends ActorloopError {}
+/** A tool failed at runtime (not a business failure the model sees). */
+export class ToolError extends ActorloopError {}
+/** A policy decision could not be made. */
+export class PolicyError extends ActorloopError {}
+/** Configuration, flags or input files are invalid: exit 2. */
+export class ConfigError extends ActorloopError {}
+/** Something the user named does not exist: exit 3. */
+export class NotFoundError extends ActorloopError {}
+
+/** Stable store error codes. */
+export const STORE_CODES = {
+  fenced: 'store.fenced',
+  gap: 'store.gap',
+  snapshotAhead: 'store.snapshot_ahead',
+  invalidEvent: 'store.invalid_event',
+  publishUnknown: 'store.publish_unknown',
+} as const;
+
+/** Narrows an unknown thrown value to an ActorloopError with the given code. */
+export function hasCode(err: unknown, code: string): err is ActorloopError {
+  return err instanceof ActorloopError && err.code === code;
+}
+
+/** Exhaustiveness guard for switches over discriminated unions. */
+export function assertNever(value: never, what = 'value'): never {
+  throw new Error(`unexpected ${what}: ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,223 @@
+import { z } from 'zod';
+import { ToolCallRequestSchema, UsageSchema } from './history.js';
+
+/** Version of the event format written by this code. */
+export const EVENT_VERSION = 1;
+
+const ErrorInfoSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  retryable: z.boolean(),
+});
+/** A failure carried as data: `{code, message, retryable}`. */
+export type ErrorInfo = z.infer<typeof ErrorInfoSchema>;
+
+/** Outcomes a Turn ends with. */
+export const TurnOutcomeSchema = z.enum(['completed', 'stopped', 'failed', 'cancelled']);
+export type TurnOutcome = z.infer<typeof TurnOutcomeSchema>;
+
+/** Budgets of a Turn; the deadline is an absolute time (ms since epoch) so it re-arms on rehydrate. */
+export const BudgetsSchema = z.object({
+  maxSteps: z.number().int().positive().nullable(),
+  maxToolCalls: z.number().int().nonnegative().nullable(),
+  deadlineAt: z.number().int().nullable(),
+});
+export type Budgets = z.infer<typeof BudgetsSchema>;
+
+/** What a Turn runs with, recorded in `turn/start` so a resume needs nothing else. */
+export const TurnSettingsSchema = z.object({
+  model: z.string(),
+  workspace: z.string(),
+  tools: z.array(z.string()),
+  instructions: z.string(),
+  budgets: BudgetsSchema,
+  maxAttempts: z.number().int().positive(),
+});
+export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
+
+const FinishReasonSchema = z.enum(['stop', 'tool_calls', 'length', 'refusal', 'content_filter', 'error']);
+/** Normalized finish reasons (design §9). */
+export type FinishReason = z.infer<typeof FinishReasonSchema>;
+
+/** Normalized model error classes (design §9). */
+export const ModelErrorClassSchema = z.enum([
+  'rate_limit', 'overloaded', 'context_overflow', 'auth', 'invalid_request', 'network', 'server', 'cancelled',
+]);
+export type ModelErrorClass = z.infer<typeof ModelErrorClassSchema>;
+
+const EffectsSchema = z.enum(['none', 'possible']);
+
+/** The `data` schema of each event type. Extend, never rename. */
+export const EventDataSchemas = {
+  'turn/start': z.object({
+    source: z.enum(['user_message', 'follow_up', 'job_notice', 'goal_continuation', 'recovery_continuation']),
+    messageIds: z.array(z.string()),
+    settings: TurnSettingsSchema,
+  }),
+  'user/message': z.object({ messageId: z.string(), content: z.string() }),
+  'turn/end': z.object({
+    outcome: TurnOutcomeSchema,
+    reason: z.string().nullable(),
+    answer: z.string().nullable(),
+    steps: z.number().int().nonnegative(),
+    toolCalls: z.number().int().nonnegative(),
+    usage: UsageSchema,
+  }),
+  'step/start': z.object({
+    index: z.number().int().positive(),
+    model: z.string(),
+    maxOutputTokens: z.number().int().positive().nullable(),
+  }),
+  'request/prepared': z.object({
+    digest: z.string(),
+    bytes: z.number().int().nonnegative(),
+    messages: z.number().int().nonnegative(),
+  }),
+  'attempt/start': z.object({ index: z.number().int().positive(), requestDigest: z.string() }),
+  'attempt/end': z.object({
+    outcome: z.enum(['succeeded', 'failed', 'interrupted', 'aborted']),
+    error: z.object({ class: ModelErrorClassSchema, message: z.string(), retryable: z.boolean() }).nullable(),
+    usage: UsageSchema,
+    backoffMs: z.number().int().nonnegative().nullable(),
+    latencyMs: z.number().int().nonnegative().nullable(),
+  }),
+  'assistant/accepted': z.object({
+    content: z.string().nullable(),
+    toolCalls: z.array(ToolCallRequestSchema),
+    finishReason: FinishReasonSchema,
+  }),
+  'assistant/rejected': z.object({ reason: z.string() }),
+  'tool/call': z.object({
+    name: z.string(),
+    arguments: z.string(),
+    status: z.enum(['valid', 'unknown_tool', 'invalid_arguments']),
+    error: z.string().nullable(),
+    effects: EffectsSchema.nullable(),
+  }),
+  'tool/start': z.object({
+    name: z.string(),
+    input: z.unknown(),
+    effects: EffectsSchema,
+    idempotencyKey: z.string(),
+    rerun: z.boolean(),
+  }),
+  'tool/result': z.object({
+    ok: z.boolean(),
+    output: z.string(),
+    error: ErrorInfoSchema.nullable(),
+    durationMs: z.number().int().nonnegative(),
+  }),
+  'tool/cancelled': z.object({ reason: z.string() }),
+  'tool/outcome_unknown': z.object({ reason: z.string() }),
+  'step/end': z.object({
+    outcome: z.enum(['tool_calls', 'final', 'stopped', 'failed', 'cancelled']),
+    reason: z.string().nullable(),
+    toolCalls: z.number().int().nonnegative(),
+  }),
+  'inbox/received': z.object({
+    messageId: z.string(),
+    kind: z.string(),
+    from: z.string(),
+    content: z.string(),
+  }),
+  'recovery/started': z.object({ fromSeq: z.number().int().nonnegative(), reason: z.string() }),
+  'recovery/continuation': z.object({
+    closed: z.array(z.string()),
+    resume: z.enum(['step', 'turn', 'none']),
+  }),
+  'actor/rehydrated': z.object({
+    snapshotSeq: z.number().int().nonnegative(),
+    tailEvents: z.number().int().nonnegative(),
+  }),
+  'actor/killed': z.object({ point: z.string().nullable(), detectedBy: z.string() }),
+  'actor/stopped': z.object({ reason: z.string() }),
+} as const;
+
+/** Every event type this version writes. */
+export type EventType = keyof typeof EventDataSchemas;
+/** The data of event type T. */
+export type EventData<T extends EventType> = z.infer<(typeof EventDataSchemas)[T]>;
+
+const ScopeFields = {
+  turn: z.string().optional(),
+  step: z.string().optional(),
+  attempt: z.string().optional(),
+  call: z.string().optional(),
+};
+
+const EnvelopeFields = {
+  v: z.literal(EVENT_VERSION),
+  seq: z.number().int().positive(),
+  id: z.string(),
+  at: z.string(),
+  epoch: z.number().int().nonnegative(),
+  actor: z.string(),
+  ...ScopeFields,
+};
+
+function envelope<T extends EventType>(type: T) {
+  return z.object({ ...EnvelopeFields, type: z.literal(type), data: EventDataSchemas[type] });
+}
+
+const eventTypes = Object.keys(EventDataSchemas) as EventType[];
+
+/** Schema of one committed event: the envelope with its typed data. */
+export const EventSchema = z.discriminatedUnion(
+  'type',
+  eventTypes.map((t) => envelope(t)) as unknown as [ReturnType<typeof envelope<'turn/start'>>],
+);
+
+/** One committed event of type T. */
+export type EventOf<T extends EventType> = {
+  v: typeof EVENT_VERSION;
+  seq: number;
+  id: string;
+  at: string;
+  epoch: number;
+  actor: string;
+  turn?: string;
+  step?: string;
+  attempt?: string;
+  call?: string;
+  type: T;
+  data: EventData<T>;
+};
+
+/** Any committed event. */
+export type ActorEvent = { [T in EventType]: EventOf<T> }[EventType];
+
+/** An event before it is committed: the log stamps v, seq, id, at, epoch and actor. */
+export type EventDraft = {
+  [T in EventType]: {
+    type: T;
+    data: EventData<T>;
+    turn?: string;
+    step?: string;
+    attempt?: string;
+    call?: string;
+    /** Override of the commit time (ISO 8601); defaults to the clock. */
+    at?: string;
+  };
+}[EventType];
+
+/** Builds a draft with typed data. */
+export function draft<T extends EventType>(
+  type: T,
+  data: EventData<T>,
+  scope: { turn?: string; step?: string; attempt?: string; call?: string } = {},
+): Extract<EventDraft, { type: T }> {
+  return { type, data, ...scope } as Extract<EventDraft, { type: T }>;
+}
+
+/** Schema of one commit on the wire: one JetStream message with ≥1 events. */
+export const CommitSchema = z.object({ events: z.array(EventSchema).min(1) });
+
+/** Parses one event, throwing a zod error that names the field at fault. */
+export function parseEvent(raw: unknown): ActorEvent {
+  return EventSchema.parse(raw) as ActorEvent;
+}
+
+/** True when the event's type is T. */
+export function isEvent<T extends EventType>(e: ActorEvent, type: T): e is Extract<ActorEvent, { type: T }> {
+  return e.type === type;
+}

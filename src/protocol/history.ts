@@ -1,0 +1,42 @@
+import { z } from 'zod';
+
+/** A tool call as the model asked for it; `arguments` is the raw JSON text it produced. */
+export const ToolCallRequestSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+});
+export type ToolCallRequest = z.infer<typeof ToolCallRequestSchema>;
+
+/** One item of the model-visible history, a projection of the log. */
+export const HistoryItemSchema = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('user'), content: z.string() }),
+  z.object({
+    role: z.literal('assistant'),
+    content: z.string().nullable(),
+    toolCalls: z.array(ToolCallRequestSchema),
+  }),
+  z.object({ role: z.literal('tool'), callId: z.string(), name: z.string(), content: z.string() }),
+]);
+export type HistoryItem = z.infer<typeof HistoryItemSchema>;
+
+/** Token usage of one attempt, step or turn. */
+export const UsageSchema = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  /** True when any part was counted by actorloop rather than reported by the provider. */
+  estimated: z.boolean().default(false),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
+/** Usage of nothing. */
+export const ZERO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0, estimated: false });
+
+/** Sums usages; the sum is estimated when any part was. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    estimated: a.estimated || b.estimated,
+  };
+}

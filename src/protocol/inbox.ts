@@ -1,0 +1,23 @@
+import { z } from 'zod';
+
+/** Kinds of inbox message (design §6); later issues add behaviour to more of them. */
+export const InboxKindSchema = z.enum([
+  'user_message', 'steer', 'inject', 'follow_up', 'approval_response', 'ask_answer', 'interrupt',
+  'job_notice', 'subagent_task', 'subagent_report', 'subagent_completed', 'control',
+]);
+export type InboxKind = z.infer<typeof InboxKindSchema>;
+
+/** One message in an actor's durable inbox; published with `Nats-Msg-Id = id`. */
+export const InboxMessageSchema = z.object({
+  id: z.string().regex(/^msg_[0-9A-HJKMNP-TV-Z]{26}$/, 'expected msg_<ULID>'),
+  from: z.string().min(1),
+  to: z.string().min(1),
+  kind: InboxKindSchema,
+  target: z.enum(['next_step', 'next_turn', 'now']),
+  wakeup: z.boolean(),
+  content: z.string(),
+  /** Settings for the turn this message starts, when it starts one. */
+  settings: z.record(z.string(), z.unknown()).optional(),
+  sentAt: z.string(),
+});
+export type InboxMessage = z.infer<typeof InboxMessageSchema>;

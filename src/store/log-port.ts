@@ -1,0 +1,44 @@
+import type { ActorEvent, EventDraft } from '../protocol/events.js';
+
+/** Where a log position is: the actor's own gapless `seq` and the JetStream stream sequence. */
+export interface LogPosition {
+  /** Last event seq of this actor's log (0 when empty). */
+  seq: number;
+  /** Stream sequence of the last message on this actor's subject (0 when empty): the fence. */
+  streamSeq: number;
+}
+
+/** A committed event with the stream sequence of the commit that holds it. */
+export interface StoredEvent {
+  event: ActorEvent;
+  streamSeq: number;
+}
+
+/**
+ * The writer of one actor's log (design §4). One commit is one JetStream message holding ≥1
+ * events, fenced by `expect.lastSubjectSequence` and deduped by `Nats-Msg-Id`.
+ */
+export interface ActorLogWriter {
+  readonly actorId: string;
+  readonly rootId: string;
+  /** Position after the last commit this writer made or saw. */
+  position(): LogPosition;
+  /** The epoch stamped on every event this writer commits. */
+  epoch: number;
+  /**
+   * Stamps v, seq, id, at, epoch, actor on each draft, validates, and publishes them as one
+   * message. Throws StoreError `store.fenced` when another writer appended since (10071), after
+   * which this writer refuses every further commit.
+   */
+  commit(drafts: EventDraft[]): Promise<ActorEvent[]>;
+}
+
+/** Reads actor logs. */
+export interface LogReader {
+  /** Events of one actor with `seq > afterSeq`, in order; `fromStreamSeq` is a hint to start there. */
+  read(rootId: string, actorId: string, opts?: { afterSeq?: number; fromStreamSeq?: number }): AsyncIterable<StoredEvent>;
+  /** Like `read`, then keeps following live commits until `signal` aborts. */
+  follow(rootId: string, actorId: string, opts: { afterSeq?: number; signal: AbortSignal }): AsyncIterable<StoredEvent>;
+  /** Position of the end of an actor's log right now. */
+  end(rootId: string, actorId: string): Promise<LogPosition>;
+}
