@@ -35,7 +35,7 @@ export class BusError extends ActorloopError {}
 export class StoreError extends ActorloopError {}
 /** A model adapter failed; `code` is the error class (rate_limit, server, ...). */
 export class ModelError extends ActorloopError {}
-/** A tool failed at runtime (not a business failure the model sees). */
+/** A tool call failed; inside a tool it is a business failure the model sees as an observation. */
 export class ToolError extends ActorloopError {}
 /** A policy decision could not be made. */
 export class PolicyError extends ActorloopError {}
@@ -51,6 +51,7 @@ export const STORE_CODES = {
   snapshotAhead: 'store.snapshot_ahead',
   invalidEvent: 'store.invalid_event',
   publishUnknown: 'store.publish_unknown',
+  publishRejected: 'store.publish_rejected',
 } as const;
 
 /** Narrows an unknown thrown value to an ActorloopError with the given code. */

@@ -35,6 +35,19 @@ export const TurnSettingsSchema = z.object({
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
+/** What a client asks a Turn to run with; `turn/start` resolves it into TurnSettings. */
+export const TurnRequestSchema = z.object({
+  model: z.string(),
+  workspace: z.string(),
+  tools: z.array(z.string()).nullable(),
+  instructions: z.string().nullable(),
+  maxSteps: z.number().int().positive().nullable(),
+  maxToolCalls: z.number().int().nonnegative().nullable(),
+  deadlineSeconds: z.number().positive().nullable(),
+  maxAttempts: z.number().int().positive().nullable(),
+});
+export type TurnRequest = z.infer<typeof TurnRequestSchema>;
+
 const FinishReasonSchema = z.enum(['stop', 'tool_calls', 'length', 'refusal', 'content_filter', 'error']);
 /** Normalized finish reasons (design §9). */
 export type FinishReason = z.infer<typeof FinishReasonSchema>;
@@ -65,6 +78,8 @@ export const EventDataSchemas = {
   }),
   'step/start': z.object({
     index: z.number().int().positive(),
+    maxAttempts: z.number().int().positive(),
+    toolBudgetLeft: z.number().int().nonnegative().nullable(),
     model: z.string(),
     maxOutputTokens: z.number().int().positive().nullable(),
   }),
@@ -88,12 +103,30 @@ export const EventDataSchemas = {
   }),
   'assistant/rejected': z.object({ reason: z.string() }),
   'tool/call': z.object({
+    index: z.number().int().nonnegative(),
+    providerId: z.string(),
     name: z.string(),
     arguments: z.string(),
     status: z.enum(['valid', 'unknown_tool', 'invalid_arguments']),
     error: z.string().nullable(),
     effects: EffectsSchema.nullable(),
+    recovery: z.enum(['rerun', 'idempotent', 'reconcile', 'manual']).nullable(),
+    withinBudget: z.boolean(),
   }),
+  'policy/decided': z.object({
+    decision: z.enum(['allow', 'ask', 'deny']),
+    rule: z.string(),
+    reason: z.string().nullable(),
+  }),
+  'approval/requested': z.object({
+    approvalId: z.string(),
+    tool: z.string(),
+    toolVersion: z.string(),
+    planDigest: z.string(),
+    expiresAt: z.number().int(),
+  }),
+  'approval/granted': z.object({ approvalId: z.string(), by: z.string() }),
+  'approval/denied': z.object({ approvalId: z.string(), by: z.string(), reason: z.string().nullable() }),
   'tool/start': z.object({
     name: z.string(),
     input: z.unknown(),
@@ -107,6 +140,7 @@ export const EventDataSchemas = {
     error: ErrorInfoSchema.nullable(),
     durationMs: z.number().int().nonnegative(),
   }),
+  'tool/denied': z.object({ reason: z.string() }),
   'tool/cancelled': z.object({ reason: z.string() }),
   'tool/outcome_unknown': z.object({ reason: z.string() }),
   'step/end': z.object({
@@ -119,6 +153,7 @@ export const EventDataSchemas = {
     kind: z.string(),
     from: z.string(),
     content: z.string(),
+    request: TurnRequestSchema.nullable(),
   }),
   'recovery/started': z.object({ fromSeq: z.number().int().nonnegative(), reason: z.string() }),
   'recovery/continuation': z.object({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TurnRequestSchema } from './events.js';
 
 /** Kinds of inbox message (design §6); later issues add behaviour to more of them. */
 export const InboxKindSchema = z.enum([
@@ -17,7 +18,7 @@ export const InboxMessageSchema = z.object({
   wakeup: z.boolean(),
   content: z.string(),
   /** Settings for the turn this message starts, when it starts one. */
-  settings: z.record(z.string(), z.unknown()).optional(),
+  request: TurnRequestSchema.nullable().default(null),
   sentAt: z.string(),
 });
 export type InboxMessage = z.infer<typeof InboxMessageSchema>;

@@ -1,0 +1,342 @@
+import type { Logger } from 'pino';
+import { EVENT_VERSION, type ActorEvent, type EventDraft, type TurnOutcome } from '../protocol/events.js';
+import { StoreError } from '../protocol/errors.js';
+import type { InboxMessage } from '../protocol/inbox.js';
+import type { ModelAdapter, ModelStreamEvent } from '../model/model-port.js';
+import type { BlobStore } from '../store/blob-port.js';
+import type { ActorLogWriter } from '../store/log-port.js';
+import { foldEvent, PROJECTION_VERSION, type Projection } from '../store/projection.js';
+import type { SnapshotStore } from '../store/snapshots.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import type { TurnSettings } from '../protocol/events.js';
+import { ActorDropped, type FaultInjector } from './faults.js';
+import { MachineSet, type Effect, type MachineSnapshots } from './machine-set.js';
+import { performEffect } from './agent-effects.js';
+
+/** The ports an agent actor acts through (design §2): everything outside the machines. */
+export interface AgentPorts {
+  log: ActorLogWriter;
+  blobs: BlobStore;
+  snapshots: SnapshotStore | null;
+  tools: ToolRegistry;
+  /** Builds the model adapter for a turn; `cursor` is how many responses the log says were consumed. */
+  modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
+  clock: { nowMs(): number };
+  faults: FaultInjector;
+  logger: Logger;
+  /** Called with each commit once JetStream acknowledged it. */
+  onCommit?(events: ActorEvent[]): void;
+  /** Called with live stream deltas of a model attempt (never committed). */
+  onDelta?(delta: ModelStreamEvent): void;
+}
+
+/** Options of an agent actor. */
+export interface AgentActorOptions {
+  actorId: string;
+  rootId: string;
+  ports: AgentPorts;
+  projection: Projection;
+  machines: MachineSnapshots | null;
+  /** Save a snapshot after this many events. */
+  snapshotEvery: number;
+  /** Seq of the snapshot this incarnation started from (0: none). */
+  snapshotSeq: number;
+}
+
+/** How a turn ended, as `turn/end` recorded it. */
+export interface TurnEnded {
+  turnId: string;
+  outcome: TurnOutcome;
+  reason: string | null;
+  answer: string | null;
+}
+
+interface CommitWaiter {
+  seq: number;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * One agent: its projection, its machines and its effect pump. Events are *staged* (applied to
+ * the projection and routed to the machines at once) and *committed* in batches: every effect that
+ * acts on the world (a model request, a tool execution) first flushes what is staged, so nothing
+ * reaches a model or a tool that is not in the log. That gives about two commits per step.
+ */
+export class AgentActor {
+  readonly actorId: string;
+  readonly rootId: string;
+  readonly ports: AgentPorts;
+  readonly projection: Projection;
+  readonly machines: MachineSet;
+  /** The model adapter of the open turn, built on first use. */
+  model: ModelAdapter | null = null;
+  /** Aborted when in-flight work must stop (deadline, interrupt, shutdown). */
+  turnAbort = new AbortController();
+  /** Prepared requests of this incarnation by digest, so an attempt need not re-read its blob. */
+  readonly prepared = new Map<string, import('../model/model-port.js').PreparedRequest>();
+
+  private readonly snapshotEvery: number;
+  private readonly queue: Effect[] = [];
+  private staged: ActorEvent[] = [];
+  private nextSeq: number;
+  private sinkOpen = false;
+  private pumping: Promise<void> | null = null;
+  private waiters: CommitWaiter[] = [];
+  private turnWaiters: Array<(t: TurnEnded) => void> = [];
+  private deadlineTimer: NodeJS.Timeout | null = null;
+  private lastSnapshotSeq: number;
+  private failure: unknown = null;
+  /** While recovering: where `recovery/continuation` goes in the staged batch, and what was closed. */
+  private recovery: { insertAt: number; closed: string[] } | null = null;
+
+  constructor(opts: AgentActorOptions) {
+    this.actorId = opts.actorId;
+    this.rootId = opts.rootId;
+    this.ports = opts.ports;
+    this.projection = opts.projection;
+    this.snapshotEvery = opts.snapshotEvery;
+    this.nextSeq = opts.projection.seq + 1;
+    this.lastSnapshotSeq = opts.snapshotSeq;
+    this.machines = new MachineSet(opts.actorId, (e) => this.sink(e), opts.machines);
+  }
+
+  /** Replays events that are already committed (a log tail after a snapshot): no effect runs. */
+  replay(events: ActorEvent[]): void {
+    for (const e of events) {
+      this.machines.route(e);
+      this.nextSeq = e.seq + 1;
+    }
+  }
+
+  /** Starts acting: effects asked for from now on run. */
+  open(): void {
+    this.sinkOpen = true;
+    this.queue.length = 0;
+  }
+
+  /** The error that stopped this actor, if one did. */
+  get failed(): unknown {
+    return this.failure;
+  }
+
+  private sink(effect: Effect): void {
+    if (!this.sinkOpen) return;
+    // Aborting must not wait behind the effect that is in flight: it is what stops that effect.
+    if (effect.name === 'abortWork') {
+      this.turnAbort.abort(effect.params.reason);
+      return;
+    }
+    this.queue.push(effect);
+  }
+
+  /** Stages one event: stamps it, folds it into the projection, routes it to the machines. */
+  stage(d: EventDraft): ActorEvent {
+    const e = {
+      v: EVENT_VERSION,
+      seq: this.nextSeq++,
+      id: '',
+      at: d.at ?? new Date(this.ports.clock.nowMs()).toISOString(),
+      epoch: this.ports.log.epoch,
+      actor: this.actorId,
+      ...d,
+    } as ActorEvent;
+    this.staged.push(e);
+    foldEvent(this.projection, e);
+    this.machines.route(e);
+    if (e.type === 'turn/start') this.onTurnStart(e.data.settings.budgets.deadlineAt);
+    if (e.type === 'turn/end') this.onTurnEnd(e);
+    return e;
+  }
+
+  /** Notes a closing event staged by recovery, so `recovery/continuation` lists it and follows it. */
+  noteRecovered(description: string): void {
+    if (!this.recovery) return;
+    this.recovery.closed.push(description);
+    this.recovery.insertAt = this.staged.length;
+  }
+
+  /** Commits everything staged as one JetStream message. */
+  async flush(): Promise<void> {
+    if (this.staged.length === 0) return;
+    let batch = this.staged;
+    this.staged = [];
+    if (this.recovery) {
+      const { insertAt, closed } = this.recovery;
+      this.recovery = null;
+      const resume = this.projection.openTurn ? 'step' : 'none';
+      const note = {
+        ...batch[0]!,
+        type: 'recovery/continuation',
+        data: { closed, resume },
+        turn: this.projection.openTurn?.id,
+        step: undefined,
+        attempt: undefined,
+        call: undefined,
+      } as ActorEvent;
+      batch = [...batch.slice(0, insertAt), note, ...batch.slice(insertAt)];
+      this.nextSeq += 1;
+      this.projection.seq += 1;
+    }
+    const drafts = batch.map(toDraft);
+    const committed = await this.ports.log.commit(drafts);
+    const last = committed[committed.length - 1]!;
+    for (const w of this.waiters.filter((w) => w.seq <= last.seq)) w.resolve();
+    this.waiters = this.waiters.filter((w) => w.seq > last.seq);
+    this.ports.onCommit?.(committed);
+    for (const e of committed) this.ports.faults.hit(`after:${e.type}`, this.actorId);
+    this.maybeSnapshot(last.seq);
+  }
+
+  private maybeSnapshot(seq: number): void {
+    const store = this.ports.snapshots;
+    if (!store || this.staged.length > 0 || seq - this.lastSnapshotSeq < this.snapshotEvery) return;
+    this.lastSnapshotSeq = seq;
+    const pos = this.ports.log.position();
+    const snapshot = {
+      schemaVersion: PROJECTION_VERSION,
+      actorId: this.actorId,
+      rootId: this.rootId,
+      seq: pos.seq,
+      streamSeq: pos.streamSeq,
+      // Cloned now: the projection keeps changing while the write is in flight.
+      projection: structuredClone(this.projection),
+      machines: this.machines.persist(),
+      savedAt: new Date(this.ports.clock.nowMs()).toISOString(),
+    };
+    store.save(snapshot).catch((err: unknown) => this.ports.logger.warn({ err }, 'snapshot save failed'));
+  }
+
+  /** Delivers one inbox message; resolves once `inbox/received` is committed (then it may be acked). */
+  receive(msg: InboxMessage): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    // Dedupe by ID, never by delivery count: an ack lost in a crash redelivers an included message.
+    if (this.projection.inbox[msg.id]) return Promise.resolve();
+    const e = this.stage({
+      type: 'inbox/received',
+      data: { messageId: msg.id, kind: msg.kind, from: msg.from, content: msg.content, request: msg.request },
+    });
+    const done = new Promise<void>((resolve, reject) => this.waiters.push({ seq: e.seq, resolve, reject }));
+    this.kick();
+    return done;
+  }
+
+  /** Starts recovery after a rehydrate: closes what a crash left open, then carries on. */
+  recover(reason: string): boolean {
+    const open = this.machines.hasOpenTurn() || this.machines.isClaiming();
+    if (!open) return false;
+    this.stage({ type: 'recovery/started', data: { fromSeq: this.projection.seq, reason } });
+    this.recovery = { insertAt: this.staged.length, closed: [] };
+    const deadline = this.projection.openTurn?.settings.budgets.deadlineAt ?? null;
+    this.onTurnStart(deadline);
+    this.machines.signal({ type: 'recover' });
+    this.kick();
+    return true;
+  }
+
+  /** Runs queued effects until none is left, then commits what is staged. */
+  kick(): void {
+    if (this.pumping || this.failure) return;
+    this.pumping = this.pump().finally(() => {
+      this.pumping = null;
+      if (this.queue.length > 0 || this.staged.length > 0) this.kick();
+    });
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const effect = this.queue.shift()!;
+        await performEffect(this, effect);
+      }
+      await this.flush();
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** Stops the actor after an error it cannot act past (fenced, dropped, store down). */
+  fail(err: unknown): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.sinkOpen = false;
+    this.turnAbort.abort('actor stopped');
+    this.clearDeadline();
+    if (err instanceof ActorDropped) this.ports.logger.warn({ actorId: this.actorId }, err.message);
+    else if (err instanceof StoreError && err.code === 'store.fenced')
+      this.ports.logger.error({ actorId: this.actorId }, 'another writer appended to this log; this incarnation stops');
+    else this.ports.logger.error({ err, actorId: this.actorId }, 'actor stopped on an error');
+    for (const w of this.waiters) w.reject(err);
+    this.waiters = [];
+    this.machines.stop();
+  }
+
+  /** Resolves when the open (or next) turn ends. */
+  whenTurnEnds(): Promise<TurnEnded> {
+    return new Promise((resolve, reject) => {
+      if (this.failure) return reject(this.failure);
+      this.turnWaiters.push(resolve);
+      this.waiters.push({ seq: Number.MAX_SAFE_INTEGER, resolve: () => {}, reject });
+    });
+  }
+
+  /** Resolves when the pump has nothing left to do. */
+  async idle(): Promise<void> {
+    while (this.pumping) await this.pumping;
+    if (this.failure) throw this.failure;
+  }
+
+  /** Stops in-flight work with a reason (interrupt, shutdown); the turn records how it ended. */
+  abort(reason: string): void {
+    this.machines.signal({ type: 'abort', reason });
+  }
+
+  /** Stops the actor without closing anything (shutdown of its host). */
+  stop(): void {
+    this.sinkOpen = false;
+    this.turnAbort.abort('host stopping');
+    this.clearDeadline();
+    this.machines.stop();
+  }
+
+  private onTurnStart(deadlineAt: number | null): void {
+    this.turnAbort = new AbortController();
+    this.clearDeadline();
+    if (deadlineAt === null || !this.sinkOpen) return;
+    const delay = Math.max(0, deadlineAt - this.ports.clock.nowMs());
+    // The deadline is absolute, in the log: after a rehydrate it is re-armed, not restarted.
+    this.deadlineTimer = setTimeout(() => {
+      this.machines.signal({ type: 'tick', nowMs: this.ports.clock.nowMs() });
+      this.kick();
+    }, delay);
+    this.deadlineTimer.unref?.();
+  }
+
+  private onTurnEnd(e: Extract<ActorEvent, { type: 'turn/end' }>): void {
+    this.clearDeadline();
+    this.model = null;
+    this.prepared.clear();
+    const ended: TurnEnded = { turnId: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer };
+    // Resolved only once the turn/end is committed: a caller may exit right after.
+    const waiters = this.turnWaiters;
+    this.turnWaiters = [];
+    if (waiters.length > 0) {
+      this.waiters.push({ seq: e.seq, resolve: () => waiters.forEach((w) => w(ended)), reject: () => {} });
+    }
+  }
+
+  private clearDeadline(): void {
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = null;
+  }
+}
+
+function toDraft(e: ActorEvent): EventDraft {
+  const { type, data, turn, step, attempt, call, at } = e;
+  const d: Record<string, unknown> = { type, data, at };
+  if (turn !== undefined) d.turn = turn;
+  if (step !== undefined) d.step = step;
+  if (attempt !== undefined) d.attempt = attempt;
+  if (call !== undefined) d.call = call;
+  return d as EventDraft;
+}

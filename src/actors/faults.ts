@@ -1,0 +1,80 @@
+import type { Logger } from 'pino';
+import { ActorloopError, ConfigError } from '../protocol/errors.js';
+
+/** Named places in the code where a fault can be injected (design §7). */
+export const FAULT_POINTS = [
+  'after:turn/start',
+  'after:step/start',
+  'mid:model-stream',
+  'after:assistant/accepted',
+  'after:tool/start',
+  'before:tool/result',
+  'before:inbox-ack',
+  'during:recovery',
+] as const;
+
+/** One parsed fault spec: `<point>[:<actorId>][@<n>][=kill|drop]`. */
+export interface FaultSpec {
+  point: string;
+  actorId: string | null;
+  /** Fires the n-th time the point is reached (1-based). */
+  nth: number;
+  action: 'kill' | 'drop';
+}
+
+const SPEC = /^((?:after|before|mid|during):[a-z][a-z/_-]*)(?::([a-z]+_[0-9A-Za-z]+))?(?:@(\d+))?(?:=(kill|drop))?$/;
+
+/** Parses a comma-separated list of fault specs; a bad one is a ConfigError saying the form. */
+export function parseFaultSpecs(text: string | undefined | null): FaultSpec[] {
+  if (!text) return [];
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => {
+      const m = SPEC.exec(s);
+      if (!m) {
+        throw new ConfigError('config.fault', `invalid fault spec "${s}"`, {
+          hint: `use <point>[:<agentId>][@<n>][=kill|drop], e.g. after:tool/start or mid:model-stream@2; points: ${FAULT_POINTS.join(', ')}`,
+        });
+      }
+      const nth = m[3] ? Number(m[3]) : 1;
+      if (nth < 1) throw new ConfigError('config.fault', `invalid fault spec "${s}": @n counts from 1`);
+      return { point: m[1]!, actorId: m[2] ?? null, nth, action: (m[4] as 'kill' | 'drop' | undefined) ?? 'kill' };
+    });
+}
+
+/** Thrown at a `drop` fault: the actor stops where it is, closing nothing. */
+export class ActorDropped extends ActorloopError {
+  constructor(point: string) {
+    super('actor.dropped', `actor dropped by fault injection at ${point}`);
+  }
+}
+
+/** Checks fault points as the code passes them. */
+export interface FaultInjector {
+  /** Called at a named point; may SIGKILL the process or throw ActorDropped. */
+  hit(point: string, actorId: string): void;
+}
+
+/** A fault injector for the given specs; `kill` SIGKILLs this process, as a crash would. */
+export function createFaultInjector(specs: FaultSpec[], logger?: Logger): FaultInjector {
+  if (specs.length === 0) return { hit() {} };
+  const counts = new Map<FaultSpec, number>();
+  return {
+    hit(point, actorId) {
+      for (const spec of specs) {
+        if (spec.point !== point) continue;
+        if (spec.actorId !== null && spec.actorId !== actorId) continue;
+        const n = (counts.get(spec) ?? 0) + 1;
+        counts.set(spec, n);
+        if (n !== spec.nth) continue;
+        logger?.warn({ point, actorId, action: spec.action }, 'fault injected');
+        if (spec.action === 'kill') {
+          process.kill(process.pid, 'SIGKILL');
+        }
+        throw new ActorDropped(point);
+      }
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import type { ActorEvent, EventData, EventOf } from '../protocol/events.js';
+import type { Check, Report } from './verify.js';
+
+type CallIntent = EventData<'tool/call'>;
+
+interface CallState {
+  id: string;
+  seq: number;
+  intent: CallIntent;
+  starts: number;
+  /** Key of the first `tool/start`: a rerun of an effectful call must carry the same one. */
+  key: string | null;
+  /** The end event's type and seq, once one was recorded. */
+  ended: { type: string; seq: number } | null;
+  /** Already reported as unended, so a later check does not report it again. */
+  flagged: boolean;
+}
+
+const ENDS = new Set(['tool/result', 'tool/denied', 'tool/cancelled', 'tool/outcome_unknown']);
+const CALL_SCOPED = new Set([...ENDS, 'tool/call', 'tool/start', 'policy/decided']);
+
+/**
+ * Tool calls: every call ends exactly once; no `tool/start` without a valid `tool/call` before
+ * it; no result of a valid call without a `tool/start` (its effect would have run unrecorded);
+ * an effectful call starts once, unless it is idempotent and reruns with the same key.
+ */
+export function createCallCheck(report: Report): Check {
+  const calls = new Map<string, CallState>();
+  /** Calls by the turn they belong to, so a turn's end finds its unended calls without a scan. */
+  const byTurn = new Map<string, CallState[]>();
+
+  const unended = (c: CallState, why: string) => {
+    c.flagged = true;
+    report('call.unended', c.seq, `call ${c.id} (${c.intent.name}) never ended in result, denied, cancelled or outcome_unknown: ${why}`);
+  };
+
+  function intent(e: EventOf<'tool/call'>, id: string): void {
+    const first = calls.get(id);
+    if (first) return report('call.duplicate', e.seq, `call ${id} was already recorded at seq ${first.seq}`);
+    const c: CallState = { id, seq: e.seq, intent: e.data, starts: 0, key: null, ended: null, flagged: false };
+    calls.set(id, c);
+    if (e.turn === undefined) return;
+    const list = byTurn.get(e.turn);
+    if (list) list.push(c);
+    else byTurn.set(e.turn, [c]);
+  }
+
+  function start(e: EventOf<'tool/start'>, id: string): void {
+    const c = calls.get(id);
+    if (!c || c.intent.status !== 'valid') {
+      const why = c ? `its tool/call at seq ${c.seq} is ${c.intent.status}` : 'no tool/call came before it';
+      return report('call.start_without_intent', e.seq, `tool/start of call ${id}: ${why}`);
+    }
+    if (c.ended) {
+      report('call.start_after_end', e.seq, `call ${id} starts again after its ${c.ended.type} at seq ${c.ended.seq}: the run is not recorded`);
+    }
+    // The stricter of what the call and the start say: a start may not talk itself into a rerun.
+    const effectful = c.intent.effects === 'possible' || e.data.effects === 'possible';
+    if (c.starts > 0 && effectful) {
+      const sameKey = e.data.idempotencyKey === c.key;
+      const allowed = e.data.rerun && sameKey && c.intent.recovery === 'idempotent';
+      if (!allowed) {
+        const why = !sameKey ? 'with a different idempotency key'
+          : !e.data.rerun ? 'without rerun'
+          : `though its recovery is ${c.intent.recovery ?? 'unknown'}, not idempotent`;
+        report('call.effect_twice', e.seq, `effectful call ${id} (${c.intent.name}) starts a second time ${why}`);
+      }
+    }
+    c.starts += 1;
+    c.key ??= e.data.idempotencyKey;
+  }
+
+  function finish(e: ActorEvent, id: string): void {
+    const c = calls.get(id);
+    if (!c) return report('call.end_without_intent', e.seq, `${e.type} of call ${id}, which has no tool/call`);
+    if (c.ended) return report('call.ended_twice', e.seq, `call ${id} already ended with ${c.ended.type} at seq ${c.ended.seq}`);
+    c.ended = { type: e.type, seq: e.seq };
+    // Invalid calls answer the model directly; a valid one has a result only if it ran.
+    if (e.type === 'tool/result' && c.intent.status === 'valid' && c.starts === 0) {
+      report('call.result_without_start', e.seq, `tool/result of valid call ${id} with no tool/start: its effect ran unrecorded`);
+    }
+  }
+
+  return {
+    event(e) {
+      if (e.type === 'turn/end' && e.turn !== undefined) {
+        for (const c of byTurn.get(e.turn) ?? []) if (!c.ended && !c.flagged) unended(c, `its turn ended at seq ${e.seq}`);
+        byTurn.delete(e.turn);
+        return;
+      }
+      if (!CALL_SCOPED.has(e.type)) return;
+      if (e.call === undefined) return report('scope.call', e.seq, `${e.type} has no call ID`);
+      if (e.type === 'tool/call') intent(e, e.call);
+      else if (e.type === 'tool/start') start(e, e.call);
+      else if (ENDS.has(e.type)) finish(e, e.call);
+    },
+    end(complete) {
+      if (!complete) return;
+      for (const c of calls.values()) if (!c.ended && !c.flagged) unended(c, 'the log is complete');
+    },
+  };
+}

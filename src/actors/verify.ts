@@ -1,0 +1,171 @@
+import type { ActorEvent } from '../protocol/events.js';
+import { createCallCheck } from './verify-calls.js';
+import { createScopeCheck } from './verify-scopes.js';
+
+/**
+ * Every code `verifyLog` reports, one per invariant of design §7 that a single actor's log can
+ * show. Codes are stable: chaos runs and `actorloop verify` decide on them, never on messages.
+ */
+export const VIOLATION_CODES = [
+  'seq.gap',
+  'epoch.backwards',
+  'event.actor',
+  'scope.turn',
+  'scope.step',
+  'scope.attempt',
+  'scope.call',
+  'turn.nested',
+  'turn.end_without_start',
+  'turn.completed_without_answer',
+  'step.outside_turn',
+  'step.nested',
+  'step.end_without_start',
+  'step.open_at_turn_end',
+  'attempt.outside_step',
+  'attempt.nested',
+  'attempt.end_without_start',
+  'attempt.ended_twice',
+  'attempt.unsettled',
+  'call.duplicate',
+  'call.start_without_intent',
+  'call.start_after_end',
+  'call.effect_twice',
+  'call.result_without_start',
+  'call.end_without_intent',
+  'call.ended_twice',
+  'call.unended',
+  'inbox.received_twice',
+  'inbox.claim_unreceived',
+  'inbox.included_twice',
+  'recovery.unclosed',
+  'recovery.continuation_without_start',
+] as const;
+
+/** One of `VIOLATION_CODES`. */
+export type ViolationCode = (typeof VIOLATION_CODES)[number];
+
+/**
+ * One broken invariant. `seq` points at the event that is wrong or, when something is missing
+ * (an end, a continuation), at the event that opened what was never closed.
+ */
+export interface Violation {
+  code: string;
+  seq: number | null;
+  message: string;
+}
+
+/** Options of `verifyLog`. */
+export interface VerifyOptions {
+  /**
+   * The log is finished: no writer will append to it again (a run that ended, a chaos run after
+   * its last recovery). Then whatever is still open and must be closed is a violation too.
+   */
+  complete?: boolean;
+}
+
+/** Records one violation; the checks call it as they find things. */
+export type Report = (code: ViolationCode, seq: number | null, message: string) => void;
+
+/** One concern of `verifyLog`: sees every event in log order, then the end of the log. */
+export interface Check {
+  event(e: ActorEvent): void;
+  end(complete: boolean): void;
+}
+
+/**
+ * Checks the invariants of design §7 that one actor's log can show, in one pass: O(n) time,
+ * state proportional to what is open or must stay unique (IDs of calls and inbox messages).
+ * Pure: no I/O, no clock. Returns the violations ordered by seq; an empty array means the log
+ * keeps every invariant checked here.
+ */
+export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Violation[] {
+  const found: Violation[] = [];
+  const report: Report = (code, seq, message) => found.push({ code, seq, message });
+  const checks = [
+    createEnvelopeCheck(report),
+    createInboxCheck(report),
+    createRecoveryCheck(report),
+    createScopeCheck(report),
+    createCallCheck(report),
+  ];
+  for (const e of events) for (const c of checks) c.event(e);
+  for (const c of checks) c.end(opts.complete ?? false);
+  // Checks report in the order they notice, which for missing ends is later than the seq they
+  // name; a stable sort keeps one event's violations in the order they were found.
+  return found.sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity));
+}
+
+/** One line per violation, `seq <n>: <code>: <message>`, for people and CLI output. */
+export function formatViolations(v: Violation[]): string {
+  return v.map((x) => `seq ${x.seq ?? '-'}: ${x.code}: ${x.message}`).join('\n');
+}
+
+/** Sequences gapless from 1, epochs never decreasing, one actor. */
+function createEnvelopeCheck(report: Report): Check {
+  let expected = 1;
+  let maxEpoch = -1;
+  let actor: string | null = null;
+  return {
+    event(e) {
+      if (e.seq !== expected) {
+        const what = e.seq < expected ? 'repeats or goes back' : 'skips ahead';
+        report('seq.gap', e.seq, `expected seq ${expected}, got ${e.seq}: the log ${what}`);
+      }
+      // Resynchronise on the seq we saw, so one gap is one violation, not one per later event.
+      expected = e.seq + 1;
+      if (e.epoch < maxEpoch) {
+        report('epoch.backwards', e.seq, `epoch ${e.epoch} after epoch ${maxEpoch}: an older incarnation wrote after a newer one`);
+      }
+      maxEpoch = Math.max(maxEpoch, e.epoch);
+      actor ??= e.actor;
+      if (e.actor !== actor) report('event.actor', e.seq, `event of actor ${e.actor} in the log of ${actor}`);
+    },
+    end() {},
+  };
+}
+
+/** Each inbox message is received once, and claimed by at most one turn after it was received. */
+function createInboxCheck(report: Report): Check {
+  const received = new Map<string, number>();
+  const claimed = new Map<string, number>();
+  return {
+    event(e) {
+      if (e.type === 'inbox/received') {
+        const first = received.get(e.data.messageId);
+        if (first !== undefined) {
+          report('inbox.received_twice', e.seq, `message ${e.data.messageId} was already received at seq ${first}`);
+        } else received.set(e.data.messageId, e.seq);
+      }
+      if (e.type !== 'turn/start') return;
+      for (const id of e.data.messageIds) {
+        if (!received.has(id)) report('inbox.claim_unreceived', e.seq, `turn ${e.turn} claims message ${id}, which was never received before it`);
+        const first = claimed.get(id);
+        if (first !== undefined) {
+          report('inbox.included_twice', e.seq, `message ${id} was already claimed by the turn started at seq ${first}`);
+        } else claimed.set(id, e.seq);
+      }
+    },
+    end() {},
+  };
+}
+
+/** Every `recovery/started` is followed by its `recovery/continuation` before another recovery. */
+function createRecoveryCheck(report: Report): Check {
+  let open: number | null = null;
+  const unclosed = (seq: number, until: string) =>
+    report('recovery.unclosed', seq, `recovery started at seq ${seq} has no recovery/continuation ${until}`);
+  return {
+    event(e) {
+      if (e.type === 'recovery/started') {
+        if (open !== null) unclosed(open, `before the next recovery at seq ${e.seq}`);
+        open = e.seq;
+      } else if (e.type === 'recovery/continuation') {
+        if (open === null) report('recovery.continuation_without_start', e.seq, 'recovery/continuation with no recovery/started open');
+        open = null;
+      }
+    },
+    end(complete) {
+      if (complete && open !== null) unclosed(open, 'by the end of the log');
+    },
+  };
+}

@@ -1,0 +1,97 @@
+import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import { z } from 'zod';
+import { pino, type Logger } from 'pino';
+import { BusError } from '../protocol/errors.js';
+import { BUCKETS } from './subjects.js';
+
+/** One actor in the `actors` directory (design §6). */
+export const DirectoryEntrySchema = z.object({
+  actorId: z.string().regex(/^[A-Za-z0-9_-]+$/, 'actor IDs must be valid KV keys'),
+  kind: z.enum(['agent', 'subagent', 'job']),
+  parentId: z.string().nullable(),
+  rootId: z.string(),
+  status: z.enum(['idle', 'running', 'waiting', 'stopped', 'completed', 'failed']),
+  title: z.string(),
+  workspace: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  labels: z.record(z.string(), z.string()),
+});
+/** One actor in the directory. */
+export type DirectoryEntry = z.infer<typeof DirectoryEntrySchema>;
+/** Lifecycle status shown in the directory. */
+export type ActorStatus = DirectoryEntry['status'];
+
+/** The directory of actors on KV `actors`: who exists, their kind, parent, root and status. */
+export interface ActorDirectory {
+  /** Writes an entry (validated); returns the KV revision. */
+  put(entry: DirectoryEntry): Promise<number>;
+  /** The entry of one actor, or undefined. */
+  get(actorId: string): Promise<DirectoryEntry | undefined>;
+  /** Every entry, in key order of the bucket's last values. */
+  list(): Promise<DirectoryEntry[]>;
+}
+
+/** Opens the `actors` bucket (it must exist: `ensureStreams` creates it) as a directory. */
+export async function openActorDirectory(js: JetStreamClient, logger?: Logger): Promise<ActorDirectory> {
+  return createActorDirectory(await new Kvm(js).open(BUCKETS.actors), js, logger);
+}
+
+/** A directory over an open KV bucket. */
+export function createActorDirectory(
+  kv: KV, js: JetStreamClient, logger: Logger = pino({ level: 'silent' }),
+): ActorDirectory {
+  const stream = `KV_${BUCKETS.actors}`;
+  const prefix = `$KV.${BUCKETS.actors}.`;
+
+  const decode = (key: string, raw: Uint8Array): DirectoryEntry | undefined => {
+    try {
+      return DirectoryEntrySchema.parse(JSON.parse(new TextDecoder().decode(raw)));
+    } catch (err) {
+      // a bad entry must not hide the others: skip it and say so
+      logger.warn({ key, err }, 'invalid actor directory entry skipped');
+      return undefined;
+    }
+  };
+
+  return {
+    async put(entry) {
+      const parsed = DirectoryEntrySchema.safeParse(entry);
+      if (!parsed.success) {
+        throw new BusError('bus.invalid_entry', `invalid directory entry: ${parsed.error.issues[0]?.message}`);
+      }
+      return kv.put(entry.actorId, JSON.stringify(parsed.data));
+    },
+    async get(actorId) {
+      const e = await kv.get(actorId);
+      if (!e || e.operation !== 'PUT') return undefined;
+      return decode(actorId, e.value);
+    },
+    async list() {
+      // One ordered consumer over the last value per key: O(1) round trips instead of a
+      // get per key.
+      const consumer = await js.consumers.get(stream, {
+        filter_subjects: `${prefix}>`,
+        deliver_policy: DeliverPolicy.LastPerSubject,
+      });
+      const out: DirectoryEntry[] = [];
+      try {
+        const info = await consumer.info(true);
+        if (info.num_pending === 0) return out;
+        const messages = await consumer.consume();
+        for await (const m of messages) {
+          const op = m.headers?.get('KV-Operation');
+          if (op !== 'DEL' && op !== 'PURGE') {
+            const entry = decode(m.subject.slice(prefix.length), m.data);
+            if (entry) out.push(entry);
+          }
+          if (m.info.pending === 0) break;
+        }
+        return out;
+      } finally {
+        await consumer.delete().catch(() => {});
+      }
+    },
+  };
+}

@@ -1,0 +1,198 @@
+import { mkdir, open, readFile, rename, unlink, link, writeFile, stat } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { pino, type Logger } from 'pino';
+import { BusError } from '../protocol/errors.js';
+import { natsAccepts, startNatsServer } from './nats-server.js';
+
+/** An embedded nats-server this process uses: started by it (`owned`) or reused. */
+export interface EmbeddedNats {
+  url: string;
+  /** True when this process started the server and `release()` stops it. */
+  owned: boolean;
+  /** Stops the server when owned (and removes the state file); a no-op otherwise. */
+  release(): Promise<void>;
+}
+
+/** Contents of `<dataDir>/nats/server.json`: which server serves this data dir. */
+export const EmbeddedStateSchema = z.object({
+  pid: z.number().int().positive(),
+  url: z.string(),
+  startedAt: z.string(),
+});
+/** The state file of a running embedded server. */
+export type EmbeddedState = z.infer<typeof EmbeddedStateSchema>;
+
+/** Options of `acquireEmbeddedNats` beyond the data dir and logger. */
+export interface AcquireEmbeddedOptions {
+  binary?: string;
+  /** How long to wait for another process that is starting the server. */
+  lockTimeoutMs?: number;
+}
+
+/** Paths used under a data dir by the embedded server. */
+export function embeddedPaths(dataDir: string) {
+  const dir = join(dataDir, 'nats');
+  return {
+    dir,
+    storeDir: join(dir, 'jetstream'),
+    stateFile: join(dir, 'server.json'),
+    lockFile: join(dir, 'server.lock'),
+    logFile: join(dir, 'server.log'),
+  };
+}
+
+/**
+ * Reuses the embedded nats-server of `dataDir` while it lives, or starts one (design §6).
+ * Starts are serialized across processes by an exclusive lock file.
+ */
+export async function acquireEmbeddedNats(
+  dataDir: string, logger: Logger = pino({ level: 'silent' }), opts: AcquireEmbeddedOptions = {},
+): Promise<EmbeddedNats> {
+  const paths = embeddedPaths(dataDir);
+  await mkdir(paths.dir, { recursive: true });
+  const reused = await tryReuse(paths.stateFile, logger);
+  if (reused) return reused;
+  return withStartLock(paths.lockFile, opts.lockTimeoutMs ?? 20_000, async () => {
+    // another process may have started it while we waited for the lock
+    const again = await tryReuse(paths.stateFile, logger);
+    if (again) return again;
+    const handle = await startNatsServer({
+      storeDir: paths.storeDir, logFile: paths.logFile, logger, ...(opts.binary ? { binary: opts.binary } : {}),
+    });
+    const state: EmbeddedState = { pid: handle.pid, url: handle.url, startedAt: new Date().toISOString() };
+    // write then rename: a reader never sees half a file
+    const tmp = `${paths.stateFile}.${process.pid}.tmp`;
+    await writeFile(tmp, JSON.stringify(state));
+    await rename(tmp, paths.stateFile);
+    let released: Promise<void> | undefined;
+    return {
+      url: handle.url,
+      owned: true,
+      release() {
+        // stop before removing the file: removing first would let another process start a
+        // second server on the same store while this one still runs
+        released ??= handle.stop().then(() => removeStateIf(paths.stateFile, handle.pid));
+        return released;
+      },
+    };
+  });
+}
+
+/** Reads the state file; undefined when absent or unreadable. */
+export async function readEmbeddedState(stateFile: string): Promise<EmbeddedState | undefined> {
+  try {
+    return EmbeddedStateSchema.parse(JSON.parse(await readFile(stateFile, 'utf8')));
+  } catch {
+    return undefined;
+  }
+}
+
+async function tryReuse(stateFile: string, logger: Logger): Promise<EmbeddedNats | undefined> {
+  const state = await readEmbeddedState(stateFile);
+  if (!state || !pidAlive(state.pid)) return undefined;
+  if (await natsAccepts(state.url, 2_000)) {
+    logger.debug({ pid: state.pid, url: state.url }, 'reusing embedded nats-server');
+    return { url: state.url, owned: false, release: async () => {} };
+  }
+  if (isNatsServerPid(state.pid)) {
+    // a live but silent server still holds the store: starting a second one on it would corrupt it
+    throw new BusError('bus.embedded_stuck',
+      `the embedded nats-server (pid ${state.pid}) is running but does not answer on ${state.url}`,
+      { hint: `stop it (kill ${state.pid}) and retry` });
+  }
+  return undefined;
+}
+
+async function removeStateIf(stateFile: string, pid: number): Promise<void> {
+  const state = await readEmbeddedState(stateFile);
+  if (state?.pid === pid) await unlink(stateFile).catch(() => {});
+}
+
+/** True when a process with this pid exists (EPERM means it exists but is not ours). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function isNatsServerPid(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('nats-server');
+  } catch {
+    return false; // no /proc (or gone): assume the pid was reused by something else
+  }
+}
+
+async function withStartLock<T>(lockFile: string, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await tryLock(lockFile))) {
+    if (Date.now() > deadline) {
+      throw new BusError('bus.embedded_locked', `another process has been starting nats-server for ${timeoutMs} ms`, {
+        hint: `if no actorloop process is running, remove ${lockFile}`,
+        retryable: true,
+      });
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  try {
+    return await fn();
+  } finally {
+    const holder = await lockHolder(lockFile);
+    if (holder === process.pid) await unlink(lockFile).catch(() => {});
+  }
+}
+
+async function tryLock(lockFile: string): Promise<boolean> {
+  try {
+    const fh = await open(lockFile, 'wx');
+    await fh.writeFile(String(process.pid));
+    await fh.close();
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const holder = await lockHolder(lockFile);
+  const stale = holder === undefined ? await olderThan(lockFile, 5_000) : !pidAlive(holder);
+  if (stale) await breakStaleLock(lockFile, holder);
+  return false;
+}
+
+/**
+ * Removes a lock whose holder is dead. Renames it aside first and checks it is still the stale
+ * one: a plain unlink could delete a fresh lock another process took in between.
+ */
+async function breakStaleLock(lockFile: string, stalePid: number | undefined): Promise<void> {
+  const aside = `${lockFile}.${process.pid}.${Date.now()}.stale`;
+  try {
+    await rename(lockFile, aside);
+  } catch {
+    return; // someone else broke or released it
+  }
+  if ((await lockHolder(aside)) !== stalePid) {
+    // we took a fresh lock: put it back (link fails if yet another lock appeared meanwhile)
+    await link(aside, lockFile).catch(() => {});
+  }
+  await unlink(aside).catch(() => {});
+}
+
+async function lockHolder(lockFile: string): Promise<number | undefined> {
+  try {
+    const pid = Number.parseInt(await readFile(lockFile, 'utf8'), 10);
+    return Number.isFinite(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function olderThan(path: string, ms: number): Promise<boolean> {
+  try {
+    return Date.now() - (await stat(path)).mtimeMs > ms;
+  } catch {
+    return false;
+  }
+}

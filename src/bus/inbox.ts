@@ -1,0 +1,185 @@
+import {
+  AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError,
+  type ConsumerConfig, type Consumer, type JetStreamClient, type JetStreamManager, type JsMsg,
+} from '@nats-io/jetstream';
+import { nanos } from '@nats-io/nats-core';
+import { pino, type Logger } from 'pino';
+import type { z } from 'zod';
+import { BusError } from '../protocol/errors.js';
+import { InboxMessageSchema, type InboxMessage } from '../protocol/inbox.js';
+import { inboxConsumerName, inboxSubject, STREAMS } from './subjects.js';
+
+/** An inbox message as a sender writes it (defaults not yet applied). */
+export type InboxMessageInput = z.input<typeof InboxMessageSchema>;
+
+/** Result of publishing to an inbox: the stream sequence and whether the ID was seen before. */
+export interface InboxPublishResult {
+  seq: number;
+  duplicate: boolean;
+}
+
+/**
+ * Publishes a message to its recipient's durable inbox with `Nats-Msg-Id = id`: the PubAck
+ * means the inbox accepted it, and a resend with the same ID is stored once.
+ */
+export async function publishInbox(js: JetStreamClient, msg: InboxMessageInput): Promise<InboxPublishResult> {
+  const parsed = InboxMessageSchema.safeParse(msg);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new BusError('bus.invalid_message',
+      `invalid inbox message: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`);
+  }
+  try {
+    const ack = await js.publish(inboxSubject(msg.to), JSON.stringify(parsed.data), { msgID: msg.id });
+    return { seq: ack.seq, duplicate: ack.duplicate };
+  } catch (err) {
+    // a server's refusal is final; anything else (timeout, disconnect) may be retried with the same ID
+    const refused = err instanceof JetStreamApiError;
+    throw new BusError(refused ? 'bus.inbox_refused' : 'bus.publish_unknown',
+      `inbox of ${msg.to} did not accept ${msg.id}: ${(err as Error).message}`,
+      { cause: err, retryable: !refused });
+  }
+}
+
+/** Delivery settings of an actor's inbox consumer. */
+export interface InboxConsumerOptions {
+  /** Deliveries before a message is given up on (default 10). */
+  maxDeliver?: number;
+  /** Redelivery delays; must be shorter than maxDeliver (default 1 s, 5 s, 15 s, 30 s, 60 s). */
+  backoffMs?: number[];
+  /** How long a delivery may stay unacked before redelivery when no backoff applies. */
+  ackWaitMs?: number;
+}
+
+const DEFAULT_BACKOFF_MS = [1_000, 5_000, 15_000, 30_000, 60_000];
+
+/** Creates (or updates) the durable pull consumer of one actor's inbox. */
+export async function ensureInboxConsumer(
+  jsm: JetStreamManager, actorId: string, opts: InboxConsumerOptions = {},
+): Promise<void> {
+  const maxDeliver = opts.maxDeliver ?? 10;
+  const backoffMs = opts.backoffMs ?? DEFAULT_BACKOFF_MS.filter((_, i) => i < maxDeliver - 1);
+  if (backoffMs.length >= maxDeliver && maxDeliver !== -1) {
+    throw new BusError('bus.invalid_consumer', `backoff has ${backoffMs.length} steps but maxDeliver is ${maxDeliver}`,
+      { hint: 'give fewer backoff steps than maxDeliver' });
+  }
+  const name = inboxConsumerName(actorId);
+  const wanted: Partial<ConsumerConfig> = {
+    durable_name: name,
+    filter_subject: inboxSubject(actorId),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    max_deliver: maxDeliver,
+    ...(backoffMs.length > 0 ? { backoff: backoffMs.map((ms) => nanos(ms)) } : {}),
+    ...(opts.ackWaitMs !== undefined ? { ack_wait: nanos(opts.ackWaitMs) } : {}),
+  };
+  try {
+    const info = await jsm.consumers.info(STREAMS.inbox, name).catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound) return undefined;
+      throw err;
+    });
+    if (!info) {
+      await jsm.consumers.add(STREAMS.inbox, wanted);
+      return;
+    }
+    const changed = (['max_deliver', 'backoff', 'ack_wait'] as const).filter(
+      (k) => wanted[k] !== undefined && JSON.stringify(info.config[k]) !== JSON.stringify(wanted[k]),
+    );
+    if (changed.length > 0) {
+      await jsm.consumers.update(STREAMS.inbox, name, {
+        max_deliver: maxDeliver,
+        ...(wanted.backoff ? { backoff: wanted.backoff } : {}),
+        ...(wanted.ack_wait ? { ack_wait: wanted.ack_wait } : {}),
+      });
+    }
+  } catch (err) {
+    throw new BusError('bus.consumer_failed', `cannot set up the inbox consumer of ${actorId}: ${(err as Error).message}`,
+      { cause: err, retryable: true });
+  }
+}
+
+/** One delivery of an inbox message; settle it with exactly one of ack, nak, term. */
+export interface InboxDelivery {
+  message: InboxMessage;
+  /** 1 on first delivery. 2.9 can lose acks in a crash: dedupe by message ID, never by count. */
+  deliveryCount: number;
+  /** Acknowledges and waits for the server to confirm. */
+  ack(): Promise<void>;
+  /** Asks for redelivery, after `delayMs` when given. */
+  nak(delayMs?: number): void;
+  /** Never deliver this message again. */
+  term(): void;
+}
+
+/** An actor's inbox reader. */
+export interface Inbox {
+  /** The next delivery, or null when nothing arrived within `expiresMs` (at least 1000 ms). */
+  next(opts: { expiresMs: number }): Promise<InboxDelivery | null>;
+  /** Messages waiting: not yet delivered plus delivered and not yet acked. */
+  pending(): Promise<number>;
+}
+
+/** Options of `openInbox`. */
+export interface OpenInboxOptions {
+  consumer?: InboxConsumerOptions;
+  logger?: Logger;
+}
+
+/** Ensures the actor's inbox consumer and opens a reader on it. */
+export async function openInbox(
+  js: JetStreamClient, jsm: JetStreamManager, actorId: string, opts: OpenInboxOptions = {},
+): Promise<Inbox> {
+  const logger = (opts.logger ?? pino({ level: 'silent' })).child({ actorId });
+  await ensureInboxConsumer(jsm, actorId, opts.consumer);
+  const consumer: Consumer = await js.consumers.get(STREAMS.inbox, inboxConsumerName(actorId));
+  return {
+    async next({ expiresMs }) {
+      // the client refuses pulls shorter than 1 s
+      const deadline = Date.now() + Math.max(1_000, expiresMs);
+      while (true) {
+        const left = deadline - Date.now();
+        if (left <= 0) return null;
+        const m = await consumer.next({ expires: Math.max(1_000, left) });
+        if (!m) return null;
+        const delivery = decodeDelivery(m, logger);
+        if (delivery) return delivery;
+      }
+    },
+    async pending() {
+      const info = await consumer.info();
+      return info.num_pending + info.num_ack_pending;
+    },
+  };
+}
+
+function decodeDelivery(m: JsMsg, logger: Logger): InboxDelivery | null {
+  let message: InboxMessage;
+  try {
+    message = InboxMessageSchema.parse(m.json());
+  } catch (err) {
+    // a message that can never parse would be redelivered forever: terminate it, keep reading
+    logger.error({ streamSeq: m.seq, subject: m.subject, err }, 'invalid inbox message terminated');
+    // no reason text: nats-server 2.9 only recognises a bare +TERM (reasons came in 2.10)
+    m.term();
+    return null;
+  }
+  return {
+    message,
+    deliveryCount: m.info.deliveryCount,
+    async ack() {
+      try {
+        await m.ackAck();
+      } catch (err) {
+        // harmless if it is lost: the message comes again and its ID is already in the log
+        throw new BusError('bus.ack_unknown', `ack of ${message.id} was not confirmed: ${(err as Error).message}`,
+          { cause: err, retryable: true });
+      }
+    },
+    nak(delayMs) {
+      m.nak(delayMs);
+    },
+    term() {
+      m.term();
+    },
+  };
+}

@@ -1,0 +1,124 @@
+import {
+  DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
+  type JetStreamManager, type StreamConfig, type StreamInfo,
+} from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import { nanos } from '@nats-io/nats-core';
+import { pino, type Logger } from 'pino';
+import { BusError } from '../protocol/errors.js';
+import { BUCKETS, STREAMS } from './subjects.js';
+
+/** The settings of each stream actorloop relies on (design §4, §6). */
+export const STREAM_CONFIGS: Record<keyof typeof STREAMS, Partial<StreamConfig> & { name: string }> = {
+  // The truth: never aged out, never deleted or purged; dedupe covers a retried commit.
+  logs: {
+    name: STREAMS.logs,
+    subjects: ['log.>'],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    max_age: 0,
+    deny_delete: true,
+    deny_purge: true,
+    duplicate_window: nanos(2 * 60_000),
+  },
+  // Limits (not work-queue) retention so dedupe state survives a server restart; when full,
+  // refuse the sender rather than silently drop an unread message.
+  inbox: {
+    name: STREAMS.inbox,
+    subjects: ['inbox.>'],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.New,
+    duplicate_window: nanos(10 * 60_000),
+  },
+  // One permanent record per idempotency key. nats-server 2.9.10 accepts
+  // discard_new_per_subject (verified), so a second record for a key is refused (10077)
+  // instead of replacing the first.
+  idem: {
+    name: STREAMS.idem,
+    subjects: ['idem.>'],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    max_msgs_per_subject: 1,
+    discard: DiscardPolicy.New,
+    discard_new_per_subject: true,
+  },
+};
+
+// Settings a stream update cannot change: a mismatch needs an operator, not an update.
+const IMMUTABLE: (keyof StreamConfig)[] = ['storage', 'retention'];
+
+/** What `ensureStreams` leaves ready besides the streams. */
+export interface EnsuredBus {
+  /** The `actors` directory bucket. */
+  actors: KV;
+}
+
+/** Creates the streams and the `actors` KV bucket, or updates them when their settings differ. */
+export async function ensureStreams(
+  jsm: JetStreamManager, logger: Logger = pino({ level: 'silent' }),
+): Promise<EnsuredBus> {
+  for (const config of Object.values(STREAM_CONFIGS)) await ensureStream(jsm, config, logger);
+  const kvm = new Kvm(jsm.jetstream());
+  // Kvm.create opens the bucket when it exists already
+  const actors = await kvm.create(BUCKETS.actors, { history: 1, storage: StorageType.File });
+  return { actors };
+}
+
+/** Creates one stream, or updates it when a wanted setting differs. */
+export async function ensureStream(
+  jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }, logger: Logger,
+): Promise<StreamInfo> {
+  let info: StreamInfo | undefined;
+  try {
+    info = await jsm.streams.info(config.name);
+  } catch (err) {
+    if (!isStreamNotFound(err)) throw wrap(err, config.name);
+  }
+  if (!info) {
+    try {
+      const created = await jsm.streams.add(config);
+      logger.info({ stream: config.name }, 'stream created');
+      return created;
+    } catch (err) {
+      // another process created it between our info and add: fall through to compare
+      info = await jsm.streams.info(config.name).catch(() => { throw wrap(err, config.name); });
+    }
+  }
+  const diff = differingKeys(info.config, config);
+  if (diff.length === 0) return info;
+  const immutable = diff.filter((k) => IMMUTABLE.includes(k));
+  if (immutable.length > 0) {
+    throw new BusError('bus.stream_mismatch',
+      `stream ${config.name} has ${immutable.join(', ')} that cannot be changed to what actorloop needs`,
+      { hint: `recreate the stream ${config.name} (its data will be lost) or point NATS_URL at another server` });
+  }
+  logger.info({ stream: config.name, changed: diff }, 'stream settings differ; updating');
+  try {
+    return await jsm.streams.update(config.name, { ...info.config, ...config });
+  } catch (err) {
+    throw wrap(err, config.name);
+  }
+}
+
+/** Keys of `wanted` whose value differs from `actual`. */
+export function differingKeys(actual: StreamConfig, wanted: Partial<StreamConfig>): (keyof StreamConfig)[] {
+  const out: (keyof StreamConfig)[] = [];
+  for (const key of Object.keys(wanted) as (keyof StreamConfig)[]) {
+    if (key === 'name') continue;
+    // the server omits false booleans from the config it returns
+    const a = actual[key] ?? (typeof wanted[key] === 'boolean' ? false : undefined);
+    if (JSON.stringify(a) !== JSON.stringify(wanted[key])) out.push(key);
+  }
+  return out;
+}
+
+function isStreamNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+}
+
+function wrap(err: unknown, stream: string): BusError {
+  if (err instanceof BusError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new BusError('bus.stream_failed', `cannot set up stream ${stream}: ${message}`, { cause: err, retryable: true });
+}

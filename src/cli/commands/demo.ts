@@ -1,0 +1,42 @@
+import { cp, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { EffectiveConfig } from '../../config/config.js';
+import type { Out } from '../output.js';
+import { runCommand } from './run.js';
+
+/** Where the bundled demo lives: `examples/demo` at the package root. */
+export function demoDir(): string {
+  // dist/cli/commands/demo.js and src/cli/commands/demo.ts are both three levels below the root.
+  return join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'examples', 'demo');
+}
+
+/** The demo's task, a contract with its script and the replay fixture. */
+export const DEMO_TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
+
+/**
+ * `actorloop demo`: copies a small workspace with a failing test to a temp dir and runs the
+ * bundled script on it: the agent reads the code, finds the bug, writes the fix and answers.
+ */
+export async function demoCommand(opts: { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
+  const source = demoDir();
+  const workspace = await mkdtemp(join(tmpdir(), 'actorloop-demo-'));
+  await cp(join(source, 'workspace'), workspace, { recursive: true });
+  const info = opts.json ? out.stderr : out.stdout;
+  info.write(`demo workspace: ${workspace}\n`);
+  const code = await runCommand(DEMO_TASK, { model: `scripted:${join(source, 'script.json')}`, cwd: workspace, json: opts.json }, config, out);
+  info.write(
+    [
+      '',
+      `data dir: ${config.dataDir} (JetStream store under nats/, LMDB snapshots and blobs under lmdb/)`,
+      'inspect it:',
+      '  actorloop runs                      the agents of this data dir',
+      '  actorloop events <agentId>          the agent\'s event log (the first line above is its ID)',
+      '  actorloop verify <agentId>          check the log\'s invariants',
+      `  cat ${join(workspace, 'src', 'slug.js')}   the fixed file`,
+      '',
+    ].join('\n'),
+  );
+  return code;
+}

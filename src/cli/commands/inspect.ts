@@ -1,0 +1,91 @@
+import type { EffectiveConfig } from '../../config/config.js';
+import { NotFoundError } from '../../protocol/errors.js';
+import type { ActorEvent } from '../../protocol/events.js';
+import { formatViolations, verifyLog } from '../../actors/verify.js';
+import { EXIT } from '../exit-codes.js';
+import { describeEvent, eventLine, type Out } from '../output.js';
+import { createLogger, openRuntime, type Runtime } from '../runtime.js';
+
+async function rootOf(rt: Runtime, agentId: string): Promise<string> {
+  const entry = await rt.bus.directory.get(agentId);
+  if (!entry) {
+    throw new NotFoundError('actor.not_found', `no agent ${agentId} in this data dir`, {
+      hint: 'list agents with `actorloop runs`, and pass the same --data-dir and --nats as the run',
+    });
+  }
+  return entry.rootId;
+}
+
+async function withRuntime<T>(config: EffectiveConfig, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+  const rt = await openRuntime(config, createLogger(config));
+  try {
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
+}
+
+/** `actorloop events`: an agent's log from a sequence on, optionally following live commits. */
+export async function eventsCommand(
+  agentId: string,
+  opts: { after?: number; follow?: boolean; json?: boolean },
+  config: EffectiveConfig,
+  out: Out,
+): Promise<number> {
+  return withRuntime(config, async (rt) => {
+    const rootId = await rootOf(rt, agentId);
+    const print = (e: ActorEvent): void => {
+      out.stdout.write(opts.json ? eventLine(e) : `${describeEvent(e)}\n`);
+    };
+    if (!opts.follow) {
+      for await (const { event } of rt.reader.read(rootId, agentId, { afterSeq: opts.after ?? 0 })) print(event);
+      return EXIT.completed;
+    }
+    const stop = new AbortController();
+    const onSigint = (): void => stop.abort();
+    process.once('SIGINT', onSigint);
+    try {
+      for await (const { event } of rt.reader.follow(rootId, agentId, { afterSeq: opts.after ?? 0, signal: stop.signal })) print(event);
+    } finally {
+      process.off('SIGINT', onSigint);
+    }
+    return EXIT.completed;
+  });
+}
+
+/** `actorloop runs`: the agents of this data dir, newest first. */
+export async function runsCommand(opts: { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
+  return withRuntime(config, async (rt) => {
+    const entries = (await rt.bus.directory.list()).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+    if (opts.json) {
+      for (const e of entries) out.stdout.write(`${JSON.stringify(e)}\n`);
+      return EXIT.completed;
+    }
+    if (entries.length === 0) {
+      out.stdout.write('no runs yet: start one with `actorloop run "<task>" --model scripted:<file.json>` or `actorloop demo`\n');
+      return EXIT.completed;
+    }
+    for (const e of entries) {
+      out.stdout.write(`${e.actorId}  ${e.status.padEnd(9)}  ${e.updatedAt.slice(0, 19).replace('T', ' ')}  ${e.title.slice(0, 60)}\n`);
+    }
+    return EXIT.completed;
+  });
+}
+
+/** `actorloop verify`: checks an agent's log against the invariants of the design; exit 1 on any violation. */
+export async function verifyCommand(agentId: string, opts: { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
+  return withRuntime(config, async (rt) => {
+    const rootId = await rootOf(rt, agentId);
+    const events: ActorEvent[] = [];
+    for await (const { event } of rt.reader.read(rootId, agentId, { afterSeq: 0 })) events.push(event);
+    const violations = verifyLog(events);
+    if (opts.json) {
+      out.stdout.write(`${JSON.stringify({ agentId, events: events.length, ok: violations.length === 0, violations })}\n`);
+    } else if (violations.length === 0) {
+      out.stdout.write(`${agentId}: ${events.length} events, all invariants hold\n`);
+    } else {
+      out.stdout.write(`${agentId}: ${violations.length} violation(s) in ${events.length} events\n${formatViolations(violations)}\n`);
+    }
+    return violations.length === 0 ? EXIT.completed : EXIT.failed;
+  });
+}

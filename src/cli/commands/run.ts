@@ -1,0 +1,112 @@
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { EffectiveConfig } from '../../config/config.js';
+import { loadScript } from '../../model/script.js';
+import { parseModelSpec } from '../../model/model-spec.js';
+import { ConfigError } from '../../protocol/errors.js';
+import type { TurnRequest } from '../../protocol/events.js';
+import { newId } from '../../protocol/ids.js';
+import { createLogger, openRuntime } from '../runtime.js';
+import { RunPrinter, type Out } from '../output.js';
+import { awaitTurn } from './host-turn.js';
+import { builtinTools } from '../../tools/builtins/index.js';
+
+/** Options of `actorloop run`, as commander parsed them. */
+export interface RunOptions {
+  model?: string;
+  cwd?: string;
+  json?: boolean;
+  maxSteps?: number;
+  maxToolCalls?: number;
+  deadline?: number;
+  tools?: string;
+}
+
+/** Checks a run's inputs before anything is started: each mistake is one line and exit 2. */
+export async function validateRun(task: string, opts: RunOptions, config: EffectiveConfig): Promise<TurnRequest> {
+  if (task.trim() === '') {
+    throw new ConfigError('config.task', 'the task is empty', { hint: 'say what the agent should do, e.g. actorloop run "fix the failing test"' });
+  }
+  const spec = opts.model ?? config.defaultModel;
+  if (!spec) {
+    throw new ConfigError('config.no_model', 'no model to run with', {
+      hint: 'pass --model scripted:<file.json> (a scripted model), or set OPENAI_API_KEY (or ACTORLOOP_MODEL) to use an OpenAI model',
+    });
+  }
+  let model = spec;
+  const parsed = parseModelSpec(spec);
+  if (parsed.provider === 'scripted') {
+    const file = resolve(parsed.file);
+    await loadScript(file);
+    // The log records an absolute path: `resume` may run from another directory.
+    model = `scripted:${file}`;
+  } else {
+    throw new ConfigError('config.model_unavailable', `the ${parsed.provider} adapter is not built yet`, {
+      hint: 'use --model scripted:<file.json> for now',
+    });
+  }
+  const workspace = resolve(opts.cwd ?? '.');
+  const st = await stat(workspace).catch(() => null);
+  if (!st?.isDirectory()) {
+    throw new ConfigError('config.cwd', `workspace ${workspace} is not a directory`, { hint: 'pass --cwd <an existing directory>' });
+  }
+  let tools: string[] | null = null;
+  if (opts.tools !== undefined) {
+    const known = builtinTools().map((t) => t.name);
+    tools = opts.tools.split(',').map((t) => t.trim()).filter(Boolean);
+    const unknown = tools.filter((t) => !known.includes(t));
+    if (unknown.length > 0) {
+      throw new ConfigError('config.tools', `unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`, {
+        hint: `--tools takes a comma-separated list of: ${known.join(', ')}`,
+      });
+    }
+  }
+  return {
+    model,
+    workspace,
+    tools,
+    instructions: null,
+    maxSteps: opts.maxSteps ?? null,
+    maxToolCalls: opts.maxToolCalls ?? null,
+    deadlineSeconds: opts.deadline ?? null,
+    maxAttempts: null,
+  };
+}
+
+/** `actorloop run`: starts an agent, sends it the task through its inbox, hosts it to the turn's end. */
+export async function runCommand(task: string, opts: RunOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  const request = await validateRun(task, opts, config);
+  const logger = createLogger(config);
+  const rt = await openRuntime(config, logger);
+  try {
+    const json = opts.json === true;
+    const printer = new RunPrinter(out, json);
+    const supervisor = rt.supervisor({ onCommit: (_id, events) => printer.commit(events) });
+    const actorId = newId('agent');
+    (json ? out.stderr : out.stdout).write(`${actorId}\n`);
+    const actor = await supervisor.create({
+      actorId,
+      kind: 'agent',
+      parentId: null,
+      rootId: actorId,
+      title: task.trim().slice(0, 120),
+      workspace: request.workspace,
+      labels: {},
+    });
+    const ended = actor.whenTurnEnds();
+    await supervisor.send({
+      id: newId('message'),
+      from: 'cli',
+      to: actorId,
+      kind: 'user_message',
+      target: 'next_turn',
+      wakeup: true,
+      content: task,
+      request,
+      sentAt: new Date().toISOString(),
+    });
+    return await awaitTurn({ actor, ended, directory: rt.bus.directory, printer, out, json });
+  } finally {
+    await rt.close();
+  }
+}

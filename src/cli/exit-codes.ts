@@ -1,0 +1,25 @@
+import type { TurnOutcome } from '../protocol/events.js';
+
+/** Exit codes of the `actorloop` command; a contract with scripts. */
+export const EXIT = {
+  completed: 0,
+  failed: 1,
+  usage: 2,
+  notFound: 3,
+  stopped: 4,
+  interrupted: 130,
+} as const;
+
+/** The exit code a turn outcome maps to. */
+export function exitCodeFor(outcome: TurnOutcome): number {
+  switch (outcome) {
+    case 'completed':
+      return EXIT.completed;
+    case 'failed':
+      return EXIT.failed;
+    case 'stopped':
+      return EXIT.stopped;
+    case 'cancelled':
+      return EXIT.interrupted;
+  }
+}

@@ -1,0 +1,125 @@
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { debugEnabled, loadConfig, type ConfigFlags } from '../config/config.js';
+import { ActorloopError, BusError, ConfigError, NotFoundError } from '../protocol/errors.js';
+import { demoCommand } from './commands/demo.js';
+import { eventsCommand, runsCommand, verifyCommand } from './commands/inspect.js';
+import { resumeCommand } from './commands/resume.js';
+import { runCommand } from './commands/run.js';
+import { EXIT } from './exit-codes.js';
+import type { Out } from './output.js';
+
+function positiveInt(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} takes a whole number, got "${value}"`);
+    return n;
+  };
+}
+
+function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`--deadline takes seconds (a number above 0), got "${value}"`);
+  return n;
+}
+
+/** Maps an error to its exit code and one line for a person; no stack for a user's mistake. */
+export function reportError(err: unknown, out: Out, debug: boolean): number {
+  if (err instanceof ActorloopError) {
+    out.stderr.write(`actorloop: ${err.userMessage()}\n`);
+    if (debug && err.cause) out.stderr.write(`${String((err.cause as Error).stack ?? err.cause)}\n`);
+    if (err instanceof ConfigError) return EXIT.usage;
+    if (err instanceof NotFoundError) return EXIT.notFound;
+    if (err instanceof BusError && (err.code === 'bus.nats_server_missing' || err.code === 'bus.unreachable')) return EXIT.usage;
+    return EXIT.failed;
+  }
+  out.stderr.write(`actorloop: unexpected error: ${(err as Error)?.message ?? String(err)}\n`);
+  if (debug) out.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
+  out.stderr.write('this is a bug in actorloop; run again with ACTORLOOP_LOG=debug for details\n');
+  return EXIT.failed;
+}
+
+/** Builds the `actorloop` command; `run` resolves with the exit code. */
+export function buildProgram(out: Out, setCode: (code: number) => void): Command {
+  const program = new Command('actorloop')
+    .description('A durable, actor-based runtime for LLM agents')
+    .version('0.1.0')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => out.stdout.write(s),
+      writeErr: (s) => out.stderr.write(s),
+      outputError: (s, write) => write(`actorloop: ${s.replace(/^error: /, '')}`),
+    })
+    .showSuggestionAfterError(true);
+
+  const common = (cmd: Command): Command =>
+    cmd
+      .option('--data-dir <dir>', 'where logs, snapshots and the embedded server live (default: ACTORLOOP_DATA_DIR, else a per-user dir)')
+      .option('--nats <url>', 'a NATS server with JetStream (default: NATS_URL, else an embedded nats-server)');
+  const flags = (o: { dataDir?: string; nats?: string; fault?: string }): ConfigFlags => {
+    const f: ConfigFlags = {};
+    if (o.dataDir !== undefined) f.dataDir = o.dataDir;
+    if (o.nats !== undefined) f.nats = o.nats;
+    if (o.fault !== undefined) f.fault = o.fault;
+    return f;
+  };
+  const act = <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
+    async (...args: A): Promise<void> => setCode(await fn(...args));
+
+  common(program.command('run').argument('<task>', 'what the agent should do'))
+    .description('start an agent on a task and host it until the turn ends')
+    .option('--model <spec>', 'scripted:<file.json> (openai:<model> comes with the model adapters)')
+    .option('--cwd <dir>', 'the workspace the tools work in (default: the current directory)')
+    .option('--json', 'print only NDJSON events on stdout')
+    .option('--max-steps <n>', 'stop the turn after n steps', positiveInt('--max-steps'))
+    .option('--max-tool-calls <n>', 'stop the turn after n tool calls', positiveInt('--max-tool-calls'))
+    .option('--deadline <seconds>', 'stop the turn after this many seconds', positiveNumber)
+    .option('--tools <names>', 'comma-separated tools the model may see (default: all)')
+    .addOption(new Option('--fault <spec>', 'inject a fault: <point>[:<agentId>][@<n>][=kill|drop]'))
+    .action(act(async (task: string, o) => runCommand(task, o, loadConfig(flags(o)), out)));
+
+  common(program.command('resume').argument('<agentId>'))
+    .description('rehydrate an agent, close what a crash left open, and finish its turn')
+    .option('--json', 'print only NDJSON events on stdout')
+    .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
+    .action(act(async (id: string, o) => resumeCommand(id, o, loadConfig(flags(o)), out)));
+
+  common(program.command('events').argument('<agentId>'))
+    .description("print an agent's event log")
+    .option('--after <seq>', 'only events after this sequence', positiveInt('--after'))
+    .option('--follow', 'keep printing new events until Ctrl-C')
+    .option('--json', 'NDJSON, one event per line')
+    .action(act(async (id: string, o) => eventsCommand(id, o, loadConfig(flags(o)), out)));
+
+  common(program.command('runs'))
+    .description('list the agents of this data dir')
+    .option('--json', 'NDJSON, one agent per line')
+    .action(act(async (o) => runsCommand(o, loadConfig(flags(o)), out)));
+
+  common(program.command('verify').argument('<agentId>'))
+    .description("check an agent's log against the runtime's invariants")
+    .option('--json', 'one JSON object')
+    .action(act(async (id: string, o) => verifyCommand(id, o, loadConfig(flags(o)), out)));
+
+  common(program.command('demo'))
+    .description('run the bundled scenario: an agent fixes a failing test in a sample workspace')
+    .option('--json', 'print only NDJSON events on stdout')
+    .action(act(async (o) => demoCommand(o, loadConfig(flags(o)), out)));
+
+  return program;
+}
+
+/** Runs the CLI with `argv` (without node and script) and returns the exit code. */
+export async function main(argv: string[], out: Out = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  let code: number = EXIT.completed;
+  const program = buildProgram(out, (c) => (code = c));
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return EXIT.completed;
+      return EXIT.usage;
+    }
+    return reportError(err, out, debugEnabled());
+  }
+}

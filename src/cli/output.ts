@@ -1,0 +1,121 @@
+import type { ActorEvent } from '../protocol/events.js';
+
+/** Where command output goes; stdout carries results and `--json` NDJSON, stderr the rest. */
+export interface Out {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+/** One event as one NDJSON line. */
+export function eventLine(e: ActorEvent): string {
+  return `${JSON.stringify(e)}\n`;
+}
+
+function clip(text: string, max = 80): string {
+  const one = text.replace(/\s+/g, ' ').trim();
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
+
+/** A one-line, human summary of an event, for `events` and non-TTY progress. */
+export function describeEvent(e: ActorEvent): string {
+  const head = `${String(e.seq).padStart(5)}  ${e.at.slice(11, 23)}  ${e.type.padEnd(22)}`;
+  switch (e.type) {
+    case 'turn/start':
+      return `${head} ${e.data.source} · model ${e.data.settings.model}`;
+    case 'user/message':
+      return `${head} ${clip(e.data.content)}`;
+    case 'step/start':
+      return `${head} step ${e.data.index}`;
+    case 'attempt/end':
+      return `${head} ${e.data.outcome}${e.data.error ? ` (${e.data.error.class}: ${clip(e.data.error.message, 60)})` : ''} · ${e.data.usage.inputTokens}+${e.data.usage.outputTokens} tok`;
+    case 'assistant/accepted':
+      return `${head} ${e.data.toolCalls.length > 0 ? e.data.toolCalls.map((c) => c.name).join(', ') : clip(e.data.content ?? '')}`;
+    case 'tool/call':
+      return `${head} ${e.data.name} ${clip(e.data.arguments, 60)}${e.data.status === 'valid' ? '' : ` → ${e.data.status}`}`;
+    case 'tool/start':
+      return `${head} ${e.data.name}${e.data.rerun ? ' (run again)' : ''}`;
+    case 'tool/result':
+      return `${head} ${e.data.ok ? 'ok' : 'error'} · ${clip(e.data.output, 60)}`;
+    case 'step/end':
+      return `${head} ${e.data.outcome}${e.data.reason ? ` (${e.data.reason})` : ''}`;
+    case 'turn/end':
+      return `${head} ${e.data.outcome}${e.data.reason ? ` (${e.data.reason})` : ''} · ${e.data.steps} steps · ${e.data.toolCalls} tool calls`;
+    case 'recovery/continuation':
+      return `${head} closed: ${e.data.closed.join('; ') || 'nothing'} · resume ${e.data.resume}`;
+    case 'tool/outcome_unknown':
+    case 'tool/cancelled':
+    case 'tool/denied':
+      return `${head} ${clip(e.data.reason)}`;
+    default:
+      return head.trimEnd();
+  }
+}
+
+/**
+ * Shows a run as it goes: on a TTY one live progress line per step (step, tool running, tokens,
+ * elapsed), otherwise one line per step; `--json` prints every event as NDJSON and nothing else.
+ */
+export class RunPrinter {
+  private step = 0;
+  private tool: string | null = null;
+  private tokens = 0;
+  private readonly started = Date.now();
+  private lineOpen = false;
+
+  constructor(private readonly out: Out, private readonly json: boolean) {}
+
+  /** Handles one commit. */
+  commit(events: ActorEvent[]): void {
+    for (const e of events) {
+      if (this.json) {
+        this.out.stdout.write(eventLine(e));
+        continue;
+      }
+      this.track(e);
+    }
+  }
+
+  private track(e: ActorEvent): void {
+    const tty = this.out.stdout.isTTY === true;
+    switch (e.type) {
+      case 'step/start':
+        this.step = e.data.index;
+        this.tool = null;
+        break;
+      case 'attempt/end':
+        this.tokens += e.data.usage.inputTokens + e.data.usage.outputTokens;
+        break;
+      case 'tool/start':
+        this.tool = e.data.name;
+        break;
+      case 'tool/result':
+      case 'tool/cancelled':
+      case 'tool/outcome_unknown':
+        this.tool = null;
+        break;
+      case 'step/end':
+        if (!tty) this.out.stdout.write(`step ${this.step}: ${e.data.outcome}${e.data.reason ? ` (${e.data.reason})` : ''}${e.data.toolCalls ? ` · ${e.data.toolCalls} tool call(s)` : ''}\n`);
+        break;
+      case 'recovery/continuation':
+        this.endLine();
+        this.out.stdout.write(`recovered: ${e.data.closed.join('; ') || 'nothing was open'}\n`);
+        break;
+      default:
+        break;
+    }
+    if (tty) this.progress();
+  }
+
+  private progress(): void {
+    const elapsed = ((Date.now() - this.started) / 1000).toFixed(1);
+    const tool = this.tool ? ` · running ${this.tool}` : '';
+    this.out.stdout.write(`\r\x1b[2Kstep ${this.step}${tool} · ${this.tokens.toLocaleString('en-US')} tokens · ${elapsed}s`);
+    this.lineOpen = true;
+  }
+
+  /** Ends the live progress line, if one is open. */
+  endLine(): void {
+    if (this.lineOpen) this.out.stdout.write('\n');
+    this.lineOpen = false;
+  }
+}

@@ -1,0 +1,86 @@
+import { pino, type Logger } from 'pino';
+import { openBus, type Bus } from '../bus/connection.js';
+import { createFaultInjector, parseFaultSpecs, type FaultInjector } from '../actors/faults.js';
+import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
+import type { EffectiveConfig } from '../config/config.js';
+import { createModelAdapter } from '../model/factory.js';
+import { createLmdbBlobStore, type BlobStore } from '../store/blob-port.js';
+import { createLogReader } from '../store/jetstream-log.js';
+import type { LogReader } from '../store/log-port.js';
+import { openLmdbStore, type LmdbStore } from '../store/lmdb-store.js';
+import { createLmdbSnapshots, type SnapshotStore } from '../store/snapshots.js';
+import { builtinTools } from '../tools/builtins/index.js';
+import { createToolRegistry, type ToolRegistry } from '../tools/registry.js';
+
+/** Everything a command needs, opened once and closed once. */
+export interface Runtime {
+  config: EffectiveConfig;
+  logger: Logger;
+  bus: Bus;
+  lmdb: LmdbStore;
+  blobs: BlobStore;
+  snapshots: SnapshotStore;
+  reader: LogReader;
+  tools: ToolRegistry;
+  faults: FaultInjector;
+  /** A supervisor hosting agents in this process. */
+  supervisor(extra?: Partial<SupervisorOptions>): Supervisor;
+  close(): Promise<void>;
+}
+
+/** The logger of a command: pino to stderr, since stdout belongs to `--json` output. */
+export function createLogger(config: EffectiveConfig): Logger {
+  return pino(
+    { level: config.logLevel, base: undefined, redact: { paths: ['*.apiKey', '*.authorization', 'apiKey'], censor: '[redacted]' } },
+    pino.destination(2),
+  );
+}
+
+/** Opens the bus (embedded nats-server unless a URL is set), LMDB, and the tools. */
+export async function openRuntime(config: EffectiveConfig, logger: Logger): Promise<Runtime> {
+  const faults = createFaultInjector(parseFaultSpecs(config.faults), logger);
+  const bus = await openBus({ natsUrl: config.natsUrl, dataDir: config.dataDir, logger, name: 'actorloop' });
+  let lmdb: LmdbStore;
+  try {
+    lmdb = openLmdbStore(config.dataDir);
+  } catch (err) {
+    await bus.close();
+    throw err;
+  }
+  const blobs = createLmdbBlobStore(lmdb);
+  const snapshots = createLmdbSnapshots(lmdb, logger);
+  const tools = createToolRegistry(builtinTools());
+  const reader = createLogReader({ js: bus.js, jsm: bus.jsm });
+  const supervisors: Supervisor[] = [];
+  return {
+    config,
+    logger,
+    bus,
+    lmdb,
+    blobs,
+    snapshots,
+    reader,
+    tools,
+    faults,
+    supervisor(extra = {}) {
+      const s = new Supervisor({
+        bus,
+        blobs,
+        snapshots,
+        tools,
+        faults,
+        logger,
+        snapshotEvery: config.snapshotEvery,
+        modelFor: (settings, cursor) => createModelAdapter(settings.model, { cursor }),
+        ...extra,
+      });
+      supervisors.push(s);
+      return s;
+    },
+    async close() {
+      for (const s of supervisors) await s.stop();
+      await bus.close();
+      await lmdb.close();
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { ConfigError } from '../protocol/errors.js';
+
+/** The frozen settings a command runs with: flags over environment over defaults (design §12). */
+export const EffectiveConfigSchema = z.object({
+  dataDir: z.string(),
+  natsUrl: z.string().nullable(),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  faults: z.string().nullable(),
+  /** The model a run uses when `--model` is not given, from ACTORLOOP_MODEL. */
+  defaultModel: z.string().nullable(),
+  /** Names (never values) of the API key variables that are set. */
+  apiKeyEnv: z.string().nullable(),
+  snapshotEvery: z.number().int().positive(),
+});
+/** The frozen settings a command runs with. */
+export type EffectiveConfig = Readonly<z.infer<typeof EffectiveConfigSchema>>;
+
+/** Flags that override the environment. */
+export interface ConfigFlags {
+  dataDir?: string;
+  nats?: string;
+  fault?: string;
+}
+
+/** Default data dir: `$XDG_DATA_HOME/actorloop`, else `~/.local/share/actorloop`. */
+function defaultDataDir(env: NodeJS.ProcessEnv): string {
+  const base = env.XDG_DATA_HOME && env.XDG_DATA_HOME !== '' ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share');
+  return join(base, 'actorloop');
+}
+
+/**
+ * Builds the EffectiveConfig. This is the one place that reads `process.env`; everything else
+ * receives the frozen result. API keys are recorded by variable name only.
+ */
+export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): EffectiveConfig {
+  const level = (env.ACTORLOOP_LOG ?? 'warn').toLowerCase();
+  const parsed = EffectiveConfigSchema.safeParse({
+    dataDir: resolve(flags.dataDir ?? (env.ACTORLOOP_DATA_DIR || defaultDataDir(env))),
+    natsUrl: flags.nats ?? (env.NATS_URL || null),
+    logLevel: level,
+    faults: [flags.fault, env.ACTORLOOP_FAULTS].filter((x) => x && x !== '').join(',') || null,
+    defaultModel: env.ACTORLOOP_MODEL || null,
+    apiKeyEnv: env.OPENAI_API_KEY ? 'OPENAI_API_KEY' : null,
+    snapshotEvery: Number(env.ACTORLOOP_SNAPSHOT_EVERY ?? 64),
+  });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join('.');
+    const hint =
+      field === 'logLevel'
+        ? 'set ACTORLOOP_LOG to one of fatal, error, warn, info, debug, trace, silent'
+        : 'check the flag or environment variable that sets it';
+    throw new ConfigError('config.invalid', `invalid setting ${field}: ${issue.message}`, { hint });
+  }
+  return Object.freeze(parsed.data);
+}
+
+/** True when ACTORLOOP_LOG asks for debug output (stack traces on errors). */
+export function debugEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  const level = (env.ACTORLOOP_LOG ?? '').toLowerCase();
+  return level === 'debug' || level === 'trace';
+}

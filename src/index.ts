@@ -1,0 +1,33 @@
+// The public API of actorloop: explicit named exports, the only barrel.
+
+export { AgentActor, type AgentPorts, type TurnEnded } from './actors/agent-actor.js';
+export { Supervisor, type SupervisorOptions } from './actors/supervisor.js';
+export { createFaultInjector, parseFaultSpecs, FAULT_POINTS, type FaultSpec, type FaultInjector } from './actors/faults.js';
+export { verifyLog, formatViolations, type Violation } from './actors/verify.js';
+export { openBus, type Bus } from './bus/connection.js';
+export { startNatsServer, type NatsServerHandle } from './bus/nats-server.js';
+export { publishInbox } from './bus/inbox.js';
+export { loadConfig, type EffectiveConfig } from './config/config.js';
+export { agentMachine } from './machines/agent.machine.js';
+export { turnMachine } from './machines/turn.machine.js';
+export { stepMachine } from './machines/step.machine.js';
+export { attemptMachine } from './machines/attempt.machine.js';
+export { toolCallMachine } from './machines/tool-call.machine.js';
+export type { ModelAdapter, ModelRequest, PreparedRequest, ModelStreamEvent, ModelOutput, ToolSpec } from './model/model-port.js';
+export { createScriptedModel, type ScriptedModel } from './model/scripted-model.js';
+export { loadScript, ScriptSchema, type Script, type ScriptResponse } from './model/script.js';
+export { createModelAdapter } from './model/factory.js';
+export { EventSchema, parseEvent, type ActorEvent, type EventType, type EventData, type TurnOutcome } from './protocol/events.js';
+export { InboxMessageSchema, type InboxMessage } from './protocol/inbox.js';
+export { newId, derivedId, isId, type Id } from './protocol/ids.js';
+export {
+  ActorloopError, BusError, StoreError, ModelError, ToolError, PolicyError, ConfigError, NotFoundError,
+} from './protocol/errors.js';
+export { createJetStreamLog, createLogReader } from './store/jetstream-log.js';
+export { openLmdbStore } from './store/lmdb-store.js';
+export { createLmdbSnapshots } from './store/snapshots.js';
+export { createLmdbBlobStore, type BlobStore } from './store/blob-port.js';
+export { emptyProjection, foldEvent, type Projection } from './store/projection.js';
+export { createToolRegistry, type ToolRegistry } from './tools/registry.js';
+export { builtinTools } from './tools/builtins/index.js';
+export type { ToolDefinition, ToolResult, ToolContext, ExecutionSemantics } from './tools/tool.js';

@@ -1,0 +1,136 @@
+import { assign, setup } from 'xstate';
+import type { TurnOutcome } from '../protocol/events.js';
+import { slot, type MachineEvent } from './machine-event.js';
+
+/** Input of the agent machine. */
+export interface AgentInput {
+  actorId: string;
+}
+
+/** Context of the agent machine. */
+export interface AgentContext {
+  actorId: string;
+  turns: number;
+  /** Inbox messages received while a turn runs, waiting for the next turn (follow-ups). */
+  queued: string[];
+  /** Messages named by the last `startTurn`, until its `turn/start` is seen. */
+  claiming: string[];
+  /** Source named by the last `startTurn`, so `recover` re-emits the same claim. */
+  claimSource: ClaimSource | null;
+  lastOutcome: TurnOutcome | null;
+}
+
+/** Events the agent machine reacts to. */
+export type AgentEvent = MachineEvent;
+
+const STARTS_TURN = new Set(['user_message', 'follow_up']);
+
+/** Sources of a turn the agent claims itself. */
+type ClaimSource = 'user_message' | 'follow_up';
+
+/**
+ * The agent: `idle → turn → idle`, `stopped`. It claims work: an inbox message that starts a
+ * turn yields `startTurn`, and the runtime commits `turn/start` in the same commit as the
+ * `inbox/received` that claimed it. `waiting_*` states are entered by later issues.
+ */
+export const agentMachine = setup({
+  types: {} as { context: AgentContext; events: AgentEvent; input: AgentInput },
+  actions: {
+    startTurn: slot<{ messageIds: string[]; source: ClaimSource }>(),
+    turnEnded: slot<{ outcome: TurnOutcome }>(),
+  },
+}).createMachine({
+  id: 'agent',
+  initial: 'idle',
+  context: ({ input }) => ({
+    actorId: input.actorId,
+    turns: 0,
+    queued: [],
+    claiming: [],
+    claimSource: null,
+    lastOutcome: null,
+  }),
+  on: {
+    'actor/stopped': { target: '.stopped' },
+  },
+  states: {
+    idle: {
+      on: {
+        'inbox/received': {
+          guard: ({ event }) => STARTS_TURN.has(event.data.kind),
+          target: 'claiming',
+          actions: [
+            assign({
+              claiming: ({ event }) => [event.data.messageId],
+              claimSource: ({ event }) => (event.data.kind === 'follow_up' ? 'follow_up' : 'user_message'),
+            }),
+            {
+              type: 'startTurn',
+              params: ({ context }) => ({ messageIds: context.claiming, source: context.claimSource! }),
+            },
+          ],
+        },
+        'turn/start': { target: 'turn' },
+      },
+    },
+    /** `startTurn` was asked for; `turn/start` has not been seen yet. */
+    claiming: {
+      on: {
+        'turn/start': { target: 'turn', actions: assign({ claiming: [], claimSource: null }) },
+        // a follow-up's `turn/start` commits after the `turn/end` that claimed it, so a message
+        // can land in between; queue it for the next turn rather than drop it
+        'inbox/received': {
+          guard: ({ event }) => STARTS_TURN.has(event.data.kind),
+          actions: assign({ queued: ({ context, event }) => [...context.queued, event.data.messageId] }),
+        },
+        recover: {
+          actions: {
+            type: 'startTurn',
+            params: ({ context }) => ({ messageIds: context.claiming, source: context.claimSource! }),
+          },
+        },
+      },
+    },
+    turn: {
+      on: {
+        'inbox/received': {
+          guard: ({ event }) => STARTS_TURN.has(event.data.kind),
+          actions: assign({ queued: ({ context, event }) => [...context.queued, event.data.messageId] }),
+        },
+        'turn/end': [
+          {
+            guard: ({ context }) => context.queued.length > 0,
+            target: 'claiming',
+            actions: [
+              assign({
+                turns: ({ context }) => context.turns + 1,
+                lastOutcome: ({ event }) => event.data.outcome,
+              }),
+              { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
+              assign({ claiming: ({ context }) => context.queued.slice(0, 1), claimSource: 'follow_up' }),
+              {
+                type: 'startTurn',
+                params: ({ context }) => ({ messageIds: context.queued.slice(0, 1), source: 'follow_up' as const }),
+              },
+              assign({ queued: ({ context }) => context.queued.slice(1) }),
+            ],
+          },
+          {
+            target: 'idle',
+            actions: [
+              assign({
+                turns: ({ context }) => context.turns + 1,
+                lastOutcome: ({ event }) => event.data.outcome,
+              }),
+              { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
+            ],
+          },
+        ],
+      },
+    },
+    waiting_input: {},
+    waiting_approval: {},
+    waiting_job: {},
+    stopped: { type: 'final' },
+  },
+});

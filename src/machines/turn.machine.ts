@@ -1,0 +1,170 @@
+import { assign, setup } from 'xstate';
+import type { Budgets, TurnOutcome } from '../protocol/events.js';
+import { addUsage, ZERO_USAGE, type Usage } from '../protocol/history.js';
+import { eventTimeMs, slot, type MachineEvent } from './machine-event.js';
+
+/** Input of the turn machine, taken from `turn/start`. */
+export interface TurnInput {
+  turnId: string;
+  budgets: Budgets;
+}
+
+/** Context of the turn machine. */
+export interface TurnContext {
+  turnId: string;
+  budgets: Budgets;
+  steps: number;
+  toolCalls: number;
+  usage: Usage;
+  answer: string | null;
+  /** Set once the turn has decided to end; re-emitted on `recover`. */
+  ending: EndTurnParams | null;
+  /** Why in-flight work was aborted (deadline, cancel), once it was. */
+  abortReason: string | null;
+}
+
+/** Events the turn machine reacts to. */
+export type TurnEvent = MachineEvent;
+
+/** Params of the `endTurn` effect: everything `turn/end` records. */
+export interface EndTurnParams {
+  outcome: TurnOutcome;
+  reason: string | null;
+  answer: string | null;
+  steps: number;
+  toolCalls: number;
+  usage: Usage;
+}
+
+function end(context: TurnContext, outcome: TurnOutcome, reason: string | null): EndTurnParams {
+  return {
+    outcome,
+    reason,
+    answer: outcome === 'completed' ? context.answer : null,
+    steps: context.steps,
+    toolCalls: context.toolCalls,
+    usage: context.usage,
+  };
+}
+
+/** Decides what follows a Step: the next Step, or the end of the Turn with its outcome and reason. */
+function settle(context: TurnContext, e: Extract<MachineEvent, { type: 'step/end' }>): EndTurnParams | null {
+  const { outcome, reason } = e.data;
+  switch (outcome) {
+    case 'final':
+      return end(context, 'completed', null);
+    case 'failed':
+      return end(context, 'failed', reason);
+    case 'stopped':
+      return end(context, 'stopped', reason);
+    case 'cancelled':
+      return end(context, 'cancelled', reason);
+    case 'tool_calls':
+      break;
+  }
+  // once in-flight work was aborted, no further Step starts: an abort that lands while tools run
+  // cancels the pending calls, and that Step still ends `tool_calls`
+  // A deadline stops the turn; any other abort (an interrupt, a shutdown) cancels it.
+  if (context.abortReason !== null) return end(context, abortOutcome(context.abortReason), context.abortReason);
+  const { maxSteps, maxToolCalls, deadlineAt } = context.budgets;
+  if (deadlineAt !== null && eventTimeMs(e) >= deadlineAt) return end(context, 'stopped', 'deadline');
+  if (maxSteps !== null && context.steps >= maxSteps) return end(context, 'stopped', 'step_budget');
+  if (maxToolCalls !== null && context.toolCalls >= maxToolCalls) return end(context, 'stopped', 'tool_budget');
+  return null;
+}
+
+/**
+ * A Turn loops Steps until one ends it: `launching` (a Step was asked for) → `stepping` → settle
+ * → `launching` again or `ending` (the `turn/end` was asked for) → `done`. Budgets are checked
+ * when a Step ends; the deadline is absolute, so a `tick` after rehydrate still fires it.
+ */
+export const turnMachine = setup({
+  types: {} as { context: TurnContext; events: TurnEvent; input: TurnInput },
+  actions: {
+    startStep: slot<{ index: number; toolBudgetLeft: number | null }>(),
+    endTurn: slot<EndTurnParams>(),
+    abortWork: slot<{ reason: string }>(),
+  },
+}).createMachine({
+  id: 'turn',
+  initial: 'launching',
+  context: ({ input }) => ({
+    turnId: input.turnId,
+    budgets: input.budgets,
+    steps: 0,
+    toolCalls: 0,
+    usage: ZERO_USAGE,
+    answer: null,
+    ending: null,
+    abortReason: null,
+  }),
+  on: {
+    'attempt/end': { actions: assign({ usage: ({ context, event }) => addUsage(context.usage, event.data.usage) }) },
+    'tool/start': {
+      guard: ({ event }) => !event.data.rerun,
+      actions: assign({ toolCalls: ({ context }) => context.toolCalls + 1 }),
+    },
+    'assistant/accepted': { actions: assign({ answer: ({ event }) => event.data.content }) },
+    tick: {
+      guard: ({ context, event }) =>
+        context.abortReason === null &&
+        context.budgets.deadlineAt !== null &&
+        event.nowMs >= context.budgets.deadlineAt,
+      actions: [assign({ abortReason: 'deadline' }), { type: 'abortWork', params: { reason: 'deadline' } }],
+    },
+    abort: {
+      guard: ({ context }) => context.abortReason === null,
+      actions: [
+        assign({ abortReason: ({ event }) => event.reason }),
+        { type: 'abortWork', params: ({ event }) => ({ reason: event.reason }) },
+      ],
+    },
+    'turn/end': { target: '.done' },
+  },
+  states: {
+    launching: {
+      entry: {
+        type: 'startStep',
+        params: ({ context }) => ({ index: context.steps + 1, toolBudgetLeft: toolBudgetLeft(context) }),
+      },
+      on: {
+        'step/start': { target: 'stepping', actions: assign({ steps: ({ context }) => context.steps + 1 }) },
+        recover: {
+          actions: {
+            type: 'startStep',
+            params: ({ context }) => ({ index: context.steps + 1, toolBudgetLeft: toolBudgetLeft(context) }),
+          },
+        },
+      },
+    },
+    stepping: {
+      on: {
+        'step/end': [
+          {
+            guard: ({ context, event }) => settle(context, event) !== null,
+            target: 'ending',
+            actions: assign({ ending: ({ context, event }) => settle(context, event) }),
+          },
+          { target: 'launching' },
+        ],
+      },
+    },
+    ending: {
+      entry: { type: 'endTurn', params: ({ context }) => context.ending! },
+      on: {
+        recover: { actions: { type: 'endTurn', params: ({ context }) => context.ending! } },
+      },
+    },
+    done: { type: 'final' },
+  },
+});
+
+function toolBudgetLeft(context: TurnContext): number | null {
+  const max = context.budgets.maxToolCalls;
+  return max === null ? null : Math.max(0, max - context.toolCalls);
+}
+
+/** The outcome an abort gives: a deadline is a budget that stopped the turn, anything else cancels it. */
+export function abortOutcome(reason: string): 'stopped' | 'cancelled' {
+  return reason === 'deadline' ? 'stopped' : 'cancelled';
+}

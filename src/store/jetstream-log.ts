@@ -1,0 +1,263 @@
+import {
+  DeliverPolicy, JetStreamApiCodes, JetStreamApiError,
+  type JetStreamClient, type JetStreamManager,
+} from '@nats-io/jetstream';
+import { ClosedConnectionError } from '@nats-io/nats-core';
+import { pino, type Logger } from 'pino';
+import { canonicalJson } from '../protocol/canonical-json.js';
+import { StoreError, STORE_CODES } from '../protocol/errors.js';
+import { CommitSchema, EVENT_VERSION, EventSchema, type ActorEvent, type EventDraft } from '../protocol/events.js';
+import { newId } from '../protocol/ids.js';
+import { commitMsgId, logSubject, STREAMS } from '../bus/subjects.js';
+import type { ActorLogWriter, LogPosition, LogReader, StoredEvent } from './log-port.js';
+
+/** Options of `createJetStreamLog`. */
+export interface JetStreamLogOptions {
+  js: JetStreamClient;
+  rootId: string;
+  actorId: string;
+  /** Where the log ended when this incarnation read it: the fence of the first commit. */
+  position: LogPosition;
+  epoch: number;
+  now?: () => Date;
+  logger?: Logger;
+  /** Publish attempts for a commit whose outcome is unknown (default 5). */
+  maxAttempts?: number;
+  /** Timeout of one publish (default 5000 ms). */
+  publishTimeoutMs?: number;
+}
+
+interface PendingCommit {
+  events: ActorEvent[];
+  payload: string;
+  msgId: string;
+  /** The fence: stream seq of the last message on the subject before this commit. */
+  expect: number;
+  drafts: EventDraft[];
+  /** canonicalJson of the drafts, to recognise a retry of the same commit (made only when unknown). */
+  key?: string;
+  attempts: number;
+}
+
+type Outcome = { kind: 'stored'; streamSeq: number } | { kind: 'fenced'; cause: unknown }
+  | { kind: 'rejected'; cause: unknown } | { kind: 'unknown'; cause: unknown; final: boolean };
+
+const BACKOFF_MS = [100, 200, 400, 800, 1_600];
+
+/**
+ * The JetStream writer of one actor's log: one message per commit, fenced by
+ * `expect.lastSubjectSequence`, deduped by `Nats-Msg-Id = <actor>:<first seq>` (design §4).
+ */
+export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
+  const { js, rootId, actorId, epoch } = opts;
+  const now = opts.now ?? (() => new Date());
+  const logger = (opts.logger ?? pino({ level: 'silent' })).child({ actorId });
+  const subject = logSubject(rootId, actorId);
+  const maxAttempts = opts.maxAttempts ?? 5;
+  const timeout = opts.publishTimeoutMs ?? 5_000;
+  let position: LogPosition = { ...opts.position };
+  let fenced: StoreError | undefined;
+  let pending: PendingCommit | undefined;
+  let jsm: Promise<JetStreamManager> | undefined;
+
+  const fence = (cause: unknown, why: string): StoreError => {
+    fenced = new StoreError(STORE_CODES.fenced,
+      `log of ${actorId} was appended by another writer (${why}); this writer (epoch ${epoch}) stopped`,
+      { cause, retryable: false });
+    logger.warn({ epoch, position }, 'log writer fenced');
+    return fenced;
+  };
+
+  const stamp = (drafts: EventDraft[]): ActorEvent[] => {
+    const at = now().toISOString();
+    return drafts.map((d, i) => {
+      const raw = { ...d, v: EVENT_VERSION, seq: position.seq + 1 + i, id: newId('event'), at: d.at ?? at, epoch, actor: actorId };
+      const parsed = EventSchema.safeParse(raw);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw new StoreError(STORE_CODES.invalidEvent,
+          `invalid ${d.type} event: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`, { cause: parsed.error });
+      }
+      return parsed.data as ActorEvent;
+    });
+  };
+
+  // Is the message at `seq` this very commit? Bytes are unique: every event has a fresh ID.
+  const storedIsOurs = async (seq: number, p: PendingCommit): Promise<boolean> => {
+    jsm ??= js.jetstreamManager(false);
+    const m = await (await jsm).streams.getMessage(STREAMS.logs, { seq });
+    return m !== null && m.subject === subject && Buffer.from(m.data).toString('utf8') === p.payload;
+  };
+
+  const publishOnce = async (p: PendingCommit): Promise<Outcome> => {
+    p.attempts++;
+    try {
+      const ack = await js.publish(subject, p.payload, { msgID: p.msgId, expect: { lastSubjectSequence: p.expect }, timeout });
+      // On 2.9.10 dedupe is checked before the sequence (verified): a duplicate is either an
+      // earlier attempt of ours that landed or another writer's commit of the same seq.
+      if (ack.duplicate && !(await storedIsOurs(ack.seq, p))) return { kind: 'fenced', cause: 'duplicate msg id' };
+      return { kind: 'stored', streamSeq: ack.seq };
+    } catch (err) {
+      if (err instanceof JetStreamApiError) {
+        if (err.code !== JetStreamApiCodes.StreamWrongLastSequence) return { kind: 'rejected', cause: err };
+        // After the duplicate window a retry of a commit that did land meets the sequence
+        // check instead: the last message on the subject tells whether it was ours.
+        const last = /wrong last sequence: (\d+)/.exec(err.message)?.[1];
+        if (p.attempts > 1 && last && (await storedIsOurs(Number(last), p).catch(() => false))) {
+          return { kind: 'stored', streamSeq: Number(last) };
+        }
+        return { kind: 'fenced', cause: err };
+      }
+      return { kind: 'unknown', cause: err, final: err instanceof ClosedConnectionError };
+    }
+  };
+
+  const settle = async (p: PendingCommit): Promise<ActorEvent[]> => {
+    let last: Outcome = { kind: 'unknown', cause: new Error('not published'), final: false };
+    for (let i = 0; i < maxAttempts; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(i - 1, BACKOFF_MS.length - 1)]));
+      last = await publishOnce(p).catch((cause: unknown) => ({ kind: 'unknown', cause, final: false }) as Outcome);
+      if (last.kind !== 'unknown' || last.final) break;
+      logger.warn({ msgId: p.msgId, attempt: p.attempts, err: last.cause }, 'commit outcome unknown; retrying with the same ID');
+    }
+    switch (last.kind) {
+      case 'stored':
+        pending = undefined;
+        position = { seq: p.events[p.events.length - 1]!.seq, streamSeq: last.streamSeq };
+        return p.events;
+      case 'fenced':
+        pending = undefined;
+        throw fence(last.cause, `expected last stream seq ${p.expect}`);
+      case 'rejected':
+        // the server refused it for good: nothing was stored and the position stands
+        pending = undefined;
+        throw new StoreError(STORE_CODES.publishRejected, `log of ${actorId} refused a commit: ${(last.cause as Error).message}`,
+          { cause: last.cause });
+      case 'unknown':
+        p.key ??= canonicalJson(p.drafts);
+        throw new StoreError(STORE_CODES.publishUnknown,
+          `commit ${p.msgId} to the log of ${actorId} may or may not be stored`,
+          { cause: last.cause, retryable: true, hint: 'retry commit with the same drafts; it republishes the same message' });
+    }
+  };
+
+  const commitNow = async (drafts: EventDraft[]): Promise<ActorEvent[]> => {
+    if (fenced) throw fenced;
+    if (drafts.length === 0) return [];
+    if (pending) {
+      // an unknown commit must settle first, with the same ID and bytes, never a new one
+      if (canonicalJson(drafts) !== pending.key) {
+        throw new StoreError(STORE_CODES.publishUnknown,
+          `commit ${pending.msgId} of ${actorId} is still unknown; retry it before committing anything else`,
+          { retryable: true });
+      }
+      return settle(pending);
+    }
+    const events = stamp(drafts);
+    pending = {
+      events,
+      payload: JSON.stringify({ events }),
+      msgId: commitMsgId(actorId, events[0]!.seq),
+      expect: position.streamSeq,
+      drafts,
+      attempts: 0,
+    };
+    return settle(pending);
+  };
+
+  // Commits run one at a time: two in flight would stamp the same seqs and fence each other.
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    actorId,
+    rootId,
+    epoch,
+    position: () => ({ ...position }),
+    commit(drafts) {
+      const run = queue.then(() => commitNow(drafts));
+      queue = run.catch(() => {});
+      return run;
+    },
+  };
+}
+
+/** Options of `createLogReader`. */
+export interface LogReaderOptions {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  logger?: Logger;
+}
+
+/** Decodes one commit message, validating every event; throws `store.invalid_event` naming the stream seq. */
+export function decodeCommit(data: Uint8Array, streamSeq: number, actorId?: string): ActorEvent[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Buffer.from(data).toString('utf8'));
+  } catch (err) {
+    throw new StoreError(STORE_CODES.invalidEvent, `log message at stream seq ${streamSeq} is not JSON`, { cause: err });
+  }
+  const parsed = CommitSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new StoreError(STORE_CODES.invalidEvent,
+      `log message at stream seq ${streamSeq} is not a valid commit: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
+      { cause: parsed.error });
+  }
+  const events = parsed.data.events as ActorEvent[];
+  if (actorId !== undefined && events.some((e) => e.actor !== actorId)) {
+    throw new StoreError(STORE_CODES.invalidEvent, `log message at stream seq ${streamSeq} holds events of another actor`);
+  }
+  return events;
+}
+
+/** A reader of actor logs on the LOGS stream, through ordered consumers. */
+export function createLogReader(opts: LogReaderOptions): LogReader {
+  const { js, jsm } = opts;
+
+  async function* consume(
+    rootId: string, actorId: string, afterSeq: number, startStreamSeq: number,
+    stopAtStreamSeq: number | undefined, signal?: AbortSignal,
+  ): AsyncGenerator<StoredEvent> {
+    const consumer = await js.consumers.get(STREAMS.logs, {
+      filter_subjects: logSubject(rootId, actorId),
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: Math.max(1, startStreamSeq),
+    });
+    const messages = await consumer.consume({ max_messages: 256 });
+    const stop = () => messages.stop();
+    signal?.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const m of messages) {
+        for (const event of decodeCommit(m.data, m.seq, actorId)) {
+          if (event.seq > afterSeq) yield { event, streamSeq: m.seq };
+        }
+        if (stopAtStreamSeq !== undefined && (m.seq >= stopAtStreamSeq || m.info.pending === 0)) break;
+      }
+    } finally {
+      signal?.removeEventListener('abort', stop);
+      messages.stop();
+      void consumer.delete().catch(() => {});
+    }
+  }
+
+  const reader: LogReader = {
+    async *read(rootId, actorId, o = {}) {
+      const afterSeq = o.afterSeq ?? 0;
+      // "to the end as of the call": the end is fixed first, and an empty tail costs no consumer
+      const end = await reader.end(rootId, actorId);
+      const start = o.fromStreamSeq ?? 1;
+      if (end.seq <= afterSeq || start > end.streamSeq) return;
+      yield* consume(rootId, actorId, afterSeq, start, end.streamSeq);
+    },
+    async *follow(rootId, actorId, o) {
+      if (o.signal.aborted) return;
+      yield* consume(rootId, actorId, o.afterSeq ?? 0, 1, undefined, o.signal);
+    },
+    async end(rootId, actorId) {
+      const m = await jsm.streams.getMessage(STREAMS.logs, { last_by_subj: logSubject(rootId, actorId) });
+      if (!m) return { seq: 0, streamSeq: 0 };
+      const events = decodeCommit(m.data, m.seq, actorId);
+      return { seq: events[events.length - 1]!.seq, streamSeq: m.seq };
+    },
+  };
+  return reader;
+}

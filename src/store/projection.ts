@@ -1,0 +1,201 @@
+import { assertNever } from '../protocol/errors.js';
+import type { ActorEvent, TurnOutcome, TurnRequest, TurnSettings } from '../protocol/events.js';
+import { addUsage, ZERO_USAGE, type HistoryItem, type Usage } from '../protocol/history.js';
+
+/** Version of the projection's shape; snapshots of another version are ignored. */
+export const PROJECTION_VERSION = 1;
+
+/** States of an inbox item (design §6); they live in the log. */
+export type InboxItemState = 'pending' | 'reserved' | 'included' | 'cancelled';
+
+/** A received inbox message, until a turn includes it. */
+export interface InboxItem {
+  state: InboxItemState;
+  kind: string;
+  content: string;
+  request: TurnRequest | null;
+}
+
+/** A tool call of the open step. */
+export interface OpenCall {
+  callId: string;
+  index: number;
+  providerId: string;
+  name: string;
+  arguments: string;
+  status: 'valid' | 'unknown_tool' | 'invalid_arguments';
+  effects: 'none' | 'possible' | null;
+  started: boolean;
+  /** What the model sees for this call once it ended. */
+  observation: string | null;
+}
+
+/** The actor's state folded from its log (design §4). Plain JSON, so snapshots store it as is. */
+export interface Projection {
+  version: number;
+  actorId: string;
+  seq: number;
+  epoch: number;
+  /** Closed model-visible history: only whole Steps are in it. */
+  history: HistoryItem[];
+  /** Items of the open step, closed into `history` (in call order) when the step ends. */
+  pending: { assistant: HistoryItem | null; calls: OpenCall[] };
+  turns: number;
+  openTurn: { id: string; settings: TurnSettings; startedAt: string; steps: number; toolCalls: number; usage: Usage } | null;
+  openStep: { id: string; index: number } | null;
+  openAttempt: { id: string; index: number; requestDigest: string } | null;
+  lastPrepared: { digest: string; bytes: number } | null;
+  inbox: Record<string, InboxItem>;
+  usage: Usage;
+  lastTurn: { id: string; outcome: TurnOutcome; reason: string | null; answer: string | null } | null;
+  /** Settings of the last turn, the defaults of a follow-up that names none. */
+  lastSettings: TurnSettings | null;
+  /** Model responses consumed (succeeded or failed attempts): the scripted model's cursor. */
+  modelResponses: number;
+  stopped: boolean;
+}
+
+/** The projection of an empty log. */
+export function emptyProjection(actorId: string): Projection {
+  return {
+    version: PROJECTION_VERSION,
+    actorId,
+    seq: 0,
+    epoch: 0,
+    history: [],
+    pending: { assistant: null, calls: [] },
+    turns: 0,
+    openTurn: null,
+    openStep: null,
+    openAttempt: null,
+    lastPrepared: null,
+    inbox: {},
+    usage: ZERO_USAGE,
+    lastTurn: null,
+    lastSettings: null,
+    modelResponses: 0,
+    stopped: false,
+  };
+}
+
+function endCall(p: Projection, callId: string | undefined, observation: string): void {
+  const call = p.pending.calls.find((c) => c.callId === callId);
+  if (call) call.observation = observation;
+}
+
+/**
+ * Folds one event into the projection, in place, O(1) amortized: never a re-read of the log.
+ * Deterministic: the same events always give the same projection.
+ */
+export function foldEvent(p: Projection, e: ActorEvent): Projection {
+  p.seq = e.seq;
+  if (e.epoch > p.epoch) p.epoch = e.epoch;
+  switch (e.type) {
+    case 'inbox/received':
+      p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
+      break;
+    case 'turn/start':
+      p.lastSettings = e.data.settings;
+      p.openTurn = { id: e.turn!, settings: e.data.settings, startedAt: e.at, steps: 0, toolCalls: 0, usage: ZERO_USAGE };
+      for (const id of e.data.messageIds) {
+        const item = p.inbox[id];
+        // The content lives on in `history`; the ID stays, so a redelivery is recognised.
+        if (item) p.inbox[id] = { ...item, state: 'included', content: '', request: null };
+      }
+      break;
+    case 'user/message':
+      p.history.push({ role: 'user', content: e.data.content });
+      break;
+    case 'step/start':
+      p.openStep = { id: e.step!, index: e.data.index };
+      p.pending = { assistant: null, calls: [] };
+      if (p.openTurn) p.openTurn.steps += 1;
+      break;
+    case 'request/prepared':
+      p.lastPrepared = { digest: e.data.digest, bytes: e.data.bytes };
+      break;
+    case 'attempt/start':
+      p.openAttempt = { id: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest };
+      break;
+    case 'attempt/end':
+      p.openAttempt = null;
+      p.usage = addUsage(p.usage, e.data.usage);
+      if (p.openTurn) p.openTurn.usage = addUsage(p.openTurn.usage, e.data.usage);
+      if (e.data.outcome === 'succeeded' || e.data.outcome === 'failed') p.modelResponses += 1;
+      break;
+    case 'assistant/accepted':
+      p.pending.assistant = { role: 'assistant', content: e.data.content, toolCalls: e.data.toolCalls };
+      break;
+    case 'tool/call':
+      p.pending.calls.push({
+        callId: e.call!,
+        index: e.data.index,
+        providerId: e.data.providerId,
+        name: e.data.name,
+        arguments: e.data.arguments,
+        status: e.data.status,
+        effects: e.data.effects,
+        started: false,
+        observation: null,
+      });
+      break;
+    case 'tool/start': {
+      const call = p.pending.calls.find((c) => c.callId === e.call);
+      if (call) call.started = true;
+      if (p.openTurn && !e.data.rerun) p.openTurn.toolCalls += 1;
+      break;
+    }
+    case 'tool/result':
+      endCall(p, e.call, e.data.output);
+      break;
+    case 'tool/denied':
+      endCall(p, e.call, `Denied: ${e.data.reason}`);
+      break;
+    case 'tool/cancelled':
+      endCall(p, e.call, `Cancelled: ${e.data.reason}`);
+      break;
+    case 'tool/outcome_unknown':
+      endCall(p, e.call, `Outcome unknown: ${e.data.reason}`);
+      break;
+    case 'step/end':
+      closeStep(p);
+      break;
+    case 'turn/end':
+      p.turns += 1;
+      p.lastTurn = { id: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer };
+      p.openTurn = null;
+      p.openStep = null;
+      p.openAttempt = null;
+      break;
+    case 'actor/stopped':
+      p.stopped = true;
+      break;
+    case 'policy/decided':
+    case 'approval/requested':
+    case 'approval/granted':
+    case 'approval/denied':
+    case 'assistant/rejected':
+    case 'recovery/started':
+    case 'recovery/continuation':
+    case 'actor/rehydrated':
+    case 'actor/killed':
+      break;
+    default:
+      assertNever(e, 'event');
+  }
+  return p;
+}
+
+/** Moves the open step's items into the closed history, tool results in call order. */
+function closeStep(p: Projection): void {
+  const { assistant, calls } = p.pending;
+  if (assistant) {
+    p.history.push(assistant);
+    const byIndex = [...calls].sort((a, b) => a.index - b.index);
+    for (const c of byIndex) {
+      p.history.push({ role: 'tool', callId: c.providerId, name: c.name, content: c.observation ?? 'No result was recorded.' });
+    }
+  }
+  p.openStep = null;
+  p.pending = { assistant: null, calls: [] };
+}

@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { openBus, type Bus } from '../../src/bus/connection.js';
+import { ensureInboxConsumer, openInbox, publishInbox } from '../../src/bus/inbox.js';
+import { inboxConsumerName, inboxSubject, STREAMS } from '../../src/bus/subjects.js';
+import { newId } from '../../src/protocol/ids.js';
+import type { InboxMessage } from '../../src/protocol/inbox.js';
+import { startTestNats, type TestNats } from '../helpers/nats.js';
+
+function message(to: string, content: string): InboxMessage {
+  return {
+    id: newId('message'), from: 'user', to, kind: 'user_message', target: 'next_turn', wakeup: true,
+    content, request: null, sentAt: new Date().toISOString(),
+  };
+}
+
+describe('inbox', () => {
+  let nats: TestNats;
+  let bus: Bus;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    bus = await openBus({ natsUrl: nats.url, dataDir: nats.storeDir, logger: pino({ level: 'silent' }) });
+  });
+  afterAll(async () => {
+    await bus?.close();
+    await nats?.stop();
+  });
+
+  it('stores a message published twice with the same ID once', async () => {
+    const actor = newId('agent');
+    const msg = message(actor, 'hello');
+    const first = await publishInbox(bus.js, msg);
+    const second = await publishInbox(bus.js, msg);
+    expect(first.duplicate).toBe(false);
+    expect(second).toEqual({ seq: first.seq, duplicate: true });
+    const info = await bus.jsm.streams.info(STREAMS.inbox, { subjects_filter: inboxSubject(actor) });
+    expect(info.state.subjects?.[inboxSubject(actor)]).toBe(1);
+  });
+
+  it('refuses an invalid message before publishing it', async () => {
+    const bad = { ...message(newId('agent'), 'x'), id: 'not-a-msg-id' };
+    await expect(publishInbox(bus.js, bad)).rejects.toMatchObject({ code: 'bus.invalid_message' });
+  });
+
+  it('delivers, redelivers after nak, and forgets after ack', async () => {
+    const actor = newId('agent');
+    const inbox = await openInbox(bus.js, bus.jsm, actor, { consumer: { backoffMs: [] } });
+    expect(await inbox.next({ expiresMs: 1_000 })).toBeNull();
+
+    const msg = message(actor, 'work');
+    await publishInbox(bus.js, msg);
+    expect(await inbox.pending()).toBe(1);
+    const d1 = await inbox.next({ expiresMs: 2_000 });
+    expect(d1?.message).toEqual(msg);
+    expect(d1?.deliveryCount).toBe(1);
+    d1!.nak();
+
+    const d2 = await inbox.next({ expiresMs: 2_000 });
+    expect(d2?.message.id).toBe(msg.id);
+    expect(d2?.deliveryCount).toBe(2);
+    await d2!.ack();
+    expect(await inbox.pending()).toBe(0);
+    expect(await inbox.next({ expiresMs: 1_000 })).toBeNull();
+  });
+
+  it('terminates an invalid message and keeps reading', async () => {
+    const actor = newId('agent');
+    const inbox = await openInbox(bus.js, bus.jsm, actor);
+    await bus.js.publish(inboxSubject(actor), '{"not":"an inbox message"}');
+    await bus.js.publish(inboxSubject(actor), 'not even json');
+    const good = message(actor, 'after the junk');
+    await publishInbox(bus.js, good);
+    const d = await inbox.next({ expiresMs: 3_000 });
+    expect(d?.message).toEqual(good);
+    await d!.ack();
+    expect(await inbox.next({ expiresMs: 1_000 })).toBeNull();
+    expect(await inbox.pending()).toBe(0);
+  });
+
+  it('creates the durable consumer as specified, idempotently', async () => {
+    const actor = newId('agent');
+    await ensureInboxConsumer(bus.jsm, actor, { maxDeliver: 4, backoffMs: [1_000, 2_000] });
+    await ensureInboxConsumer(bus.jsm, actor, { maxDeliver: 4, backoffMs: [1_000, 2_000] });
+    const info = await bus.jsm.consumers.info(STREAMS.inbox, inboxConsumerName(actor));
+    expect(info.config.durable_name).toBe(inboxConsumerName(actor));
+    expect(info.config.filter_subject).toBe(inboxSubject(actor));
+    expect(info.config.ack_policy).toBe('explicit');
+    expect(info.config.max_deliver).toBe(4);
+    expect(info.config.backoff).toEqual([1e9, 2e9]);
+
+    await ensureInboxConsumer(bus.jsm, actor, { maxDeliver: 6, backoffMs: [1_000] });
+    const updated = await bus.jsm.consumers.info(STREAMS.inbox, inboxConsumerName(actor));
+    expect(updated.config.max_deliver).toBe(6);
+    expect(updated.config.backoff).toEqual([1e9]);
+
+    await expect(ensureInboxConsumer(bus.jsm, actor, { maxDeliver: 2, backoffMs: [1, 2, 3] }))
+      .rejects.toMatchObject({ code: 'bus.invalid_consumer' });
+  });
+});

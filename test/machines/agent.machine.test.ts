@@ -1,0 +1,240 @@
+import { describe, expect, it } from 'vitest';
+import { initialTransition, type SnapshotFrom } from 'xstate';
+import { agentMachine, type AgentEvent } from '../../src/machines/agent.machine.js';
+import type { TurnOutcome } from '../../src/protocol/events.js';
+import { effects, ev, feed, send, usage } from './events.js';
+
+type Snap = SnapshotFrom<typeof agentMachine>;
+
+const SETTINGS = {
+  model: 'scripted',
+  workspace: '/tmp/ws',
+  tools: [],
+  instructions: '',
+  budgets: { maxSteps: null, maxToolCalls: null, deadlineAt: null },
+  maxAttempts: 3,
+};
+
+function received(messageId: string, kind = 'user_message') {
+  return ev('inbox/received', { messageId, kind, from: 'user', content: `hello ${messageId}`, request: null });
+}
+function turnStart(messageIds: string[], source: 'user_message' | 'follow_up' | 'recovery_continuation' = 'user_message') {
+  return ev('turn/start', { source, messageIds, settings: SETTINGS }, { turn: 'turn-x' });
+}
+function turnEnd(outcome: TurnOutcome = 'completed') {
+  return ev(
+    'turn/end',
+    { outcome, reason: null, answer: outcome === 'completed' ? 'done' : null, steps: 1, toolCalls: 0, usage: usage(1, 1) },
+    { turn: 'turn-x' },
+  );
+}
+
+function start(): Snap {
+  return initialTransition(agentMachine, { actorId: 'agent-1' })[0];
+}
+function fold(...events: AgentEvent[]): Snap {
+  return feed(agentMachine, start(), events);
+}
+function step(s: Snap, e: AgentEvent) {
+  return send(agentMachine, s, e);
+}
+
+describe('agent machine', () => {
+  it('starts idle with empty context and no effects', () => {
+    const [s, actions] = initialTransition(agentMachine, { actorId: 'agent-1' });
+    expect(s.value).toBe('idle');
+    expect(s.context).toEqual({
+      actorId: 'agent-1',
+      turns: 0,
+      queued: [],
+      claiming: [],
+      claimSource: null,
+      lastOutcome: null,
+    });
+    expect(effects(actions)).toEqual([]);
+  });
+
+  describe('idle', () => {
+    it('claims a user message: claiming + startTurn naming the message', () => {
+      const [s, fx] = step(start(), received('m1'));
+      expect(s.value).toBe('claiming');
+      expect(s.context.claiming).toEqual(['m1']);
+      expect(s.context.claimSource).toBe('user_message');
+      expect(fx).toEqual([{ type: 'startTurn', params: { messageIds: ['m1'], source: 'user_message' } }]);
+    });
+
+    it('claims a follow_up message with source follow_up', () => {
+      const [s, fx] = step(start(), received('f1', 'follow_up'));
+      expect(s.value).toBe('claiming');
+      expect(fx).toEqual([{ type: 'startTurn', params: { messageIds: ['f1'], source: 'follow_up' } }]);
+    });
+
+    it.each(['job_notice', 'steer', 'notification', ''])('ignores an inbox message of kind %j', (kind) => {
+      const s0 = start();
+      const [s, fx] = step(s0, received('n1', kind));
+      expect(s.value).toBe('idle');
+      expect(s.context).toEqual(s0.context);
+      expect(fx).toEqual([]);
+    });
+
+    it('enters turn on a turn/start it did not claim (e.g. a recovery continuation)', () => {
+      const [s, fx] = step(start(), turnStart([], 'recovery_continuation'));
+      expect(s.value).toBe('turn');
+      expect(fx).toEqual([]);
+    });
+
+    it('does nothing on recover', () => {
+      const [s, fx] = step(start(), { type: 'recover' });
+      expect(s.value).toBe('idle');
+      expect(fx).toEqual([]);
+    });
+  });
+
+  describe('claiming', () => {
+    it('enters turn on turn/start and clears the claim', () => {
+      const [s, fx] = step(fold(received('m1')), turnStart(['m1']));
+      expect(s.value).toBe('turn');
+      expect(s.context.claiming).toEqual([]);
+      expect(s.context.claimSource).toBeNull();
+      expect(fx).toEqual([]);
+    });
+
+    it('re-emits startTurn on recover, with the same messages and source', () => {
+      const s0 = fold(received('m1'));
+      const [s, fx] = step(s0, { type: 'recover' });
+      expect(s.value).toBe('claiming');
+      expect(fx).toEqual([{ type: 'startTurn', params: { messageIds: ['m1'], source: 'user_message' } }]);
+      // recovering twice asks again: the runtime dedupes by message id
+      expect(step(s, { type: 'recover' })[1]).toEqual(fx);
+    });
+
+    it('re-emits a follow-up claim as a follow-up on recover', () => {
+      const s0 = fold(received('m1'), turnStart(['m1']), received('f1', 'follow_up'), turnEnd());
+      expect(s0.value).toBe('claiming');
+      const [, fx] = step(s0, { type: 'recover' });
+      expect(fx).toEqual([{ type: 'startTurn', params: { messageIds: ['f1'], source: 'follow_up' } }]);
+    });
+
+    it('queues a message that arrives before the claimed turn/start, rather than dropping it', () => {
+      const s0 = fold(received('m1'), turnStart(['m1']), received('f1', 'follow_up'), turnEnd());
+      const [s, fx] = step(s0, received('f2', 'follow_up'));
+      expect(s.value).toBe('claiming');
+      expect(s.context.queued).toEqual(['f2']);
+      expect(fx).toEqual([]);
+    });
+
+    it('ignores non-starting kinds', () => {
+      const [s, fx] = step(fold(received('m1')), received('j1', 'job_notice'));
+      expect(s.context.queued).toEqual([]);
+      expect(fx).toEqual([]);
+    });
+  });
+
+  describe('turn', () => {
+    const inTurn = () => fold(received('m1'), turnStart(['m1']));
+
+    it('ends into idle with turnEnded when nothing is queued', () => {
+      const [s, fx] = step(inTurn(), turnEnd('completed'));
+      expect(s.value).toBe('idle');
+      expect(s.context.turns).toBe(1);
+      expect(s.context.lastOutcome).toBe('completed');
+      expect(fx).toEqual([{ type: 'turnEnded', params: { outcome: 'completed' } }]);
+    });
+
+    it.each<TurnOutcome>(['stopped', 'failed', 'cancelled'])('reports outcome %s', (outcome) => {
+      const [s, fx] = step(inTurn(), turnEnd(outcome));
+      expect(s.context.lastOutcome).toBe(outcome);
+      expect(fx).toEqual([{ type: 'turnEnded', params: { outcome } }]);
+    });
+
+    it('queues a follow_up received during the turn without effects', () => {
+      const [s, fx] = step(inTurn(), received('f1', 'follow_up'));
+      expect(s.value).toBe('turn');
+      expect(s.context.queued).toEqual(['f1']);
+      expect(fx).toEqual([]);
+    });
+
+    it('queues a user message received during the turn as a follow-up', () => {
+      const s = fold(received('m1'), turnStart(['m1']), received('m2'));
+      expect(s.context.queued).toEqual(['m2']);
+      const [s2, fx] = step(s, turnEnd());
+      expect(s2.value).toBe('claiming');
+      expect(fx[1]).toEqual({ type: 'startTurn', params: { messageIds: ['m2'], source: 'follow_up' } });
+    });
+
+    it('does not queue non-starting kinds', () => {
+      const [s, fx] = step(inTurn(), received('j1', 'job_notice'));
+      expect(s.context.queued).toEqual([]);
+      expect(fx).toEqual([]);
+    });
+
+    it('turn/end with a queued follow_up yields turnEnded then startTurn(follow_up)', () => {
+      const s0 = feed(agentMachine, inTurn(), [received('f1', 'follow_up')]);
+      const [s, fx] = step(s0, turnEnd('completed'));
+      expect(s.value).toBe('claiming');
+      expect(s.context).toMatchObject({
+        turns: 1,
+        lastOutcome: 'completed',
+        queued: [],
+        claiming: ['f1'],
+        claimSource: 'follow_up',
+      });
+      expect(fx).toEqual([
+        { type: 'turnEnded', params: { outcome: 'completed' } },
+        { type: 'startTurn', params: { messageIds: ['f1'], source: 'follow_up' } },
+      ]);
+    });
+
+    it('starts one queued message per turn, in arrival order', () => {
+      let s = feed(agentMachine, inTurn(), [received('f1', 'follow_up'), received('f2', 'follow_up')]);
+      let fx;
+      [s, fx] = step(s, turnEnd());
+      expect(fx[1]).toEqual({ type: 'startTurn', params: { messageIds: ['f1'], source: 'follow_up' } });
+      expect(s.context.queued).toEqual(['f2']);
+
+      s = feed(agentMachine, s, [turnStart(['f1'], 'follow_up')]);
+      expect(s.value).toBe('turn');
+      [s, fx] = step(s, turnEnd('failed'));
+      expect(s.value).toBe('claiming');
+      expect(fx).toEqual([
+        { type: 'turnEnded', params: { outcome: 'failed' } },
+        { type: 'startTurn', params: { messageIds: ['f2'], source: 'follow_up' } },
+      ]);
+      expect(s.context.queued).toEqual([]);
+
+      s = feed(agentMachine, s, [turnStart(['f2'], 'follow_up')]);
+      [s, fx] = step(s, turnEnd());
+      expect(s.value).toBe('idle');
+      expect(s.context.turns).toBe(3);
+      expect(fx).toEqual([{ type: 'turnEnded', params: { outcome: 'completed' } }]);
+    });
+
+    it('does nothing on recover (the turn machine owns in-turn recovery)', () => {
+      const [s, fx] = step(inTurn(), { type: 'recover' });
+      expect(s.value).toBe('turn');
+      expect(fx).toEqual([]);
+    });
+  });
+
+  describe('actor/stopped', () => {
+    const stop = () => ev('actor/stopped', { reason: 'shutdown' });
+
+    it.each([
+      ['idle', () => start()],
+      ['claiming', () => fold(received('m1'))],
+      ['turn', () => fold(received('m1'), turnStart(['m1']))],
+    ])('stops from %s into a final state', (_name, from) => {
+      const [s, fx] = step(from(), stop());
+      expect(s.value).toBe('stopped');
+      expect(s.status).toBe('done');
+      expect(fx).toEqual([]);
+    });
+
+    it('ignores everything once stopped', () => {
+      const s0 = fold(stop());
+      const [s, fx] = step(s0, received('m1'));
+      expect(s.value).toBe('stopped');
+      expect(fx).toEqual([]);
+    });
+  });
+});

@@ -1,0 +1,261 @@
+import { describe, expect, it } from 'vitest';
+import { initialTransition, type SnapshotFrom } from 'xstate';
+import { toolCallMachine, type CallRecovery, type ToolCallEvent, type ToolCallInput } from '../../src/machines/tool-call.machine.js';
+import type { EventData } from '../../src/protocol/events.js';
+import { effects, ev, feed, send } from './events.js';
+
+type Snap = SnapshotFrom<typeof toolCallMachine>;
+
+const INPUT: ToolCallInput = {
+  callId: 'call-1',
+  name: 'write_file',
+  valid: true,
+  error: null,
+  recovery: 'manual',
+  withinBudget: true,
+};
+const scope = { turn: 'turn-1', step: 'step-1', call: 'call-1' };
+
+function start(input: Partial<ToolCallInput> = {}): Snap {
+  return initialTransition(toolCallMachine, { ...INPUT, ...input })[0];
+}
+const decided = (decision: EventData<'policy/decided'>['decision']) =>
+  ev('policy/decided', { decision, rule: `rule-${decision}`, reason: null }, scope);
+const toolStart = (rerun = false) =>
+  ev('tool/start', { name: 'write_file', input: { path: 'a' }, effects: 'possible', idempotencyKey: 'k1', rerun }, scope);
+const result = () => ev('tool/result', { ok: true, output: 'wrote 3 bytes', error: null, durationMs: 4 }, scope);
+const denied = () => ev('tool/denied', { reason: 'denied by policy' }, scope);
+const cancelled = (reason = 'tool_budget') => ev('tool/cancelled', { reason }, scope);
+const unknown = () => ev('tool/outcome_unknown', { reason: 'crashed' }, scope);
+const granted = () => ev('approval/granted', { approvalId: 'ap-1', by: 'user' }, scope);
+
+function fold(s: Snap, ...events: ToolCallEvent[]): Snap {
+  return feed(toolCallMachine, s, events);
+}
+function step(s: Snap, e: ToolCallEvent) {
+  return send(toolCallMachine, s, e);
+}
+const started = (recovery: CallRecovery = 'manual') => fold(start({ recovery }), decided('allow'), toolStart());
+
+describe('tool-call machine', () => {
+  describe('validating', () => {
+    it('rejects an invalid call with its error', () => {
+      const [s, actions] = initialTransition(toolCallMachine, { ...INPUT, valid: false, error: 'unknown tool "nope"' });
+      expect(s.value).toBe('rejecting');
+      expect(effects(actions)).toEqual([{ type: 'rejectCall', params: { callId: 'call-1', error: 'unknown tool "nope"' } }]);
+    });
+
+    it('rejects an invalid call without an error with a generic one', () => {
+      const [, actions] = initialTransition(toolCallMachine, { ...INPUT, valid: false, error: null });
+      expect(effects(actions)).toEqual([{ type: 'rejectCall', params: { callId: 'call-1', error: 'invalid call' } }]);
+    });
+
+    it('rejects an invalid call even when over budget', () => {
+      const [s] = initialTransition(toolCallMachine, { ...INPUT, valid: false, error: 'bad args', withinBudget: false });
+      expect(s.value).toBe('rejecting');
+    });
+
+    it('cancels a valid call over the tool budget', () => {
+      const [s, actions] = initialTransition(toolCallMachine, { ...INPUT, withinBudget: false });
+      expect(s.value).toBe('cancelling');
+      expect(effects(actions)).toEqual([{ type: 'cancelCall', params: { callId: 'call-1', reason: 'tool_budget' } }]);
+    });
+
+    it('asks the policy about a valid call within budget', () => {
+      const [s, actions] = initialTransition(toolCallMachine, INPUT);
+      expect(s.value).toBe('deciding');
+      expect(s.context).toEqual({ ...INPUT, starts: 0 });
+      expect(effects(actions)).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1' } }]);
+    });
+  });
+
+  describe('rejecting and cancelling', () => {
+    it('re-emits rejectCall on recover and ends on the error result', () => {
+      const s0 = start({ valid: false, error: 'bad args' });
+      const [, fx] = step(s0, { type: 'recover' });
+      expect(fx).toEqual([{ type: 'rejectCall', params: { callId: 'call-1', error: 'bad args' } }]);
+      const [s] = step(s0, ev('tool/result', { ok: false, output: 'bad args', error: null, durationMs: 0 }, scope));
+      expect(s.value).toBe('result');
+      expect(s.status).toBe('done');
+    });
+
+    it('re-emits cancelCall on recover and ends cancelled', () => {
+      const s0 = start({ withinBudget: false });
+      const [, fx] = step(s0, { type: 'recover' });
+      expect(fx).toEqual([{ type: 'cancelCall', params: { callId: 'call-1', reason: 'tool_budget' } }]);
+      const [s] = step(s0, cancelled());
+      expect(s.value).toBe('cancelled');
+      expect(s.status).toBe('done');
+    });
+  });
+
+  describe('deciding', () => {
+    it('re-emits decidePolicy on recover', () => {
+      const [s, fx] = step(start(), { type: 'recover' });
+      expect(s.value).toBe('deciding');
+      expect(fx).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1' } }]);
+    });
+
+    it('asks to start the tool when allowed', () => {
+      const [s, fx] = step(start(), decided('allow'));
+      expect(s.value).toBe('starting');
+      expect(fx).toEqual([{ type: 'startTool', params: { callId: 'call-1', rerun: false } }]);
+    });
+
+    it('asks to deny the call when denied', () => {
+      const [s, fx] = step(start(), decided('deny'));
+      expect(s.value).toBe('denying');
+      expect(fx).toEqual([{ type: 'denyCall', params: { callId: 'call-1', reason: 'denied by policy' } }]);
+    });
+
+    it('waits for approval when the policy asks', () => {
+      const [s, fx] = step(start(), decided('ask'));
+      expect(s.value).toBe('awaiting_approval');
+      expect(fx).toEqual([]);
+    });
+
+    it('cancels on abort', () => {
+      const [s, fx] = step(start(), { type: 'abort', reason: 'deadline' });
+      expect(s.value).toBe('cancelling_abort');
+      expect(fx).toEqual([{ type: 'cancelCall', params: { callId: 'call-1', reason: 'aborted' } }]);
+    });
+  });
+
+  describe('approval', () => {
+    it('rechecks the policy once approval is granted', () => {
+      const [s, fx] = step(fold(start(), decided('ask')), granted());
+      expect(s.value).toBe('rechecking');
+      expect(fx).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1' } }]);
+    });
+
+    it('starts after a granted approval rechecks as allowed', () => {
+      const [s, fx] = step(fold(start(), decided('ask'), granted()), decided('allow'));
+      expect(s.value).toBe('starting');
+      expect(fx).toEqual([{ type: 'startTool', params: { callId: 'call-1', rerun: false } }]);
+    });
+
+    it.each(['deny', 'ask'] as const)('denies when the recheck says %s', (decision) => {
+      const [s, fx] = step(fold(start(), decided('ask'), granted()), decided(decision));
+      expect(s.value).toBe('denying');
+      expect(fx).toEqual([{ type: 'denyCall', params: { callId: 'call-1', reason: 'denied by policy' } }]);
+    });
+  });
+
+  describe('denying', () => {
+    it('re-emits denyCall on recover and ends denied', () => {
+      const s0 = fold(start(), decided('deny'));
+      const [, fx] = step(s0, { type: 'recover' });
+      expect(fx).toEqual([{ type: 'denyCall', params: { callId: 'call-1', reason: 'denied by policy' } }]);
+      const [s] = step(s0, denied());
+      expect(s.value).toBe('denied');
+      expect(s.status).toBe('done');
+    });
+  });
+
+  describe('starting', () => {
+    const starting = () => fold(start(), decided('allow'));
+
+    it('re-emits startTool (not a rerun: it never started) on recover', () => {
+      const [s, fx] = step(starting(), { type: 'recover' });
+      expect(s.value).toBe('starting');
+      expect(fx).toEqual([{ type: 'startTool', params: { callId: 'call-1', rerun: false } }]);
+    });
+
+    it('is started on tool/start', () => {
+      const [s, fx] = step(starting(), toolStart());
+      expect(s.value).toBe('started');
+      expect(s.context.starts).toBe(1);
+      expect(fx).toEqual([]);
+    });
+
+    it('cancels on abort', () => {
+      const [s, fx] = step(starting(), { type: 'abort', reason: 'cancelled' });
+      expect(s.value).toBe('cancelling_abort');
+      expect(fx).toEqual([{ type: 'cancelCall', params: { callId: 'call-1', reason: 'aborted' } }]);
+    });
+  });
+
+  describe('cancelling_abort', () => {
+    it('re-emits cancelCall on recover and ends cancelled', () => {
+      const s0 = fold(start(), { type: 'abort', reason: 'deadline' });
+      const [, fx] = step(s0, { type: 'recover' });
+      expect(fx).toEqual([{ type: 'cancelCall', params: { callId: 'call-1', reason: 'aborted' } }]);
+      const [s] = step(s0, cancelled('aborted'));
+      expect(s.value).toBe('cancelled');
+    });
+  });
+
+  describe('started', () => {
+    it('ends with the result', () => {
+      const [s, fx] = step(started(), result());
+      expect(s.value).toBe('result');
+      expect(s.status).toBe('done');
+      expect(fx).toEqual([]);
+    });
+
+    it('ends outcome_unknown', () => {
+      const [s, fx] = step(started(), unknown());
+      expect(s.value).toBe('outcome_unknown');
+      expect(s.status).toBe('done');
+      expect(fx).toEqual([]);
+    });
+
+    it('lets a running tool finish on abort', () => {
+      const [s, fx] = step(started(), { type: 'abort', reason: 'deadline' });
+      expect(s.value).toBe('started');
+      expect(fx).toEqual([]);
+    });
+
+    it.each<CallRecovery>(['rerun', 'idempotent'])('reruns on recover when recovery is %s', (recovery) => {
+      const [s, fx] = step(started(recovery), { type: 'recover' });
+      expect(s.value).toBe('started');
+      expect(fx).toEqual([{ type: 'startTool', params: { callId: 'call-1', rerun: true } }]);
+    });
+
+    it('counts the rerun tool/start', () => {
+      const [s, fx] = step(fold(started('rerun'), { type: 'recover' }), toolStart(true));
+      expect(s.value).toBe('started');
+      expect(s.context.starts).toBe(2);
+      expect(fx).toEqual([]);
+    });
+
+    it.each<CallRecovery>(['manual', 'reconcile'])('marks the outcome unknown on recover when recovery is %s', (recovery) => {
+      const [s, fx] = step(started(recovery), { type: 'recover' });
+      expect(s.value).toBe('started');
+      expect(fx).toHaveLength(1);
+      expect(fx[0]!.type).toBe('markOutcomeUnknown');
+      expect(fx[0]!.params).toEqual({ callId: 'call-1', reason: expect.stringContaining('write_file') });
+      expect(fx[0]!.params).toEqual({ callId: 'call-1', reason: expect.stringMatching(/may or may not have taken effect/) });
+    });
+
+    it('ends outcome_unknown once marked', () => {
+      const s = fold(started('manual'), { type: 'recover' }, unknown());
+      expect(s.value).toBe('outcome_unknown');
+    });
+  });
+
+  describe('final states', () => {
+    it.each([
+      ['result', () => fold(started(), result())],
+      ['denied', () => fold(start(), decided('deny'), denied())],
+      ['cancelled', () => fold(start({ withinBudget: false }), cancelled())],
+      ['outcome_unknown', () => fold(started(), unknown())],
+    ] as const)('%s is done and has nothing to re-emit on recover', (value, reach) => {
+      const s0 = reach();
+      expect(s0.status).toBe('done');
+      for (const e of [{ type: 'recover' } as const, { type: 'abort', reason: 'x' } as const, toolStart(true)]) {
+        const [s, fx] = step(s0, e);
+        expect(s.value).toBe(value);
+        expect(fx).toEqual([]);
+      }
+    });
+
+    it('is not frozen by the pure transition(): whoever folds the log must stop at status done', () => {
+      // xstate's live actor drops events once done, but transition() still runs root-level
+      // handlers, so a stray end event routed to a finished call would rewrite its outcome
+      const s0 = fold(start(), decided('deny'), denied());
+      const [s] = step(s0, result());
+      expect(s.value).toBe('result');
+    });
+  });
+});

@@ -1,0 +1,272 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/nats-core';
+import { pino } from 'pino';
+import { openBus, type Bus } from '../../src/bus/connection.js';
+import { ensureStreams } from '../../src/bus/streams.js';
+import { commitMsgId, logSubject, STREAMS } from '../../src/bus/subjects.js';
+import { hasCode } from '../../src/protocol/errors.js';
+import { draft, EVENT_VERSION, type ActorEvent, type EventDraft } from '../../src/protocol/events.js';
+import { newId } from '../../src/protocol/ids.js';
+import { createJetStreamLog, createLogReader } from '../../src/store/jetstream-log.js';
+import type { LogReader, StoredEvent } from '../../src/store/log-port.js';
+import { startTestNats, type TestNats } from '../helpers/nats.js';
+
+const say = (content: string): EventDraft => draft('user/message', { messageId: newId('message'), content });
+
+async function collect(it: AsyncIterable<StoredEvent>): Promise<StoredEvent[]> {
+  const out: StoredEvent[] = [];
+  for await (const e of it) out.push(e);
+  return out;
+}
+
+/** A JetStream client whose publish misbehaves as `fake` says; everything else is the real one. */
+function withPublish(js: JetStreamClient, fake: (real: JetStreamClient['publish'], ...a: Parameters<JetStreamClient['publish']>) => ReturnType<JetStreamClient['publish']>): JetStreamClient {
+  const real = js.publish.bind(js);
+  return new Proxy(js, {
+    get(target, prop) {
+      if (prop === 'publish') return (...a: Parameters<JetStreamClient['publish']>) => fake(real, ...a);
+      const v = Reflect.get(target, prop) as unknown;
+      return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+describe('JetStream log', () => {
+  let nats: TestNats;
+  let bus: Bus;
+  let reader: LogReader;
+  const root = newId('agent');
+  const fresh = () => ({ seq: 0, streamSeq: 0 });
+  beforeAll(async () => {
+    nats = await startTestNats();
+    bus = await openBus({ natsUrl: nats.url, dataDir: nats.storeDir, logger: pino({ level: 'silent' }) });
+    reader = createLogReader({ js: bus.js, jsm: bus.jsm });
+  });
+  afterAll(async () => {
+    await bus?.close();
+    await nats?.stop();
+  });
+
+  it('stamps, validates and commits several events as ONE message', async () => {
+    const actor = newId('agent');
+    const at = new Date('2025-01-02T03:04:05.000Z');
+    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 3, now: () => at });
+    const events = await log.commit([say('a'), say('b'), { ...say('c'), at: '2020-01-01T00:00:00.000Z' }]);
+    expect(events.map((e) => [e.seq, e.v, e.epoch, e.actor, e.at])).toEqual([
+      [1, EVENT_VERSION, 3, actor, at.toISOString()],
+      [2, EVENT_VERSION, 3, actor, at.toISOString()],
+      [3, EVENT_VERSION, 3, actor, '2020-01-01T00:00:00.000Z'],
+    ]);
+    expect(new Set(events.map((e) => e.id)).size).toBe(3);
+    const info = await bus.jsm.streams.info(STREAMS.logs, { subjects_filter: logSubject(root, actor) });
+    expect(info.state.subjects?.[logSubject(root, actor)]).toBe(1);
+    const end = await reader.end(root, actor);
+    expect(log.position()).toEqual(end);
+    expect(end.seq).toBe(3);
+    const stored = await bus.jsm.streams.getMessage(STREAMS.logs, { seq: end.streamSeq });
+    expect(stored?.header.get('Nats-Msg-Id')).toBe(commitMsgId(actor, 1));
+  });
+
+  it('runs concurrent commits of one writer one after another', async () => {
+    const actor = newId('agent');
+    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+    const results = await Promise.all([log.commit([say('1')]), log.commit([say('2'), say('3')]), log.commit([say('4')])]);
+    expect(results.map((r) => r.map((e) => e.seq))).toEqual([[1], [2, 3], [4]]);
+    expect((await collect(reader.read(root, actor))).map((s) => s.event.seq)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('refuses an invalid event, naming its type and field, and stores nothing', async () => {
+    const actor = newId('agent');
+    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+    const bad = { type: 'user/message', data: { messageId: 'm', content: 42 } } as unknown as EventDraft;
+    const err = await log.commit([say('ok'), bad]).catch((e: unknown) => e);
+    expect(hasCode(err, 'store.invalid_event')).toBe(true);
+    expect((err as Error).message).toMatch(/user\/message.*data\.content/);
+    expect(await reader.end(root, actor)).toEqual({ seq: 0, streamSeq: 0 });
+    await log.commit([say('still usable')]);
+    expect(log.position().seq).toBe(1);
+  });
+
+  it('fences a stale writer: 10071 (or a foreign duplicate) makes it refuse every later commit', async () => {
+    const actor = newId('agent');
+    const a = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 1 });
+    const first = await a.commit([say('a1')]);
+    const start = a.position();
+    // two writers from the same position: A (the lease holder) and B (a zombie)
+    const w1 = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: start, epoch: 2 });
+    const zombie = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: start, epoch: 1 });
+    const won = await w1.commit([say('w1-a'), say('w1-b')]);
+    const err = await zombie.commit([say('zombie-1'), say('zombie-2'), say('zombie-3')]).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'store.fenced', retryable: false });
+    await expect(zombie.commit([say('again')])).rejects.toMatchObject({ code: 'store.fenced' });
+    await expect(zombie.commit([say('and again')])).rejects.toMatchObject({ code: 'store.fenced' });
+    // the log holds only the winners' events: none of the fenced multi-event commit
+    const all = (await collect(reader.read(root, actor))).map((s) => s.event);
+    expect(all.map((e) => e.id)).toEqual([...first, ...won].map((e) => e.id));
+    expect(all.every((e) => e.type !== 'user/message' || !e.data.content.startsWith('zombie'))).toBe(true);
+    // the winner goes on
+    await w1.commit([say('w1-c')]);
+    expect(w1.position().seq).toBe(4);
+  });
+
+  it('fences with JetStream error 10071 once the dedupe window no longer covers the seq', async () => {
+    const actor = newId('agent');
+    const info = await bus.jsm.streams.info(STREAMS.logs);
+    await bus.jsm.streams.update(STREAMS.logs, { ...info.config, duplicate_window: nanos(200) });
+    try {
+      const a = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 1 });
+      const zombie = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+      const won = await a.commit([say('a')]);
+      await new Promise((r) => setTimeout(r, 1_000));
+      const err = await zombie.commit([say('z1'), say('z2')]).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'store.fenced' });
+      expect(((err as Error).cause as { code?: number }).code).toBe(10071);
+      await expect(zombie.commit([say('z3')])).rejects.toMatchObject({ code: 'store.fenced' });
+      expect((await collect(reader.read(root, actor))).map((s) => s.event.id)).toEqual(won.map((e) => e.id));
+    } finally {
+      await ensureStreams(bus.jsm);
+    }
+  });
+
+  it('stores a commit published twice with the same msgID once', async () => {
+    const actor = newId('agent');
+    const subject = logSubject(root, actor);
+    const event = {
+      v: EVENT_VERSION, seq: 1, id: newId('event'), at: new Date().toISOString(), epoch: 0, actor,
+      type: 'actor/stopped', data: { reason: 'test' },
+    };
+    const payload = JSON.stringify({ events: [event] });
+    const opts = { msgID: commitMsgId(actor, 1), expect: { lastSubjectSequence: 0 } };
+    const one = await bus.js.publish(subject, payload, opts);
+    // the retry carries the same (now stale) expected sequence: dedupe must win
+    const two = await bus.js.publish(subject, payload, opts);
+    expect(one.duplicate).toBe(false);
+    expect(two).toMatchObject({ seq: one.seq, duplicate: true });
+    const events = await collect(reader.read(root, actor));
+    expect(events.map((e) => e.event.id)).toEqual([event.id]);
+  });
+
+  it('retries an unknown publish with the same msgID; a landed first try is not stored twice', async () => {
+    const actor = newId('agent');
+    let calls = 0;
+    const ids: string[] = [];
+    // the first publish reaches the server but its ack is lost
+    const flaky = withPublish(bus.js, async (real, subj, data, o) => {
+      calls++;
+      ids.push(o?.msgID ?? '');
+      const ack = await real(subj, data, o);
+      if (calls === 1) throw new Error('TIMEOUT');
+      return ack;
+    });
+    const log = createJetStreamLog({ js: flaky, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+    const events = await log.commit([say('x'), say('y')]);
+    expect(calls).toBe(2);
+    expect(ids).toEqual([commitMsgId(actor, 1), commitMsgId(actor, 1)]);
+    const stored = await collect(reader.read(root, actor));
+    expect(stored.map((s) => s.event.id)).toEqual(events.map((e) => e.id));
+    expect(new Set(stored.map((s) => s.streamSeq)).size).toBe(1);
+    expect(log.position()).toEqual(await reader.end(root, actor));
+  });
+
+  it('after exhausting retries reports publish_unknown; the same drafts settle it once', async () => {
+    const actor = newId('agent');
+    let down = true;
+    const flaky = withPublish(bus.js, async (real, subj, data, o) => {
+      if (down) {
+        await real(subj, data, o); // it lands, but nobody hears back
+        throw new Error('TIMEOUT');
+      }
+      return real(subj, data, o);
+    });
+    const log = createJetStreamLog({ js: flaky, rootId: root, actorId: actor, position: fresh(), epoch: 0, maxAttempts: 2 });
+    const drafts = [say('p')];
+    const err = await log.commit(drafts).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'store.publish_unknown', retryable: true });
+    await expect(log.commit([say('other')])).rejects.toMatchObject({ code: 'store.publish_unknown' });
+    down = false;
+    const events = await log.commit(drafts);
+    expect(events).toHaveLength(1);
+    const stored = await collect(reader.read(root, actor));
+    expect(stored.map((s) => s.event.id)).toEqual(events.map((e) => e.id));
+    await log.commit([say('next')]);
+    expect(log.position().seq).toBe(2);
+  });
+
+  it('recognises its own landed commit when a late retry meets the sequence check', async () => {
+    const actor = newId('agent');
+    const info = await bus.jsm.streams.info(STREAMS.logs);
+    await bus.jsm.streams.update(STREAMS.logs, { ...info.config, duplicate_window: nanos(200) });
+    try {
+      let calls = 0;
+      let retryError: unknown;
+      const slow = withPublish(bus.js, async (real, subj, data, o) => {
+        calls++;
+        if (calls === 1) {
+          await real(subj, data, o);
+          await new Promise((r) => setTimeout(r, 1_000)); // the dedupe entry expires meanwhile
+          throw new Error('TIMEOUT');
+        }
+        return real(subj, data, o).catch((e: unknown) => { retryError = e; throw e; });
+      });
+      const log = createJetStreamLog({ js: slow, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+      const events = await log.commit([say('late')]);
+      expect(calls).toBe(2);
+      expect((retryError as { code?: number }).code).toBe(10071); // not a duplicate ack
+      expect((await collect(reader.read(root, actor))).map((s) => s.event.id)).toEqual(events.map((e) => e.id));
+    } finally {
+      await ensureStreams(bus.jsm);
+    }
+  });
+
+  it('reads after a seq (from a stream seq hint too), follows live commits, and stops on abort', async () => {
+    const actor = newId('agent');
+    const other = newId('agent');
+    expect(await reader.end(root, actor)).toEqual({ seq: 0, streamSeq: 0 });
+    expect(await collect(reader.read(root, actor))).toEqual([]);
+    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+    const noise = createJetStreamLog({ js: bus.js, rootId: root, actorId: other, position: fresh(), epoch: 0 });
+    const c1 = await log.commit([say('1'), say('2')]);
+    await noise.commit([say('other actor')]);
+    const c2 = await log.commit([say('3')]);
+    const mid = log.position();
+    const c3 = await log.commit([say('4'), say('5')]);
+
+    const all = await collect(reader.read(root, actor));
+    expect(all.map((s) => s.event.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(all.map((s) => s.event.id)).toEqual([...c1, ...c2, ...c3].map((e) => e.id));
+    expect((await collect(reader.read(root, actor, { afterSeq: 1 }))).map((s) => s.event.seq)).toEqual([2, 3, 4, 5]);
+    expect((await collect(reader.read(root, actor, { afterSeq: 3, fromStreamSeq: mid.streamSeq })))
+      .map((s) => s.event.seq)).toEqual([4, 5]);
+    expect(await collect(reader.read(root, actor, { afterSeq: 5 }))).toEqual([]);
+    expect(await reader.end(root, actor)).toEqual(log.position());
+
+    const ac = new AbortController();
+    const seen: ActorEvent[] = [];
+    let wake: () => void = () => {};
+    const following = (async () => {
+      for await (const s of reader.follow(root, actor, { afterSeq: 4, signal: ac.signal })) {
+        seen.push(s.event);
+        wake();
+      }
+    })();
+    const until = async (n: number) => {
+      while (seen.length < n) await new Promise<void>((r) => { wake = r; setTimeout(r, 50); });
+    };
+    await until(1);
+    await log.commit([say('6')]);
+    await log.commit([say('7'), say('8')]);
+    await until(4);
+    ac.abort();
+    await following;
+    expect(seen.map((e) => e.seq)).toEqual([5, 6, 7, 8]);
+  });
+
+  it('throws store.invalid_event with the stream seq for an undecodable message', async () => {
+    const actor = newId('agent');
+    const ack = await bus.js.publish(logSubject(root, actor), '{"events": [{"type": "nope"}]}');
+    const err = await collect(reader.read(root, actor)).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'store.invalid_event' });
+    expect((err as Error).message).toContain(`stream seq ${ack.seq}`);
+  });
+});

@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rm } from 'node:fs/promises';
+import { sha256Digest } from '../../src/protocol/canonical-json.js';
+import { createLmdbBlobStore } from '../../src/store/blob-port.js';
+import { openLmdbStore, type LmdbStore } from '../../src/store/lmdb-store.js';
+import { createLmdbSnapshots, type Snapshot } from '../../src/store/snapshots.js';
+import { tempDir } from '../helpers/nats.js';
+
+describe('LMDB store', () => {
+  let dir: string;
+  let store: LmdbStore;
+  beforeAll(async () => {
+    dir = await tempDir('lmdb');
+    store = openLmdbStore(dir);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('opens one environment per path per process', async () => {
+    const again = openLmdbStore(dir);
+    expect(again.root).toBe(store.root);
+    await again.close();
+    // the first handle still works after another handle closed
+    await createLmdbBlobStore(store).put('still open');
+  });
+
+  it('round-trips blobs by sha256 digest and dedupes', async () => {
+    const blobs = createLmdbBlobStore(store);
+    const text = 'héllo, blob';
+    const digest = await blobs.put(text);
+    expect(digest).toBe(sha256Digest(text));
+    expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(await blobs.put(text)).toBe(digest);
+    expect(await blobs.put(new TextEncoder().encode(text))).toBe(digest);
+    expect(await blobs.has(digest)).toBe(true);
+    expect(await blobs.getText(digest)).toBe(text);
+    expect(Buffer.from((await blobs.get(digest))!).toString('utf8')).toBe(text);
+
+    const bytes = new Uint8Array([0, 1, 2, 255]);
+    const d2 = await blobs.put(bytes);
+    expect(Array.from((await blobs.get(d2))!)).toEqual([0, 1, 2, 255]);
+    expect(await blobs.get(sha256Digest('absent'))).toBeUndefined();
+    expect(await blobs.has(sha256Digest('absent'))).toBe(false);
+  });
+
+  it('saves, loads, replaces and deletes snapshots', async () => {
+    const snapshots = createLmdbSnapshots(store);
+    const snap: Snapshot = {
+      schemaVersion: 1, actorId: 'agt_A', rootId: 'agt_A', seq: 7, streamSeq: 42,
+      projection: { counts: { 'user/message': 3 }, nested: [1, 'two', null] }, machines: { value: 'idle' },
+      savedAt: '2025-01-01T00:00:00.000Z',
+    };
+    expect(await snapshots.load('agt_A')).toBeUndefined();
+    await snapshots.save(snap);
+    expect(await snapshots.load('agt_A')).toEqual(snap);
+    await snapshots.save({ ...snap, seq: 9, streamSeq: 50 });
+    expect((await snapshots.load('agt_A'))?.seq).toBe(9);
+    await snapshots.delete('agt_A');
+    expect(await snapshots.load('agt_A')).toBeUndefined();
+  });
+
+  it('survives reopening: writes are on disk', async () => {
+    const dir2 = await tempDir('lmdb2');
+    try {
+      const s1 = openLmdbStore(dir2);
+      const digest = await createLmdbBlobStore(s1).put('durable');
+      await createLmdbSnapshots(s1).save({
+        schemaVersion: 2, actorId: 'agt_B', rootId: 'agt_B', seq: 1, streamSeq: 1, projection: null, machines: null, savedAt: 'now',
+      });
+      await s1.close();
+      const s2 = openLmdbStore(dir2);
+      expect(await createLmdbBlobStore(s2).getText(digest)).toBe('durable');
+      expect((await createLmdbSnapshots(s2).load('agt_B'))?.schemaVersion).toBe(2);
+      await s2.close();
+    } finally {
+      await rm(dir2, { recursive: true, force: true });
+    }
+  });
+
+  it('treats an unreadable snapshot as a cache miss', async () => {
+    await store.snapshots.put('agt_C', { not: 'a snapshot' });
+    expect(await createLmdbSnapshots(store).load('agt_C')).toBeUndefined();
+  });
+});
