@@ -167,6 +167,7 @@ export class AgentActor {
       const resume = this.projection.openTurn ? 'step' : 'none';
       const note = {
         ...batch[0]!,
+        at: new Date(this.ports.clock.nowMs()).toISOString(),
         type: 'recovery/continuation',
         data: { closed, resume },
         turn: this.projection.openTurn?.id,

@@ -71,7 +71,10 @@ export class Supervisor {
    * Rehydrates an agent (latest snapshot + log tail, refusing gaps), then, when a crash left a
    * turn open, commits how it was closed and carries on. Returns whether recovery ran.
    */
-  async hydrate(actorId: string): Promise<{ actor: AgentActor; recovered: boolean; entry: DirectoryEntry }> {
+  async hydrate(
+    actorId: string,
+    onHydrated?: (actor: AgentActor) => void,
+  ): Promise<{ actor: AgentActor; recovered: boolean; entry: DirectoryEntry }> {
     const entry = await this.opts.bus.directory.get(actorId);
     if (!entry) {
       throw new NotFoundError('actor.not_found', `no agent ${actorId} in this data dir`, {
@@ -93,6 +96,7 @@ export class Supervisor {
     const epoch = r.state.epoch + 1;
     const actor = this.build(actorId, entry.rootId, r.state, r.machines as MachineSnapshots | null, r.position, epoch, r.snapshotSeq);
     actor.replay(r.tail);
+    onHydrated?.(actor);
     actor.open();
     let recovered = false;
     if (actor.machines.hasOpenTurn() || actor.machines.isClaiming()) {

@@ -111,8 +111,9 @@ function createEnvelopeCheck(report: Report): Check {
         const what = e.seq < expected ? 'repeats or goes back' : 'skips ahead';
         report('seq.gap', e.seq, `expected seq ${expected}, got ${e.seq}: the log ${what}`);
       }
-      // Resynchronise on the seq we saw, so one gap is one violation, not one per later event.
-      expected = e.seq + 1;
+      // Resynchronise past the highest seq seen, so one gap or one repeated event is one
+      // violation, not one per later event.
+      expected = Math.max(expected, e.seq + 1);
       if (e.epoch < maxEpoch) {
         report('epoch.backwards', e.seq, `epoch ${e.epoch} after epoch ${maxEpoch}: an older incarnation wrote after a newer one`);
       }

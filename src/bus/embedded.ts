@@ -18,6 +18,8 @@ export interface EmbeddedNats {
 /** Contents of `<dataDir>/nats/server.json`: which server serves this data dir. */
 export const EmbeddedStateSchema = z.object({
   pid: z.number().int().positive(),
+  /** The process that started the server and stops it; absent in files of older versions. */
+  ownerPid: z.number().int().positive().optional(),
   url: z.string(),
   startedAt: z.string(),
 });
@@ -53,15 +55,16 @@ export async function acquireEmbeddedNats(
   const paths = embeddedPaths(dataDir);
   await mkdir(paths.dir, { recursive: true });
   const reused = await tryReuse(paths.stateFile, logger);
-  if (reused) return reused;
+  if (reused && !reused.orphaned) return reused;
   return withStartLock(paths.lockFile, opts.lockTimeoutMs ?? 20_000, async () => {
-    // another process may have started it while we waited for the lock
+    // another process may have started (or adopted) it while we waited for the lock
     const again = await tryReuse(paths.stateFile, logger);
+    if (again?.orphaned) return adopt(paths.stateFile, again.state, logger);
     if (again) return again;
     const handle = await startNatsServer({
       storeDir: paths.storeDir, logFile: paths.logFile, logger, ...(opts.binary ? { binary: opts.binary } : {}),
     });
-    const state: EmbeddedState = { pid: handle.pid, url: handle.url, startedAt: new Date().toISOString() };
+    const state: EmbeddedState = { pid: handle.pid, ownerPid: process.pid, url: handle.url, startedAt: new Date().toISOString() };
     // write then rename: a reader never sees half a file
     const tmp = `${paths.stateFile}.${process.pid}.tmp`;
     await writeFile(tmp, JSON.stringify(state));
@@ -89,12 +92,16 @@ export async function readEmbeddedState(stateFile: string): Promise<EmbeddedStat
   }
 }
 
-async function tryReuse(stateFile: string, logger: Logger): Promise<EmbeddedNats | undefined> {
+type Reused = EmbeddedNats & { orphaned: boolean; state: EmbeddedState };
+
+async function tryReuse(stateFile: string, logger: Logger): Promise<Reused | undefined> {
   const state = await readEmbeddedState(stateFile);
   if (!state || !pidAlive(state.pid)) return undefined;
   if (await natsAccepts(state.url, 2_000)) {
     logger.debug({ pid: state.pid, url: state.url }, 'reusing embedded nats-server');
-    return { url: state.url, owned: false, release: async () => {} };
+    // A server whose owner was killed (say, by a fault injection) would otherwise live forever.
+    const orphaned = state.ownerPid !== undefined && !pidAlive(state.ownerPid);
+    return { url: state.url, owned: false, release: async () => {}, orphaned, state };
   }
   if (isNatsServerPid(state.pid)) {
     // a live but silent server still holds the store: starting a second one on it would corrupt it
@@ -103,6 +110,41 @@ async function tryReuse(stateFile: string, logger: Logger): Promise<EmbeddedNats
       { hint: `stop it (kill ${state.pid}) and retry` });
   }
   return undefined;
+}
+
+/**
+ * Takes over a live server whose owner died: this process becomes its owner and stops it when
+ * done, as the owner would have. Called under the start lock, so one process adopts it.
+ */
+async function adopt(stateFile: string, state: EmbeddedState, logger: Logger): Promise<EmbeddedNats> {
+  const adopted: EmbeddedState = { ...state, ownerPid: process.pid };
+  const tmp = `${stateFile}.${process.pid}.tmp`;
+  await writeFile(tmp, JSON.stringify(adopted));
+  await rename(tmp, stateFile);
+  logger.debug({ pid: state.pid }, 'adopted an embedded nats-server whose owner is gone');
+  let released: Promise<void> | undefined;
+  return {
+    url: state.url,
+    owned: true,
+    release() {
+      released ??= stopPid(state.pid).then(() => removeStateIf(stateFile, state.pid));
+      return released;
+    },
+  };
+}
+
+/** Stops a server that is not our child: SIGTERM, then SIGKILL after 5 s. */
+async function stopPid(pid: number): Promise<void> {
+  if (!isNatsServerPid(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 5_000;
+  while (pidAlive(pid) && isNatsServerPid(pid)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 async function removeStateIf(stateFile: string, pid: number): Promise<void> {

@@ -64,6 +64,12 @@ export class RunPrinter {
 
   constructor(private readonly out: Out, private readonly json: boolean) {}
 
+  /** Starts from where a resumed agent is: its open step and the tokens it has used. */
+  seed(step: number, tokens: number): void {
+    this.step = step;
+    this.tokens = tokens;
+  }
+
   /** Handles one commit. */
   commit(events: ActorEvent[]): void {
     for (const e of events) {

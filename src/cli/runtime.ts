@@ -39,7 +39,13 @@ export function createLogger(config: EffectiveConfig): Logger {
 /** Opens the bus (embedded nats-server unless a URL is set), LMDB, and the tools. */
 export async function openRuntime(config: EffectiveConfig, logger: Logger): Promise<Runtime> {
   const faults = createFaultInjector(parseFaultSpecs(config.faults), logger);
-  const bus = await openBus({ natsUrl: config.natsUrl, dataDir: config.dataDir, logger, name: 'actorloop' });
+  const bus = await openBus({
+    natsUrl: config.natsUrl,
+    dataDir: config.dataDir,
+    logger,
+    name: 'actorloop',
+    ...(config.natsServerBinary ? { binary: config.natsServerBinary } : {}),
+  });
   let lmdb: LmdbStore;
   try {
     lmdb = openLmdbStore(config.dataDir);

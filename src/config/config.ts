@@ -14,6 +14,8 @@ export const EffectiveConfigSchema = z.object({
   /** Names (never values) of the API key variables that are set. */
   apiKeyEnv: z.string().nullable(),
   snapshotEvery: z.number().int().positive(),
+  /** The nats-server binary of the embedded server (ACTORLOOP_NATS_SERVER); null: look it up. */
+  natsServerBinary: z.string().nullable(),
 });
 /** The frozen settings a command runs with. */
 export type EffectiveConfig = Readonly<z.infer<typeof EffectiveConfigSchema>>;
@@ -45,6 +47,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     defaultModel: env.ACTORLOOP_MODEL || null,
     apiKeyEnv: env.OPENAI_API_KEY ? 'OPENAI_API_KEY' : null,
     snapshotEvery: Number(env.ACTORLOOP_SNAPSHOT_EVERY ?? 64),
+    natsServerBinary: env.ACTORLOOP_NATS_SERVER || null,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

@@ -15,7 +15,9 @@ export async function resumeCommand(agentId: string, opts: { json?: boolean }, c
     const json = opts.json === true;
     const printer = new RunPrinter(out, json);
     const supervisor = rt.supervisor({ onCommit: (_id, events) => printer.commit(events) });
-    const { actor, recovered } = await supervisor.hydrate(agentId);
+    const { actor, recovered } = await supervisor.hydrate(agentId, ({ projection: p }) =>
+      printer.seed(p.openStep?.index ?? p.openTurn?.steps ?? 0, p.usage.inputTokens + p.usage.outputTokens),
+    );
     if (!recovered) {
       const last = actor.projection.lastTurn;
       const what = last ? `its last turn ended ${last.outcome}${last.reason ? ` (${last.reason})` : ''}` : 'it has run no turn';

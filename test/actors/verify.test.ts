@@ -1,0 +1,237 @@
+import { describe, expect, it } from 'vitest';
+import type { ActorEvent } from '../../src/protocol/events.js';
+import { formatViolations, verifyLog, VIOLATION_CODES, type Violation } from '../../src/actors/verify.js';
+import { indexOf, LogBuilder, mutate, type RawEvent } from './log-builder.js';
+
+/**
+ * One turn as the runtime writes it: step 1 reads a file (no effects), step 2 answers.
+ * Seqs: 1 inbox/received, 2 turn/start, 3 user/message, 4 step/start, 5 request/prepared,
+ * 6 attempt/start, 7 attempt/end, 8 assistant/accepted, 9 tool/call, 10 policy/decided,
+ * 11 tool/start, 12 tool/result, 13 step/end, 14 step/start, 15 request/prepared,
+ * 16 attempt/start, 17 attempt/end, 18 assistant/accepted, 19 step/end, 20 turn/end.
+ */
+function toolTurn(b = new LogBuilder()): LogBuilder {
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().endAttempt().acceptCall('read_file').call();
+  const call = b.lastCall;
+  b.startTool(call).result(call).endStep('tool_calls', 1);
+  return b.startStep(2).answer('notes.txt lists three tasks.').endStep('final').endTurn();
+}
+const clean = (): ActorEvent[] => toolTurn().events;
+
+/**
+ * Two crashes, each recovered: one mid-attempt (interrupted, a new attempt follows), one after
+ * an effectful, manual call started (outcome unknown, the turn goes on).
+ * Seqs: 6 attempt/start, 7 actor/rehydrated, 8 recovery/started, 9 attempt/end interrupted,
+ * 10 recovery/continuation, 11-12 attempt 2, 13 accepted, 14 tool/call, 15 policy, 16 tool/start,
+ * 17 actor/rehydrated, 18 recovery/started, 19 tool/outcome_unknown, 20 recovery/continuation,
+ * 21 step/end, 22-27 step 2, 28 turn/end.
+ */
+function recovered(): ActorEvent[] {
+  const b = new LogBuilder();
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt();
+  b.crash().endAttempt('interrupted').continuation(`attempt ${b.attempt} interrupted`);
+  b.startAttempt(2).endAttempt().acceptCall('write_file').call({ name: 'write_file', effects: 'possible', recovery: 'manual' });
+  const call = b.lastCall;
+  b.startTool(call, { name: 'write_file', effects: 'possible' });
+  b.crash().outcomeUnknown(call).continuation(`call ${call} outcome unknown`);
+  b.endStep('tool_calls', 1).startStep(2).answer('The write may not have happened; please check.').endStep('final');
+  return b.endTurn().events;
+}
+
+/**
+ * A crash after `tool/start`, and recovery running the call again with the same key.
+ * Seqs 1-10 as `toolTurn`; 11 tool/start, 12 actor/rehydrated, 13 recovery/started,
+ * 14 tool/start (rerun), 15 recovery/continuation, 16 tool/result, 17 step/end, 18-23 step 2, 24 turn/end.
+ */
+function rerun(effects: 'none' | 'possible', recovery: 'rerun' | 'idempotent'): ActorEvent[] {
+  const name = effects === 'none' ? 'read_file' : 'write_file';
+  const b = new LogBuilder();
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().endAttempt().acceptCall(name).call({ name, effects, recovery });
+  const call = b.lastCall;
+  b.startTool(call, { name, effects }).crash().startTool(call, { name, effects, rerun: true }).continuation(`call ${call} run again`);
+  b.result(call).endStep('tool_calls', 1).startStep(2).answer('Done.').endStep('final');
+  return b.endTurn().events;
+}
+
+/** `toolTurn`, then a second turn that answers at once. Seqs 21 inbox/received, 22 turn/start, … */
+function twoTurns(): ActorEvent[] {
+  const b = toolTurn();
+  return b.receive('msg_2', 'Thanks').startTurn('msg_2').startStep(1).answer('You are welcome.').endStep('final').endTurn().events;
+}
+
+/** A call with invalid arguments: answered by a failed tool/result directly, never started. */
+function invalidCall(): ActorEvent[] {
+  const b = new LogBuilder();
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().endAttempt().acceptCall('read_file');
+  b.call({ status: 'invalid_arguments' }).result(b.lastCall, false).endStep('tool_calls', 1);
+  return b.startStep(2).answer('I could not read it.').endStep('final').endTurn().events;
+}
+
+/** The `i`-th raw event, cloned, with changes: how a test writes a stray event. */
+function like(r: RawEvent[], i: number, over: Partial<RawEvent>, data: Record<string, unknown> = {}): RawEvent {
+  const e = structuredClone(r[i]!);
+  return { ...e, ...over, data: { ...e.data, ...data } };
+}
+
+const pairs = (v: Violation[]) => v.map((x) => [x.code, x.seq]);
+
+describe('verifyLog on logs the runtime writes', () => {
+  it('lays the fixture out as the comments say', () => {
+    expect(clean().map((e) => e.type)).toEqual([
+      'inbox/received', 'turn/start', 'user/message', 'step/start', 'request/prepared', 'attempt/start', 'attempt/end',
+      'assistant/accepted', 'tool/call', 'policy/decided', 'tool/start', 'tool/result', 'step/end', 'step/start',
+      'request/prepared', 'attempt/start', 'attempt/end', 'assistant/accepted', 'step/end', 'turn/end',
+    ]);
+    expect(recovered().map((e) => `${e.seq} ${e.type}`)).toContain('19 tool/outcome_unknown');
+    expect(rerun('none', 'rerun').map((e) => `${e.seq} ${e.type}`)).toContain('14 tool/start');
+  });
+
+  it.each([
+    ['a 2-step turn with a tool call', clean],
+    ['a recovered log: interrupted attempt, outcome_unknown', recovered],
+    ['a rerun of a call without effects', () => rerun('none', 'rerun')],
+    ['a rerun of an idempotent effectful call with the same key', () => rerun('possible', 'idempotent')],
+    ['two turns', twoTurns],
+    ['an invalid call answered without a start', invalidCall],
+  ])('finds nothing wrong in %s, complete or not', (_, log) => {
+    expect(verifyLog(log())).toEqual([]);
+    expect(verifyLog(log(), { complete: true })).toEqual([]);
+  });
+
+  it('finds nothing wrong in an empty log', () => {
+    expect(verifyLog([], { complete: true })).toEqual([]);
+  });
+
+  it('accepts a log cut mid-attempt or mid-call while more may follow', () => {
+    expect(verifyLog(clean().slice(0, 6))).toEqual([]);
+    expect(verifyLog(clean().slice(0, 11))).toEqual([]);
+    expect(verifyLog(recovered().slice(0, 8))).toEqual([]);
+  });
+});
+
+/** One broken log: `log` is a clean fixture changed as little as the violation needs. */
+interface Case {
+  name: string;
+  code: string;
+  seq: number;
+  log: () => ActorEvent[];
+  complete?: boolean;
+}
+
+const cases: Case[] = [
+  { name: 'an event is missing', code: 'seq.gap', seq: 11, log: () => mutate(clean(), (r) => r.splice(indexOf(r, 'policy/decided'), 1), false) },
+  { name: 'an event is repeated', code: 'seq.gap', seq: 10, log: () => mutate(clean(), (r) => r.splice(10, 0, structuredClone(r[9]!)), false) },
+  { name: 'the last event comes from an older epoch', code: 'epoch.backwards', seq: 28, log: () => mutate(recovered(), (r) => { r[27]!.epoch = 1; }) },
+  { name: 'an event of another actor', code: 'event.actor', seq: 5, log: () => mutate(clean(), (r) => { r[4]!.actor = 'agt_other'; }) },
+  { name: 'user/message names a turn that is not open', code: 'scope.turn', seq: 3, log: () => mutate(clean(), (r) => { r[2]!.turn = 'turn_9'; }) },
+  { name: 'request/prepared names a step that is not open', code: 'scope.step', seq: 5, log: () => mutate(clean(), (r) => { r[4]!.step = 'step_9'; }) },
+  { name: 'an answer from an attempt that did not succeed', code: 'scope.attempt', seq: 8, log: () => mutate(clean(), (r) => { r[7]!.attempt = 'att_9'; }) },
+  { name: 'policy/decided without a call ID', code: 'scope.call', seq: 10, log: () => mutate(clean(), (r) => { delete r[9]!.call; }) },
+  {
+    name: 'a turn starts inside a turn', code: 'turn.nested', seq: 4,
+    log: () => mutate(clean(), (r) => r.splice(3, 0, like(r, 1, { turn: 'turn_9' }, { messageIds: [] }))),
+  },
+  { name: 'a turn ends twice', code: 'turn.end_without_start', seq: 21, log: () => mutate(clean(), (r) => r.push(structuredClone(r[19]!))) },
+  { name: 'a turn completes over an empty answer', code: 'turn.completed_without_answer', seq: 20, log: () => mutate(clean(), (r) => { r[17]!.data.content = ''; }) },
+  { name: 'a turn completes after a stopped step', code: 'turn.completed_without_answer', seq: 20, log: () => mutate(clean(), (r) => { r[18]!.data.outcome = 'stopped'; }) },
+  {
+    name: 'a turn completes when its last step asked for tools', code: 'turn.completed_without_answer', seq: 14,
+    log: () => mutate(clean(), (r) => r.splice(13, 6)),
+  },
+  { name: 'a step after the turn ended', code: 'step.outside_turn', seq: 21, log: () => mutate(clean(), (r) => r.push(like(r, 3, { step: 'step_9' }))) },
+  {
+    name: 'a step starts inside a step', code: 'step.nested', seq: 5,
+    log: () => mutate(clean(), (r) => r.splice(4, 0, like(r, 3, { step: 'step_9' }), like(r, 12, { step: 'step_9' }))),
+  },
+  { name: 'a step ends twice', code: 'step.end_without_start', seq: 14, log: () => mutate(clean(), (r) => r.splice(13, 0, structuredClone(r[12]!))) },
+  { name: 'a turn ends with a step open', code: 'step.open_at_turn_end', seq: 21, log: () => mutate(clean(), (r) => r.splice(19, 0, like(r, 13, { step: 'step_9' }))) },
+  { name: 'an attempt between steps', code: 'attempt.outside_step', seq: 14, log: () => mutate(clean(), (r) => r.splice(13, 0, like(r, 5, { attempt: 'att_9' }))) },
+  {
+    name: 'an attempt starts inside an attempt', code: 'attempt.nested', seq: 7,
+    log: () => mutate(clean(), (r) => r.splice(6, 0, like(r, 5, { attempt: 'att_9' }), like(r, 6, { attempt: 'att_9' }, { outcome: 'failed' }))),
+  },
+  { name: 'an attempt that never started ends', code: 'attempt.end_without_start', seq: 8, log: () => mutate(clean(), (r) => r.splice(7, 0, like(r, 6, { attempt: 'att_9' }))) },
+  { name: 'an attempt ends twice', code: 'attempt.ended_twice', seq: 8, log: () => mutate(clean(), (r) => r.splice(7, 0, structuredClone(r[6]!))) },
+  { name: 'a step ends with an attempt open', code: 'attempt.unsettled', seq: 9, log: () => mutate(clean(), (r) => r.splice(8, 0, like(r, 5, { attempt: 'att_9' }))) },
+  { name: 'a complete log ends mid-attempt', code: 'attempt.unsettled', seq: 6, complete: true, log: () => clean().slice(0, 6) },
+  { name: 'a call is recorded twice', code: 'call.duplicate', seq: 10, log: () => mutate(clean(), (r) => r.splice(9, 0, structuredClone(r[8]!))) },
+  { name: 'an invalid call starts', code: 'call.start_without_intent', seq: 11, log: () => mutate(clean(), (r) => { r[8]!.data.status = 'invalid_arguments'; }) },
+  { name: 'a start of a call never made', code: 'call.start_without_intent', seq: 12, log: () => mutate(clean(), (r) => r.splice(11, 0, like(r, 10, { call: 'call_9' }))) },
+  { name: 'a call starts after its result', code: 'call.start_after_end', seq: 13, log: () => mutate(clean(), (r) => r.splice(12, 0, like(r, 10, {}, { rerun: true }))) },
+  {
+    name: 'an effectful rerun with another key', code: 'call.effect_twice', seq: 14,
+    log: () => mutate(rerun('possible', 'idempotent'), (r) => { r[13]!.data.idempotencyKey = 'idem_other'; }),
+  },
+  {
+    name: 'an effectful second start not marked rerun', code: 'call.effect_twice', seq: 14,
+    log: () => mutate(rerun('possible', 'idempotent'), (r) => { r[13]!.data.rerun = false; }),
+  },
+  {
+    name: 'an effectful rerun of a manual call', code: 'call.effect_twice', seq: 14,
+    log: () => mutate(rerun('possible', 'idempotent'), (r) => { r[8]!.data.recovery = 'manual'; }),
+  },
+  {
+    name: 'a rerun whose start says it has effects', code: 'call.effect_twice', seq: 14,
+    log: () => mutate(rerun('none', 'rerun'), (r) => { r[13]!.data.effects = 'possible'; }),
+  },
+  { name: 'a result of a valid call never started', code: 'call.result_without_start', seq: 11, log: () => mutate(clean(), (r) => r.splice(10, 1)) },
+  {
+    name: 'an end of a call never made', code: 'call.end_without_intent', seq: 13,
+    log: () => mutate(clean(), (r) => r.splice(12, 0, { ...like(r, 11, { call: 'call_9' }), type: 'tool/cancelled', data: { reason: 'aborted' } })),
+  },
+  { name: 'a call ends twice', code: 'call.ended_twice', seq: 13, log: () => mutate(clean(), (r) => r.splice(12, 0, structuredClone(r[11]!))) },
+  { name: 'a turn ends with a call unended', code: 'call.unended', seq: 9, log: () => mutate(clean(), (r) => r.splice(11, 1)) },
+  { name: 'a complete log ends mid-call', code: 'call.unended', seq: 9, complete: true, log: () => clean().slice(0, 11) },
+  { name: 'a message is received twice', code: 'inbox.received_twice', seq: 2, log: () => mutate(clean(), (r) => r.splice(1, 0, structuredClone(r[0]!))) },
+  { name: 'a turn claims a message never received', code: 'inbox.claim_unreceived', seq: 1, log: () => mutate(clean(), (r) => r.splice(0, 1)) },
+  { name: 'two turns claim one message', code: 'inbox.included_twice', seq: 22, log: () => mutate(twoTurns(), (r) => { r[21]!.data.messageIds = ['msg_1']; }) },
+  {
+    name: 'a recovery starts before the last one continued', code: 'recovery.unclosed', seq: 8,
+    log: () => mutate(recovered(), (r) => r.splice(indexOf(r, 'recovery/continuation'), 1)),
+  },
+  {
+    name: 'a complete log ends mid-recovery', code: 'recovery.unclosed', seq: 18, complete: true,
+    log: () => mutate(recovered(), (r) => r.splice(indexOf(r, 'recovery/continuation', 2), 1)),
+  },
+  {
+    name: 'a continuation with no recovery', code: 'recovery.continuation_without_start', seq: 9,
+    log: () => mutate(recovered(), (r) => r.splice(indexOf(r, 'recovery/started'), 1)),
+  },
+];
+
+describe('verifyLog on minimally broken logs', () => {
+  it.each(cases)('$code: $name', (c) => {
+    const log = c.log();
+    expect(pairs(verifyLog(log, { complete: c.complete ?? false }))).toEqual([[c.code, c.seq]]);
+    // What is still open at the end of the log is only a violation once the log is complete.
+    if (c.complete) expect(verifyLog(log)).toEqual([]);
+  });
+
+  it('has a case for every code', () => {
+    expect(new Set(cases.map((c) => c.code))).toEqual(new Set(VIOLATION_CODES));
+  });
+
+  it('reports violations in seq order, naming the event that opened what was never closed', () => {
+    const log = mutate(clean(), (r) => {
+      r.splice(11, 1); // tool/result: the call at seq 9 never ends
+      r[1]!.actor = 'agt_other';
+    });
+    expect(pairs(verifyLog(log))).toEqual([['event.actor', 2], ['call.unended', 9]]);
+  });
+
+  it('checks the attempt/end usage that the schema requires, for events that skipped parsing', () => {
+    const log = clean();
+    (log[6]!.data as { usage?: unknown }).usage = undefined;
+    expect(pairs(verifyLog(log))).toEqual([['attempt.unsettled', 7]]);
+  });
+});
+
+describe('formatViolations', () => {
+  it('writes one line per violation', () => {
+    expect(formatViolations([
+      { code: 'seq.gap', seq: 4, message: 'expected seq 3, got 4: the log skips ahead' },
+      { code: 'recovery.unclosed', seq: null, message: 'no continuation' },
+    ])).toBe('seq 4: seq.gap: expected seq 3, got 4: the log skips ahead\nseq -: recovery.unclosed: no continuation');
+    expect(formatViolations([])).toBe('');
+  });
+});

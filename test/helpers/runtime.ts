@@ -1,0 +1,135 @@
+import { rm } from 'node:fs/promises';
+import { pino } from 'pino';
+import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
+import { createFaultInjector, type FaultInjector } from '../../src/actors/faults.js';
+import { Supervisor, type SupervisorOptions } from '../../src/actors/supervisor.js';
+import { openBus, type Bus } from '../../src/bus/connection.js';
+import type { ModelAdapter } from '../../src/model/model-port.js';
+import { createScriptedModel } from '../../src/model/scripted-model.js';
+import type { ScriptResponse } from '../../src/model/script.js';
+import type { ActorEvent, TurnRequest, TurnSettings } from '../../src/protocol/events.js';
+import { newId } from '../../src/protocol/ids.js';
+import { createLmdbBlobStore, type BlobStore } from '../../src/store/blob-port.js';
+import { openLmdbStore, type LmdbStore } from '../../src/store/lmdb-store.js';
+import { createLmdbSnapshots, type SnapshotStore } from '../../src/store/snapshots.js';
+import { builtinTools } from '../../src/tools/builtins/index.js';
+import { createToolRegistry, type ToolRegistry } from '../../src/tools/registry.js';
+import type { ToolDefinition } from '../../src/tools/tool.js';
+import { tempDir } from './nats.js';
+
+/** An in-process actorloop on a real nats-server and a real LMDB in a temp dir. */
+export interface TestRuntime {
+  bus: Bus;
+  lmdb: LmdbStore;
+  blobs: BlobStore;
+  snapshots: SnapshotStore;
+  tools: ToolRegistry;
+  dataDir: string;
+  /** Every commit seen, per actor, in order. */
+  commits: Map<string, ActorEvent[][]>;
+  /** A supervisor whose models come from `models` (by actor ID) or `script`. */
+  supervisor(opts?: { faults?: FaultInjector; snapshotEvery?: number; extra?: Partial<SupervisorOptions> }): Supervisor;
+  close(): Promise<void>;
+}
+
+/** Options of `openTestRuntime`. */
+export interface TestRuntimeOptions {
+  natsUrl: string;
+  /** Responses every scripted model replays (a fresh adapter per turn, at the log's cursor). */
+  script?: ScriptResponse[];
+  /** Extra tools besides the built-ins. */
+  tools?: ToolDefinition<any>[];
+  /** Builds the model of a turn; default: a scripted model over `script`. */
+  modelFor?(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
+}
+
+/** Opens a bus on `natsUrl` and an LMDB in a fresh temp data dir. */
+export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRuntime> {
+  const dataDir = await tempDir('data');
+  const logger = pino({ level: 'silent' });
+  const bus = await openBus({ natsUrl: opts.natsUrl, dataDir, logger });
+  const lmdb = openLmdbStore(dataDir);
+  const blobs = createLmdbBlobStore(lmdb);
+  const snapshots = createLmdbSnapshots(lmdb, logger);
+  const tools = createToolRegistry([...builtinTools(), ...(opts.tools ?? [])]);
+  const commits = new Map<string, ActorEvent[][]>();
+  const supervisors: Supervisor[] = [];
+  const modelFor =
+    opts.modelFor ??
+    (async (_s: TurnSettings, cursor: number) => createScriptedModel({ responses: opts.script ?? [], cursor }));
+  return {
+    bus,
+    lmdb,
+    blobs,
+    snapshots,
+    tools,
+    dataDir,
+    commits,
+    supervisor(o = {}) {
+      const s = new Supervisor({
+        bus,
+        blobs,
+        snapshots,
+        tools,
+        logger,
+        faults: o.faults ?? createFaultInjector([]),
+        snapshotEvery: o.snapshotEvery ?? 64,
+        modelFor,
+        onCommit: (id, events) => {
+          const list = commits.get(id) ?? [];
+          list.push(events);
+          commits.set(id, list);
+        },
+        ...o.extra,
+      });
+      supervisors.push(s);
+      return s;
+    },
+    async close() {
+      for (const s of supervisors) await s.stop();
+      await bus.close();
+      await lmdb.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A turn request with test defaults. */
+export function turnRequest(workspace: string, over: Partial<TurnRequest> = {}): TurnRequest {
+  return {
+    model: 'scripted:inline',
+    workspace,
+    tools: null,
+    instructions: null,
+    maxSteps: null,
+    maxToolCalls: null,
+    deadlineSeconds: null,
+    maxAttempts: null,
+    ...over,
+  };
+}
+
+/** Creates an agent, sends it `task` through its inbox, and waits for the turn to end. */
+export async function runTurn(
+  supervisor: Supervisor,
+  task: string,
+  request: TurnRequest,
+): Promise<{ actor: AgentActor; ended: TurnEnded }> {
+  const actorId = newId('agent');
+  const actor = await supervisor.create({
+    actorId, kind: 'agent', parentId: null, rootId: actorId, title: task, workspace: request.workspace, labels: {},
+  });
+  const ended = actor.whenTurnEnds();
+  await supervisor.send({
+    id: newId('message'), from: 'test', to: actorId, kind: 'user_message', target: 'next_turn', wakeup: true,
+    content: task, request, sentAt: new Date().toISOString(),
+  });
+  return { actor, ended: await ended };
+}
+
+/** Reads an actor's whole log. */
+export async function readLog(supervisor: Supervisor, rootId: string, actorId: string): Promise<ActorEvent[]> {
+  const out: ActorEvent[] = [];
+  for await (const { event } of supervisor.reader.read(rootId, actorId, { afterSeq: 0 })) out.push(event);
+  return out;
+}
