@@ -84,8 +84,9 @@ export function createScopeCheck(report: Report): Check {
 
   function startTurn(e: EventOf<'turn/start'>): void {
     if (e.turn === undefined) return report('scope.turn', e.seq, 'turn/start has no turn ID');
-    const open = [...turns.keys()].join(', ');
-    if (open) report('turn.nested', e.seq, `turn ${e.turn} starts while turn ${open} is open`);
+    // Name one open turn, not all: a log of many unclosed turns must stay O(n) to check.
+    const open = turns.keys().next();
+    if (!open.done) report('turn.nested', e.seq, `turn ${e.turn} starts while turn ${open.value} is open`);
     turns.set(e.turn, { id: e.turn, seq: e.seq, steps: new Set(), answered: false });
   }
 
@@ -110,8 +111,8 @@ export function createScopeCheck(report: Report): Check {
       return void turnOf(e);
     }
     if (e.step === undefined) return report('scope.step', e.seq, 'step/start has no step ID');
-    const open = [...t.steps].map((s) => s.id).join(', ');
-    if (open) report('step.nested', e.seq, `step ${e.step} starts while step ${open} of turn ${t.id} is open`);
+    const open = t.steps.values().next();
+    if (!open.done) report('step.nested', e.seq, `step ${e.step} starts while step ${open.value.id} of turn ${t.id} is open`);
     const s: StepState = { id: e.step, seq: e.seq, turn: t, attempts: new Set(), answer: false, succeeded: null };
     t.steps.add(s);
     steps.set(s.id, s);
@@ -136,8 +137,8 @@ export function createScopeCheck(report: Report): Check {
     }
     sameTurn(e, s.turn);
     if (e.attempt === undefined) return report('scope.attempt', e.seq, 'attempt/start has no attempt ID');
-    const open = [...s.attempts].map((a) => a.id).join(', ');
-    if (open) report('attempt.nested', e.seq, `attempt ${e.attempt} starts while attempt ${open} of step ${s.id} is open`);
+    const open = s.attempts.values().next();
+    if (!open.done) report('attempt.nested', e.seq, `attempt ${e.attempt} starts while attempt ${open.value.id} of step ${s.id} is open`);
     const a: AttemptState = { id: e.attempt, seq: e.seq, step: s };
     s.attempts.add(a);
     attempts.set(a.id, a);

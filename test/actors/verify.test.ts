@@ -135,8 +135,13 @@ const cases: Case[] = [
   { name: 'a turn completes over an empty answer', code: 'turn.completed_without_answer', seq: 20, log: () => mutate(clean(), (r) => { r[17]!.data.content = ''; }) },
   { name: 'a turn completes after a stopped step', code: 'turn.completed_without_answer', seq: 20, log: () => mutate(clean(), (r) => { r[18]!.data.outcome = 'stopped'; }) },
   {
-    name: 'a turn completes when its last step asked for tools', code: 'turn.completed_without_answer', seq: 14,
-    log: () => mutate(clean(), (r) => r.splice(13, 6)),
+    // An answer in an earlier step does not count once a later step asked for tools.
+    name: 'a turn completes when its last step asked for tools', code: 'turn.completed_without_answer', seq: 20,
+    log: () => {
+      const b = new LogBuilder().receive('msg_1').startTurn('msg_1').startStep(1).answer('Early.').endStep('final');
+      b.startStep(2).startAttempt().endAttempt().acceptCall('read_file').call();
+      return b.startTool(b.lastCall).result(b.lastCall).endStep('tool_calls', 1).endTurn().events;
+    },
   },
   { name: 'a step after the turn ended', code: 'step.outside_turn', seq: 21, log: () => mutate(clean(), (r) => r.push(like(r, 3, { step: 'step_9' }))) },
   {
