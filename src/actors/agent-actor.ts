@@ -88,7 +88,7 @@ export class AgentActor {
   private lastSnapshotSeq: number;
   private failure: unknown = null;
   /** While recovering: where `recovery/continuation` goes in the staged batch, and what was closed. */
-  private recovery: { insertAt: number; closed: string[] } | null = null;
+  private recovery: { insertAt: number; closed: string[]; turn: string | undefined } | null = null;
 
   constructor(opts: AgentActorOptions) {
     this.actorId = opts.actorId;
@@ -162,15 +162,16 @@ export class AgentActor {
     let batch = this.staged;
     this.staged = [];
     if (this.recovery) {
-      const { insertAt, closed } = this.recovery;
+      const { insertAt, closed, turn } = this.recovery;
       this.recovery = null;
-      const resume = this.projection.openTurn ? 'step' : 'none';
+      const resume = turn !== undefined ? 'step' : 'none';
       const note = {
         ...batch[0]!,
         at: new Date(this.ports.clock.nowMs()).toISOString(),
         type: 'recovery/continuation',
         data: { closed, resume },
-        turn: this.projection.openTurn?.id,
+        // the turn that was open when recovery began, even if this batch ends it and starts another
+        turn,
         step: undefined,
         attempt: undefined,
         call: undefined,
@@ -227,7 +228,7 @@ export class AgentActor {
     const open = this.machines.hasOpenTurn() || this.machines.isClaiming();
     if (!open) return false;
     this.stage({ type: 'recovery/started', data: { fromSeq: this.projection.seq, reason } });
-    this.recovery = { insertAt: this.staged.length, closed: [] };
+    this.recovery = { insertAt: this.staged.length, closed: [], turn: this.projection.openTurn?.id };
     const deadline = this.projection.openTurn?.settings.budgets.deadlineAt ?? null;
     this.onTurnStart(deadline);
     this.machines.signal({ type: 'recover' });

@@ -345,7 +345,10 @@ async function startTool(a: AgentActor, callId: string, rerun: boolean): Promise
     ...ids,
     data: { name: call.name, input: r.input, effects: r.effects.effects, idempotencyKey: key, rerun },
   });
-  if (rerun) a.noteRecovered(`call ${callId} (${call.name}) run again: it has no side effects`);
+  if (rerun) {
+    const why = r.effects.effects === 'none' ? 'it has no side effects' : `it is idempotent under key ${key}`;
+    a.noteRecovered(`call ${callId} (${call.name}) run again: ${why}`);
+  }
   // No effect starts without a committed tool/start.
   await a.flush();
   if (a.turnAbort.signal.aborted) {

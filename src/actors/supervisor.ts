@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Bus } from '../bus/connection.js';
 import type { DirectoryEntry } from '../bus/directory.js';
 import { openInbox, publishInbox, type Inbox } from '../bus/inbox.js';
+import { liveSubject } from '../bus/subjects.js';
 import { NotFoundError } from '../protocol/errors.js';
 import type { TurnSettings } from '../protocol/events.js';
 import type { InboxMessage } from '../protocol/inbox.js';
@@ -136,7 +137,12 @@ export class Supervisor {
         faults: this.opts.faults,
         logger,
         onCommit: (events) => this.opts.onCommit?.(actorId, events),
-        onDelta: (d) => this.opts.onDelta?.(actorId, d),
+        onDelta: (d) => {
+          // Live only (core NATS, not persisted): clients see tokens as they come; the log
+          // records the accepted output alone.
+          this.opts.bus.nc.publish(liveSubject(rootId, actorId), JSON.stringify(d));
+          this.opts.onDelta?.(actorId, d);
+        },
       },
     });
   }
