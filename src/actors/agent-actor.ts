@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { EVENT_VERSION, type ActorEvent, type EventDraft, type TurnOutcome } from '../protocol/events.js';
-import { StoreError } from '../protocol/errors.js';
+import { ActorloopError, StoreError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import type { ModelAdapter, ModelStreamEvent } from '../model/model-port.js';
 import type { BlobStore } from '../store/blob-port.js';
@@ -87,6 +87,8 @@ export class AgentActor {
   private deadlineTimer: NodeJS.Timeout | null = null;
   private lastSnapshotSeq: number;
   private failure: unknown = null;
+  /** Set by `stop` and `fail`: from then on this incarnation commits nothing, as after a crash. */
+  private halted = false;
   /** While recovering: where `recovery/continuation` goes in the staged batch, and what was closed. */
   private recovery: { insertAt: number; closed: string[]; turn: string | undefined } | null = null;
 
@@ -158,6 +160,7 @@ export class AgentActor {
 
   /** Commits everything staged as one JetStream message. */
   async flush(): Promise<void> {
+    if (this.halted) this.refuseCommit();
     if (this.staged.length === 0) return;
     let batch = this.staged;
     this.staged = [];
@@ -167,7 +170,8 @@ export class AgentActor {
       const resume = turn !== undefined ? 'step' : 'none';
       const note = {
         ...batch[0]!,
-        at: new Date(this.ports.clock.nowMs()).toISOString(),
+        // the time of the last closing event: the log's times stay in order
+        at: (batch[insertAt - 1] ?? batch[0]!).at,
         type: 'recovery/continuation',
         data: { closed, resume },
         // the turn that was open when recovery began, even if this batch ends it and starts another
@@ -188,6 +192,21 @@ export class AgentActor {
     this.ports.onCommit?.(committed);
     for (const e of committed) this.ports.faults.hit(`after:${e.type}`, this.actorId);
     this.maybeSnapshot(last.seq);
+  }
+
+  /**
+   * A stopped or dropped incarnation leaves what is open as a crash would: what its in-flight
+   * effect staged after the abort (an aborted attempt, a cancelled call) is never committed, or
+   * the next incarnation would read a cancellation nobody asked for. Throwing also stops that
+   * effect from going on as if its intent were in the log.
+   */
+  private refuseCommit(): never {
+    const err = this.failure ?? new ActorloopError('actor.stopped', `actor ${this.actorId} was stopped; it commits nothing more`);
+    const lost = this.staged.at(-1)?.seq ?? 0;
+    this.staged = [];
+    for (const w of this.waiters.filter((w) => w.seq <= lost)) w.reject(err);
+    this.waiters = this.waiters.filter((w) => w.seq > lost);
+    throw err;
   }
 
   private maybeSnapshot(seq: number): void {
@@ -238,7 +257,7 @@ export class AgentActor {
 
   /** Runs queued effects until none is left, then commits what is staged. */
   kick(): void {
-    if (this.pumping || this.failure) return;
+    if (this.pumping || this.failure || this.halted) return;
     this.pumping = this.pump().finally(() => {
       this.pumping = null;
       if (this.queue.length > 0 || this.staged.length > 0) this.kick();
@@ -253,6 +272,8 @@ export class AgentActor {
       }
       await this.flush();
     } catch (err) {
+      // a stopped actor's in-flight effect ends here; `stop` already said why
+      if (this.halted && !this.failure) return;
       this.fail(err);
     }
   }
@@ -261,6 +282,7 @@ export class AgentActor {
   fail(err: unknown): void {
     if (this.failure) return;
     this.failure = err;
+    this.halted = true;
     this.sinkOpen = false;
     this.turnAbort.abort('actor stopped');
     this.clearDeadline();
@@ -295,6 +317,7 @@ export class AgentActor {
 
   /** Stops the actor without closing anything (shutdown of its host). */
   stop(): void {
+    this.halted = true;
     this.sinkOpen = false;
     this.turnAbort.abort('host stopping');
     this.clearDeadline();

@@ -94,7 +94,9 @@ async function prepare(a: AgentActor): Promise<PreparedRequest> {
     model: s.model,
     instructions: s.instructions,
     tools: a.ports.tools.specs(s.tools),
-    messages: a.projection.history,
+    // A copy: the projection keeps appending to its history, and a prepared request must keep
+    // saying what was sent (its body already does; `request` must not drift from it).
+    messages: [...a.projection.history],
     maxOutputTokens: null,
   });
   a.prepared.set(prepared.digest, prepared);

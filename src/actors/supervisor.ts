@@ -187,7 +187,9 @@ export class Supervisor {
       h.stopInbox.abort();
       h.actor.stop();
     }
-    await Promise.allSettled([...this.hosted.values()].map((h) => h.inboxLoop));
+    // Not awaited: a loop sits in a pull of up to a second that cannot be interrupted; once
+    // stopped it naks whatever that pull returns, and closing the connection ends the pull.
+    for (const h of this.hosted.values()) h.inboxLoop.catch(() => {});
     this.hosted.clear();
   }
 }

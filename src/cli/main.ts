@@ -8,10 +8,14 @@ import { runCommand } from './commands/run.js';
 import { EXIT } from './exit-codes.js';
 import type { Out } from './output.js';
 
-function positiveInt(name: string) {
+// `min` matches the schema the value lands in: a turn needs a step (TurnRequest.maxSteps is
+// positive), while zero tool calls and `--after 0` are meaningful.
+function wholeNumber(name: string, min: 0 | 1) {
   return (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} takes a whole number, got "${value}"`);
+    if (value.trim() === '' || !Number.isInteger(n) || n < min) {
+      throw new InvalidArgumentError(`${name} takes a whole number${min > 0 ? ` of at least ${min}` : ''}, got "${value}"`);
+    }
     return n;
   };
 }
@@ -70,8 +74,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .option('--model <spec>', 'scripted:<file.json> (openai:<model> comes with the model adapters)')
     .option('--cwd <dir>', 'the workspace the tools work in (default: the current directory)')
     .option('--json', 'print only NDJSON events on stdout')
-    .option('--max-steps <n>', 'stop the turn after n steps', positiveInt('--max-steps'))
-    .option('--max-tool-calls <n>', 'stop the turn after n tool calls', positiveInt('--max-tool-calls'))
+    .option('--max-steps <n>', 'stop the turn after n steps', wholeNumber('--max-steps', 1))
+    .option('--max-tool-calls <n>', 'stop the turn after n tool calls', wholeNumber('--max-tool-calls', 0))
     .option('--deadline <seconds>', 'stop the turn after this many seconds', positiveNumber)
     .option('--tools <names>', 'comma-separated tools the model may see (default: all)')
     .addOption(new Option('--fault <spec>', 'inject a fault: <point>[:<agentId>][@<n>][=kill|drop]'))
@@ -85,7 +89,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
 
   common(program.command('events').argument('<agentId>'))
     .description("print an agent's event log")
-    .option('--after <seq>', 'only events after this sequence', positiveInt('--after'))
+    .option('--after <seq>', 'only events after this sequence', wholeNumber('--after', 0))
     .option('--follow', 'keep printing new events until Ctrl-C')
     .option('--json', 'NDJSON, one event per line')
     .action(act(async (id: string, o) => eventsCommand(id, o, loadConfig(flags(o)), out)));

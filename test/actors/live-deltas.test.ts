@@ -20,7 +20,9 @@ it('publishes stream deltas live on live.<root>.<actor>, and commits only the ac
   const actorId = newId('agent');
   const deltas: string[] = [];
   const sub = rt.bus.nc.subscribe(liveSubject(actorId, actorId), {
-    callback: (_err, msg) => deltas.push((msg.json() as { text: string }).text),
+    callback: (_err, msg) => {
+      deltas.push((msg.json() as { text: string }).text);
+    },
   });
   const actor = await sup.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: '/', labels: {} });
   const ended = actor.whenTurnEnds();

@@ -1,0 +1,132 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { createFaultInjector } from '../src/actors/faults.js';
+import { Supervisor } from '../src/actors/supervisor.js';
+import { openBus, type Bus } from '../src/bus/connection.js';
+import { startNatsServer, type NatsServerHandle } from '../src/bus/nats-server.js';
+import type { ModelAdapter } from '../src/model/model-port.js';
+import type { ActorEvent, TurnRequest, TurnSettings } from '../src/protocol/events.js';
+import { createLmdbBlobStore, type BlobStore } from '../src/store/blob-port.js';
+import { openLmdbStore, type LmdbStore } from '../src/store/lmdb-store.js';
+import { createLmdbSnapshots, type SnapshotStore } from '../src/store/snapshots.js';
+import { createToolRegistry, type ToolRegistry } from '../src/tools/registry.js';
+import { echoTool } from './echo-tool.js';
+
+/** Undo steps run last-in first-out, once, whether the bench ends well, throws or is interrupted. */
+export class Cleanup {
+  private readonly steps: Array<{ what: string; run: () => Promise<unknown> }> = [];
+  private running: Promise<void> | undefined;
+
+  /** Registers an undo step. */
+  add(what: string, run: () => Promise<unknown>): void {
+    this.steps.push({ what, run });
+  }
+
+  /** Runs every step (later ones first); a failing step is reported and the rest still run. */
+  run(): Promise<void> {
+    this.running ??= (async () => {
+      for (const step of this.steps.reverse()) {
+        try {
+          await step.run();
+        } catch (err) {
+          process.stderr.write(`cleanup: ${step.what} failed: ${(err as Error).message}\n`);
+        }
+      }
+    })();
+    return this.running;
+  }
+}
+
+/** The in-process actorloop the bench drives: a private nats-server, a bus, LMDB, the echo tool. */
+export interface BenchRuntime {
+  nats: NatsServerHandle;
+  bus: Bus;
+  lmdb: LmdbStore;
+  blobs: BlobStore;
+  snapshots: SnapshotStore;
+  tools: ToolRegistry;
+  /** An empty temp dir every turn names as its workspace (echo never touches it). */
+  workspace: string;
+  logger: Logger;
+  /** A supervisor with the bench's model and commit hook; stopped by the cleanup if still running. */
+  supervisor(opts: SupervisorHooks): Supervisor;
+}
+
+/** What differs between the supervisors of the bench's runs. */
+export interface SupervisorHooks {
+  modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
+  onCommit(actorId: string, events: ActorEvent[]): void;
+  snapshotEvery?: number;
+}
+
+async function tempDir(prefix: string, cleanup: Cleanup): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `actorloop-bench-${prefix}-`));
+  cleanup.add(`remove ${dir}`, () => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * Starts nats-server (loopback, free port, temp store), opens the bus and LMDB in temp dirs.
+ * Every piece registers its undo on `cleanup` as soon as it exists.
+ */
+export async function openBenchRuntime(cleanup: Cleanup): Promise<BenchRuntime> {
+  // warnings and errors go to stderr: a failing actor must not pass silently as a slow one
+  const logger = pino({ level: process.env.BENCH_LOG ?? 'warn' }, pino.destination(2));
+  const storeDir = await tempDir('nats', cleanup);
+  const dataDir = await tempDir('data', cleanup);
+  const workspace = await tempDir('ws', cleanup);
+  const nats = await startNatsServer({ storeDir, logger });
+  cleanup.add('stop nats-server', () => nats.stop());
+  const bus = await openBus({ natsUrl: nats.url, dataDir, logger, name: 'actorloop-bench' });
+  cleanup.add('close bus', () => bus.close());
+  const lmdb = openLmdbStore(dataDir);
+  cleanup.add('close lmdb', () => lmdb.close());
+  const blobs = createLmdbBlobStore(lmdb);
+  const snapshots = createLmdbSnapshots(lmdb, logger);
+  const tools = createToolRegistry([echoTool]);
+  return {
+    nats, bus, lmdb, blobs, snapshots, tools, workspace, logger,
+    supervisor(hooks) {
+      const s = new Supervisor({
+        bus, blobs, snapshots, tools, logger,
+        faults: createFaultInjector([]),
+        snapshotEvery: hooks.snapshotEvery ?? 64,
+        modelFor: hooks.modelFor,
+        onCommit: hooks.onCommit,
+      });
+      // stop() is idempotent: a run that ended normally already stopped it
+      cleanup.add('stop supervisor', () => s.stop());
+      return s;
+    },
+  };
+}
+
+/** The turn request every bench agent gets: only `echo` visible, room for every step. */
+export function benchTurnRequest(workspace: string, maxSteps: number): TurnRequest {
+  return {
+    model: 'scripted:inline',
+    workspace,
+    tools: ['echo'],
+    instructions: null,
+    maxSteps,
+    maxToolCalls: null,
+    deadlineSeconds: null,
+    maxAttempts: null,
+  };
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function pool<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}

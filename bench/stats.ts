@@ -1,0 +1,66 @@
+import { performance } from 'node:perf_hooks';
+
+/** Nearest-rank percentile of unsorted samples (`p` in 0..100); NaN when there are none. */
+export function percentile(samples: number[], p: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = Float64Array.from(samples).sort();
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1]!;
+}
+
+/** Median of values (mean of the middle two for an even count). */
+export function median(values: number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Samples process RSS every `everyMs` and keeps the maximum. */
+export interface RssSampler {
+  /** Stops sampling and returns the peak in bytes. */
+  stop(): number;
+}
+
+/** Starts sampling RSS (`process.memoryUsage.rss()`, the same figure as `memoryUsage().rss`, cheaper). */
+export function sampleRss(everyMs = 50): RssSampler {
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss());
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.max(peak, process.memoryUsage.rss());
+    },
+  };
+}
+
+/** Milliseconds on the high-resolution monotonic clock. */
+export const nowMs = (): number => performance.now();
+
+/** Forces a full GC when node runs with `--expose-gc`; true when it could. */
+export function forceGc(): boolean {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) return false;
+  gc();
+  gc();
+  return true;
+}
+
+/** Formats a duration in ms with precision that fits its size. */
+export function fmtMs(ms: number): string {
+  if (!Number.isFinite(ms)) return '-';
+  if (ms < 1) return ms.toFixed(3);
+  if (ms < 100) return ms.toFixed(2);
+  return ms.toFixed(1);
+}
+
+/** Renders rows as a plain-text table with aligned columns (numbers right-aligned). */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const numeric = header.map((_, i) => rows.length > 0 && rows.every((r) => /^[-+\d.,%x ]*$/.test(r[i] ?? '')));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ').trimEnd();
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map(line)].join('\n');
+}

@@ -1,0 +1,242 @@
+/**
+ * The tool-loop benchmark (`npm run bench`): A agents at once, each one turn of N echo steps and
+ * a final answer, on actorloop and on two floors (a bare in-memory loop; the same loop with two
+ * acked JetStream publishes per step), then the memory of agents parked mid-turn.
+ * Prints tables; never asserts. Flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000.
+ */
+import { cpus, loadavg, platform, release } from 'node:os';
+import { parseArgs } from 'node:util';
+import { natsServerVersion } from '../src/bus/nats-server.js';
+import { STREAMS } from '../src/bus/subjects.js';
+import { Cleanup, openBenchRuntime, type BenchRuntime } from './harness.js';
+import { ensureFloorStream, FLOOR_STREAM, runFloor } from './floors.js';
+import { runPark, type ParkResult } from './park.js';
+import { fmtMs, median, percentile, table } from './stats.js';
+import { runActorloop, toolLoopScript, type RunResult } from './workload.js';
+
+const IMPLS = ['inmem floor', 'durable floor', 'actorloop'] as const;
+type Impl = (typeof IMPLS)[number];
+
+interface Flags {
+  agents: number[];
+  steps: number;
+  runs: number;
+  park: number;
+}
+
+function parseFlags(): Flags {
+  const { values } = parseArgs({
+    options: {
+      agents: { type: 'string', default: '1,10,100' },
+      steps: { type: 'string', default: '20' },
+      runs: { type: 'string', default: '3' },
+      park: { type: 'string', default: '1000' },
+    },
+  });
+  const int = (name: string, v: string, min: number): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got "${v}"`);
+    return n;
+  };
+  return {
+    agents: values.agents.split(',').map((s) => int('agents', s.trim(), 1)),
+    steps: int('steps', values.steps, 1),
+    runs: int('runs', values.runs, 1),
+    park: int('park', values.park, 0),
+  };
+}
+
+/** One configuration's figures, each the median over runs. */
+interface Summary {
+  stepsPerSec: number;
+  p50: number;
+  p99: number;
+  peakRssMb: number;
+  commitsPerStep: number | null;
+  perRun: number[];
+  failed: number;
+}
+
+function summarize(runs: RunResult[]): Summary {
+  const sps = runs.map((r) => r.steps / (r.wallMs / 1000));
+  const commits = runs.map((r) => (r.commits === null ? null : r.commits / r.steps));
+  return {
+    stepsPerSec: median(sps),
+    p50: median(runs.map((r) => percentile(r.latencies, 50))),
+    p99: median(runs.map((r) => percentile(r.latencies, 99))),
+    peakRssMb: median(runs.map((r) => r.peakRss / 2 ** 20)),
+    commitsPerStep: commits[0] === null ? null : median(commits as number[]),
+    perRun: sps,
+    failed: runs.reduce((n, r) => n + r.failed, 0),
+  };
+}
+
+async function streamState(rt: BenchRuntime, name: string): Promise<{ messages: number; bytes: number }> {
+  const info = await rt.bus.jsm.streams.info(name);
+  return { messages: info.state.messages, bytes: info.state.bytes };
+}
+
+/** Runs one implementation once and adds what its stream grew by to `bytes`. */
+async function runOnce(rt: BenchRuntime, impl: Impl, agents: number, steps: number, bytes?: Map<Impl, number[]>): Promise<RunResult> {
+  const script = toolLoopScript(steps);
+  if (impl === 'inmem floor') return runFloor(rt, agents, script, false);
+  const stream = impl === 'actorloop' ? STREAMS.logs : FLOOR_STREAM;
+  const s0 = await streamState(rt, stream);
+  const r = impl === 'actorloop' ? await runActorloop(rt, agents, script) : await runFloor(rt, agents, script, true);
+  const s1 = await streamState(rt, stream);
+  if (s1.messages > s0.messages) bytes?.get(impl)?.push((s1.bytes - s0.bytes) / (s1.messages - s0.messages));
+  return r;
+}
+
+function pct(x: number): string {
+  return `${x.toFixed(0)}%`;
+}
+
+function verdict(ok: boolean | null): string {
+  return ok === null ? 'not measured' : ok ? 'met' : 'MISSED';
+}
+
+function printLoop(flags: Flags, results: Map<number, Map<Impl, Summary>>, msgBytes: Map<number, Map<Impl, number[]>>): void {
+  const rows: string[][] = [];
+  for (const [a, byImpl] of results) {
+    const floor = byImpl.get('durable floor')!;
+    for (const impl of IMPLS) {
+      const s = byImpl.get(impl)!;
+      rows.push([
+        String(a), impl, s.stepsPerSec.toFixed(0), fmtMs(s.p50), fmtMs(s.p99), s.peakRssMb.toFixed(0),
+        s.commitsPerStep === null ? '-' : s.commitsPerStep.toFixed(2),
+        impl === 'inmem floor' ? '-' : pct((100 * s.stepsPerSec) / floor.stepsPerSec),
+      ]);
+    }
+  }
+  console.log(table(['config (A)', 'impl', 'steps/s', 'p50 ms', 'p99 ms', 'peak RSS MB', 'commits/step', '% of durable floor'], rows));
+  const perSteps = flags.steps + 1;
+  console.log(
+    [
+      `notes: a step is one model response (${flags.steps} echo steps + the final answer = ${perSteps} per agent); every figure is`,
+      `  the median over ${flags.runs} run(s), each metric taken separately. steps/s = all agents' steps / wall time from the first`,
+      '  message sent to the last turn ended. Step latency: actorloop, from the host time the commit holding a step\'s',
+      '  step/start was acked (supervisor onCommit) to the ack of the commit holding its step/end; durable floor, from',
+      '  the ack of a step\'s first publish to the ack of the publish that ends it (the next step\'s first, or the final',
+      '  one); inmem floor, loop top to loop top. commits/step: actorloop, onCommit calls / steps; durable floor, acked',
+      '  publishes / steps. Peak RSS: whole process (tsx, nats client, LMDB), sampled every 50 ms during the run.',
+    ].join('\n'),
+  );
+  const bytesLine = [...msgBytes].map(([a, m]) => {
+    const al = median(m.get('actorloop') ?? []);
+    const fl = median(m.get('durable floor') ?? []);
+    return `A=${a}: actorloop ${al.toFixed(0)} B, floor ${fl.toFixed(0)} B`;
+  });
+  console.log(`  mean stored message size (stream bytes / messages): ${bytesLine.join('; ')}`);
+
+  const spread = [...results].flatMap(([a, byImpl]) =>
+    IMPLS.map((impl) => [String(a), impl, byImpl.get(impl)!.perRun.map((x) => x.toFixed(0)).join(', '), String(byImpl.get(impl)!.failed)]),
+  );
+  console.log('');
+  console.log(table(['config (A)', 'impl', 'steps/s of each run', 'failed agents'], spread));
+
+  const at = (a: number) => results.get(a);
+  const maxCommits = Math.max(...[...results.values()].map((m) => m.get('actorloop')!.commitsPerStep ?? 0));
+  const ratio = (a: number) => {
+    const m = at(a);
+    return m ? (100 * m.get('actorloop')!.stepsPerSec) / m.get('durable floor')!.stepsPerSec : null;
+  };
+  const r100 = ratio(100);
+  const r1 = ratio(1);
+  const p99x = at(100) ? at(100)!.get('actorloop')!.p99 / at(100)!.get('durable floor')!.p99 : null;
+  console.log('');
+  console.log(
+    `targets (issue): ≤ 3 commits/step [max ${maxCommits.toFixed(2)}: ${verdict(maxCommits <= 3)}]; ` +
+      `A=100 steps/s ≥ 40% of durable floor [${r100 === null ? '-' : pct(r100)}: ${verdict(r100 === null ? null : r100 >= 40)}]; ` +
+      `A=1 ≥ 60% [${r1 === null ? '-' : pct(r1)}: ${verdict(r1 === null ? null : r1 >= 60)}]; ` +
+      `p99 at A=100 ≤ 2× the floor's p99 [${p99x === null ? '-' : `${p99x.toFixed(2)}×`}: ${verdict(p99x === null ? null : p99x <= 2)}]`,
+  );
+}
+
+function printPark(p: ParkResult): void {
+  const mb = (b: number) => (b / 2 ** 20).toFixed(1);
+  const perKb = (d: number) => (d / p.parked / 1024).toFixed(1);
+  const heapDelta = p.after.heapUsed - p.before.heapUsed;
+  const rssDelta = p.after.rss - p.before.rss;
+  console.log(
+    table(
+      ['parked agents', 'heap before MB', 'heap after MB', 'heap/agent KB', 'history/agent KB', 'heap/agent beyond history KB',
+        'RSS before MB', 'RSS after MB', 'RSS/agent KB'],
+      [[
+        `${p.parked} of ${p.agents}`, mb(p.before.heapUsed), mb(p.after.heapUsed), perKb(heapDelta), (p.historyBytes / 1024).toFixed(2),
+        ((heapDelta / p.parked - p.historyBytes) / 1024).toFixed(1), mb(p.before.rss), mb(p.after.rss), perKb(rssDelta),
+      ]],
+    ),
+  );
+  const heapBeyondKb = (heapDelta / p.parked - p.historyBytes) / 1024;
+  console.log(
+    `notes: heap = process.memoryUsage().heapUsed ${p.gcForced ? 'after a forced full GC' : 'WITHOUT a forced GC (run node with --expose-gc)'}, ` +
+      `before creating the agents and once all had committed attempt/start; history = JSON bytes of the projection's history.\n` +
+      `  created in ${(p.createMs / 1000).toFixed(1)} s, all parked ${(p.parkMs / 1000).toFixed(1)} s after the first message, ` +
+      `stopped in ${(p.stopMs / 1000).toFixed(1)} s. external+arrayBuffers after: ${mb(p.after.external)} MB.`,
+  );
+  console.log(`target (issue): ≤ 32 KB heap per parked agent beyond its history [${heapBeyondKb.toFixed(1)} KB: ${verdict(heapBeyondKb <= 32)}]`);
+}
+
+async function main(cleanup: Cleanup): Promise<void> {
+  const flags = parseFlags();
+  const rt = await openBenchRuntime(cleanup);
+  await ensureFloorStream(rt);
+  const cpu = cpus();
+  console.log(
+    `actorloop tool-loop bench: node ${process.version}, nats-server ${await natsServerVersion()}, ${cpu.length} CPU(s) ` +
+      `(${cpu[0]?.model.trim() ?? '?'}), ${platform()} ${release()}`,
+  );
+  console.log(
+    `agents ${flags.agents.join(',')}; ${flags.steps} echo steps + a final answer each; ${flags.runs} run(s), median reported; ` +
+      `snapshots every 64 events; park ${flags.park}`,
+  );
+  console.log(`load average at start: ${loadavg().map((x) => x.toFixed(2)).join(' ')} (other processes share these CPUs)`);
+  const started = Date.now();
+  // warm-up (not reported): JIT, schemas, the streams' first pages
+  for (const impl of IMPLS) await runOnce(rt, impl, Math.min(10, Math.max(...flags.agents)), flags.steps);
+
+  const results = new Map<number, Map<Impl, Summary>>();
+  const msgBytes = new Map<number, Map<Impl, number[]>>();
+  for (const a of flags.agents) {
+    const runs = new Map<Impl, RunResult[]>(IMPLS.map((i) => [i, []]));
+    const bytes = new Map<Impl, number[]>(IMPLS.map((i) => [i, []]));
+    // interleaved, so drift on the machine touches every implementation alike
+    for (let r = 0; r < flags.runs; r++) {
+      for (const impl of IMPLS) runs.get(impl)!.push(await runOnce(rt, impl, a, flags.steps, bytes));
+    }
+    results.set(a, new Map(IMPLS.map((i) => [i, summarize(runs.get(i)!)])));
+    msgBytes.set(a, bytes);
+    process.stderr.write(`A=${a} done (${((Date.now() - started) / 1000).toFixed(0)} s)\n`);
+  }
+  console.log('');
+  console.log('== tool loop ==');
+  printLoop(flags, results, msgBytes);
+
+  if (flags.park > 0) {
+    const p = await runPark(rt, flags.park);
+    console.log('');
+    console.log(`== ${flags.park} agents parked mid-turn (first model response delayed 10 min) ==`);
+    printPark(p);
+  }
+  console.log('');
+  console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s; load average at end: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+}
+
+const cleanup = new Cleanup();
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    process.stderr.write(`${sig}: cleaning up\n`);
+    void cleanup.run().finally(() => process.exit(130));
+  });
+}
+let code = 0;
+try {
+  await main(cleanup);
+} catch (err) {
+  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  code = 1;
+} finally {
+  await cleanup.run();
+}
+process.exit(code);

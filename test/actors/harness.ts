@@ -1,0 +1,109 @@
+import { expect } from 'vitest';
+import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
+import type { Supervisor } from '../../src/actors/supervisor.js';
+import { createScriptedModel, type ScriptedModel } from '../../src/model/scripted-model.js';
+import type { ScriptResponse } from '../../src/model/script.js';
+import type { ActorEvent, EventOf, EventType, TurnRequest, TurnSettings } from '../../src/protocol/events.js';
+import type { InboxKind, InboxMessage } from '../../src/protocol/inbox.js';
+import { newId } from '../../src/protocol/ids.js';
+import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
+import { openTestRuntime, readLog, type TestRuntime } from '../helpers/runtime.js';
+
+/** Scripted models built for the turns of a runtime, in the order they were built. */
+export interface CapturedModels {
+  models: ScriptedModel[];
+  modelFor(settings: TurnSettings, cursor: number): Promise<ScriptedModel>;
+  /** Every prepared request any of the models was asked to stream, in order. */
+  requests(): ScriptedModel['requests'];
+}
+
+/** A `modelFor` that builds scripted models over `script` and keeps them, so a test sees their requests. */
+export function captureModels(script: ScriptResponse[]): CapturedModels {
+  const models: ScriptedModel[] = [];
+  return {
+    models,
+    async modelFor(_settings, cursor) {
+      const m = createScriptedModel({ responses: script, cursor });
+      models.push(m);
+      return m;
+    },
+    requests: () => models.flatMap((m) => m.requests),
+  };
+}
+
+/** Opens runtimes and closes every one of them (call `closeAll` in afterEach). */
+export function runtimes(natsUrl: () => string) {
+  const open: TestRuntime[] = [];
+  return {
+    async open(opts: { script?: ScriptResponse[]; models?: CapturedModels } = {}): Promise<TestRuntime> {
+      const rt = await openTestRuntime({
+        natsUrl: natsUrl(),
+        script: opts.script,
+        ...(opts.models ? { modelFor: opts.models.modelFor } : {}),
+      });
+      open.push(rt);
+      return rt;
+    },
+    async closeAll(): Promise<void> {
+      const list = open.splice(0);
+      for (const rt of list) await rt.close();
+    },
+  };
+}
+
+/** An inbox message to `to`, with test defaults. */
+export function message(to: string, content: string, over: Partial<InboxMessage> & { kind?: InboxKind } = {}): InboxMessage {
+  return {
+    id: newId('message'), from: 'test', to, kind: 'user_message', target: 'next_turn', wakeup: true,
+    content, request: null, sentAt: new Date().toISOString(), ...over,
+  };
+}
+
+/** Creates an agent and sends it `task`; returns the actor and a promise of the turn's end (not awaited). */
+export async function startTurn(
+  supervisor: Supervisor, task: string, request: TurnRequest,
+): Promise<{ actor: AgentActor; ended: Promise<TurnEnded>; messageId: string }> {
+  const actorId = newId('agent');
+  const actor = await supervisor.create({
+    actorId, kind: 'agent', parentId: null, rootId: actorId, title: task, workspace: request.workspace, labels: {},
+  });
+  const ended = actor.whenTurnEnds();
+  // Handled at once so a rejection (a dropped actor) is never reported as unhandled before the test awaits it.
+  ended.catch(() => {});
+  const msg = message(actorId, task, { request });
+  await supervisor.send(msg);
+  return { actor, ended, messageId: msg.id };
+}
+
+/** Events of one type, typed. */
+export function ofType<T extends EventType>(log: ActorEvent[], type: T): EventOf<T>[] {
+  return log.filter((e) => e.type === type) as unknown as EventOf<T>[];
+}
+
+/** The one event of a type; fails the test when there is not exactly one. */
+export function only<T extends EventType>(log: ActorEvent[], type: T): EventOf<T> {
+  const found = ofType(log, type);
+  expect(found, `exactly one ${type}`).toHaveLength(1);
+  return found[0]!;
+}
+
+/** The projection a full replay of `log` gives. */
+export function replay(actorId: string, log: ActorEvent[]): Projection {
+  const p = emptyProjection(actorId);
+  for (const e of log) foldEvent(p, e);
+  return p;
+}
+
+/** Polls the actor's log until `done(log)` holds (or the timeout fails the test); returns the log. */
+export async function waitForLog(
+  supervisor: Supervisor, actor: { rootId: string; actorId: string },
+  done: (log: ActorEvent[]) => boolean, timeoutMs = 15_000,
+): Promise<ActorEvent[]> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const log = await readLog(supervisor, actor.rootId, actor.actorId);
+    if (done(log)) return log;
+    if (Date.now() > until) throw new Error(`log never reached the expected state; it holds ${log.map((e) => e.type).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

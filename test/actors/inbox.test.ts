@@ -1,0 +1,88 @@
+import { rm } from 'node:fs/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { readLog, turnRequest } from '../helpers/runtime.js';
+import { message, ofType, runtimes, startTurn, waitForLog } from './harness.js';
+
+let nats: TestNats;
+let ws: string;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  ws = await tempDir('ws');
+});
+afterAll(async () => {
+  await nats.stop();
+  await rm(ws, { recursive: true, force: true });
+});
+
+const rts = runtimes(() => nats.url);
+afterEach(async () => rts.closeAll());
+
+const turnEnds = (n: number) => (log: { type: string }[]) => log.filter((e) => e.type === 'turn/end').length >= n;
+
+describe('inbox', () => {
+  it('starts one turn for a message sent twice with the same ID', async () => {
+    const rt = await rts.open({ script: [{ content: 'first' }, { content: 'second' }, { content: 'third' }] });
+    const sup = rt.supervisor();
+    const { actor, ended, messageId } = await startTurn(sup, 'hello', turnRequest(ws));
+    // the same message again: the inbox dedupes by its ID
+    const dup = message(actor.actorId, 'hello', { id: messageId as never, request: turnRequest(ws) });
+    await sup.send(dup);
+    expect(await ended).toMatchObject({ outcome: 'completed', answer: 'first' });
+    // a later, distinct message: anything delivered before it has been taken by the time its turn ends
+    await sup.send(message(actor.actorId, 'next'));
+    const log = await waitForLog(sup, actor, turnEnds(2));
+    const received = ofType(log, 'inbox/received');
+    expect(received.map((e) => e.data.content)).toEqual(['hello', 'next']);
+    expect(received[0]!.data.messageId).toBe(messageId);
+    expect(ofType(log, 'turn/start').map((e) => e.data.messageIds)).toEqual([[messageId], [received[1]!.data.messageId]]);
+    expect(ofType(log, 'turn/end').map((e) => e.data.answer)).toEqual(['first', 'second']);
+    const violations = verifyLog(log, { complete: true });
+    expect(violations, formatViolations(violations)).toEqual([]);
+  });
+
+  it('takes a redelivered message that is already in the log without a new event', async () => {
+    const rt = await rts.open({ script: [{ content: 'first' }] });
+    const sup = rt.supervisor();
+    const { actor, ended, messageId } = await startTurn(sup, 'hello', turnRequest(ws));
+    await ended;
+    const before = await readLog(sup, actor.rootId, actor.actorId);
+    // as after a lost ack: the same message delivered to the actor again
+    await actor.receive(message(actor.actorId, 'hello', { id: messageId as never, request: turnRequest(ws) }));
+    await actor.idle();
+    expect(await readLog(sup, actor.rootId, actor.actorId)).toEqual(before);
+    expect(actor.projection.inbox[messageId]).toMatchObject({ state: 'included', content: '' });
+  });
+
+  it('starts a follow-up sent during a turn as the next turn once the first ends', async () => {
+    const rt = await rts.open({ script: [{ content: 'first answer', delay_ms: 500 }, { content: 'follow-up answer' }] });
+    const sup = rt.supervisor();
+    const { actor, ended, messageId } = await startTurn(sup, 'first question', turnRequest(ws));
+    await waitForLog(sup, actor, (l) => l.some((e) => e.type === 'attempt/start'));
+    const followUp = message(actor.actorId, 'and then?', { kind: 'follow_up' });
+    await sup.send(followUp);
+    expect(await ended).toMatchObject({ outcome: 'completed', answer: 'first answer' });
+    const log = await waitForLog(sup, actor, turnEnds(2));
+
+    // received while the first turn ran, claimed only after it ended
+    const received = ofType(log, 'inbox/received');
+    expect(received.map((e) => e.data.messageId)).toEqual([messageId, followUp.id]);
+    const [firstEnd] = ofType(log, 'turn/end');
+    expect(received[1]!.seq).toBeLessThan(firstEnd!.seq);
+    const starts = ofType(log, 'turn/start');
+    expect(starts.map((s) => s.data.source)).toEqual(['user_message', 'follow_up']);
+    expect(starts[1]!.data.messageIds).toEqual([followUp.id]);
+    expect(starts[1]!.seq).toBeGreaterThan(firstEnd!.seq);
+    // a follow-up without a request runs with the last turn's settings
+    expect(starts[1]!.data.settings).toMatchObject({ ...starts[0]!.data.settings, budgets: { ...starts[0]!.data.settings.budgets, deadlineAt: null } });
+    expect(ofType(log, 'turn/end').map((e) => e.data.answer)).toEqual(['first answer', 'follow-up answer']);
+    // the second turn's request holds the whole conversation
+    const userMessages = ofType(log, 'user/message').map((e) => e.data.content);
+    expect(userMessages).toEqual(['first question', 'and then?']);
+    expect(actor.projection.history.map((h) => h.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    const violations = verifyLog(log, { complete: true });
+    expect(violations, formatViolations(violations)).toEqual([]);
+  });
+});

@@ -1,0 +1,180 @@
+// The CLI's contract with scripts and people: exit codes, and one line on stderr (no stack
+// trace) saying what went wrong and what to do. Real processes, a real nats-server.
+import { writeFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test, type TestContext } from 'vitest';
+import { AGENT_ID, CliPool, CliProcesses, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+
+let nats: TestNats;
+let dataDir: string;
+let scratch: string;
+let ws: string;
+const pool = new CliPool();
+
+/** The test's own process tracker: its children are killed when it finishes, pass or fail. */
+function cliFor(ctx: TestContext, env = cliEnv(dataDir)): CliProcesses {
+  return pool.forTest(ctx, env);
+}
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  dataDir = await tempDir('data');
+  scratch = await tempDir('scripts');
+  ws = await demoWorkspace();
+});
+
+afterAll(async () => {
+  await pool.killAll();
+  await nats?.stop();
+  for (const d of [dataDir, scratch, ws]) if (d) await rm(d, { recursive: true, force: true });
+});
+
+/** Writes a script file under the scratch dir and returns its path. */
+async function script(name: string, text: string): Promise<string> {
+  const path = join(scratch, name);
+  await writeFile(path, text);
+  return path;
+}
+
+/** The process exited with `code` after writing exactly one `actorloop: ...` line to stderr, and no stack. */
+function expectOneLineError(r: CliResult, code: number): string {
+  expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
+  expect(r.stderr, show(r)).not.toMatch(/^ {4}at /m);
+  const errLines = lines(r.stderr);
+  expect(errLines, show(r)).toHaveLength(1);
+  expect(errLines[0]).toMatch(/^actorloop: /);
+  return errLines[0]!;
+}
+
+describe('a mistake in the input: one line on stderr, exit 2, nothing started', () => {
+  // Every command here points at the test server, so even a regression that got as far as
+  // opening the bus would start no embedded nats-server.
+  const run = (ctx: TestContext, ...args: string[]) => cliFor(ctx).run(['run', ...args, '--nats', nats.url, '--data-dir', dataDir]);
+  const demo = () => ['--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws];
+
+  /** Exit 2 with one line, and nothing on stdout: no agent was created. */
+  function expectUsage(r: CliResult): string {
+    const line = expectOneLineError(r, 2);
+    expect(r.stdout, show(r)).toBe('');
+    return line;
+  }
+
+  test.concurrent('an empty task', async (ctx) => {
+    expect(expectUsage(await run(ctx, '', ...demo()))).toMatch(/task is empty/);
+  });
+
+  test.concurrent('an unknown flag', async (ctx) => {
+    expect(expectUsage(await run(ctx, 'x', '--bogus', ...demo()))).toContain('--bogus');
+  });
+
+  test.concurrent('a missing script file names the file', async (ctx) => {
+    expect(expectUsage(await run(ctx, 'x', '--model', 'scripted:/nope.json', '--cwd', ws))).toContain('/nope.json');
+  });
+
+  test.concurrent('a script that is not JSON names the file and the position', async (ctx) => {
+    const path = await script('broken.json', '{"responses": [\n');
+    const line = expectUsage(await run(ctx, 'x', '--model', `scripted:${path}`, '--cwd', ws));
+    expect(line).toContain(path);
+    expect(line).toMatch(/not valid JSON.*line 2/);
+  });
+
+  test.concurrent('a script failing the schema names the JSON path', async (ctx) => {
+    const path = await script('schema.json', JSON.stringify({ responses: [{ content: 'x', tool_calls: [{ name: 'read_file', arguments: 5 }] }] }));
+    const line = expectUsage(await run(ctx, 'x', '--model', `scripted:${path}`, '--cwd', ws));
+    expect(line).toContain(path);
+    expect(line).toContain('responses[0].tool_calls[0].arguments');
+  });
+
+  test.concurrent('no model: names --model scripted: and OPENAI_API_KEY', async (ctx) => {
+    const line = expectUsage(await run(ctx, 'x', '--cwd', ws));
+    expect(line).toContain('--model scripted:');
+    expect(line).toContain('OPENAI_API_KEY');
+  });
+
+  test.concurrent('an unknown model provider', async (ctx) => {
+    expect(expectUsage(await run(ctx, 'x', '--model', 'foo:bar', '--cwd', ws))).toMatch(/unknown model provider "foo"/);
+  });
+
+  test.concurrent('--max-steps abc', async (ctx) => {
+    const line = expectUsage(await run(ctx, 'x', ...demo(), '--max-steps', 'abc'));
+    expect(line).toContain('--max-steps');
+    expect(line).toContain('"abc"');
+  });
+
+  test.concurrent('--max-steps 0 (a turn needs at least one step)', async (ctx) => {
+    expect(expectUsage(await run(ctx, 'x', ...demo(), '--max-steps', '0'))).toContain('--max-steps');
+  });
+
+  test.concurrent('--cwd that does not exist', async (ctx) => {
+    expect(expectUsage(await run(ctx, 'x', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', '/does/not/exist'))).toContain('/does/not/exist');
+  });
+
+  test.concurrent('--tools naming an unknown tool', async (ctx) => {
+    const line = expectUsage(await run(ctx, 'x', ...demo(), '--tools', 'read_file,nope'));
+    expect(line).toMatch(/unknown tool nope\b/);
+    expect(line).toContain('read_file, list_dir, search, write_file');
+  });
+
+  test.concurrent('--fault bogus', async (ctx) => {
+    expect(expectUsage(await run(ctx, 'x', ...demo(), '--fault', 'bogus'))).toMatch(/invalid fault spec "bogus"/);
+  });
+});
+
+describe('what the user named does not exist: exit 3', () => {
+  const unknownAgent = 'agt_01ABCDEFGHJKMNPQRSTVWXYZ01';
+
+  test.concurrent('resume of an unknown agent', async (ctx) => {
+    const line = expectOneLineError(await cliFor(ctx).run(['resume', unknownAgent, '--nats', nats.url, '--data-dir', dataDir]), 3);
+    expect(line).toContain(unknownAgent);
+  });
+
+  test.concurrent('events of an unknown agent', async (ctx) => {
+    const line = expectOneLineError(await cliFor(ctx).run(['events', unknownAgent, '--json', '--nats', nats.url, '--data-dir', dataDir]), 3);
+    expect(line).toContain(unknownAgent);
+  });
+});
+
+test('nats-server missing and no NATS_URL: exit 2, saying how to install it or set NATS_URL', async (ctx) => {
+  const fresh = await tempDir('data-nonats');
+  try {
+    const env = cliEnv(fresh, { ACTORLOOP_NATS_SERVER: '/nonexistent/nats-server' });
+    const r = await cliFor(ctx, env).run(['run', 'x', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws]);
+    const line = expectOneLineError(r, 2);
+    expect(line).toContain('/nonexistent/nats-server');
+    expect(line).toContain('apt-get install -y nats-server');
+    expect(line).toContain('NATS_URL');
+    expect(r.stdout).toBe('');
+  } finally {
+    await rm(fresh, { recursive: true, force: true });
+  }
+});
+
+describe('budgets through the CLI: exit 4, the last event turn/end stopped with the reason', () => {
+  async function runStopped(ctx: TestContext, args: string[], reason: string): Promise<CliResult> {
+    const r = await cliFor(ctx).run(['run', 'fix the failing test', '--json', '--cwd', ws, '--nats', nats.url, '--data-dir', dataDir, ...args]);
+    expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 4, signal: null });
+    expect(lines(r.stderr)[0], show(r)).toMatch(AGENT_ID);
+    const end = parseEvents(r.stdout).at(-1);
+    expect(end?.type, show(r)).toBe('turn/end');
+    expect(end?.data).toMatchObject({ outcome: 'stopped', reason });
+    return r;
+  }
+
+  // Budgets stop the demo before its write_file step (the 4th), so the shared workspace stays as it was.
+  test('--max-steps 2 stops with step_budget', async (ctx) => {
+    await runStopped(ctx, ['--model', `scripted:${DEMO_SCRIPT}`, '--max-steps', '2'], 'step_budget');
+  });
+
+  test('--max-tool-calls 1 stops with tool_budget', async (ctx) => {
+    await runStopped(ctx, ['--model', `scripted:${DEMO_SCRIPT}`, '--max-tool-calls', '1'], 'tool_budget');
+  });
+
+  test('--deadline 1 interrupts a 5 s model response and stops with deadline', async (ctx) => {
+    const slow = await script('slow.json', JSON.stringify({ responses: [{ content: 'too late', delay_ms: 5000 }] }));
+    const r = await runStopped(ctx, ['--model', `scripted:${slow}`, '--deadline', '1'], 'deadline');
+    // A behaviour check with a wide margin, not a benchmark: waiting out the response would take
+    // over 5 s; the deadline must cut it short.
+    expect(r.elapsedMs).toBeLessThan(4500);
+  });
+});

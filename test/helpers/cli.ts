@@ -1,0 +1,147 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cp } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EventSchema, type ActorEvent } from '../../src/protocol/events.js';
+import { DirectoryEntrySchema, type DirectoryEntry } from '../../src/bus/directory.js';
+import { tempDir } from './nats.js';
+
+/** The package root: `bin/actorloop.js` and `examples/` are resolved from it. */
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The bundled demo script (6 responses: list_dir, 2× read_file, search, write_file, read_file, answer). */
+export const DEMO_SCRIPT = join(REPO_ROOT, 'examples', 'demo', 'script.json');
+/** An agent ID as the CLI prints it. */
+export const AGENT_ID = /^agt_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** How a CLI process ended, with everything it wrote. */
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  elapsedMs: number;
+}
+
+/**
+ * The environment a CLI child runs with: the parent's, minus every variable that would point it
+ * at the user's server, data dir, model or faults, plus `ACTORLOOP_DATA_DIR=dataDir`.
+ */
+export function cliEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['NATS_URL', 'OPENAI_API_KEY', 'ACTORLOOP_MODEL', 'ACTORLOOP_FAULTS', 'ACTORLOOP_DATA_DIR', 'ACTORLOOP_LOG']) {
+    delete env[name];
+  }
+  return { ...env, ACTORLOOP_DATA_DIR: dataDir, ...extra };
+}
+
+/**
+ * Spawns `node bin/actorloop.js ...` as real processes and remembers the ones still running, so
+ * a test that fails midway can kill them (`killAll` in afterEach/onTestFinished/afterAll).
+ */
+export class CliProcesses {
+  private readonly live = new Set<ChildProcess>();
+
+  constructor(private readonly env: NodeJS.ProcessEnv) {}
+
+  /** Runs the CLI to its end (SIGKILLed after `timeoutMs`, which fails the caller's asserts). */
+  run(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+    const started = performance.now();
+    const child = spawn(process.execPath, ['bin/actorloop.js', ...args], {
+      cwd: REPO_ROOT,
+      env: opts.env ?? this.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.live.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+    return new Promise((resolve, reject) => {
+      child.once('error', (err) => {
+        clearTimeout(timer);
+        this.live.delete(child);
+        reject(err);
+      });
+      // 'close', not 'exit': it waits for stdout and stderr to be read to their end.
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        this.live.delete(child);
+        resolve({ code, signal, stdout, stderr, elapsedMs: performance.now() - started });
+      });
+    });
+  }
+
+  /** SIGKILLs every child still running and waits for each to exit. */
+  async killAll(): Promise<void> {
+    const running = [...this.live];
+    this.live.clear();
+    await Promise.all(
+      running.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGKILL');
+          }),
+      ),
+    );
+  }
+}
+
+/**
+ * The CLI processes of one test file. Each test takes its own tracker, killed when that test
+ * finishes, pass or fail (`onTestFinished`: an afterEach over shared state would kill the
+ * children of concurrent tests too); `killAll` in afterAll kills whatever is left.
+ */
+export class CliPool {
+  private readonly trackers: CliProcesses[] = [];
+
+  /** A tracker for the running test, with `env` for its children. */
+  forTest(ctx: { onTestFinished(fn: () => Promise<void>): void }, env: NodeJS.ProcessEnv): CliProcesses {
+    const cli = new CliProcesses(env);
+    this.trackers.push(cli);
+    ctx.onTestFinished(() => cli.killAll());
+    return cli;
+  }
+
+  /** SIGKILLs every child of every tracker still running. */
+  async killAll(): Promise<void> {
+    await Promise.all(this.trackers.map((t) => t.killAll()));
+  }
+}
+
+/** Copies the demo workspace (a failing test and the buggy `src/slug.js`) to a fresh temp dir. */
+export async function demoWorkspace(): Promise<string> {
+  const ws = await tempDir('ws');
+  await cp(join(REPO_ROOT, 'examples', 'demo', 'workspace'), ws, { recursive: true });
+  return ws;
+}
+
+/** The lines of a stream: a complete stream ends in a newline, so there is no partial last line. */
+export function lines(text: string): string[] {
+  if (text === '') return [];
+  if (!text.endsWith('\n')) throw new Error(`output does not end with a newline: ${JSON.stringify(text.slice(-200))}`);
+  return text.slice(0, -1).split('\n');
+}
+
+/** Parses NDJSON events, each checked against the event schema; throws on any other line. */
+export function parseEvents(stdout: string): ActorEvent[] {
+  return lines(stdout).map((line, i) => {
+    try {
+      return EventSchema.parse(JSON.parse(line)) as ActorEvent;
+    } catch (err) {
+      throw new Error(`stdout line ${i + 1} is not an NDJSON event (${(err as Error).message}): ${line.slice(0, 200)}`);
+    }
+  });
+}
+
+/** Parses `runs --json` output: one directory entry a line. */
+export function parseRuns(stdout: string): DirectoryEntry[] {
+  return lines(stdout).map((line) => DirectoryEntrySchema.parse(JSON.parse(line)));
+}
+
+/** A result described for an assertion message. */
+export function show(r: CliResult): string {
+  return `code=${r.code} signal=${r.signal} (${Math.round(r.elapsedMs)} ms)\n--- stderr\n${r.stderr}--- stdout (tail)\n${r.stdout.slice(-1500)}`;
+}
