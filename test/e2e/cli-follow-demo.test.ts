@@ -1,0 +1,90 @@
+// `events --follow` sees commits live, and `demo` runs on the embedded defaults and leaves no
+// nats-server behind.
+import { spawn } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { natsServerVersion } from '../../src/bus/nats-server.js';
+import { pidAlive } from '../../src/bus/embedded.js';
+import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+
+let nats: TestNats;
+const dirs: string[] = [];
+const pool = new CliPool();
+
+beforeAll(async () => {
+  nats = await startTestNats();
+});
+afterAll(async () => {
+  await pool.killAll();
+  await nats?.stop();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+test('events --follow prints the log, then live commits of a resume, and stops on Ctrl-C', async ({ onTestFinished }) => {
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('data');
+  dirs.push(ws, dataDir);
+  const env = cliEnv(dataDir);
+  const cli = pool.forTest({ onTestFinished }, env);
+  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const crashed = await cli.run(['run', 'fix it', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', '--fault', 'after:tool/start@3', ...common]);
+  expect(crashed.signal, show(crashed)).toBe('SIGKILL');
+  const agentId = lines(crashed.stderr)[0]!;
+  expect(agentId).toMatch(AGENT_ID);
+
+  const follower = spawn(process.execPath, ['bin/actorloop.js', 'events', agentId, '--follow', '--json', ...common], { cwd: REPO_ROOT, env });
+  onTestFinished(async () => {
+    if (follower.exitCode === null) follower.kill('SIGKILL');
+  });
+  let out = '';
+  const seen = (pred: (s: string) => boolean) =>
+    new Promise<void>((resolve) => {
+      const check = (): void => {
+        if (pred(out)) resolve();
+      };
+      follower.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        check();
+      });
+      check();
+    });
+  const exited = new Promise<number | null>((resolve) => follower.on('exit', (code) => resolve(code)));
+  // everything the crashed run committed arrives first
+  await seen((s) => s.split('\n').length > lines(crashed.stdout).length);
+  const resumed = await cli.run(['resume', agentId, ...common]);
+  expect(resumed.code, show(resumed)).toBe(0);
+  await seen((s) => s.includes('"type":"turn/end"'));
+  follower.kill('SIGINT');
+  expect(await exited).toBe(0);
+  const events = parseEvents(out);
+  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  expect(events.some((e) => e.type === 'recovery/continuation')).toBe(true);
+  expect(events.at(-1)!.type).toBe('turn/end');
+});
+
+test('demo runs on the embedded nats-server, prints where the data is, and stops the server it started', async ({ onTestFinished }) => {
+  await natsServerVersion(); // the embedded default needs the binary
+  const dataDir = await tempDir('demo-data');
+  dirs.push(dataDir);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const r = await cli.run(['demo']);
+  expect(r.code, show(r)).toBe(0);
+  const out = lines(r.stdout);
+  const agentId = out.find((l) => AGENT_ID.test(l));
+  expect(agentId, show(r)).toBeDefined();
+  expect(r.stdout).toContain(`data dir: ${dataDir}`);
+  expect(r.stdout).toContain('actorloop verify <agentId>');
+  expect(r.stdout).toMatch(/\ncompleted · [\d,]+ tokens\n/);
+  const serverLog = await readFile(join(dataDir, 'nats', 'server.log'), 'utf8');
+  const pid = Number(/\[(\d+)\]/.exec(serverLog)?.[1]);
+  expect(pid).toBeGreaterThan(0);
+  expect(pidAlive(pid)).toBe(false);
+  // a later command on the same data dir starts a server again and finds the run
+  const runs = await cli.run(['runs']);
+  expect(runs.code, show(runs)).toBe(0);
+  expect(runs.stdout).toContain(agentId!);
+  const verify = await cli.run(['verify', agentId!]);
+  expect(verify.code, show(verify)).toBe(0);
+});
