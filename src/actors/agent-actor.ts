@@ -134,6 +134,8 @@ export class AgentActor {
 
   /** Stages one event: stamps it, folds it into the projection, routes it to the machines. */
   stage(d: EventDraft): ActorEvent {
+    // A stopped actor's machines are stopped too: what in-flight work tries to stage is refused.
+    if (this.halted) this.refuseCommit();
     const e = {
       v: EVENT_VERSION,
       seq: this.nextSeq++,
