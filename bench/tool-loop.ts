@@ -24,18 +24,28 @@ interface Flags {
   park: number;
 }
 
+/** A bad flag: reported in one line, without a stack. */
+class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const FLAG_OPTIONS = {
+  agents: { type: 'string', default: '1,10,100' },
+  steps: { type: 'string', default: '20' },
+  runs: { type: 'string', default: '3' },
+  park: { type: 'string', default: '1000' },
+} as const;
+
 function parseFlags(): Flags {
-  const { values } = parseArgs({
-    options: {
-      agents: { type: 'string', default: '1,10,100' },
-      steps: { type: 'string', default: '20' },
-      runs: { type: 'string', default: '3' },
-      park: { type: 'string', default: '1000' },
-    },
-  });
+  let values: { agents: string; steps: string; runs: string; park: string };
+  try {
+    values = parseArgs({ options: FLAG_OPTIONS }).values;
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   const int = (name: string, v: string, min: number): number => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got "${v}"`);
+    if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer ≥ ${min}, got "${v}"`);
     return n;
   };
   return {
@@ -234,8 +244,13 @@ let code = 0;
 try {
   await main(cleanup);
 } catch (err) {
-  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  code = 1;
+  if (err instanceof UsageError) {
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000)\n`);
+    code = 2;
+  } else {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    code = 1;
+  }
 } finally {
   await cleanup.run();
 }
