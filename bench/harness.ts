@@ -84,6 +84,7 @@ export async function openBenchRuntime(cleanup: Cleanup): Promise<BenchRuntime> 
   const lmdb = openLmdbStore(dataDir);
   cleanup.add('close lmdb', () => lmdb.close());
   const blobs = createLmdbBlobStore(lmdb);
+  cleanup.add('flush blobs', () => blobs.flush());
   const snapshots = createLmdbSnapshots(lmdb, logger);
   const tools = createToolRegistry([echoTool]);
   return {

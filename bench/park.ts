@@ -33,7 +33,7 @@ export async function runPark(rt: BenchRuntime, count: number): Promise<ParkResu
   let onAllParked!: () => void;
   const allParked = new Promise<void>((resolve) => (onAllParked = resolve));
   const sup = rt.supervisor({
-    modelFor: async (_settings, cursor) => createScriptedModel({ responses: script, cursor }),
+    modelFor: async (_settings, cursor) => createScriptedModel({ responses: script, cursor, record: false }),
     onCommit(_actorId, events) {
       for (const e of events) if (e.type === 'attempt/start' && ++parked === count) onAllParked();
     },

@@ -71,7 +71,7 @@ export async function runActorloop(rt: BenchRuntime, agents: number, script: Scr
   let commits = 0;
   let steps = 0;
   const sup = rt.supervisor({
-    modelFor: async (_settings, cursor) => createScriptedModel({ responses: script, cursor }),
+    modelFor: async (_settings, cursor) => createScriptedModel({ responses: script, cursor, record: false }),
     onCommit(_actorId, events) {
       const t = nowMs();
       commits += 1;

@@ -140,7 +140,7 @@ export class AgentActor {
       v: EVENT_VERSION,
       seq: this.nextSeq++,
       id: '',
-      at: d.at ?? new Date(this.ports.clock.nowMs()).toISOString(),
+      at: d.at ?? this.isoNow(),
       epoch: this.ports.log.epoch,
       actor: this.actorId,
       ...d,
@@ -151,6 +151,18 @@ export class AgentActor {
     if (e.type === 'turn/start') this.onTurnStart(e.data.settings.budgets.deadlineAt);
     if (e.type === 'turn/end') this.onTurnEnd(e);
     return e;
+  }
+
+  private isoMs = -1;
+  private iso = '';
+  /** The clock as ISO 8601, formatted once per millisecond (a step stages about ten events). */
+  private isoNow(): string {
+    const ms = this.ports.clock.nowMs();
+    if (ms !== this.isoMs) {
+      this.isoMs = ms;
+      this.iso = new Date(ms).toISOString();
+    }
+    return this.iso;
   }
 
   /** Notes a closing event staged by recovery, so `recovery/continuation` lists it and follows it. */
@@ -187,7 +199,9 @@ export class AgentActor {
       this.projection.seq += 1;
     }
     const drafts = batch.map(toDraft);
+    const tc = performance.now();
     const committed = await this.ports.log.commit(drafts);
+    const g = globalThis as any; g.__prof ??= {}; g.__prof['~commit'] = (g.__prof['~commit'] ?? 0) + performance.now() - tc;
     const last = committed[committed.length - 1]!;
     for (const w of this.waiters.filter((w) => w.seq <= last.seq)) w.resolve();
     this.waiters = this.waiters.filter((w) => w.seq > last.seq);
@@ -270,7 +284,9 @@ export class AgentActor {
     try {
       while (this.queue.length > 0) {
         const effect = this.queue.shift()!;
+        const t0 = performance.now();
         await performEffect(this, effect);
+        const g = globalThis as any; g.__prof ??= {}; g.__prof[effect.name] = (g.__prof[effect.name] ?? 0) + performance.now() - t0;
       }
       await this.flush();
     } catch (err) {

@@ -23,13 +23,38 @@ export interface MachineSnapshots {
 }
 
 type Live = Actor<AnyStateMachine>;
+type Sink = (e: Effect) => void;
 
-/** Fills every effect slot of a machine with a function that hands the effect to `sink`. */
-function bind<M extends AnyStateMachine>(machine: M, sink: (e: Effect) => void): M {
+// Each live XState actor's effect sink, found from the `self` an action runs with. The machines
+// are bound once per process: `provide()` per agent rebuilt every state node (~60 KB an agent).
+const sinks = new WeakMap<object, Sink>();
+
+/** Fills every effect slot of a machine with a function that hands the effect to its actor's sink. */
+function bind<M extends AnyStateMachine>(machine: M): M {
   const names = Object.keys(machine.implementations.actions);
-  const actions = Object.fromEntries(names.map((name) => [name, (_: unknown, params: unknown) => sink({ name, params })]));
+  const actions = Object.fromEntries(
+    names.map((name) => [name, ({ self }: { self: object }, params: unknown) => sinks.get(self)?.({ name, params })]),
+  );
   return machine.provide({ actions } as never) as M;
 }
+
+const BOUND = {
+  agent: bind(agentMachine),
+  turn: bind(turnMachine),
+  step: bind(stepMachine),
+  attempt: bind(attemptMachine),
+  call: bind(toolCallMachine),
+};
+
+// The event types each machine handles: an event no state of a machine names is not sent to it,
+// which saves most of the routing cost (each send is a macrostep).
+const HANDLES = {
+  agent: new Set<string>(agentMachine.events),
+  turn: new Set<string>(turnMachine.events),
+  step: new Set<string>(stepMachine.events),
+  attempt: new Set<string>(attemptMachine.events),
+  call: new Set<string>(toolCallMachine.events),
+};
 
 /**
  * The live XState actors of one agent: agent, and the open turn, step, attempt and tool calls.
@@ -43,26 +68,20 @@ export class MachineSet {
   private step: Live | null = null;
   private attempt: Live | null = null;
   private readonly calls = new Map<string, Live>();
-  private readonly machines;
+  private readonly sink: Sink;
 
   constructor(
     actorId: string,
-    sink: (e: Effect) => void,
+    sink: Sink,
     snapshots: MachineSnapshots | null = null,
   ) {
-    this.machines = {
-      agent: bind(agentMachine, sink),
-      turn: bind(turnMachine, sink),
-      step: bind(stepMachine, sink),
-      attempt: bind(attemptMachine, sink),
-      call: bind(toolCallMachine, sink),
-    };
-    const m = this.machines;
+    this.sink = sink;
+    const m = BOUND;
     const restore = (machine: AnyStateMachine, snapshot: unknown): Live =>
-      createActor(machine, { snapshot: snapshot as never }).start();
+      this.spawn(machine, { snapshot: snapshot as never });
     this.agentActor = snapshots
       ? restore(m.agent, snapshots.agent)
-      : createActor(m.agent, { input: { actorId } }).start();
+      : this.spawn(m.agent, { input: { actorId } });
     if (snapshots) {
       if (snapshots.turn) this.turn = restore(m.turn, snapshots.turn);
       if (snapshots.step) this.step = restore(m.step, snapshots.step);
@@ -71,34 +90,39 @@ export class MachineSet {
     }
   }
 
+  /** Creates and starts an actor whose effects go to this set's sink (registered before entry actions run). */
+  private spawn(machine: AnyStateMachine, opts: object): Live {
+    const actor = createActor(machine, opts as never);
+    sinks.set(actor, this.sink);
+    return actor.start();
+  }
+
   /** Routes one log event: opens the machine it starts, then sends it to every open machine. */
   route(e: ActorEvent): void {
-    const m = this.machines;
+    const m = BOUND;
     switch (e.type) {
       case 'turn/start':
-        this.turn = createActor(m.turn, {
-          input: { turnId: e.turn!, budgets: e.data.settings.budgets },
-        }).start();
+        this.turn = this.spawn(m.turn, { input: { turnId: e.turn!, budgets: e.data.settings.budgets } });
         break;
       case 'step/start':
-        this.step = createActor(m.step, {
+        this.step = this.spawn(m.step, {
           input: {
             stepId: e.step!,
             index: e.data.index,
             maxAttempts: e.data.maxAttempts,
             toolBudgetLeft: e.data.toolBudgetLeft,
           },
-        }).start();
+        });
         break;
       case 'attempt/start':
-        this.attempt = createActor(m.attempt, {
+        this.attempt = this.spawn(m.attempt, {
           input: { attemptId: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest },
-        }).start();
+        });
         break;
       case 'tool/call':
         this.calls.set(
           e.call!,
-          createActor(m.call, {
+          this.spawn(m.call, {
             input: {
               callId: e.call!,
               name: e.data.name,
@@ -107,7 +131,7 @@ export class MachineSet {
               recovery: e.data.recovery ?? 'manual',
               withinBudget: e.data.withinBudget,
             },
-          }).start(),
+          }),
         );
         break;
       default:
@@ -127,11 +151,12 @@ export class MachineSet {
   }
 
   private send(e: ActorEvent): void {
-    if (e.call !== undefined) this.calls.get(e.call)?.send(e);
-    if (e.attempt !== undefined && this.attempt?.getSnapshot().context.attemptId === e.attempt) this.attempt.send(e);
-    if (this.step && (e.step === undefined || e.step === this.step.getSnapshot().context.stepId)) this.step.send(e);
-    if (this.turn && (e.turn === undefined || e.turn === this.turn.getSnapshot().context.turnId)) this.turn.send(e);
-    this.agentActor.send(e);
+    const t = e.type;
+    if (e.call !== undefined && HANDLES.call.has(t)) this.calls.get(e.call)?.send(e);
+    if (this.attempt && HANDLES.attempt.has(t) && e.attempt === this.attempt.getSnapshot().context.attemptId) this.attempt.send(e);
+    if (this.step && HANDLES.step.has(t) && (e.step === undefined || e.step === this.step.getSnapshot().context.stepId)) this.step.send(e);
+    if (this.turn && HANDLES.turn.has(t) && (e.turn === undefined || e.turn === this.turn.getSnapshot().context.turnId)) this.turn.send(e);
+    if (HANDLES.agent.has(t)) this.agentActor.send(e);
     this.prune();
   }
 

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/connection.js';
 import type { DirectoryEntry } from '../bus/directory.js';
-import { openInbox, publishInbox, type Inbox } from '../bus/inbox.js';
-import { liveSubject } from '../bus/subjects.js';
+import { ensureInboxConsumer, openInbox, publishInbox, type Inbox } from '../bus/inbox.js';
+import { inboxSubject, liveSubject } from '../bus/subjects.js';
+import type { Subscription } from '@nats-io/nats-core';
 import { NotFoundError } from '../protocol/errors.js';
 import type { TurnSettings } from '../protocol/events.js';
 import type { InboxMessage } from '../protocol/inbox.js';
@@ -17,6 +18,7 @@ import type { SnapshotStore } from '../store/snapshots.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { AgentActor } from './agent-actor.js';
 import { ActorDropped, type FaultInjector } from './faults.js';
+import { lazyChild } from './lazy-logger.js';
 import type { MachineSnapshots } from './machine-set.js';
 
 /** What a supervisor needs to host agents. */
@@ -34,12 +36,23 @@ export interface SupervisorOptions {
   onDelta?(actorId: string, delta: ModelStreamEvent): void;
 }
 
-/** A hosted agent and the loop that feeds it its inbox. */
+/** A hosted agent and the state of its inbox reader. */
 interface Hosted {
   actor: AgentActor;
-  stopInbox: AbortController;
-  inboxLoop: Promise<void>;
+  /** Open only while a drain runs: a parked actor keeps no consumer handle. */
+  inbox: Inbox | null;
+  /** A drain is running; `again` asks it to look once more when it ends. */
+  draining: boolean;
+  again: boolean;
+  /** A look scheduled for redeliveries (nak, lost ack). */
+  retry: NodeJS.Timeout | null;
 }
+
+/** Inbox drains running at once on one host. */
+const MAX_CONCURRENT_DRAINS = 16;
+
+/** How long to wait before looking again for a message delivered but not acked. */
+const REDELIVERY_CHECK_MS = 1_500;
 
 /**
  * The single-host supervisor: hosts agents in this process, creates them, rehydrates them from
@@ -50,10 +63,28 @@ export class Supervisor {
   readonly reader: LogReader;
   private readonly hosted = new Map<string, Hosted>();
   private readonly clock: { nowMs(): number };
+  private wakeups: Subscription | null = null;
+  private stopped = false;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.reader = createLogReader({ js: opts.bus.js, jsm: opts.bus.jsm });
     this.clock = opts.clock ?? { nowMs: () => Date.now() };
+  }
+
+  /**
+   * Inbox publishes are plain NATS messages too: one core subscription on `inbox.>` tells the
+   * host which hosted actor has mail, and only then is its durable consumer pulled. A parked actor
+   * holds no pull request, timer or heartbeat (a pull loop per actor cost ~8 KB and a request a
+   * second each, and missed heartbeats once a thousand of them shared one event loop).
+   */
+  private async listen(): Promise<void> {
+    if (this.wakeups) return;
+    const prefix = inboxSubject('');
+    this.wakeups = this.opts.bus.nc.subscribe(inboxSubject('>'), {
+      callback: (_err, msg) => this.wake(msg.subject.slice(prefix.length)),
+    });
+    // registered with the server before any actor looks at its inbox: no publish falls between
+    await this.opts.bus.nc.flush();
   }
 
   /** Registers a new agent in the directory and hosts it with an empty log. */
@@ -118,7 +149,7 @@ export class Supervisor {
     actorId: string, rootId: string, projection: Projection, machines: MachineSnapshots | null,
     position: { seq: number; streamSeq: number }, epoch: number, snapshotSeq: number,
   ): AgentActor {
-    const logger = this.opts.logger.child({ actorId });
+    const logger = lazyChild(this.opts.logger, { actorId });
     const log = createJetStreamLog({ js: this.opts.bus.js, rootId, actorId, position, epoch, logger });
     return new AgentActor({
       actorId,
@@ -148,25 +179,74 @@ export class Supervisor {
   }
 
   private async serve(actor: AgentActor): Promise<void> {
-    const inbox = await openInbox(this.opts.bus.js, this.opts.bus.jsm, actor.actorId, { logger: this.opts.logger });
-    const stopInbox = new AbortController();
-    const inboxLoop = this.inboxLoop(actor, inbox, stopInbox.signal);
-    this.hosted.set(actor.actorId, { actor, stopInbox, inboxLoop });
+    await this.listen();
+    await ensureInboxConsumer(this.opts.bus.jsm, actor.actorId);
+    this.hosted.set(actor.actorId, { actor, inbox: null, draining: false, again: false, retry: null });
+    // mail that arrived while no host listened
+    this.wake(actor.actorId);
   }
 
-  private async inboxLoop(actor: AgentActor, inbox: Inbox, signal: AbortSignal): Promise<void> {
-    while (!signal.aborted && !actor.failed) {
+  /** Reads an actor's inbox until nothing is waiting; a wake during a drain makes it look again. */
+  private wake(actorId: string): void {
+    const h = this.hosted.get(actorId);
+    if (!h || this.stopped) return;
+    if (h.draining) {
+      h.again = true;
+      return;
+    }
+    h.draining = true;
+    void this.limited(() => this.drain(h)).finally(() => {
+      h.draining = false;
+      h.inbox = null;
+      if (h.again) {
+        h.again = false;
+        this.wake(actorId);
+      }
+    });
+  }
+
+  // Drains run a few at a time: a thousand actors woken at once would otherwise starve the event
+  // loop, and their pulls' heartbeats would time out.
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  private async limited<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.running >= MAX_CONCURRENT_DRAINS) await new Promise<void>((r) => this.waiting.push(r));
+    this.running += 1;
+    try {
+      return await fn();
+    } finally {
+      this.running -= 1;
+      this.waiting.shift()?.();
+    }
+  }
+
+  private async drain(h: Hosted): Promise<void> {
+    const { actor } = h;
+    while (!this.stopped && !actor.failed) {
       let delivery;
       try {
+        const inbox = (h.inbox ??= await openInbox(this.opts.bus.js, this.opts.bus.jsm, actor.actorId, {
+          logger: this.opts.logger,
+          ensured: true,
+        }));
+        const { undelivered, unacked } = await inbox.counts();
+        if (undelivered === 0) {
+          // Delivered elsewhere and never acked (a crashed host, a nak): it comes again after its
+          // wait, with no publish to wake us, so look again then.
+          if (unacked > 0) this.lookAgain(h, REDELIVERY_CHECK_MS);
+          return;
+        }
         delivery = await inbox.next({ expiresMs: 1_000 });
       } catch (err) {
-        if (signal.aborted) return;
-        this.opts.logger.warn({ err, actorId: actor.actorId }, 'inbox read failed; retrying');
-        await new Promise((r) => setTimeout(r, 500));
-        continue;
+        if (this.stopped) return;
+        // Under load a pull can miss its heartbeats; nothing is lost, the next look finds the message.
+        this.opts.logger.debug({ err, actorId: actor.actorId }, 'inbox read failed; looking again shortly');
+        this.lookAgain(h, 500);
+        return;
       }
       if (!delivery) continue;
-      if (signal.aborted) return delivery.nak();
+      if (this.stopped) return delivery.nak();
       try {
         // Include before ack: a crash between the two redelivers, and the message ID dedupes it.
         await actor.receive(delivery.message);
@@ -177,19 +257,30 @@ export class Supervisor {
         delivery.nak();
         if (actor.failed) return;
         this.opts.logger.warn({ err, actorId: actor.actorId }, 'inbox message not taken; it will be redelivered');
+        this.lookAgain(h, REDELIVERY_CHECK_MS);
+        return;
       }
     }
   }
 
-  /** Stops hosting every actor: inbox loops end, in-flight work is aborted, nothing is closed in the log. */
+  private lookAgain(h: Hosted, delayMs: number): void {
+    if (h.retry) return;
+    h.retry = setTimeout(() => {
+      h.retry = null;
+      this.wake(h.actor.actorId);
+    }, delayMs);
+    h.retry.unref?.();
+  }
+
+  /** Stops hosting every actor: inbox reads end, in-flight work is aborted, nothing is closed in the log. */
   async stop(): Promise<void> {
+    this.stopped = true;
+    this.wakeups?.unsubscribe();
+    this.wakeups = null;
     for (const h of this.hosted.values()) {
-      h.stopInbox.abort();
+      if (h.retry) clearTimeout(h.retry);
       h.actor.stop();
     }
-    // Not awaited: a loop sits in a pull of up to a second that cannot be interrupted; once
-    // stopped it naks whatever that pull returns, and closing the connection ends the pull.
-    for (const h of this.hosted.values()) h.inboxLoop.catch(() => {});
     this.hosted.clear();
   }
 }

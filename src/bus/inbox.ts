@@ -117,11 +117,15 @@ export interface Inbox {
   next(opts: { expiresMs: number }): Promise<InboxDelivery | null>;
   /** Messages waiting: not yet delivered plus delivered and not yet acked. */
   pending(): Promise<number>;
+  /** Messages not yet delivered, and delivered but not yet acked (they come again after their wait). */
+  counts(): Promise<{ undelivered: number; unacked: number }>;
 }
 
 /** Options of `openInbox`. */
 export interface OpenInboxOptions {
   consumer?: InboxConsumerOptions;
+  /** The consumer is known to exist with the right settings: skip the check. */
+  ensured?: boolean;
   logger?: Logger;
 }
 
@@ -130,7 +134,7 @@ export async function openInbox(
   js: JetStreamClient, jsm: JetStreamManager, actorId: string, opts: OpenInboxOptions = {},
 ): Promise<Inbox> {
   const logger = (opts.logger ?? pino({ level: 'silent' })).child({ actorId });
-  await ensureInboxConsumer(jsm, actorId, opts.consumer);
+  if (!opts.ensured) await ensureInboxConsumer(jsm, actorId, opts.consumer);
   const consumer: Consumer = await js.consumers.get(STREAMS.inbox, inboxConsumerName(actorId));
   return {
     async next({ expiresMs }) {
@@ -148,6 +152,10 @@ export async function openInbox(
     async pending() {
       const info = await consumer.info();
       return info.num_pending + info.num_ack_pending;
+    },
+    async counts() {
+      const info = await consumer.info();
+      return { undelivered: info.num_pending, unacked: info.num_ack_pending };
     },
   };
 }

@@ -86,6 +86,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
     async close() {
       for (const s of supervisors) await s.stop();
       await bus.close();
+      await blobs.flush();
       await lmdb.close();
     },
   };

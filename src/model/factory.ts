@@ -13,7 +13,7 @@ export async function createModelAdapter(spec: string, opts: { cursor: number; a
   switch (parsed.provider) {
     case 'scripted': {
       const responses = await loadScript(parsed.file, opts.agentName ?? 'main');
-      return createScriptedModel({ responses, cursor: opts.cursor, source: parsed.file });
+      return createScriptedModel({ responses, cursor: opts.cursor, source: parsed.file, record: false });
     }
     case 'openai':
     case 'openai-responses':

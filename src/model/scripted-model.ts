@@ -1,4 +1,3 @@
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { sha256Digest } from '../protocol/canonical-json.js';
 import { ConfigError, ModelError } from '../protocol/errors.js';
 import { ModelErrorClassSchema, type FinishReason, type ModelErrorClass } from '../protocol/events.js';
@@ -32,6 +31,8 @@ export interface ScriptedModelOptions {
   cursor?: number;
   /** Where the responses came from (a file path), for error messages. */
   source?: string;
+  /** Keep every prepared request in `requests` (default true; the CLI turns it off: bodies grow with history). */
+  record?: boolean;
   /** The model name this adapter reports; requests carry their own. */
   model?: string;
 }
@@ -98,21 +99,21 @@ export function createScriptedModel(opts: ScriptedModelOptions): ScriptedModel {
     // Yield to the event loop between chunks, so a fault (abort, crash) can land mid-stream.
     if (content) {
       for (const text of splitNearMiddle(content)) {
-        await yieldToLoop();
+        await Promise.resolve();
         checkAborted(signal);
         yield { type: 'text_delta', text };
       }
     }
     for (const [i, call] of toolCalls.entries()) {
       const half = Math.ceil(call.arguments.length / 2);
-      await yieldToLoop();
+      await Promise.resolve();
       checkAborted(signal);
       yield { type: 'tool_call_delta', index: i, id: call.id, name: call.name, argumentsDelta: call.arguments.slice(0, half) };
-      await yieldToLoop();
+      await Promise.resolve();
       checkAborted(signal);
       yield { type: 'tool_call_delta', index: i, argumentsDelta: call.arguments.slice(half) };
     }
-    await yieldToLoop();
+    await Promise.resolve();
     checkAborted(signal);
 
     const finishReason: FinishReason = response.finish_reason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop');
@@ -132,7 +133,7 @@ export function createScriptedModel(opts: ScriptedModelOptions): ScriptedModel {
     capabilities: () => ({ ...CAPABILITIES }),
     prepare: prepareScripted,
     stream(prepared, signal) {
-      requests.push(prepared);
+      if (opts.record !== false) requests.push(prepared);
       return run(prepared, signal);
     },
     classifyError: classifyScriptedError,

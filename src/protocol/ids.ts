@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { monotonicFactory } from 'ulidx';
+import { createHash, randomFillSync } from 'node:crypto';
 import { z } from 'zod';
 
 /** Every kind of entity that has a stable, prefixed, sortable ID (design §3). */
@@ -34,8 +33,51 @@ export type CallId = Id<'call'>;
 export type MessageId = Id<'message'>;
 export type EventId = Id<'event'>;
 
-const ulid = monotonicFactory();
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+// Random bytes are drawn in pools: one crypto call per 256 IDs instead of one per character.
+const pool = new Uint8Array(16 * 256);
+let poolAt = pool.length;
+let lastMs = -1;
+const lastRandom = new Uint8Array(16);
+
+function nextRandom(ms: number): Uint8Array {
+  if (ms === lastMs) {
+    // Monotonic within one millisecond: the random part counts up (base 32, 16 digits).
+    for (let i = 15; i >= 0; i--) {
+      if (lastRandom[i]! < 31) {
+        lastRandom[i]! += 1;
+        return lastRandom;
+      }
+      lastRandom[i] = 0;
+    }
+    return lastRandom; // 32^16 IDs in one millisecond: wrapped, still unique enough to never matter
+  }
+  if (poolAt >= pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  for (let i = 0; i < 16; i++) lastRandom[i] = pool[poolAt + i]! & 31;
+  // Leave headroom so counting up within this millisecond cannot overflow the top digit.
+  lastRandom[0] = lastRandom[0]! & 15;
+  poolAt += 16;
+  lastMs = ms;
+  return lastRandom;
+}
+
+/** A ULID: 10 characters of millisecond time, 16 of randomness, monotonic within a millisecond. */
+export function ulid(nowMs: number = Date.now()): string {
+  let time = '';
+  let t = Math.max(nowMs, lastMs);
+  for (let i = 0; i < 10; i++) {
+    time = CROCKFORD[t % 32]! + time;
+    t = Math.floor(t / 32);
+  }
+  const r = nextRandom(Math.max(nowMs, lastMs));
+  let rand = '';
+  for (let i = 0; i < 16; i++) rand += CROCKFORD[r[i]!];
+  return time + rand;
+}
 
 /** Draws a new ID of the given kind: `<prefix>_<ULID>`. */
 export function newId<K extends IdKind>(kind: K, nowMs?: number): Id<K> {

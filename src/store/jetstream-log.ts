@@ -51,7 +51,8 @@ const BACKOFF_MS = [100, 200, 400, 800, 1_600];
 export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
   const { js, rootId, actorId, epoch } = opts;
   const now = opts.now ?? (() => new Date());
-  const logger = (opts.logger ?? pino({ level: 'silent' })).child({ actorId });
+  // Bound by the caller when it wants (a child per writer would cost every hosted actor ~1 KB).
+  const logger = opts.logger ?? pino({ level: 'silent' });
   const subject = logSubject(rootId, actorId);
   const maxAttempts = opts.maxAttempts ?? 5;
   const timeout = opts.publishTimeoutMs ?? 5_000;
@@ -64,7 +65,7 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
     fenced = new StoreError(STORE_CODES.fenced,
       `log of ${actorId} was appended by another writer (${why}); this writer (epoch ${epoch}) stopped`,
       { cause, retryable: false });
-    logger.warn({ epoch, position }, 'log writer fenced');
+    logger.warn({ actorId, epoch, position }, 'log writer fenced');
     return fenced;
   };
 
@@ -78,7 +79,8 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
         throw new StoreError(STORE_CODES.invalidEvent,
           `invalid ${d.type} event: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`, { cause: parsed.error });
       }
-      return parsed.data as ActorEvent;
+      // The event as built, not zod's copy of it: it passed, and the copy is pure garbage.
+      return raw as ActorEvent;
     });
   };
 
@@ -118,7 +120,7 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
       if (i > 0) await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(i - 1, BACKOFF_MS.length - 1)]));
       last = await publishOnce(p).catch((cause: unknown) => ({ kind: 'unknown', cause, final: false }) as Outcome);
       if (last.kind !== 'unknown' || last.final) break;
-      logger.warn({ msgId: p.msgId, attempt: p.attempts, err: last.cause }, 'commit outcome unknown; retrying with the same ID');
+      logger.warn({ actorId, msgId: p.msgId, attempt: p.attempts, err: last.cause }, 'commit outcome unknown; retrying with the same ID');
     }
     switch (last.kind) {
       case 'stored':

@@ -88,6 +88,7 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
     async close() {
       for (const s of supervisors) await s.stop();
       await bus.close();
+      await blobs.flush();
       await lmdb.close();
       await rm(dataDir, { recursive: true, force: true });
     },
