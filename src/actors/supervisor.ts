@@ -140,6 +140,12 @@ export class Supervisor {
     return { actor, recovered, entry };
   }
 
+  /** Messages waiting in an actor's inbox: not yet delivered, or delivered and not acked. */
+  async inboxPending(actorId: string): Promise<number> {
+    const inbox = await openInbox(this.opts.bus.js, this.opts.bus.jsm, actorId, { logger: this.opts.logger, ensured: true });
+    return inbox.pending();
+  }
+
   /** Publishes a message to an actor's durable inbox (the PubAck means the inbox accepted it). */
   async send(msg: InboxMessage): Promise<void> {
     await publishInbox(this.opts.bus.js, msg);

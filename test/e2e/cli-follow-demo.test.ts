@@ -4,7 +4,11 @@ import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { pino } from 'pino';
+import { openBus } from '../../src/bus/connection.js';
+import { publishInbox } from '../../src/bus/inbox.js';
 import { natsServerVersion } from '../../src/bus/nats-server.js';
+import { newId } from '../../src/protocol/ids.js';
 import { pidAlive } from '../../src/bus/embedded.js';
 import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
@@ -87,4 +91,33 @@ test('demo runs on the embedded nats-server, prints where the data is, and stops
   expect(runs.stdout).toContain(agentId!);
   const verify = await cli.run(['verify', agentId!]);
   expect(verify.code, show(verify)).toBe(0);
+});
+
+test('resume starts the turn of a message the agent never took (its run died before committing it)', async ({ onTestFinished }) => {
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('data');
+  dirs.push(ws, dataDir);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  // What `run` leaves when it dies after publishing the task and before the agent took it.
+  const bus = await openBus({ natsUrl: nats.url, dataDir, logger: pino({ level: 'silent' }) });
+  const agentId = newId('agent');
+  const now = new Date().toISOString();
+  await bus.directory.put({
+    actorId: agentId, kind: 'agent', parentId: null, rootId: agentId, status: 'running', title: 'fix it',
+    workspace: ws, createdAt: now, updatedAt: now, labels: {},
+  });
+  await publishInbox(bus.js, {
+    id: newId('message'), from: 'cli', to: agentId, kind: 'user_message', target: 'next_turn', wakeup: true,
+    content: 'fix it', sentAt: now,
+    request: {
+      model: `scripted:${DEMO_SCRIPT}`, workspace: ws, tools: null, instructions: null,
+      maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
+    },
+  });
+  await bus.close();
+  const r = await cli.run(['resume', agentId, '--json', '--nats', nats.url, '--data-dir', dataDir]);
+  expect(r.code, show(r)).toBe(0);
+  const events = parseEvents(r.stdout);
+  expect(events[0]!.type).toBe('inbox/received');
+  expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
 });
