@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
 import { jsonErrorPosition } from './json-error-position.js';
+import { valueAt } from '../protocol/value-at.js';
 
 // The script format is a contract with tests outside this repo: extend it, never rename.
 // Objects are strict so a typo ("contnet") fails loudly instead of being silently ignored.
@@ -139,15 +140,6 @@ function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
     default:
       return issue.message;
   }
-}
-
-function valueAt(root: unknown, path: PropertyKey[]): unknown {
-  let cur = root;
-  for (const key of path) {
-    if (cur === null || typeof cur !== 'object') return undefined;
-    cur = (cur as Record<PropertyKey, unknown>)[key];
-  }
-  return cur;
 }
 
 function kindOf(value: unknown): string {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ToolSpec } from '../model/model-port.js';
 import type { ExecutionSemantics, ToolDefinition } from './tool.js';
+import { valueAt } from '../protocol/value-at.js';
 
 /** A model's tool call after resolution: ready to run, or an observation the model must see. */
 export type ResolvedCall =
@@ -115,15 +116,6 @@ function bound(origin: string, relation: string, limit: number | bigint): string
   if (origin === 'string') return `${relation} ${String(limit)} characters long`;
   if (origin === 'array') return `${relation} ${String(limit)} items long`;
   return `${relation} ${String(limit)}`;
-}
-
-function valueAt(root: unknown, path: PropertyKey[]): unknown {
-  let cur = root;
-  for (const key of path) {
-    if (cur === null || typeof cur !== 'object') return undefined;
-    cur = (cur as Record<PropertyKey, unknown>)[key];
-  }
-  return cur;
 }
 
 function kindOf(value: unknown): string {
