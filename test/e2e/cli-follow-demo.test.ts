@@ -1,7 +1,7 @@
 // `events --follow` sees commits live, and `demo` runs on the embedded defaults and leaves no
 // nats-server behind.
 import { spawn } from 'node:child_process';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { pino } from 'pino';
@@ -120,4 +120,36 @@ test('resume starts the turn of a message the agent never took (its run died bef
   const events = parseEvents(r.stdout);
   expect(events[0]!.type).toBe('inbox/received');
   expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+});
+
+test('Ctrl-C cancels the turn: the log ends with turn/end cancelled and the exit code is 130', async ({ onTestFinished }) => {
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('data');
+  dirs.push(ws, dataDir);
+  const script = join(ws, 'slow.json');
+  await writeFile(script, JSON.stringify({ responses: [{ content: 'too late', delay_ms: 20_000 }] }));
+  const child = spawn(
+    process.execPath,
+    ['bin/actorloop.js', 'run', 'wait', '--model', `scripted:${script}`, '--cwd', ws, '--json', '--nats', nats.url, '--data-dir', dataDir],
+    { cwd: REPO_ROOT, env: cliEnv(dataDir) },
+  );
+  onTestFinished(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // interrupt once the model request is in flight
+  while (!out.includes('"type":"attempt/start"')) await new Promise((r) => setTimeout(r, 50));
+  const t0 = Date.now();
+  child.kill('SIGINT');
+  expect(await exited, err).toBe(130);
+  expect(Date.now() - t0).toBeLessThan(10_000);
+  const events = parseEvents(out);
+  expect(events.find((e) => e.type === 'attempt/end')).toMatchObject({ data: { outcome: 'aborted' } });
+  expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'cancelled', reason: 'interrupted' } });
+  const verify = await pool.forTest({ onTestFinished }, cliEnv(dataDir)).run(['verify', lines(err)[0]!, '--nats', nats.url, '--data-dir', dataDir]);
+  expect(verify.code, show(verify)).toBe(0);
 });
