@@ -199,9 +199,7 @@ export class AgentActor {
       this.projection.seq += 1;
     }
     const drafts = batch.map(toDraft);
-    const tc = performance.now();
     const committed = await this.ports.log.commit(drafts);
-    const g = globalThis as any; g.__prof ??= {}; g.__prof['~commit'] = (g.__prof['~commit'] ?? 0) + performance.now() - tc;
     const last = committed[committed.length - 1]!;
     for (const w of this.waiters.filter((w) => w.seq <= last.seq)) w.resolve();
     this.waiters = this.waiters.filter((w) => w.seq > last.seq);
@@ -284,9 +282,7 @@ export class AgentActor {
     try {
       while (this.queue.length > 0) {
         const effect = this.queue.shift()!;
-        const t0 = performance.now();
         await performEffect(this, effect);
-        const g = globalThis as any; g.__prof ??= {}; g.__prof[effect.name] = (g.__prof[effect.name] ?? 0) + performance.now() - t0;
       }
       await this.flush();
     } catch (err) {
