@@ -58,6 +58,8 @@ export function describeEvent(e: ActorEvent): string {
 export class RunPrinter {
   private step = 0;
   private tool: string | null = null;
+  private waitingModel = false;
+  private ticker: NodeJS.Timeout | null = null;
   private tokens = 0;
   private readonly started = Date.now();
   private lineOpen = false;
@@ -88,7 +90,11 @@ export class RunPrinter {
         this.step = e.data.index;
         this.tool = null;
         break;
+      case 'attempt/start':
+        this.waitingModel = true;
+        break;
       case 'attempt/end':
+        this.waitingModel = false;
         this.tokens += e.data.usage.inputTokens + e.data.usage.outputTokens;
         break;
       case 'tool/start':
@@ -109,18 +115,25 @@ export class RunPrinter {
       default:
         break;
     }
-    if (tty) this.progress();
+    if (tty) {
+      this.progress();
+      // elapsed time moves while the model thinks or a tool runs, not only when something commits
+      this.ticker ??= setInterval(() => this.progress(), 250);
+      this.ticker.unref?.();
+    }
   }
 
   private progress(): void {
     const elapsed = ((Date.now() - this.started) / 1000).toFixed(1);
-    const tool = this.tool ? ` · running ${this.tool}` : '';
+    const tool = this.tool ? ` · running ${this.tool}` : this.waitingModel ? ' · model' : '';
     this.out.stdout.write(`\r\x1b[2Kstep ${this.step}${tool} · ${this.tokens.toLocaleString('en-US')} tokens · ${elapsed}s`);
     this.lineOpen = true;
   }
 
   /** Ends the live progress line, if one is open. */
   endLine(): void {
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = null;
     if (this.lineOpen) this.out.stdout.write('\n');
     this.lineOpen = false;
   }
