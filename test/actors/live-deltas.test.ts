@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { liveSubject } from '../../src/bus/subjects.js';
 import { newId } from '../../src/protocol/ids.js';
@@ -6,13 +7,16 @@ import { openTestRuntime, turnRequest, type TestRuntime } from '../helpers/runti
 
 let nats: TestNats;
 let rt: TestRuntime;
+let ws: string;
 beforeAll(async () => {
   nats = await startTestNats();
+  ws = await tempDir('ws');
   rt = await openTestRuntime({ natsUrl: nats.url, script: [{ content: 'one two three four five six' }] });
 });
 afterAll(async () => {
   await rt.close();
   await nats.stop();
+  await rm(ws, { recursive: true, force: true });
 });
 
 it('publishes stream deltas live on live.<root>.<actor>, and commits only the accepted output', async () => {
@@ -28,7 +32,7 @@ it('publishes stream deltas live on live.<root>.<actor>, and commits only the ac
   const ended = actor.whenTurnEnds();
   await sup.send({
     id: newId('message'), from: 'test', to: actorId, kind: 'user_message', target: 'next_turn', wakeup: true,
-    content: 'count', request: turnRequest(await tempDir('ws')), sentAt: new Date().toISOString(),
+    content: 'count', request: turnRequest(ws), sentAt: new Date().toISOString(),
   });
   expect((await ended).answer).toBe('one two three four five six');
   await rt.bus.nc.flush();

@@ -75,6 +75,10 @@ test('demo runs on the embedded nats-server, prints where the data is, and stops
   const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
   const r = await cli.run(['demo']);
   expect(r.code, show(r)).toBe(0);
+  // the demo keeps its workspace for the user to look at; the test does not
+  const demoWs = /^demo workspace: (.+)$/m.exec(r.stdout)?.[1];
+  expect(demoWs).toBeDefined();
+  dirs.push(demoWs!);
   const out = lines(r.stdout);
   const agentId = out.find((l) => AGENT_ID.test(l));
   expect(agentId, show(r)).toBeDefined();

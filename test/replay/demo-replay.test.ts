@@ -1,4 +1,4 @@
-import { cp, readFile, writeFile } from 'node:fs/promises';
+import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_TASK } from '../../src/cli/commands/demo.js';
@@ -55,6 +55,7 @@ async function record(responses: ScriptResponse[]): Promise<Recording> {
     return { types: log.map((e: ActorEvent) => e.type), requests, snapshot };
   } finally {
     await rt.close();
+    await rm(ws, { recursive: true, force: true });
   }
 }
 
