@@ -13,8 +13,9 @@ import { ensureFloorStream, FLOOR_STREAM, runFloor } from './floors.js';
 import { runPark, type ParkResult } from './park.js';
 import { fmtMs, median, percentile, table } from './stats.js';
 import { runActorloop, toolLoopScript, type RunResult } from './workload.js';
+import { runActorloopNoIo } from './no-io.js';
 
-const IMPLS = ['inmem floor', 'durable floor', 'actorloop'] as const;
+const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
 
 interface Flags {
@@ -90,6 +91,7 @@ async function streamState(rt: BenchRuntime, name: string): Promise<{ messages: 
 async function runOnce(rt: BenchRuntime, impl: Impl, agents: number, steps: number, bytes?: Map<Impl, number[]>): Promise<RunResult> {
   const script = toolLoopScript(steps);
   if (impl === 'inmem floor') return runFloor(rt, agents, script, false);
+  if (impl === 'actorloop, no I/O') return runActorloopNoIo(agents, script, rt.workspace);
   const stream = impl === 'actorloop' ? STREAMS.logs : FLOOR_STREAM;
   const s0 = await streamState(rt, stream);
   const r = impl === 'actorloop' ? await runActorloop(rt, agents, script) : await runFloor(rt, agents, script, true);
@@ -130,6 +132,8 @@ function printLoop(flags: Flags, results: Map<number, Map<Impl, Summary>>, msgBy
       '  the ack of a step\'s first publish to the ack of the publish that ends it (the next step\'s first, or the final',
       '  one); inmem floor, loop top to loop top. commits/step: actorloop, onCommit calls / steps; durable floor, acked',
       '  publishes / steps. Peak RSS: whole process (tsx, nats client, LMDB), sampled every 50 ms during the run.',
+      '  actorloop, no I/O: the same agents with the log kept in memory (events stamped, validated and encoded, no',
+      '  publish), no blobs, snapshots or inbox: the ceiling of the actor runtime itself on this machine.',
     ].join('\n'),
   );
   const bytesLine = [...msgBytes].map(([a, m]) => {
