@@ -25,15 +25,22 @@ export async function demoCommand(opts: { json?: boolean }, config: EffectiveCon
   await cp(join(source, 'workspace'), workspace, { recursive: true });
   const info = opts.json ? out.stderr : out.stdout;
   info.write(`demo workspace: ${workspace}\n`);
-  const code = await runCommand(DEMO_TASK, { model: `scripted:${join(source, 'script.json')}`, cwd: workspace, json: opts.json }, config, out);
+  let agentId = '<agentId>';
+  const code = await runCommand(
+    DEMO_TASK,
+    { model: `scripted:${join(source, 'script.json')}`, cwd: workspace, json: opts.json },
+    config,
+    out,
+    (id) => (agentId = id),
+  );
   info.write(
     [
       '',
       `data dir: ${config.dataDir} (JetStream store under nats/, LMDB snapshots and blobs under lmdb/)`,
-      'inspect it:',
-      '  actorloop runs                      the agents of this data dir',
-      '  actorloop events <agentId>          the agent\'s event log (the first line above is its ID)',
-      '  actorloop verify <agentId>          check the log\'s invariants',
+      'inspect it (from this repository; add --data-dir if you set another one):',
+      '  npx actorloop runs                 the agents of this data dir',
+      `  npx actorloop events ${agentId}   the agent's event log`,
+      `  npx actorloop verify ${agentId}   check the log's invariants`,
       `  cat ${join(workspace, 'src', 'slug.js')}   the fixed file`,
       '',
     ].join('\n'),

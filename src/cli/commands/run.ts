@@ -74,7 +74,13 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
 }
 
 /** `actorloop run`: starts an agent, sends it the task through its inbox, hosts it to the turn's end. */
-export async function runCommand(task: string, opts: RunOptions, config: EffectiveConfig, out: Out): Promise<number> {
+export async function runCommand(
+  task: string,
+  opts: RunOptions,
+  config: EffectiveConfig,
+  out: Out,
+  onAgent?: (agentId: string) => void,
+): Promise<number> {
   const request = await validateRun(task, opts, config);
   const logger = createLogger(config);
   const rt = await openRuntime(config, logger);
@@ -84,6 +90,7 @@ export async function runCommand(task: string, opts: RunOptions, config: Effecti
     const supervisor = rt.supervisor({ onCommit: (_id, events) => printer.commit(events) });
     const actorId = newId('agent');
     (json ? out.stderr : out.stdout).write(`${actorId}\n`);
+    onAgent?.(actorId);
     const actor = await supervisor.create({
       actorId,
       kind: 'agent',
