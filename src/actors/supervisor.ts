@@ -133,7 +133,14 @@ export class Supervisor {
     let recovered = false;
     if (actor.machines.hasOpenTurn() || actor.machines.isClaiming()) {
       actor.stage({ type: 'actor/rehydrated', data: { snapshotSeq: r.snapshotSeq, tailEvents: r.tail.length } });
-      this.opts.faults.hit('during:recovery', actorId);
+      try {
+        this.opts.faults.hit('during:recovery', actorId);
+      } catch (err) {
+        // dropped mid-recovery: nothing of it was committed; the next incarnation starts over
+        if (!(err instanceof ActorDropped)) throw err;
+        actor.fail(err);
+        return { actor, recovered: true, entry };
+      }
       recovered = actor.recover('the previous incarnation stopped with a turn open');
     }
     await this.serve(actor);
