@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { EVENT_VERSION, type ActorEvent, type EventDraft, type TurnOutcome } from '../protocol/events.js';
 import { ActorloopError, StoreError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
-import type { ModelAdapter, ModelStreamEvent } from '../model/model-port.js';
+import type { ModelAdapter, ModelStreamEvent, PreparedRequest } from '../model/model-port.js';
 import type { BlobStore } from '../store/blob-port.js';
 import type { ActorLogWriter } from '../store/log-port.js';
 import { foldEvent, PROJECTION_VERSION, type Projection } from '../store/projection.js';
@@ -74,7 +74,7 @@ export class AgentActor {
   /** Aborted when in-flight work must stop (deadline, interrupt, shutdown). */
   turnAbort = new AbortController();
   /** Prepared requests of this incarnation by digest, so an attempt need not re-read its blob. */
-  readonly prepared = new Map<string, import('../model/model-port.js').PreparedRequest>();
+  readonly prepared = new Map<string, PreparedRequest>();
 
   private readonly snapshotEvery: number;
   private readonly queue: Effect[] = [];
