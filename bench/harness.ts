@@ -108,6 +108,7 @@ export async function openBenchRuntime(cleanup: Cleanup): Promise<BenchRuntime> 
 export function benchTurnRequest(workspace: string, maxSteps: number): TurnRequest {
   return {
     model: 'scripted:inline',
+    baseUrl: null,
     workspace,
     tools: ['echo'],
     instructions: null,

@@ -17,6 +17,7 @@ export type { ModelAdapter, ModelRequest, PreparedRequest, ModelStreamEvent, Mod
 export { createScriptedModel, type ScriptedModel } from './model/scripted-model.js';
 export { loadScript, ScriptSchema, type Script, type ScriptResponse } from './model/script.js';
 export { createModelAdapter } from './model/factory.js';
+export { createOpenAIChatModel, type OpenAIChatModel, type OpenAIChatModelOptions } from './model/openai-chat.js';
 export { EventSchema, parseEvent, type ActorEvent, type EventType, type EventData, type TurnOutcome } from './protocol/events.js';
 export { InboxMessageSchema, type InboxMessage } from './protocol/inbox.js';
 export { newId, derivedId, isId, type Id } from './protocol/ids.js';

@@ -3,6 +3,7 @@ import { assertNever } from '../protocol/errors.js';
 import type { TurnRequest, TurnSettings } from '../protocol/events.js';
 import type { Usage } from '../protocol/history.js';
 import type { ModelOutput, PreparedRequest } from '../model/model-port.js';
+import { parseModelSpec } from '../model/model-spec.js';
 import { executeTool } from '../tools/execute.js';
 import { idempotencyKey } from '../tools/idempotency.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
@@ -28,6 +29,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
   }
   return {
     model: req.model,
+    baseUrl: req.baseUrl,
     workspace: req.workspace,
     tools: req.tools ?? allTools,
     instructions: req.instructions ?? DEFAULT_INSTRUCTIONS,
@@ -38,6 +40,12 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     },
     maxAttempts: req.maxAttempts ?? TURN_DEFAULTS.maxAttempts,
   };
+}
+
+/** The model name a spec sends to its provider: `openai:gpt-4.1` → `gpt-4.1`; a script's spec as is. */
+export function modelName(spec: string): string {
+  const parsed = parseModelSpec(spec);
+  return parsed.provider === 'scripted' ? spec : parsed.model;
 }
 
 /** How a started call is recovered, from the tool's execution semantics (design §7). */
@@ -91,7 +99,7 @@ async function prepare(a: AgentActor): Promise<PreparedRequest> {
   const model = await ensureModel(a);
   const s = settings(a);
   const prepared = model.prepare({
-    model: s.model,
+    model: modelName(s.model),
     instructions: s.instructions,
     tools: a.ports.tools.specs(s.tools),
     // A copy: the projection keeps appending to its history, and a prepared request must keep

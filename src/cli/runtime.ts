@@ -2,7 +2,7 @@ import { pino, type Logger } from 'pino';
 import { openBus, type Bus } from '../bus/connection.js';
 import { createFaultInjector, parseFaultSpecs, type FaultInjector } from '../actors/faults.js';
 import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
-import type { EffectiveConfig } from '../config/config.js';
+import { secretOf, type EffectiveConfig } from '../config/config.js';
 import { createModelAdapter } from '../model/factory.js';
 import { createLmdbBlobStore, type BlobStore } from '../store/blob-port.js';
 import { createLogReader } from '../store/jetstream-log.js';
@@ -77,7 +77,8 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
         faults,
         logger,
         snapshotEvery: config.snapshotEvery,
-        modelFor: (settings, cursor) => createModelAdapter(settings.model, { cursor }),
+        modelFor: (settings, cursor) =>
+          createModelAdapter(settings.model, { cursor, baseUrl: settings.baseUrl, apiKey: secretOf(config, 'OPENAI_API_KEY') }),
         ...extra,
       });
       supervisors.push(s);

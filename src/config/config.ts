@@ -13,6 +13,8 @@ export const EffectiveConfigSchema = z.object({
   defaultModel: z.string().nullable(),
   /** Names (never values) of the API key variables that are set. */
   apiKeyEnv: z.string().nullable(),
+  /** OPENAI_BASE_URL: an OpenAI-compatible endpoint for `openai:` models. */
+  openaiBaseUrl: z.string().nullable(),
   snapshotEvery: z.number().int().positive(),
   /** The nats-server binary of the embedded server (ACTORLOOP_NATS_SERVER); null: look it up. */
   natsServerBinary: z.string().nullable(),
@@ -46,6 +48,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     faults: [flags.fault, env.ACTORLOOP_FAULTS].filter((x) => x && x !== '').join(',') || null,
     defaultModel: env.ACTORLOOP_MODEL || null,
     apiKeyEnv: env.OPENAI_API_KEY ? 'OPENAI_API_KEY' : null,
+    openaiBaseUrl: env.OPENAI_BASE_URL || null,
     snapshotEvery: Number(env.ACTORLOOP_SNAPSHOT_EVERY ?? 64),
     natsServerBinary: env.ACTORLOOP_NATS_SERVER || null,
   });
@@ -58,7 +61,19 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
         : 'check the flag or environment variable that sets it';
     throw new ConfigError('config.invalid', `invalid setting ${field}: ${issue.message}`, { hint });
   }
-  return Object.freeze(parsed.data);
+  const config = { ...parsed.data };
+  // The key itself rides along out of sight: not enumerable, so no log, event or JSON of the
+  // config ever carries it; the model factory reads it by the variable's name.
+  Object.defineProperty(config, SECRETS, { value: Object.freeze({ OPENAI_API_KEY: env.OPENAI_API_KEY ?? '' }), enumerable: false });
+  return Object.freeze(config);
+}
+
+const SECRETS = Symbol('actorloop.secrets');
+
+/** The value of a secret the config references by name (an API key); '' when unset. */
+export function secretOf(config: EffectiveConfig, name: 'OPENAI_API_KEY'): string {
+  const secrets = (config as unknown as Record<symbol, Record<string, string> | undefined>)[SECRETS];
+  return secrets?.[name] ?? '';
 }
 
 /** True when ACTORLOOP_LOG asks for debug output (stack traces on errors). */

@@ -2,13 +2,17 @@ import { ConfigError } from '../protocol/errors.js';
 import type { ModelAdapter } from './model-port.js';
 import { parseModelSpec } from './model-spec.js';
 import { loadScript } from './script.js';
+import { createOpenAIChatModel } from './openai-chat.js';
 import { createScriptedModel } from './scripted-model.js';
 
 /**
  * Builds the adapter a `--model` spec names. `cursor` is how many responses the actor's log
  * says were consumed, so a resumed scripted run continues where it was.
  */
-export async function createModelAdapter(spec: string, opts: { cursor: number; agentName?: string }): Promise<ModelAdapter> {
+export async function createModelAdapter(
+  spec: string,
+  opts: { cursor: number; agentName?: string; baseUrl?: string | null; apiKey?: string },
+): Promise<ModelAdapter> {
   const parsed = parseModelSpec(spec);
   switch (parsed.provider) {
     case 'scripted': {
@@ -16,9 +20,15 @@ export async function createModelAdapter(spec: string, opts: { cursor: number; a
       return createScriptedModel({ responses, cursor: opts.cursor, source: parsed.file, record: false });
     }
     case 'openai':
+      return createOpenAIChatModel({
+        // A local compatible server may take no key; the client needs a non-empty one.
+        apiKey: opts.apiKey || 'none',
+        model: parsed.model,
+        ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}),
+      });
     case 'openai-responses':
-      throw new ConfigError('config.model_unavailable', `the ${parsed.provider} adapter is not built yet`, {
-        hint: 'use --model scripted:<file.json> for now',
+      throw new ConfigError('config.model_unavailable', 'the openai-responses adapter is not built yet', {
+        hint: 'use --model openai:<model> (Chat Completions) or scripted:<file.json>',
       });
   }
 }

@@ -27,6 +27,8 @@ export type Budgets = z.infer<typeof BudgetsSchema>;
 /** What a Turn runs with, recorded in `turn/start` so a resume needs nothing else. */
 export const TurnSettingsSchema = z.object({
   model: z.string(),
+  /** An OpenAI-compatible endpoint for `openai:` models; null: the provider's default. */
+  baseUrl: z.string().nullable().default(null),
   workspace: z.string(),
   tools: z.array(z.string()),
   instructions: z.string(),
@@ -38,6 +40,7 @@ export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 /** What a client asks a Turn to run with; `turn/start` resolves it into TurnSettings. */
 export const TurnRequestSchema = z.object({
   model: z.string(),
+  baseUrl: z.string().nullable().default(null),
   workspace: z.string(),
   tools: z.array(z.string()).nullable(),
   instructions: z.string().nullable(),

@@ -7,6 +7,7 @@ const T0_MS = Date.parse('2026-01-01T00:00:00.000Z');
 
 const SETTINGS: TurnSettings = {
   model: 'scripted',
+  baseUrl: null,
   workspace: '/tmp/ws',
   tools: ['read_file', 'write_file'],
   instructions: 'Be brief.',
@@ -66,7 +67,7 @@ export class LogBuilder {
 
   /** `inbox/received` of a user message with a turn request. */
   receive(messageId: string, content = 'Summarise notes.txt'): this {
-    const request = { model: 'scripted', workspace: '/tmp/ws', tools: null, instructions: null, maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null };
+    const request = { model: 'scripted', baseUrl: null, workspace: '/tmp/ws', tools: null, instructions: null, maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null };
     this.push('inbox/received', { messageId, kind: 'user_message', from: 'cli', content, request });
     return this;
   }

@@ -99,6 +99,7 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
 export function turnRequest(workspace: string, over: Partial<TurnRequest> = {}): TurnRequest {
   return {
     model: 'scripted:inline',
+    baseUrl: null,
     workspace,
     tools: null,
     instructions: null,

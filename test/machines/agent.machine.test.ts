@@ -8,6 +8,7 @@ type Snap = SnapshotFrom<typeof agentMachine>;
 
 const SETTINGS = {
   model: 'scripted',
+  baseUrl: null,
   workspace: '/tmp/ws',
   tools: [],
   instructions: '',

@@ -4,7 +4,7 @@ import { emptyProjection, foldEvent, type Projection } from '../../src/store/pro
 import { ACTOR, LogBuilder } from '../actors/log-builder.js';
 
 const REQUEST = {
-  model: 'scripted', workspace: '/tmp/ws', tools: null, instructions: null,
+  model: 'scripted', baseUrl: null, workspace: '/tmp/ws', tools: null, instructions: null,
   maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
 };
 

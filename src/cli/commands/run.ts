@@ -20,14 +20,19 @@ export interface RunOptions {
   maxToolCalls?: number;
   deadline?: number;
   tools?: string;
+  baseUrl?: string;
 }
+
+/** The model a run uses when none is named but an OpenAI key is configured. */
+export const DEFAULT_OPENAI_MODEL = 'openai:gpt-4.1-mini';
 
 /** Checks a run's inputs before anything is started: each mistake is one line and exit 2. */
 export async function validateRun(task: string, opts: RunOptions, config: EffectiveConfig): Promise<TurnRequest> {
   if (task.trim() === '') {
     throw new ConfigError('config.task', 'the task is empty', { hint: 'say what the agent should do, e.g. actorloop run "fix the failing test"' });
   }
-  const spec = opts.model ?? config.defaultModel;
+  const baseUrl = opts.baseUrl ?? config.openaiBaseUrl;
+  const spec = opts.model ?? config.defaultModel ?? (config.apiKeyEnv || baseUrl ? DEFAULT_OPENAI_MODEL : null);
   if (!spec) {
     throw new ConfigError('config.no_model', 'no model to run with', {
       hint: 'pass --model scripted:<file.json> (a scripted model), or set OPENAI_API_KEY (or ACTORLOOP_MODEL) to use an OpenAI model',
@@ -40,9 +45,18 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     await loadScript(file);
     // The log records an absolute path: `resume` may run from another directory.
     model = `scripted:${file}`;
-  } else {
-    throw new ConfigError('config.model_unavailable', `the ${parsed.provider} adapter is not built yet`, {
-      hint: 'use --model scripted:<file.json> for now',
+  } else if (parsed.provider === 'openai-responses') {
+    throw new ConfigError('config.model_unavailable', 'the openai-responses adapter is not built yet', {
+      hint: 'use --model openai:<model> (Chat Completions) or scripted:<file.json>',
+    });
+  } else if (!config.apiKeyEnv && !baseUrl) {
+    throw new ConfigError('config.no_api_key', `no API key for ${spec}`, {
+      hint: 'set OPENAI_API_KEY, or pass --base-url <an OpenAI-compatible server>/v1 (a local server may need no key)',
+    });
+  }
+  if (baseUrl !== null && !/^https?:\/\/[^\s]+$/.test(baseUrl)) {
+    throw new ConfigError('config.base_url', `base URL "${baseUrl}" is not an http(s) URL`, {
+      hint: 'pass --base-url http://host:port/v1 (or set OPENAI_BASE_URL)',
     });
   }
   const workspace = resolve(opts.cwd ?? '.');
@@ -63,6 +77,7 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
   }
   return {
     model,
+    baseUrl,
     workspace,
     tools,
     instructions: null,

@@ -1,0 +1,137 @@
+// `actorloop run --model openai:<model> --base-url <fake server>` through real processes and real
+// HTTP: a multi-step tool run, a rate limit retried with the same request, a kill mid-stream then
+// resume, and the mistakes a user makes with keys and URLs.
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { ActorEvent } from '../../src/protocol/events.js';
+import { CliPool, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
+import { FAULTS, startFakeOpenAI, type FakeOpenAI, type FakeTurn } from '../helpers/fake-openai.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+
+const KEY = 'sk-test-0123456789abcdef';
+let nats: TestNats;
+const servers: FakeOpenAI[] = [];
+const dirs: string[] = [];
+const pool = new CliPool();
+
+beforeAll(async () => {
+  nats = await startTestNats();
+});
+afterAll(async () => {
+  await pool.killAll();
+  await Promise.all(servers.map((s) => s.close()));
+  await nats?.stop();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function fake(turns: FakeTurn[]): Promise<FakeOpenAI> {
+  const s = await startFakeOpenAI({ turns });
+  servers.push(s);
+  return s;
+}
+
+async function setup(onTestFinished: (fn: () => Promise<void>) => void, extraEnv: Record<string, string> = { OPENAI_API_KEY: KEY }) {
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('data');
+  dirs.push(ws, dataDir);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir, extraEnv));
+  return { ws, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
+}
+
+const READ_THEN_ANSWER: FakeTurn[] = [
+  { content: 'Reading the code.', toolCalls: [{ id: 'call_a1', name: 'read_file', arguments: '{"path":"src/slug.js"}' }] },
+  { toolCalls: [{ id: null, name: 'list_dir', arguments: '{"path":"test"}' }] },
+  { content: 'slugify only replaces the first space.' },
+];
+
+type ChatBody = { model: string; tools?: Array<{ function: { name: string } }>; messages: Array<Record<string, unknown>> };
+
+describe('run with openai:<model> against an OpenAI-compatible server', () => {
+  test('a multi-step tool run completes; requests carry the tools, the tool results and a growing shared prefix', async ({ onTestFinished }) => {
+    const server = await fake(READ_THEN_ANSWER);
+    const { ws, cli, common } = await setup(onTestFinished);
+    const r = await cli.run(['run', 'what is wrong with slugify?', '--model', 'openai:test-model', '--base-url', server.baseURL, '--cwd', ws, '--json', ...common]);
+    expect(r.code, show(r)).toBe(0);
+    const events = parseEvents(r.stdout);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'slugify only replaces the first space.' } });
+    expect(events.filter((e) => e.type === 'attempt/end').map((e) => (e as Extract<ActorEvent, { type: 'attempt/end' }>).data.outcome)).toEqual([
+      'succeeded', 'succeeded', 'succeeded',
+    ]);
+    // the key is used on the wire and never written to the log
+    expect(r.stdout).not.toContain(KEY);
+    const bodies = server.requests.filter((q) => q.path === '/v1/chat/completions');
+    expect(bodies).toHaveLength(3);
+    expect(bodies.every((q) => q.headers.authorization === `Bearer ${KEY}`)).toBe(true);
+    const [b1, b2, b3] = bodies.map((q) => q.body as ChatBody);
+    expect(b1!.model).toBe('test-model');
+    expect(b1!.tools!.map((t) => t.function.name).sort()).toEqual(['list_dir', 'read_file', 'search', 'write_file']);
+    expect(b1!.messages.map((m) => m.role)).toEqual(['system', 'user']);
+    // each request starts with the whole previous one's messages: the provider's prompt cache hits
+    expect(b2!.messages.slice(0, b1!.messages.length)).toEqual(b1!.messages);
+    expect(b3!.messages.slice(0, b2!.messages.length)).toEqual(b2!.messages);
+    const toolMsg = b2!.messages.find((m) => m.role === 'tool')!;
+    expect(toolMsg.tool_call_id).toBe('call_a1');
+    expect(String(toolMsg.content)).toContain('export function slugify');
+    // a call the server sent without an ID got a stable one, used consistently
+    const assistant2 = b3!.messages.filter((m) => m.role === 'assistant').at(-1) as { tool_calls: Array<{ id: string }> };
+    const tool2 = b3!.messages.at(-1)!;
+    expect(tool2.tool_call_id).toBe(assistant2.tool_calls[0]!.id);
+    // the recorded prepared request is the body that was sent
+    expect(events.filter((e) => e.type === 'request/prepared')).toHaveLength(3);
+  });
+
+  test('a 429 is retried after Retry-After with the identical request, and the log shows both attempts', async ({ onTestFinished }) => {
+    const server = await fake([{ fault: FAULTS.rateLimited({ retryAfterMs: 120 }) }, { content: 'ok' }]);
+    const { ws, cli, common } = await setup(onTestFinished);
+    const r = await cli.run(['run', 'say ok', '--model', 'openai:test-model', '--base-url', server.baseURL, '--cwd', ws, '--json', ...common]);
+    expect(r.code, show(r)).toBe(0);
+    const ends = parseEvents(r.stdout).filter((e): e is Extract<ActorEvent, { type: 'attempt/end' }> => e.type === 'attempt/end');
+    expect(ends[0]!.data).toMatchObject({ outcome: 'failed', error: { class: 'rate_limit', retryable: true }, backoffMs: 120 });
+    expect(ends[1]!.data.outcome).toBe('succeeded');
+    const [first, second] = server.requests.filter((q) => q.path === '/v1/chat/completions');
+    expect(second!.rawBody).toBe(first!.rawBody);
+  });
+
+  test('killed mid-stream, resumed: the attempt is interrupted, a new one succeeds, and both are settled', async ({ onTestFinished }) => {
+    const server = await fake([{ content: 'a long answer streamed in many small pieces', chunkChars: 4 }, { content: 'the answer' }]);
+    const { ws, cli, common } = await setup(onTestFinished);
+    const crashed = await cli.run(['run', 'answer', '--model', 'openai:test-model', '--base-url', server.baseURL, '--cwd', ws, '--json', '--fault', 'mid:model-stream', ...common]);
+    expect(crashed.signal, show(crashed)).toBe('SIGKILL');
+    const agentId = lines(crashed.stderr)[0]!;
+    const resumed = await cli.run(['resume', agentId, '--json', ...common]);
+    expect(resumed.code, show(resumed)).toBe(0);
+    const events = parseEvents(resumed.stdout);
+    const ends = events.filter((e): e is Extract<ActorEvent, { type: 'attempt/end' }> => e.type === 'attempt/end');
+    expect(ends.map((e) => e.data.outcome)).toEqual(['interrupted', 'succeeded']);
+    expect(ends[0]!.data.usage.estimated).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'the answer' } });
+    const verify = await cli.run(['verify', agentId, ...common]);
+    expect(verify.code, show(verify)).toBe(0);
+  });
+
+  test('no API key and no base URL: exit 2 naming both fixes', async ({ onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished, {});
+    const r = await cli.run(['run', 'x', '--model', 'openai:gpt-4.1', '--cwd', ws, ...common]);
+    expect(r.code, show(r)).toBe(2);
+    expect(r.stderr).toMatch(/OPENAI_API_KEY/);
+    expect(r.stderr).toMatch(/--base-url/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  test('a base URL that is not a URL: exit 2', async ({ onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    const r = await cli.run(['run', 'x', '--model', 'openai:m', '--base-url', 'localhost:8000', '--cwd', ws, ...common]);
+    expect(r.code, show(r)).toBe(2);
+    expect(r.stderr).toContain('not an http(s) URL');
+  });
+
+  test('a refused connection: retried, then the turn fails with a reason naming it (exit 1)', async ({ onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    const r = await cli.run(['run', 'x', '--model', 'openai:m', '--base-url', 'http://127.0.0.1:9/v1', '--cwd', ws, '--json', ...common]);
+    expect(r.code, show(r)).toBe(1);
+    const events = parseEvents(r.stdout);
+    expect(events.filter((e) => e.type === 'attempt/end')).toHaveLength(4);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'failed' } });
+    expect((events.at(-1) as Extract<ActorEvent, { type: 'turn/end' }>).data.reason).toMatch(/network/);
+  });
+});
