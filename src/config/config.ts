@@ -2,8 +2,14 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
+import { readConfigFile, type ConfigFile } from './config-file.js';
 
-/** The frozen settings a command runs with: flags over environment over defaults (design §12). */
+/**
+ * The frozen settings a command runs with (design §12): the workspace's `actorloop.toml`, then the
+ * user's `~/.config/actorloop/config.toml`, then the environment, then flags; each later one wins.
+ * The user's file wins over the workspace's on purpose: a cloned repository must not be able to
+ * point the user's API key at another server.
+ */
 export const EffectiveConfigSchema = z.object({
   dataDir: z.string(),
   natsUrl: z.string().nullable(),
@@ -11,8 +17,10 @@ export const EffectiveConfigSchema = z.object({
   faults: z.string().nullable(),
   /** The model a run uses when `--model` is not given, from ACTORLOOP_MODEL. */
   defaultModel: z.string().nullable(),
-  /** Names (never values) of the API key variables that are set. */
+  /** The name (never the value) of the environment variable holding the API key, when it is set. */
   apiKeyEnv: z.string().nullable(),
+  /** Config files that were read, in order. */
+  configFiles: z.array(z.string()),
   /** OPENAI_BASE_URL: an OpenAI-compatible endpoint for `openai:` models. */
   openaiBaseUrl: z.string().nullable(),
   snapshotEvery: z.number().int().positive(),
@@ -27,11 +35,19 @@ export interface ConfigFlags {
   dataDir?: string;
   nats?: string;
   fault?: string;
+  /** The workspace, where `actorloop.toml` is looked for (default: the current directory). */
+  cwd?: string;
+}
+
+/** Where the config files of a workspace and a user are. */
+export function configFilePaths(cwd: string, env: NodeJS.ProcessEnv): { workspace: string; user: string } {
+  const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(env.HOME || homedir(), '.config');
+  return { workspace: join(resolve(cwd), 'actorloop.toml'), user: join(base, 'actorloop', 'config.toml') };
 }
 
 /** Default data dir: `$XDG_DATA_HOME/actorloop`, else `~/.local/share/actorloop`. */
 function defaultDataDir(env: NodeJS.ProcessEnv): string {
-  const base = env.XDG_DATA_HOME && env.XDG_DATA_HOME !== '' ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share');
+  const base = env.XDG_DATA_HOME && env.XDG_DATA_HOME !== '' ? env.XDG_DATA_HOME : join(env.HOME || homedir(), '.local', 'share');
   return join(base, 'actorloop');
 }
 
@@ -41,14 +57,25 @@ function defaultDataDir(env: NodeJS.ProcessEnv): string {
  */
 export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): EffectiveConfig {
   const level = (env.ACTORLOOP_LOG ?? 'warn').toLowerCase();
+  const paths = configFilePaths(flags.cwd ?? process.cwd(), env);
+  const files: string[] = [];
+  const file: ConfigFile = {};
+  for (const path of [paths.workspace, paths.user]) {
+    const read = readConfigFile(path);
+    if (!read) continue;
+    files.push(path);
+    Object.assign(file, read);
+  }
+  const keyEnv = file.api_key_env ?? 'OPENAI_API_KEY';
   const parsed = EffectiveConfigSchema.safeParse({
-    dataDir: resolve(flags.dataDir ?? (env.ACTORLOOP_DATA_DIR || defaultDataDir(env))),
-    natsUrl: flags.nats ?? (env.NATS_URL || null),
+    dataDir: resolve(flags.dataDir ?? (env.ACTORLOOP_DATA_DIR || file.data_dir || defaultDataDir(env))),
+    natsUrl: flags.nats ?? (env.NATS_URL || file.nats_url || null),
     logLevel: level,
     faults: [flags.fault, env.ACTORLOOP_FAULTS].filter((x) => x && x !== '').join(',') || null,
-    defaultModel: env.ACTORLOOP_MODEL || null,
-    apiKeyEnv: env.OPENAI_API_KEY ? 'OPENAI_API_KEY' : null,
-    openaiBaseUrl: env.OPENAI_BASE_URL || null,
+    defaultModel: env.ACTORLOOP_MODEL || file.model || null,
+    apiKeyEnv: env[keyEnv] ? keyEnv : null,
+    configFiles: files,
+    openaiBaseUrl: env.OPENAI_BASE_URL || file.base_url || null,
     snapshotEvery: Number(env.ACTORLOOP_SNAPSHOT_EVERY ?? 64),
     natsServerBinary: env.ACTORLOOP_NATS_SERVER || null,
   });
@@ -64,13 +91,13 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const config = { ...parsed.data };
   // The key itself rides along out of sight: not enumerable, so no log, event or JSON of the
   // config ever carries it; the model factory reads it by the variable's name.
-  Object.defineProperty(config, SECRETS, { value: Object.freeze({ OPENAI_API_KEY: env.OPENAI_API_KEY ?? '' }), enumerable: false });
+  Object.defineProperty(config, SECRETS, { value: Object.freeze({ OPENAI_API_KEY: env[keyEnv] ?? '' }), enumerable: false });
   return Object.freeze(config);
 }
 
 const SECRETS = Symbol('actorloop.secrets');
 
-/** The value of a secret the config references by name (an API key); '' when unset. */
+/** The API key, read from the variable the config names (OPENAI_API_KEY unless `api_key_env` says otherwise); '' when unset. */
 export function secretOf(config: EffectiveConfig, name: 'OPENAI_API_KEY'): string {
   const secrets = (config as unknown as Record<symbol, Record<string, string> | undefined>)[SECRETS];
   return secrets?.[name] ?? '';

@@ -28,10 +28,11 @@ export interface CliResult {
  */
 export function cliEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ['NATS_URL', 'OPENAI_API_KEY', 'ACTORLOOP_MODEL', 'ACTORLOOP_FAULTS', 'ACTORLOOP_DATA_DIR', 'ACTORLOOP_LOG']) {
+  for (const name of ['NATS_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ACTORLOOP_MODEL', 'ACTORLOOP_FAULTS', 'ACTORLOOP_DATA_DIR', 'ACTORLOOP_LOG']) {
     delete env[name];
   }
-  return { ...env, ACTORLOOP_DATA_DIR: dataDir, ...extra };
+  // the user's own ~/.config/actorloop/config.toml must not reach a test
+  return { ...env, ACTORLOOP_DATA_DIR: dataDir, XDG_CONFIG_HOME: join(dataDir, 'config-home'), ...extra };
 }
 
 /**

@@ -1,0 +1,52 @@
+import { readFileSync } from 'node:fs';
+import { parse, TomlError } from 'smol-toml';
+import { z } from 'zod';
+import { ConfigError } from '../protocol/errors.js';
+
+/** What an `actorloop.toml` (workspace) or `~/.config/actorloop/config.toml` (user) may set. */
+export const ConfigFileSchema = z.strictObject({
+  /** The model of runs that name none: `openai:<model>` or `scripted:<file.json>`. */
+  model: z.string().min(1).optional(),
+  /** An OpenAI-compatible endpoint for `openai:` models. */
+  base_url: z.url({ protocol: /^https?$/ }).optional(),
+  /** The name of the environment variable that holds the API key (never the key itself). */
+  api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name such as OPENAI_API_KEY').optional(),
+  /** Where logs, snapshots and the embedded server live. */
+  data_dir: z.string().min(1).optional(),
+  /** A NATS server with JetStream instead of the embedded one. */
+  nats_url: z.string().min(1).optional(),
+});
+/** The settings of one config file. */
+export type ConfigFile = z.infer<typeof ConfigFileSchema>;
+
+/** Reads one TOML config file; null when it does not exist. A bad file is a ConfigError naming the file and the key. */
+export function readConfigFile(path: string): ConfigFile | null {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new ConfigError('config.file', `cannot read ${path}: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parse(text);
+  } catch (err) {
+    const where = err instanceof TomlError ? ` at line ${err.line}, column ${err.column}` : '';
+    const what = (err as Error).message.split('\n')[0];
+    throw new ConfigError('config.file', `${path} is not valid TOML${where}: ${what}`, { hint: 'fix the file or remove it' });
+  }
+  const parsed = ConfigFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = issue.path.join('.');
+    const detail =
+      issue.code === 'unrecognized_keys'
+        ? `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`
+        : `${key}: ${issue.message}`;
+    throw new ConfigError('config.file', `${path}: ${detail}`, {
+      hint: `the keys are ${Object.keys(ConfigFileSchema.shape).join(', ')}`,
+    });
+  }
+  return parsed.data;
+}
