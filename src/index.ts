@@ -18,6 +18,9 @@ export { createScriptedModel, type ScriptedModel } from './model/scripted-model.
 export { loadScript, ScriptSchema, type Script, type ScriptResponse } from './model/script.js';
 export { createModelAdapter } from './model/factory.js';
 export { createOpenAIChatModel, type OpenAIChatModel, type OpenAIChatModelOptions } from './model/openai-chat.js';
+export { createOpenAIResponsesModel, type OpenAIResponsesModel } from './model/openai-responses.js';
+export { priceFor, costOf, BUILTIN_PRICES, type Price } from './model/pricing.js';
+export { countTokens } from './model/tokens.js';
 export { EventSchema, parseEvent, type ActorEvent, type EventType, type EventData, type TurnOutcome } from './protocol/events.js';
 export { InboxMessageSchema, type InboxMessage } from './protocol/inbox.js';
 export { newId, derivedId, isId, type Id } from './protocol/ids.js';

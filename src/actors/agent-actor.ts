@@ -3,6 +3,7 @@ import { EVENT_VERSION, type ActorEvent, type EventDraft, type TurnOutcome } fro
 import { ActorloopError, StoreError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import type { ModelAdapter, ModelStreamEvent, PreparedRequest } from '../model/model-port.js';
+import type { Price } from '../model/pricing.js';
 import type { BlobStore } from '../store/blob-port.js';
 import type { ActorLogWriter } from '../store/log-port.js';
 import { foldEvent, PROJECTION_VERSION, type Projection } from '../store/projection.js';
@@ -22,6 +23,8 @@ export interface AgentPorts {
   /** Builds the model adapter for a turn; `cursor` is how many responses the log says were consumed. */
   modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
   clock: { nowMs(): number };
+  /** The price of a model, for the cost of each attempt; null (or absent): unknown. */
+  pricing?(model: string): Price | null;
   faults: FaultInjector;
   logger: Logger;
   /** Called with each commit once JetStream acknowledged it. */
@@ -49,6 +52,8 @@ export interface TurnEnded {
   outcome: TurnOutcome;
   reason: string | null;
   answer: string | null;
+  /** USD of the turn's attempts; null when the model has no known price. */
+  costUsd: number | null;
 }
 
 interface CommitWaiter {
@@ -355,7 +360,13 @@ export class AgentActor {
     this.clearDeadline();
     this.model = null;
     this.prepared.clear();
-    const ended: TurnEnded = { turnId: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer };
+    const ended: TurnEnded = {
+      turnId: e.turn!,
+      outcome: e.data.outcome,
+      reason: e.data.reason,
+      answer: e.data.answer,
+      costUsd: e.data.costUsd ?? null,
+    };
     // Resolved only once the turn/end is committed: a caller may exit right after.
     const waiters = this.turnWaiters;
     this.turnWaiters = [];

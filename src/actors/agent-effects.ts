@@ -4,6 +4,7 @@ import type { TurnRequest, TurnSettings } from '../protocol/events.js';
 import type { Usage } from '../protocol/history.js';
 import type { ModelOutput, PreparedRequest } from '../model/model-port.js';
 import { parseModelSpec } from '../model/model-spec.js';
+import { costOf } from '../model/pricing.js';
 import { executeTool } from '../tools/execute.js';
 import { idempotencyKey } from '../tools/idempotency.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
@@ -52,6 +53,11 @@ export function modelName(spec: string): string {
 export function recoveryOf(s: ExecutionSemantics): 'rerun' | 'idempotent' | 'reconcile' | 'manual' {
   if (s.effects === 'none') return s.retry === 'auto' ? 'rerun' : 'manual';
   return s.recovery.kind;
+}
+
+/** The cost of an attempt's usage at the turn's model's price; null when the price is unknown. */
+function costFor(a: AgentActor, usage: Usage): number | null {
+  return costOf(usage, a.ports.pricing?.(modelName(settings(a).model)) ?? null);
 }
 
 function estimateUsage(bytesIn: number, charsOut: number): Usage {
@@ -133,11 +139,21 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
       return;
     case 'startStep': {
       const s = settings(a);
+      const model = await ensureModel(a);
       a.stage({
         type: 'step/start',
         turn: a.projection.openTurn!.id,
         step: newId('step'),
-        data: { index: p.index, model: s.model, maxOutputTokens: null, maxAttempts: s.maxAttempts, toolBudgetLeft: p.toolBudgetLeft },
+        data: {
+          index: p.index,
+          model: s.model,
+          maxOutputTokens: null,
+          maxAttempts: s.maxAttempts,
+          toolBudgetLeft: p.toolBudgetLeft,
+          // frozen for the step: what the model was taken to be able to do when it began
+          provider: model.provider,
+          capabilities: model.capabilities(modelName(s.model)),
+        },
       });
       return;
     }
@@ -187,6 +203,7 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
           usage: estimateUsage(a.projection.lastPrepared?.bytes ?? 0, 0),
           backoffMs: null,
           latencyMs: null,
+          costUsd: costFor(a, estimateUsage(a.projection.lastPrepared?.bytes ?? 0, 0)),
         },
       });
       a.noteRecovered(`attempt ${p.attemptId} interrupted`);
@@ -227,7 +244,7 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
       a.stage({ type: 'step/end', ...scope(a), data: p });
       return;
     case 'endTurn':
-      a.stage({ type: 'turn/end', turn: a.projection.openTurn!.id, data: p });
+      a.stage({ type: 'turn/end', turn: a.projection.openTurn!.id, data: { ...p, costUsd: a.projection.openTurn!.costUsd } });
       return;
     default:
       assertNever(name, 'effect');
@@ -287,6 +304,7 @@ async function callModel(a: AgentActor, attemptId: string, digest: string): Prom
           usage: estimateUsage(bytes, streamed),
           backoffMs: null,
           latencyMs,
+          costUsd: costFor(a, estimateUsage(bytes, streamed)),
         },
       });
       return;
@@ -296,22 +314,28 @@ async function callModel(a: AgentActor, attemptId: string, digest: string): Prom
     const backoffMs = info.retryable
       ? (info.retryAfterMs ?? Math.round(Math.min(8000, 250 * 2 ** (index - 1)) * (0.5 + Math.random() / 2)))
       : null;
+    const usage: Usage = streamed > 0 ? estimateUsage(bytes, streamed) : { inputTokens: 0, outputTokens: 0, estimated: false };
     a.stage({
       type: 'attempt/end',
       ...ids,
       data: {
         outcome: 'failed',
         error: { class: info.class, message: info.message, retryable: info.retryable },
-        usage: streamed > 0 ? estimateUsage(bytes, streamed) : { inputTokens: 0, outputTokens: 0, estimated: false },
+        usage,
         backoffMs,
         latencyMs,
+        costUsd: costFor(a, usage),
       },
     });
     return;
   }
   const latencyMs = Math.round(a.ports.clock.nowMs() - started);
   // An accepted output and its attempt/end are one commit: both are staged before any flush.
-  a.stage({ type: 'attempt/end', ...ids, data: { outcome: 'succeeded', error: null, usage: output.usage, backoffMs: null, latencyMs } });
+  a.stage({
+    type: 'attempt/end',
+    ...ids,
+    data: { outcome: 'succeeded', error: null, usage: output.usage, backoffMs: null, latencyMs, costUsd: costFor(a, output.usage) },
+  });
   a.stage({
     type: 'assistant/accepted',
     ...ids,

@@ -8,6 +8,7 @@ import { NotFoundError } from '../protocol/errors.js';
 import type { TurnSettings } from '../protocol/events.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import type { ModelAdapter, ModelStreamEvent } from '../model/model-port.js';
+import type { Price } from '../model/pricing.js';
 import type { ActorEvent } from '../protocol/events.js';
 import type { BlobStore } from '../store/blob-port.js';
 import { createJetStreamLog, createLogReader } from '../store/jetstream-log.js';
@@ -32,6 +33,8 @@ export interface SupervisorOptions {
   logger: Logger;
   snapshotEvery?: number;
   clock?: { nowMs(): number };
+  /** The price of a model (USD per million tokens), for the cost of each attempt. */
+  pricing?(model: string): Price | null;
   onCommit?(actorId: string, events: ActorEvent[]): void;
   onDelta?(actorId: string, delta: ModelStreamEvent): void;
 }
@@ -178,6 +181,7 @@ export class Supervisor {
         tools: this.opts.tools,
         modelFor: this.opts.modelFor,
         clock: this.clock,
+        ...(this.opts.pricing ? { pricing: this.opts.pricing } : {}),
         faults: this.opts.faults,
         logger,
         onCommit: (events) => this.opts.onCommit?.(actorId, events),

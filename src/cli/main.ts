@@ -2,6 +2,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { debugEnabled, loadConfig, type ConfigFlags } from '../config/config.js';
 import { ActorloopError, BusError, ConfigError, NotFoundError } from '../protocol/errors.js';
 import { demoCommand } from './commands/demo.js';
+import { doctorCommand } from './commands/doctor.js';
 import { eventsCommand, runsCommand, verifyCommand } from './commands/inspect.js';
 import { resumeCommand } from './commands/resume.js';
 import { runCommand } from './commands/run.js';
@@ -59,8 +60,10 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     cmd
       .option('--data-dir <dir>', 'where logs, snapshots and the embedded server live (default: ACTORLOOP_DATA_DIR, else a per-user dir)')
       .option('--nats <url>', 'a NATS server with JetStream (default: NATS_URL, else an embedded nats-server)');
-  const flags = (o: { dataDir?: string; nats?: string; fault?: string }): ConfigFlags => {
+  const flags = (o: { dataDir?: string; nats?: string; fault?: string; cwd?: string }): ConfigFlags => {
     const f: ConfigFlags = {};
+    // the workspace's actorloop.toml is read from --cwd when a command has one
+    if (o.cwd !== undefined) f.cwd = o.cwd;
     if (o.dataDir !== undefined) f.dataDir = o.dataDir;
     if (o.nats !== undefined) f.nats = o.nats;
     if (o.fault !== undefined) f.fault = o.fault;
@@ -109,6 +112,13 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .description('run the bundled scenario: an agent fixes a failing test in a sample workspace')
     .option('--json', 'print only NDJSON events on stdout')
     .action(act(async (o) => demoCommand(o, loadConfig(flags(o)), out)));
+
+  common(program.command('doctor'))
+    .description('check nats-server, JetStream, the data dir, LMDB and the model endpoint')
+    .option('--model <spec>', 'the model to probe: scripted:<file.json> or openai:<model> (default: as `run` chooses)')
+    .option('--base-url <url>', 'an OpenAI-compatible endpoint for openai: models (default: OPENAI_BASE_URL)')
+    .option('--json', 'NDJSON, one check per line: {check, status, detail, fix}')
+    .action(act(async (o) => doctorCommand(o, loadConfig(flags(o)), out)));
 
   return program;
 }

@@ -4,6 +4,7 @@ import { createFaultInjector, parseFaultSpecs, type FaultInjector } from '../act
 import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
 import { secretOf, type EffectiveConfig } from '../config/config.js';
 import { createModelAdapter } from '../model/factory.js';
+import { priceFor } from '../model/pricing.js';
 import { createLmdbBlobStore, type BlobStore } from '../store/blob-port.js';
 import { createLogReader } from '../store/jetstream-log.js';
 import type { LogReader } from '../store/log-port.js';
@@ -77,6 +78,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
         faults,
         logger,
         snapshotEvery: config.snapshotEvery,
+        pricing: (model) => priceFor(model, config.pricing),
         modelFor: (settings, cursor) =>
           createModelAdapter(settings.model, { cursor, baseUrl: settings.baseUrl, apiKey: secretOf(config, 'OPENAI_API_KEY') }),
         ...extra,

@@ -15,6 +15,10 @@ export const ConfigFileSchema = z.strictObject({
   data_dir: z.string().min(1).optional(),
   /** A NATS server with JetStream instead of the embedded one. */
   nats_url: z.string().min(1).optional(),
+  /** Prices in USD per million tokens by model name: `[pricing."gpt-4.1"] input_per_mtok = 2.0`. */
+  pricing: z
+    .record(z.string(), z.strictObject({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() }))
+    .optional(),
 });
 /** The settings of one config file. */
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;

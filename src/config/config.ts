@@ -21,6 +21,8 @@ export const EffectiveConfigSchema = z.object({
   apiKeyEnv: z.string().nullable(),
   /** Config files that were read, in order. */
   configFiles: z.array(z.string()),
+  /** Model prices from the config files (USD per million tokens), over the built-in ones. */
+  pricing: z.record(z.string(), z.object({ inputPerMTok: z.number(), outputPerMTok: z.number() })),
   /** OPENAI_BASE_URL: an OpenAI-compatible endpoint for `openai:` models. */
   openaiBaseUrl: z.string().nullable(),
   snapshotEvery: z.number().int().positive(),
@@ -75,6 +77,9 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     defaultModel: env.ACTORLOOP_MODEL || file.model || null,
     apiKeyEnv: env[keyEnv] ? keyEnv : null,
     configFiles: files,
+    pricing: Object.fromEntries(
+      Object.entries(file.pricing ?? {}).map(([model, p]) => [model, { inputPerMTok: p.input_per_mtok, outputPerMTok: p.output_per_mtok }]),
+    ),
     openaiBaseUrl: env.OPENAI_BASE_URL || file.base_url || null,
     snapshotEvery: Number(env.ACTORLOOP_SNAPSHOT_EVERY ?? 64),
     natsServerBinary: env.ACTORLOOP_NATS_SERVER || null,

@@ -1,8 +1,8 @@
-import { ConfigError } from '../protocol/errors.js';
 import type { ModelAdapter } from './model-port.js';
 import { parseModelSpec } from './model-spec.js';
 import { loadScript } from './script.js';
 import { createOpenAIChatModel } from './openai-chat.js';
+import { createOpenAIResponsesModel } from './openai-responses.js';
 import { createScriptedModel } from './scripted-model.js';
 
 /**
@@ -20,15 +20,14 @@ export async function createModelAdapter(
       return createScriptedModel({ responses, cursor: opts.cursor, source: parsed.file, record: false });
     }
     case 'openai':
-      return createOpenAIChatModel({
+    case 'openai-responses': {
+      const client = {
         // A local compatible server may take no key; the client needs a non-empty one.
         apiKey: opts.apiKey || 'none',
         model: parsed.model,
         ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}),
-      });
-    case 'openai-responses':
-      throw new ConfigError('config.model_unavailable', 'the openai-responses adapter is not built yet', {
-        hint: 'use --model openai:<model> (Chat Completions) or scripted:<file.json>',
-      });
+      };
+      return parsed.provider === 'openai' ? createOpenAIChatModel(client) : createOpenAIResponsesModel(client);
+    }
   }
 }

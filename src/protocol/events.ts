@@ -51,6 +51,15 @@ export const TurnRequestSchema = z.object({
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
+/** What a model can do, frozen into each Step (design §9). */
+export const CapabilitiesSchema = z.object({
+  contextWindow: z.number().int().positive().nullable(),
+  maxOutputTokens: z.number().int().positive().nullable(),
+  parallelToolCalls: z.boolean(),
+  structuredOutput: z.boolean(),
+  vision: z.boolean(),
+});
+
 const FinishReasonSchema = z.enum(['stop', 'tool_calls', 'length', 'refusal', 'content_filter', 'error']);
 /** Normalized finish reasons (design §9). */
 export type FinishReason = z.infer<typeof FinishReasonSchema>;
@@ -78,6 +87,8 @@ export const EventDataSchemas = {
     steps: z.number().int().nonnegative(),
     toolCalls: z.number().int().nonnegative(),
     usage: UsageSchema,
+    /** USD of every attempt of the turn; null when any of them had no known price. */
+    costUsd: z.number().nonnegative().nullable().optional(),
   }),
   'step/start': z.object({
     index: z.number().int().positive(),
@@ -85,6 +96,9 @@ export const EventDataSchemas = {
     toolBudgetLeft: z.number().int().nonnegative().nullable(),
     model: z.string(),
     maxOutputTokens: z.number().int().positive().nullable(),
+    /** Frozen for the step: the adapter and what the model can do. */
+    provider: z.string().optional(),
+    capabilities: CapabilitiesSchema.nullable().optional(),
   }),
   'request/prepared': z.object({
     digest: z.string(),
@@ -98,6 +112,8 @@ export const EventDataSchemas = {
     usage: UsageSchema,
     backoffMs: z.number().int().nonnegative().nullable(),
     latencyMs: z.number().int().nonnegative().nullable(),
+    /** USD; null when the model has no known price (unknown, never 0). */
+    costUsd: z.number().nonnegative().nullable().optional(),
   }),
   'assistant/accepted': z.object({
     content: z.string().nullable(),

@@ -40,3 +40,8 @@ export function addUsage(a: Usage, b: Usage): Usage {
     estimated: a.estimated || b.estimated,
   };
 }
+
+/** Adds costs in USD; unknown (null) wins, since a sum with an unknown part is unknown. */
+export function addCost(a: number | null, b: number | null): number | null {
+  return a === null || b === null ? null : Math.round((a + b) * 1_000_000) / 1_000_000;
+}

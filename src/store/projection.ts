@@ -1,6 +1,6 @@
 import { assertNever } from '../protocol/errors.js';
 import type { ActorEvent, TurnOutcome, TurnRequest, TurnSettings } from '../protocol/events.js';
-import { addUsage, ZERO_USAGE, type HistoryItem, type Usage } from '../protocol/history.js';
+import { addCost, addUsage, ZERO_USAGE, type HistoryItem, type Usage } from '../protocol/history.js';
 
 /** Version of the projection's shape; snapshots of another version are ignored. */
 export const PROJECTION_VERSION = 1;
@@ -41,7 +41,16 @@ export interface Projection {
   /** Items of the open step, closed into `history` (in call order) when the step ends. */
   pending: { assistant: HistoryItem | null; calls: OpenCall[] };
   turns: number;
-  openTurn: { id: string; settings: TurnSettings; startedAt: string; steps: number; toolCalls: number; usage: Usage } | null;
+  openTurn: {
+    id: string;
+    settings: TurnSettings;
+    startedAt: string;
+    steps: number;
+    toolCalls: number;
+    usage: Usage;
+    /** USD so far; null once any attempt had no known price. */
+    costUsd: number | null;
+  } | null;
   openStep: { id: string; index: number } | null;
   openAttempt: { id: string; index: number; requestDigest: string } | null;
   lastPrepared: { digest: string; bytes: number } | null;
@@ -96,7 +105,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     case 'turn/start':
       p.lastSettings = e.data.settings;
-      p.openTurn = { id: e.turn!, settings: e.data.settings, startedAt: e.at, steps: 0, toolCalls: 0, usage: ZERO_USAGE };
+      p.openTurn = { id: e.turn!, settings: e.data.settings, startedAt: e.at, steps: 0, toolCalls: 0, usage: ZERO_USAGE, costUsd: 0 };
       for (const id of e.data.messageIds) {
         const item = p.inbox[id];
         // The content lives on in `history`; the ID stays, so a redelivery is recognised.
@@ -120,7 +129,10 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'attempt/end':
       p.openAttempt = null;
       p.usage = addUsage(p.usage, e.data.usage);
-      if (p.openTurn) p.openTurn.usage = addUsage(p.openTurn.usage, e.data.usage);
+      if (p.openTurn) {
+        p.openTurn.usage = addUsage(p.openTurn.usage, e.data.usage);
+        p.openTurn.costUsd = addCost(p.openTurn.costUsd, e.data.costUsd ?? null);
+      }
       if (e.data.outcome === 'succeeded' || e.data.outcome === 'failed') p.modelResponses += 1;
       break;
     case 'assistant/accepted':

@@ -135,3 +135,45 @@ describe('run with openai:<model> against an OpenAI-compatible server', () => {
     expect((events.at(-1) as Extract<ActorEvent, { type: 'turn/end' }>).data.reason).toMatch(/network/);
   });
 });
+
+describe('run with openai-responses:<model>, cost and frozen capabilities', () => {
+  test('the Responses API drives the same multi-step tool run, stateless: every request sends the whole input', async ({ onTestFinished }) => {
+    const server = await fake(READ_THEN_ANSWER);
+    const { ws, cli, common } = await setup(onTestFinished);
+    const r = await cli.run(['run', 'what is wrong?', '--model', 'openai-responses:test-model', '--base-url', server.baseURL, '--cwd', ws, '--json', ...common]);
+    expect(r.code, show(r)).toBe(0);
+    const events = parseEvents(r.stdout);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'slugify only replaces the first space.' } });
+    const bodies = server.requests.filter((q) => q.path === '/v1/responses').map((q) => q.body as { input: Array<Record<string, unknown>>; previous_response_id?: string; store: boolean });
+    expect(bodies).toHaveLength(3);
+    for (const b of bodies) {
+      expect(b.previous_response_id).toBeUndefined();
+      expect(b.store).toBe(false);
+    }
+    expect(bodies[1]!.input.slice(0, bodies[0]!.input.length)).toEqual(bodies[0]!.input);
+    const output = bodies[1]!.input.find((i) => i.type === 'function_call_output')!;
+    expect(output.call_id).toBe('call_a1');
+    expect(events.find((e) => e.type === 'step/start')).toMatchObject({ data: { provider: 'openai-responses' } });
+  });
+
+  test('a priced model records the cost of each attempt and of the turn; each step freezes the capabilities', async ({ onTestFinished }) => {
+    const server = await fake([
+      { toolCalls: [{ id: 'c1', name: 'list_dir', arguments: '{"path":"."}' }], usage: { prompt_tokens: 1000, completion_tokens: 100 } },
+      { content: 'done', usage: { prompt_tokens: 2000, completion_tokens: 50 } },
+    ]);
+    const { ws, cli, common } = await setup(onTestFinished);
+    const r = await cli.run(['run', 'look around', '--model', 'openai:gpt-4.1-mini', '--base-url', server.baseURL, '--cwd', ws, '--json', ...common]);
+    expect(r.code, show(r)).toBe(0);
+    const events = parseEvents(r.stdout);
+    const costs = events.filter((e): e is Extract<ActorEvent, { type: 'attempt/end' }> => e.type === 'attempt/end').map((e) => e.data.costUsd);
+    // gpt-4.1-mini: $0.40 in / $1.60 out per million tokens
+    expect(costs).toEqual([0.00056, 0.00088]);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { costUsd: 0.00144 } });
+    const step = events.find((e): e is Extract<ActorEvent, { type: 'step/start' }> => e.type === 'step/start')!;
+    expect(step.data).toMatchObject({ provider: 'openai-chat', capabilities: { parallelToolCalls: true } });
+    expect(step.data.capabilities!.contextWindow).toBeGreaterThan(100_000);
+    const human = await cli.run(['run', 'again', '--model', 'openai:unpriced-model', '--base-url', (await fake([{ content: 'ok' }])).baseURL, '--cwd', ws, ...common]);
+    expect(human.code, show(human)).toBe(0);
+    expect(human.stdout).toMatch(/completed · [\d,]+ tokens · cost unknown/);
+  });
+});

@@ -48,7 +48,8 @@ export async function awaitTurn(opts: {
       const usage = p.usage;
       const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
       if (ended.answer) out.stdout.write(`\n${ended.answer}\n\n`);
-      out.stdout.write(`${ended.outcome}${ended.reason ? ` (${ended.reason})` : ''} · ${tokens}\n`);
+      const cost = ended.costUsd === null ? 'cost unknown' : `$${ended.costUsd.toFixed(4)}`;
+      out.stdout.write(`${ended.outcome}${ended.reason ? ` (${ended.reason})` : ''} · ${tokens} · ${cost}\n`);
     }
     return exitCodeFor(ended.outcome);
   } finally {

@@ -45,10 +45,6 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     await loadScript(file);
     // The log records an absolute path: `resume` may run from another directory.
     model = `scripted:${file}`;
-  } else if (parsed.provider === 'openai-responses') {
-    throw new ConfigError('config.model_unavailable', 'the openai-responses adapter is not built yet', {
-      hint: 'use --model openai:<model> (Chat Completions) or scripted:<file.json>',
-    });
   } else if (!config.apiKeyEnv && !baseUrl) {
     throw new ConfigError('config.no_api_key', `no API key for ${spec}`, {
       hint: 'set OPENAI_API_KEY, or pass --base-url <an OpenAI-compatible server>/v1 (a local server may need no key)',

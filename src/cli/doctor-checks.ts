@@ -1,0 +1,237 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import { acquireEmbeddedNats, type EmbeddedNats } from '../bus/embedded.js';
+import { NATS_SERVER_HINT, natsAccepts, natsServerVersion, resolveNatsServerBinary } from '../bus/nats-server.js';
+import { STREAM_CONFIGS, differingKeys } from '../bus/streams.js';
+import type { EffectiveConfig } from '../config/config.js';
+import { openLmdbStore, type LmdbStore } from '../store/lmdb-store.js';
+
+/** How a doctor check came out; only `failed` fails the command. */
+export type CheckStatus = 'ok' | 'warning' | 'failed';
+
+/** One line of `actorloop doctor`: what was checked, what was found, and what to do. */
+export interface CheckResult {
+  check: string;
+  status: CheckStatus;
+  detail: string;
+  /** What to do; null when the check is ok. */
+  fix: string | null;
+}
+
+/** An ok result. */
+export function ok(check: string, detail: string): CheckResult {
+  return { check, status: 'ok', detail, fix: null };
+}
+
+/** A warning: works, but not as well as it could. */
+export function warning(check: string, detail: string, fix: string): CheckResult {
+  return { check, status: 'warning', detail, fix };
+}
+
+/** A failure: a command would not work like this. */
+export function failed(check: string, detail: string, fix: string): CheckResult {
+  return { check, status: 'failed', detail, fix };
+}
+
+/** Rejects with "<what> did not answer within <ms> ms" when `promise` takes longer: doctor never hangs. */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The message of a thrown value, on one line. */
+export function messageOf(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const hint = (err as { hint?: unknown } | null)?.hint;
+  return `${text}${typeof hint === 'string' ? `. ${hint}` : ''}`.replace(/\s+/g, ' ').trim();
+}
+
+const CONNECT_TIMEOUT_MS = 3_000;
+const API_TIMEOUT_MS = 3_000;
+// the embedded server waits up to 10 s for itself; a lock held by another start waits longer
+const EMBEDDED_TIMEOUT_MS = 15_000;
+const UNREACHABLE_FIX = 'start nats-server with JetStream there (nats-server -js), fix --nats / NATS_URL, or leave both unset to use the embedded server';
+
+/** The nats-server, JetStream and stream checks: a URL's server, or the embedded one started and stopped here. */
+export async function natsChecks(config: EffectiveConfig, logger: Logger): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  let url: string;
+  let embedded: EmbeddedNats | undefined;
+  if (config.natsUrl) {
+    url = config.natsUrl;
+    let reachable = false;
+    try {
+      reachable = await natsAccepts(url, 2_000);
+    } catch (err) {
+      results.push(failed('nats-server', `${url} is not a NATS URL: ${messageOf(err)}`, 'pass --nats nats://host:port (or set NATS_URL)'));
+      return results;
+    }
+    if (!reachable) {
+      results.push(failed('nats-server', `no NATS server answers at ${url} (within 2 s)`, UNREACHABLE_FIX));
+      return results;
+    }
+    results.push(ok('nats-server', `a NATS server answers at ${url}`));
+  } else {
+    let binary: string;
+    let version: string;
+    try {
+      binary = resolveNatsServerBinary(config.natsServerBinary ?? undefined);
+      version = await within(natsServerVersion(binary), 6_000, `${config.natsServerBinary ?? 'nats-server'} --version`);
+    } catch (err) {
+      // the hint of a missing binary is the fix line, not part of what was found
+      results.push(failed('nats-server', err instanceof Error ? err.message : String(err), NATS_SERVER_HINT));
+      return results;
+    }
+    const old = olderThan(version, [2, 9]);
+    results.push(old
+      ? warning('nats-server', `${binary} is version ${version}`, 'install nats-server 2.9 or later: actorloop needs discard_new_per_subject for idempotency records')
+      : ok('nats-server', `${binary}, version ${version} (embedded: started only while a command runs)`));
+    try {
+      embedded = await within(acquireEmbeddedNats(config.dataDir, logger, { binary, lockTimeoutMs: 10_000 }), EMBEDDED_TIMEOUT_MS, 'the embedded nats-server');
+    } catch (err) {
+      results.push(failed('jetstream', `the embedded nats-server did not start: ${messageOf(err)}`,
+        `see ${join(config.dataDir, 'nats', 'server.log')}, or set NATS_URL to a NATS server with JetStream`));
+      return results;
+    }
+    url = embedded.url;
+  }
+  let nc: NatsConnection | undefined;
+  try {
+    results.push(...(await jetStreamChecks(url, embedded, (c) => (nc = c))));
+  } finally {
+    await nc?.close().catch(() => undefined);
+    await embedded?.release();
+  }
+  return results;
+}
+
+async function jetStreamChecks(url: string, embedded: EmbeddedNats | undefined, opened: (nc: NatsConnection) => void): Promise<CheckResult[]> {
+  let nc: NatsConnection;
+  try {
+    nc = await connect({ servers: url, name: 'actorloop-doctor', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true });
+    opened(nc);
+  } catch (err) {
+    return [failed('jetstream', `cannot connect to ${url}: ${messageOf(err)}`, 'check the credentials and TLS the server needs, and --nats / NATS_URL')];
+  }
+  const server = `${embedded ? `embedded server at ${url}${embedded.owned ? '' : ' (already running)'}` : url}, nats-server ${nc.info?.version ?? '?'}`;
+  let jsm: JetStreamManager;
+  try {
+    // checkAPI (the default) asks for the account info: it fails when JetStream is off
+    jsm = await within(jetstreamManager(nc, { timeout: API_TIMEOUT_MS }), API_TIMEOUT_MS + 500, 'JetStream');
+  } catch (err) {
+    return [failed('jetstream', `${server} does not offer JetStream: ${messageOf(err)}`,
+      'run nats-server with -js (JetStream enabled), or point --nats / NATS_URL at a server that has it')];
+  }
+  const results: CheckResult[] = [];
+  try {
+    const info = await within(jsm.getAccountInfo(), API_TIMEOUT_MS + 500, 'JetStream account info');
+    results.push(ok('jetstream', `enabled on ${server} (${info.streams} streams, ${info.consumers} consumers, ${info.storage} bytes stored)`));
+  } catch (err) {
+    return [failed('jetstream', `${server}: cannot read the JetStream account info: ${messageOf(err)}`,
+      'check that this account may use JetStream (the server config gives it jetstream: enabled)')];
+  }
+  results.push(await streamsCheck(jsm));
+  return results;
+}
+
+/** Reads (never creates or changes) the streams actorloop needs and compares their settings. */
+async function streamsCheck(jsm: JetStreamManager): Promise<CheckResult> {
+  const absent: string[] = [];
+  const updatable: string[] = [];
+  const mismatched: string[] = [];
+  const fine: string[] = [];
+  for (const wanted of Object.values(STREAM_CONFIGS)) {
+    try {
+      const info = await within(jsm.streams.info(wanted.name), API_TIMEOUT_MS + 500, `stream ${wanted.name}`);
+      const diff = differingKeys(info.config, wanted);
+      // storage and retention cannot be updated (streams.ts IMMUTABLE); anything else is
+      const fixed = diff.filter((k) => k === 'storage' || k === 'retention');
+      if (fixed.length > 0) mismatched.push(`${wanted.name} (${fixed.join(', ')})`);
+      else if (diff.length > 0) updatable.push(`${wanted.name} (${diff.join(', ')})`);
+      else fine.push(`${wanted.name} (${info.state.messages} messages)`);
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) absent.push(wanted.name);
+      else return failed('streams', `cannot read stream ${wanted.name}: ${messageOf(err)}`, 'check the server log and that this account may use JetStream');
+    }
+  }
+  if (mismatched.length > 0) {
+    return failed('streams', `${mismatched.join(', ')} differ from what actorloop needs and cannot be changed`,
+      'recreate those streams (their data will be lost) or point --nats / NATS_URL at another server');
+  }
+  const parts = [
+    fine.length > 0 ? `${fine.join(', ')} as expected` : '',
+    updatable.length > 0 ? `${updatable.join(', ')} differ and will be updated` : '',
+    absent.length > 0 ? `${absent.join(', ')} absent` : '',
+  ].filter(Boolean);
+  if (absent.length > 0 || updatable.length > 0) {
+    return warning('streams', parts.join('; '), 'nothing to do: the next `actorloop run` (or demo) creates or updates them');
+  }
+  return ok('streams', parts.join('; '));
+}
+
+function olderThan(version: string, min: [number, number]): boolean {
+  const [major = 0, minor = 0] = version.split('.').map((n) => Number.parseInt(n, 10));
+  return major < min[0] || (major === min[0] && minor < min[1]);
+}
+
+/** The data dir exists or can be made, and a file can be written and removed in it. */
+export async function dataDirCheck(dataDir: string): Promise<CheckResult> {
+  let created = false;
+  try {
+    const s = await stat(dataDir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null;
+      throw err;
+    });
+    if (s && !s.isDirectory()) return failed('data dir', `${dataDir} is not a directory`, 'pass --data-dir <a directory> (or set ACTORLOOP_DATA_DIR)');
+    if (!s) {
+      await mkdir(dataDir, { recursive: true });
+      created = true;
+    }
+  } catch (err) {
+    return failed('data dir', `cannot create ${dataDir}: ${messageOf(err)}`, 'pass --data-dir <a directory you can write> (or set ACTORLOOP_DATA_DIR)');
+  }
+  const probe = join(dataDir, `.doctor-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    await writeFile(probe, 'actorloop doctor probe\n');
+    await unlink(probe);
+  } catch (err) {
+    await unlink(probe).catch(() => undefined);
+    return failed('data dir', `${dataDir} is not writable: ${messageOf(err)}`,
+      `make it writable (chown/chmod ${dataDir}) or pass --data-dir <a directory you can write>`);
+  }
+  return ok('data dir', `${dataDir} ${created ? 'created' : 'exists'} and is writable`);
+}
+
+/** LMDB opens under the data dir; a probe key is written, read back and deleted. */
+export async function lmdbCheck(dataDir: string): Promise<CheckResult> {
+  let store: LmdbStore | undefined;
+  const key = ['doctor', `${process.pid}-${randomBytes(4).toString('hex')}`];
+  try {
+    store = openLmdbStore(dataDir);
+    const value = { probe: key[1] };
+    await within(store.index.put(key, value), 5_000, 'an LMDB write');
+    const back = store.index.get(key) as { probe?: string } | undefined;
+    await within(store.index.remove(key), 5_000, 'an LMDB delete');
+    if (back?.probe !== value.probe) {
+      return failed('lmdb', `${store.path}: a probe key read back as ${JSON.stringify(back)}`, `the LMDB files may be damaged: move ${store.path} aside and retry`);
+    }
+    return ok('lmdb', `${store.path} opens; a probe key was written, read back and deleted`);
+  } catch (err) {
+    return failed('lmdb', `cannot use LMDB at ${join(dataDir, 'lmdb')}: ${messageOf(err)}`,
+      'check the data dir is on a local disk with free space (LMDB needs mmap), or pass another --data-dir');
+  } finally {
+    await store?.close().catch(() => undefined);
+  }
+}
