@@ -319,7 +319,7 @@ async function callModel(a: AgentActor, attemptId: string, digest: string): Prom
       type: 'attempt/end',
       ...ids,
       data: {
-        outcome: 'failed',
+        outcome: info.class === 'context_overflow' ? 'overflow' : 'failed',
         error: { class: info.class, message: info.message, retryable: info.retryable },
         usage,
         backoffMs,

@@ -37,6 +37,7 @@ export const attemptMachine = setup({
         'attempt/end': [
           { guard: ({ event }) => event.data.outcome === 'succeeded', target: 'succeeded' },
           { guard: ({ event }) => event.data.outcome === 'failed', target: 'failed' },
+          { guard: ({ event }) => event.data.outcome === 'overflow', target: 'overflow' },
           { guard: ({ event }) => event.data.outcome === 'interrupted', target: 'interrupted' },
           { target: 'aborted' },
         ],
@@ -45,6 +46,8 @@ export const attemptMachine = setup({
     },
     succeeded: { type: 'final' },
     failed: { type: 'final' },
+    /** The request did not fit the context window; the step decides (compaction, later). */
+    overflow: { type: 'final' },
     interrupted: { type: 'final' },
     aborted: { type: 'final' },
   },

@@ -130,6 +130,18 @@ export const stepMachine = setup({
                 actions: assign({ retryAt: ({ event }) => eventTimeMs(event) + (event.data.backoffMs ?? 0) }),
               },
               {
+                // Until compaction exists, a request that does not fit ends the step with a clear reason.
+                guard: ({ event }) => event.data.outcome === 'overflow',
+                target: '#step.ending',
+                actions: assign({
+                  ending: ({ event }) => ({
+                    outcome: 'failed' as const,
+                    reason: `context_overflow: ${event.data.error?.message ?? 'the request does not fit the model context window'}`,
+                    toolCalls: 0,
+                  }),
+                }),
+              },
+              {
                 guard: ({ event }) => event.data.outcome === 'aborted',
                 target: '#step.ending',
                 actions: assign({ ending: ({ event }) => stopped(event.data.error?.message ?? 'cancelled') }),

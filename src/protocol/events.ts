@@ -107,7 +107,8 @@ export const EventDataSchemas = {
   }),
   'attempt/start': z.object({ index: z.number().int().positive(), requestDigest: z.string() }),
   'attempt/end': z.object({
-    outcome: z.enum(['succeeded', 'failed', 'interrupted', 'aborted']),
+    /** `overflow`: the request did not fit the model's context (its own outcome: compaction acts on it). */
+    outcome: z.enum(['succeeded', 'failed', 'overflow', 'interrupted', 'aborted']),
     error: z.object({ class: ModelErrorClassSchema, message: z.string(), retryable: z.boolean() }).nullable(),
     usage: UsageSchema,
     backoffMs: z.number().int().nonnegative().nullable(),

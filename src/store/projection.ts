@@ -133,7 +133,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
         p.openTurn.usage = addUsage(p.openTurn.usage, e.data.usage);
         p.openTurn.costUsd = addCost(p.openTurn.costUsd, e.data.costUsd ?? null);
       }
-      if (e.data.outcome === 'succeeded' || e.data.outcome === 'failed') p.modelResponses += 1;
+      if (e.data.outcome === 'succeeded' || e.data.outcome === 'failed' || e.data.outcome === 'overflow') p.modelResponses += 1;
       break;
     case 'assistant/accepted':
       p.pending.assistant = { role: 'assistant', content: e.data.content, toolCalls: e.data.toolCalls };

@@ -270,7 +270,7 @@ describe('model errors', () => {
     const log = await readLog(sup, actor.rootId, actor.actorId);
     expect(ofType(log, 'attempt/start')).toHaveLength(1);
     expect(only(log, 'attempt/end').data).toMatchObject({
-      outcome: 'failed', backoffMs: null, error: { class: 'context_overflow', retryable: false },
+      outcome: 'overflow', backoffMs: null, error: { class: 'context_overflow', retryable: false },
     });
     expect(only(log, 'turn/end').data.outcome).toBe('failed');
     expect(verifyLog(log, { complete: true })).toEqual([]);

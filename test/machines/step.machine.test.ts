@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { initialTransition, type SnapshotFrom } from 'xstate';
+import { initialTransition, transition, type SnapshotFrom } from 'xstate';
 import { stepMachine, type StepEvent, type StepInput } from '../../src/machines/step.machine.js';
 import type { EventData, ModelErrorClass } from '../../src/protocol/events.js';
 import { at, effects, ev, feed, send, T0_MS, usage } from './events.js';
@@ -350,5 +350,34 @@ describe('step machine', () => {
     expect(s.value).toBe('ending');
     expect(s.context).toMatchObject({ attempts: 2, retryAt: null, registered: 2, ended: 2 });
     expect(s.context.ending).toEqual({ outcome: 'tool_calls', reason: null, toolCalls: 2 });
+  });
+});
+
+describe('step machine, context overflow', () => {
+  it('ends the step failed with a context_overflow reason, without another attempt', () => {
+    const [s0] = initialTransition(stepMachine, {
+      stepId: 'step_x', index: 1, maxAttempts: 3, toolBudgetLeft: null,
+    });
+    const evs = [
+      ev('request/prepared', { digest: 'sha256:a', bytes: 10, messages: 1 }, { step: 'step_x' }),
+      ev('attempt/start', { index: 1, requestDigest: 'sha256:a' }, { step: 'step_x', attempt: 'att_1' }),
+    ];
+    let s = s0;
+    for (const e of evs) [s] = transition(stepMachine, s, e);
+    const [after, actions] = transition(
+      stepMachine,
+      s,
+      ev('attempt/end', {
+        outcome: 'overflow',
+        error: { class: 'context_overflow', message: 'maximum context length is 128000 tokens', retryable: false },
+        usage: { inputTokens: 0, outputTokens: 0, estimated: false },
+        backoffMs: null,
+        latencyMs: 5,
+      }, { step: 'step_x', attempt: 'att_1' }),
+    );
+    expect(after.value).toBe('ending');
+    expect(actions.map((a) => ({ type: a.type, params: a.params }))).toEqual([
+      { type: 'endStep', params: { outcome: 'failed', reason: 'context_overflow: maximum context length is 128000 tokens', toolCalls: 0 } },
+    ]);
   });
 });
