@@ -5,6 +5,7 @@ import type { Usage } from '../protocol/history.js';
 import type { ModelOutput, PreparedRequest } from '../model/model-port.js';
 import { parseModelSpec } from '../model/model-spec.js';
 import { costOf } from '../model/pricing.js';
+import { checkAnswer } from '../model/output-schema.js';
 import { executeTool } from '../tools/execute.js';
 import { idempotencyKey } from '../tools/idempotency.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
@@ -29,6 +30,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     return { ...last, budgets: { ...last.budgets, deadlineAt: null } };
   }
   return {
+    ...(req.outputSchema ? { outputSchema: req.outputSchema } : {}),
     model: req.model,
     baseUrl: req.baseUrl,
     workspace: req.workspace,
@@ -112,6 +114,7 @@ async function prepare(a: AgentActor): Promise<PreparedRequest> {
     // saying what was sent (its body already does; `request` must not drift from it).
     messages: [...a.projection.history],
     maxOutputTokens: null,
+    ...(s.outputSchema ? { outputSchema: s.outputSchema } : {}),
   });
   // Only the step's own request is kept: older ones are in the blob store, and bodies grow with history.
   a.prepared.clear();
@@ -336,6 +339,12 @@ async function callModel(a: AgentActor, attemptId: string, digest: string): Prom
     ...ids,
     data: { outcome: 'succeeded', error: null, usage: output.usage, backoffMs: null, latencyMs, costUsd: costFor(a, output.usage) },
   });
+  // A final answer must match the turn's output schema; a refused one goes back to the model.
+  const refusal = output.toolCalls.length === 0 ? checkAnswer(settings(a).outputSchema ?? null, output.content) : null;
+  if (refusal !== null) {
+    a.stage({ type: 'assistant/rejected', ...ids, data: { reason: refusal, content: output.content } });
+    return;
+  }
   a.stage({
     type: 'assistant/accepted',
     ...ids,

@@ -176,6 +176,11 @@ export const stepMachine = setup({
           },
           { target: 'ending', actions: assign({ ending: ({ event }) => answerOutcome(event) }) },
         ],
+        // the answer failed validation (structured output): the turn decides whether to ask again
+        'assistant/rejected': {
+          target: 'ending',
+          actions: assign({ ending: ({ event }) => ({ outcome: 'rejected' as const, reason: event.data.reason, toolCalls: 0 }) }),
+        },
       },
     },
     tools: {

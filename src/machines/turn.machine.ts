@@ -21,7 +21,12 @@ export interface TurnContext {
   ending: EndTurnParams | null;
   /** Why in-flight work was aborted (deadline, cancel), once it was. */
   abortReason: string | null;
+  /** Final answers refused by validation so far. */
+  rejections: number;
 }
+
+/** Final answers a turn may have refused (structured output) before it fails. */
+export const MAX_REJECTED_ANSWERS = 3;
 
 /** Events the turn machine reacts to. */
 export type TurnEvent = MachineEvent;
@@ -59,6 +64,10 @@ function settle(context: TurnContext, e: Extract<MachineEvent, { type: 'step/end
       return end(context, 'stopped', reason);
     case 'cancelled':
       return end(context, 'cancelled', reason);
+    case 'rejected':
+      // asked again with the reason, up to a limit; then the turn fails saying why
+      if (context.rejections + 1 >= MAX_REJECTED_ANSWERS) return end(context, 'failed', `invalid final answer: ${reason}`);
+      break;
     case 'tool_calls':
       break;
   }
@@ -97,6 +106,7 @@ export const turnMachine = setup({
     answer: null,
     ending: null,
     abortReason: null,
+    rejections: 0,
   }),
   on: {
     'attempt/end': { actions: assign({ usage: ({ context, event }) => addUsage(context.usage, event.data.usage) }) },
@@ -145,7 +155,12 @@ export const turnMachine = setup({
             target: 'ending',
             actions: assign({ ending: ({ context, event }) => settle(context, event) }),
           },
-          { target: 'launching' },
+          {
+            target: 'launching',
+            actions: assign({
+              rejections: ({ context, event }) => context.rejections + (event.data.outcome === 'rejected' ? 1 : 0),
+            }),
+          },
         ],
       },
     },

@@ -16,6 +16,8 @@ export interface ModelRequest {
   tools: ToolSpec[];
   messages: HistoryItem[];
   maxOutputTokens: number | null;
+  /** A JSON Schema the final answer must match; adapters ask for it natively where they can. */
+  outputSchema?: Record<string, unknown> | null;
 }
 
 /** A request in its final form: the exact body an adapter sends, and its digest. */

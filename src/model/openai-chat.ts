@@ -83,6 +83,10 @@ export function prepareOpenAIChat(request: ModelRequest): PreparedRequest {
     }));
   }
   if (request.maxOutputTokens !== null) body['max_completion_tokens'] = request.maxOutputTokens;
+  // Structured output, natively: the runtime validates the answer against the schema either way.
+  if (request.outputSchema) {
+    body['response_format'] = { type: 'json_schema', json_schema: { name: 'final_answer', schema: request.outputSchema, strict: false } };
+  }
   body['stream'] = true;
   body['stream_options'] = { include_usage: true };
   const text = JSON.stringify(body);

@@ -48,6 +48,10 @@ export function prepareOpenAIResponses(request: ModelRequest): PreparedRequest {
   }
   body['input'] = request.messages.flatMap(toInputItems);
   if (request.maxOutputTokens !== null) body['max_output_tokens'] = request.maxOutputTokens;
+  // Structured output, natively: the runtime validates the answer against the schema either way.
+  if (request.outputSchema) {
+    body['text'] = { format: { type: 'json_schema', name: 'final_answer', schema: request.outputSchema, strict: false } };
+  }
   body['stream'] = true;
   body['store'] = false;
   const text = JSON.stringify(body);

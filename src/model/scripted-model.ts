@@ -155,6 +155,8 @@ export function prepareScripted(request: ModelRequest): PreparedRequest {
     instructions: request.instructions,
     tools: request.tools,
     max_output_tokens: request.maxOutputTokens,
+    // only when asked for: bodies without a schema stay byte-identical to older recordings
+    ...(request.outputSchema ? { output_schema: request.outputSchema } : {}),
     messages: request.messages,
   });
   return { body, digest: sha256Digest(body), request };

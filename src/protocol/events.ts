@@ -34,6 +34,8 @@ export const TurnSettingsSchema = z.object({
   instructions: z.string(),
   budgets: BudgetsSchema,
   maxAttempts: z.number().int().positive(),
+  /** A JSON Schema the final answer must match (structured output); absent: free text. */
+  outputSchema: z.record(z.string(), z.unknown()).nullable().optional(),
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
@@ -48,6 +50,7 @@ export const TurnRequestSchema = z.object({
   maxToolCalls: z.number().int().nonnegative().nullable(),
   deadlineSeconds: z.number().positive().nullable(),
   maxAttempts: z.number().int().positive().nullable(),
+  outputSchema: z.record(z.string(), z.unknown()).nullable().optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
@@ -121,7 +124,11 @@ export const EventDataSchemas = {
     toolCalls: z.array(ToolCallRequestSchema),
     finishReason: FinishReasonSchema,
   }),
-  'assistant/rejected': z.object({ reason: z.string() }),
+  'assistant/rejected': z.object({
+    reason: z.string(),
+    /** The answer that was refused; the model sees it and the reason in the next step. */
+    content: z.string().nullable().optional(),
+  }),
   'tool/call': z.object({
     index: z.number().int().nonnegative(),
     providerId: z.string(),
@@ -164,7 +171,8 @@ export const EventDataSchemas = {
   'tool/cancelled': z.object({ reason: z.string() }),
   'tool/outcome_unknown': z.object({ reason: z.string() }),
   'step/end': z.object({
-    outcome: z.enum(['tool_calls', 'final', 'stopped', 'failed', 'cancelled']),
+    /** `rejected`: the final answer failed validation; the turn decides whether to ask again. */
+    outcome: z.enum(['tool_calls', 'final', 'rejected', 'stopped', 'failed', 'cancelled']),
     reason: z.string().nullable(),
     toolCalls: z.number().int().nonnegative(),
   }),

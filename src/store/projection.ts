@@ -39,7 +39,7 @@ export interface Projection {
   /** Closed model-visible history: only whole Steps are in it. */
   history: HistoryItem[];
   /** Items of the open step, closed into `history` (in call order) when the step ends. */
-  pending: { assistant: HistoryItem | null; calls: OpenCall[] };
+  pending: { assistant: HistoryItem | null; calls: OpenCall[]; feedback?: string };
   turns: number;
   openTurn: {
     id: string;
@@ -182,11 +182,15 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'actor/stopped':
       p.stopped = true;
       break;
+    case 'assistant/rejected':
+      // the refused answer and why stay in the history: the next step answers again knowing both
+      p.pending.assistant = { role: 'assistant', content: e.data.content ?? null, toolCalls: [] };
+      p.pending.feedback = e.data.reason;
+      break;
     case 'policy/decided':
     case 'approval/requested':
     case 'approval/granted':
     case 'approval/denied':
-    case 'assistant/rejected':
     case 'recovery/started':
     case 'recovery/continuation':
     case 'actor/rehydrated':
@@ -200,8 +204,13 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
 
 /** Moves the open step's items into the closed history, tool results in call order. */
 function closeStep(p: Projection): void {
-  const { assistant, calls } = p.pending;
-  if (assistant) {
+  const { assistant, calls, feedback } = p.pending;
+  if (assistant && feedback !== undefined) {
+    p.history.push(assistant, {
+      role: 'user',
+      content: `Your final answer was not accepted: ${feedback}. Answer again with only JSON that matches the required output schema.`,
+    });
+  } else if (assistant) {
     p.history.push(assistant);
     const byIndex = [...calls].sort((a, b) => a.index - b.index);
     for (const c of byIndex) {

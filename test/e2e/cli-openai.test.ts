@@ -1,7 +1,7 @@
 // `actorloop run --model openai:<model> --base-url <fake server>` through real processes and real
 // HTTP: a multi-step tool run, a rate limit retried with the same request, a kill mid-stream then
 // resume, and the mistakes a user makes with keys and URLs.
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { CliPool, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
@@ -175,5 +175,32 @@ describe('run with openai-responses:<model>, cost and frozen capabilities', () =
     const human = await cli.run(['run', 'again', '--model', 'openai:unpriced-model', '--base-url', (await fake([{ content: 'ok' }])).baseURL, '--cwd', ws, ...common]);
     expect(human.code, show(human)).toBe(0);
     expect(human.stdout).toMatch(/completed · [\d,]+ tokens · cost unknown/);
+  });
+});
+
+describe('structured output through the CLI', () => {
+  test('--output-schema asks the server natively, refuses a non-matching answer, and accepts the corrected one', async ({ onTestFinished }) => {
+    const server = await fake([{ content: 'it is the space' }, { content: '{"bug":"only the first space","fixed":true}' }]);
+    const { ws, cli, common } = await setup(onTestFinished);
+    const schemaFile = `${ws}/answer.schema.json`;
+    await writeFile(schemaFile, JSON.stringify({ type: 'object', properties: { bug: { type: 'string' }, fixed: { type: 'boolean' } }, required: ['bug', 'fixed'] }));
+    const r = await cli.run(['run', 'what is the bug?', '--model', 'openai:test-model', '--base-url', server.baseURL, '--output-schema', schemaFile, '--cwd', ws, '--json', ...common]);
+    expect(r.code, show(r)).toBe(0);
+    const events = parseEvents(r.stdout);
+    expect(events.filter((e) => e.type === 'assistant/rejected')).toHaveLength(1);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: '{"bug":"only the first space","fixed":true}' } });
+    const body = server.requests.find((q) => q.path === '/v1/chat/completions')!.body as { response_format: { type: string; json_schema: { name: string } } };
+    expect(body.response_format).toMatchObject({ type: 'json_schema', json_schema: { name: 'final_answer' } });
+  });
+
+  test('an output schema that is not JSON, or not a schema: exit 2', async ({ onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    await writeFile(`${ws}/bad.json`, '{ nope');
+    const r = await cli.run(['run', 'x', '--model', 'openai:m', '--base-url', 'http://127.0.0.1:9/v1', '--output-schema', `${ws}/bad.json`, '--cwd', ws, ...common]);
+    expect(r.code, show(r)).toBe(2);
+    expect(r.stderr).toContain('is not JSON');
+    const missing = await cli.run(['run', 'x', '--model', 'openai:m', '--base-url', 'http://127.0.0.1:9/v1', '--output-schema', `${ws}/none.json`, '--cwd', ws, ...common]);
+    expect(missing.code, show(missing)).toBe(2);
+    expect(missing.stderr).toContain('output schema file not found');
   });
 });

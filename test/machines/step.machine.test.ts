@@ -381,3 +381,21 @@ describe('step machine, context overflow', () => {
     ]);
   });
 });
+
+describe('step machine, refused answer', () => {
+  it('ends the step rejected with the reason', () => {
+    const [s0] = initialTransition(stepMachine, { stepId: 'step_x', index: 1, maxAttempts: 3, toolBudgetLeft: null });
+    let s = s0;
+    for (const e of [
+      ev('request/prepared', { digest: 'sha256:a', bytes: 10, messages: 1 }, { step: 'step_x' }),
+      ev('attempt/start', { index: 1, requestDigest: 'sha256:a' }, { step: 'step_x', attempt: 'att_1' }),
+      ev('attempt/end', { outcome: 'succeeded', error: null, usage: { inputTokens: 1, outputTokens: 1, estimated: false }, backoffMs: null, latencyMs: 1 }, { step: 'step_x', attempt: 'att_1' }),
+    ]) [s] = transition(stepMachine, s, e);
+    expect(s.value).toBe('accepting');
+    const [after, actions] = transition(stepMachine, s, ev('assistant/rejected', { reason: 'the answer is not JSON', content: 'hello' }, { step: 'step_x', attempt: 'att_1' }));
+    expect(after.value).toBe('ending');
+    expect(actions.map((a) => ({ type: a.type, params: a.params }))).toEqual([
+      { type: 'endStep', params: { outcome: 'rejected', reason: 'the answer is not JSON', toolCalls: 0 } },
+    ]);
+  });
+});

@@ -64,6 +64,7 @@ describe('turn machine', () => {
         answer: null,
         ending: null,
         abortReason: null,
+        rejections: 0,
       });
       expect(effects(actions)).toEqual([{ type: 'startStep', params: { index: 1, toolBudgetLeft: null } }]);
     });
@@ -360,5 +361,28 @@ describe('turn machine', () => {
       expect(s.value).toBe('done');
       expect(fx).toEqual([]);
     });
+  });
+});
+
+describe('turn machine, refused final answers', () => {
+  it('asks again after a refused answer, and fails after the third with the reason', () => {
+    let s = fold(start(), stepStart(1));
+    let fx;
+    [s, fx] = step(s, stepEnd('rejected', 'the answer is not JSON'));
+    expect(s.value).toBe('launching');
+    expect(s.context.rejections).toBe(1);
+    expect(fx).toEqual([{ type: 'startStep', params: { index: 2, toolBudgetLeft: null } }]);
+    s = fold(s, stepStart(2));
+    [s] = step(s, stepEnd('rejected', 'still not JSON'));
+    expect(s.context.rejections).toBe(2);
+    s = fold(s, stepStart(3));
+    [s, fx] = step(s, stepEnd('rejected', 'bug: expected string'));
+    expect(s.value).toBe('ending');
+    expect(fx).toEqual([
+      {
+        type: 'endTurn',
+        params: { outcome: 'failed', reason: 'invalid final answer: bug: expected string', answer: null, steps: 3, toolCalls: 0, usage: ZERO_USAGE },
+      },
+    ]);
   });
 });

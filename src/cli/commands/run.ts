@@ -1,4 +1,5 @@
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
+import { outputValidator } from '../../model/output-schema.js';
 import { resolve } from 'node:path';
 import type { EffectiveConfig } from '../../config/config.js';
 import { loadScript } from '../../model/script.js';
@@ -21,6 +22,7 @@ export interface RunOptions {
   deadline?: number;
   tools?: string;
   baseUrl?: string;
+  outputSchema?: string;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -71,7 +73,9 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
       });
     }
   }
+  const outputSchema = opts.outputSchema === undefined ? null : await readOutputSchema(opts.outputSchema);
   return {
+    ...(outputSchema ? { outputSchema } : {}),
     model,
     baseUrl,
     workspace,
@@ -82,6 +86,27 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     deadlineSeconds: opts.deadline ?? null,
     maxAttempts: null,
   };
+}
+
+/** Reads `--output-schema`: a JSON Schema file the final answer must match. */
+async function readOutputSchema(path: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(resolve(path), 'utf8');
+  } catch {
+    throw new ConfigError('config.output_schema', `output schema file not found: ${path}`, { hint: 'pass --output-schema <a JSON Schema file>' });
+  }
+  let schema: unknown;
+  try {
+    schema = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError('config.output_schema', `output schema ${path} is not JSON: ${(err as Error).message}`);
+  }
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    throw new ConfigError('config.output_schema', `output schema ${path} is not a JSON Schema object`);
+  }
+  outputValidator(schema as Record<string, unknown>);
+  return schema as Record<string, unknown>;
 }
 
 /** `actorloop run`: starts an agent, sends it the task through its inbox, hosts it to the turn's end. */
