@@ -13,6 +13,7 @@ import type {
   PreparedRequest,
 } from './model-port.js';
 import { cancelledInfo, classifyOpenAIError, OpenAIModelError, toOpenAIModelError } from './openai-errors.js';
+import { estimateUsage } from './tokens.js';
 
 // Moved to openai-errors.ts (shared with openai-responses); re-exported so existing imports keep working.
 export { classifyOpenAIError, OpenAIModelError } from './openai-errors.js';
@@ -249,8 +250,8 @@ class Accumulator {
     if (this.usage) {
       return { inputTokens: this.usage.prompt_tokens ?? 0, outputTokens: this.usage.completion_tokens ?? 0, estimated: false };
     }
-    const outputChars = (content?.length ?? 0) + calls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
-    return { inputTokens: Math.ceil(prepared.body.length / 4), outputTokens: Math.ceil(outputChars / 4), estimated: true };
+    // no usage from the server: counted here, with the model's tokenizer where one is known
+    return estimateUsage(prepared.request, content, calls);
   }
 }
 

@@ -14,6 +14,7 @@ import type {
 } from './model-port.js';
 import { openAIModelCapabilities } from './openai-chat.js';
 import { cancelledInfo, classifyOpenAIError, OpenAIModelError, toOpenAIModelError } from './openai-errors.js';
+import { estimateUsage } from './tokens.js';
 
 const LABEL = 'openai-responses';
 
@@ -308,7 +309,7 @@ class ResponseAccumulator {
     if (u && typeof u.input_tokens === 'number' && typeof u.output_tokens === 'number') {
       return { inputTokens: u.input_tokens, outputTokens: u.output_tokens, estimated: false };
     }
-    const outputChars = (content?.length ?? 0) + calls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
-    return { inputTokens: Math.ceil(prepared.body.length / 4), outputTokens: Math.ceil(outputChars / 4), estimated: true };
+    // no usage from the server: counted here, with the model's tokenizer where one is known
+    return estimateUsage(prepared.request, content, calls);
   }
 }

@@ -1,5 +1,7 @@
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
+import type { Usage } from '../protocol/history.js';
+import type { ModelRequest } from './model-port.js';
 
 /** A token count, and whether it was estimated rather than counted with the model's tokenizer. */
 export interface TokenCount {
@@ -27,4 +29,27 @@ export function countTokens(text: string, model: string): TokenCount {
     case null:
       return { tokens: Math.ceil(text.length / 4), estimated: true };
   }
+}
+
+/**
+ * Usage of a request and its output counted by actorloop, for a server that reported none: the
+ * prompt's text (instructions, tool schemas, messages) and the output, with the model's tokenizer
+ * where one is known. Always marked estimated: the provider's own count includes framing tokens.
+ */
+export function estimateUsage(
+  request: ModelRequest,
+  content: string | null,
+  calls: Array<{ name: string; arguments: string }>,
+): Usage {
+  const parts: string[] = [request.instructions, JSON.stringify(request.tools)];
+  for (const m of request.messages) {
+    if (m.role === 'assistant') parts.push(m.content ?? '', ...m.toolCalls.map((c) => `${c.name}${c.arguments}`));
+    else parts.push(m.content);
+  }
+  const output = (content ?? '') + calls.map((c) => `${c.name}${c.arguments}`).join('');
+  return {
+    inputTokens: countTokens(parts.join('\n'), request.model).tokens,
+    outputTokens: countTokens(output, request.model).tokens,
+    estimated: true,
+  };
 }

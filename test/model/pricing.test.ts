@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BUILTIN_PRICES, costOf, priceFor } from '../../src/model/pricing.js';
-import { countTokens, encodingFor } from '../../src/model/tokens.js';
+import { countTokens, encodingFor, estimateUsage } from '../../src/model/tokens.js';
 import { addCost } from '../../src/protocol/history.js';
 
 describe('pricing', () => {
@@ -33,5 +33,21 @@ describe('tokens', () => {
     expect(countTokens('hello world', 'gpt-4o')).toEqual({ tokens: 2, estimated: false });
     expect(countTokens('hello world', 'gpt-4')).toEqual({ tokens: 2, estimated: false });
     expect(countTokens('hello world!', 'llama3:8b')).toEqual({ tokens: 3, estimated: true });
+  });
+});
+
+describe('usage counted by actorloop', () => {
+  it('counts prompt and output with the model tokenizer and marks the usage estimated', () => {
+    const request = {
+      model: 'gpt-4o',
+      instructions: 'Be brief.',
+      tools: [],
+      messages: [{ role: 'user' as const, content: 'hello world' }],
+      maxOutputTokens: null,
+    };
+    const u = estimateUsage(request, 'hello world', [{ name: 'read_file', arguments: '{"path":"a"}' }]);
+    expect(u.estimated).toBe(true);
+    expect(u.outputTokens).toBe(countTokens('hello worldread_file{"path":"a"}', 'gpt-4o').tokens);
+    expect(u.inputTokens).toBe(countTokens('Be brief.\n[]\nhello world', 'gpt-4o').tokens);
   });
 });
