@@ -31,6 +31,8 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
   }
   return {
     ...(req.outputSchema ? { outputSchema: req.outputSchema } : {}),
+    ...(req.effort ? { effort: req.effort } : {}),
+    ...(req.maxOutputTokens ? { maxOutputTokens: req.maxOutputTokens } : {}),
     model: req.model,
     baseUrl: req.baseUrl,
     workspace: req.workspace,
@@ -113,8 +115,9 @@ async function prepare(a: AgentActor): Promise<PreparedRequest> {
     // A copy: the projection keeps appending to its history, and a prepared request must keep
     // saying what was sent (its body already does; `request` must not drift from it).
     messages: [...a.projection.history],
-    maxOutputTokens: null,
+    maxOutputTokens: s.maxOutputTokens ?? null,
     ...(s.outputSchema ? { outputSchema: s.outputSchema } : {}),
+    ...(s.effort ? { effort: s.effort } : {}),
   });
   // Only the step's own request is kept: older ones are in the blob store, and bodies grow with history.
   a.prepared.clear();
@@ -150,7 +153,8 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
         data: {
           index: p.index,
           model: s.model,
-          maxOutputTokens: null,
+          maxOutputTokens: s.maxOutputTokens ?? null,
+          effort: s.effort ?? null,
           maxAttempts: s.maxAttempts,
           toolBudgetLeft: p.toolBudgetLeft,
           // frozen for the step: what the model was taken to be able to do when it began

@@ -77,6 +77,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .option('--model <spec>', 'scripted:<file.json> or openai:<model> (default with OPENAI_API_KEY: openai:gpt-4.1-mini)')
     .option('--base-url <url>', 'an OpenAI-compatible endpoint for openai: models (default: OPENAI_BASE_URL)')
     .option('--output-schema <file.json>', 'a JSON Schema the final answer must match (structured output)')
+    .option('--effort <level>', 'reasoning effort for models that take one: minimal, low, medium, high')
+    .option('--max-output-tokens <n>', 'the most tokens one model answer may have', wholeNumber('--max-output-tokens', 1))
     .option('--cwd <dir>', 'the workspace the tools work in (default: the current directory)')
     .option('--json', 'print only NDJSON events on stdout')
     .option('--max-steps <n>', 'stop the turn after n steps', wholeNumber('--max-steps', 1))

@@ -1,4 +1,4 @@
-import type { FinishReason, ModelErrorClass } from '../protocol/events.js';
+import type { FinishReason, ModelErrorClass, ReasoningEffort } from '../protocol/events.js';
 import type { HistoryItem, ToolCallRequest, Usage } from '../protocol/history.js';
 
 /** A tool as the model sees it: name, description and JSON Schema of its input. */
@@ -18,6 +18,8 @@ export interface ModelRequest {
   maxOutputTokens: number | null;
   /** A JSON Schema the final answer must match; adapters ask for it natively where they can. */
   outputSchema?: Record<string, unknown> | null;
+  /** Reasoning effort, for models that take one. */
+  effort?: ReasoningEffort | null;
 }
 
 /** A request in its final form: the exact body an adapter sends, and its digest. */

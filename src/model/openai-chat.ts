@@ -84,6 +84,7 @@ export function prepareOpenAIChat(request: ModelRequest): PreparedRequest {
     }));
   }
   if (request.maxOutputTokens !== null) body['max_completion_tokens'] = request.maxOutputTokens;
+  if (request.effort) body['reasoning_effort'] = request.effort;
   // Structured output, natively: the runtime validates the answer against the schema either way.
   if (request.outputSchema) {
     body['response_format'] = { type: 'json_schema', json_schema: { name: 'final_answer', schema: request.outputSchema, strict: false } };

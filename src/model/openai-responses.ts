@@ -49,6 +49,7 @@ export function prepareOpenAIResponses(request: ModelRequest): PreparedRequest {
   }
   body['input'] = request.messages.flatMap(toInputItems);
   if (request.maxOutputTokens !== null) body['max_output_tokens'] = request.maxOutputTokens;
+  if (request.effort) body['reasoning'] = { effort: request.effort };
   // Structured output, natively: the runtime validates the answer against the schema either way.
   if (request.outputSchema) {
     body['text'] = { format: { type: 'json_schema', name: 'final_answer', schema: request.outputSchema, strict: false } };

@@ -24,6 +24,10 @@ export const BudgetsSchema = z.object({
 });
 export type Budgets = z.infer<typeof BudgetsSchema>;
 
+/** Reasoning effort a step asks of models that take one. */
+export const ReasoningEffortSchema = z.enum(['minimal', 'low', 'medium', 'high']);
+export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
+
 /** What a Turn runs with, recorded in `turn/start` so a resume needs nothing else. */
 export const TurnSettingsSchema = z.object({
   model: z.string(),
@@ -36,6 +40,10 @@ export const TurnSettingsSchema = z.object({
   maxAttempts: z.number().int().positive(),
   /** A JSON Schema the final answer must match (structured output); absent: free text. */
   outputSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+  /** Reasoning effort for models that take one; absent: the provider's default. */
+  effort: ReasoningEffortSchema.nullable().optional(),
+  /** The most tokens one model answer may have; absent: the provider's default. */
+  maxOutputTokens: z.number().int().positive().nullable().optional(),
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
@@ -51,6 +59,8 @@ export const TurnRequestSchema = z.object({
   deadlineSeconds: z.number().positive().nullable(),
   maxAttempts: z.number().int().positive().nullable(),
   outputSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+  effort: ReasoningEffortSchema.nullable().optional(),
+  maxOutputTokens: z.number().int().positive().nullable().optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
@@ -99,8 +109,9 @@ export const EventDataSchemas = {
     toolBudgetLeft: z.number().int().nonnegative().nullable(),
     model: z.string(),
     maxOutputTokens: z.number().int().positive().nullable(),
-    /** Frozen for the step: the adapter and what the model can do. */
+    /** Frozen for the step: the adapter, the effort asked for, and what the model can do. */
     provider: z.string().optional(),
+    effort: ReasoningEffortSchema.nullable().optional(),
     capabilities: CapabilitiesSchema.nullable().optional(),
   }),
   'request/prepared': z.object({

@@ -204,3 +204,31 @@ describe('structured output through the CLI', () => {
     expect(missing.stderr).toContain('output schema file not found');
   });
 });
+
+describe('effort and output cap per step', () => {
+  test('--effort and --max-output-tokens reach the request and are frozen into each step', async ({ onTestFinished }) => {
+    const server = await fake([{ content: 'ok' }]);
+    const { ws, cli, common } = await setup(onTestFinished);
+    const r = await cli.run(['run', 'x', '--model', 'openai:o4-mini', '--base-url', server.baseURL, '--effort', 'low', '--max-output-tokens', '256', '--cwd', ws, '--json', ...common]);
+    expect(r.code, show(r)).toBe(0);
+    const body = server.requests.find((q) => q.path === '/v1/chat/completions')!.body as Record<string, unknown>;
+    expect(body).toMatchObject({ model: 'o4-mini', reasoning_effort: 'low', max_completion_tokens: 256 });
+    const step = parseEvents(r.stdout).find((e) => e.type === 'step/start')!;
+    expect(step.data).toMatchObject({ effort: 'low', maxOutputTokens: 256, provider: 'openai-chat' });
+    const bad = await cli.run(['run', 'x', '--model', 'openai:o4-mini', '--base-url', server.baseURL, '--effort', 'extreme', '--cwd', ws, ...common]);
+    expect(bad.code, show(bad)).toBe(2);
+    expect(bad.stderr).toContain('minimal, low, medium, high');
+  });
+
+  test('an unknown model: the server says so, the turn fails with that reason (exit 1)', async ({ onTestFinished }) => {
+    const server = await fake([
+      { fault: { kind: 'status', status: 404, body: { error: { message: 'The model `gpt-9` does not exist', type: 'invalid_request_error', code: 'model_not_found' } } } },
+    ]);
+    const { ws, cli, common } = await setup(onTestFinished);
+    const r = await cli.run(['run', 'x', '--model', 'openai:gpt-9', '--base-url', server.baseURL, '--cwd', ws, '--json', ...common]);
+    expect(r.code, show(r)).toBe(1);
+    const end = parseEvents(r.stdout).at(-1) as Extract<ActorEvent, { type: 'turn/end' }>;
+    expect(end.data.outcome).toBe('failed');
+    expect(end.data.reason).toMatch(/invalid_request.*gpt-9/);
+  });
+});

@@ -5,7 +5,7 @@ import type { EffectiveConfig } from '../../config/config.js';
 import { loadScript } from '../../model/script.js';
 import { parseModelSpec } from '../../model/model-spec.js';
 import { ConfigError } from '../../protocol/errors.js';
-import type { TurnRequest } from '../../protocol/events.js';
+import { ReasoningEffortSchema, type TurnRequest } from '../../protocol/events.js';
 import { newId } from '../../protocol/ids.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { RunPrinter, type Out } from '../output.js';
@@ -23,6 +23,8 @@ export interface RunOptions {
   tools?: string;
   baseUrl?: string;
   outputSchema?: string;
+  effort?: string;
+  maxOutputTokens?: number;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -74,8 +76,14 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     }
   }
   const outputSchema = opts.outputSchema === undefined ? null : await readOutputSchema(opts.outputSchema);
+  const effort = opts.effort === undefined ? null : ReasoningEffortSchema.safeParse(opts.effort);
+  if (effort && !effort.success) {
+    throw new ConfigError('config.effort', `unknown effort "${opts.effort}"`, { hint: `--effort takes ${ReasoningEffortSchema.options.join(', ')}` });
+  }
   return {
     ...(outputSchema ? { outputSchema } : {}),
+    ...(effort?.success ? { effort: effort.data } : {}),
+    ...(opts.maxOutputTokens ? { maxOutputTokens: opts.maxOutputTokens } : {}),
     model,
     baseUrl,
     workspace,

@@ -1,0 +1,312 @@
+/**
+ * The model benchmark (third section of `npm run bench`): the overhead per model attempt of the
+ * runtime through a fake OpenAI-compatible server (streamed Chat Completions, usage chunk on),
+ * against the bare `openai` client calling the same server in the same run with the same
+ * conversation shape and no durability. Target (issue 3): the runtime adds ≤ 15% to the bare
+ * client's time per step at A=10.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionMessageToolCall, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { DEFAULT_INSTRUCTIONS } from '../src/actors/agent-effects.js';
+import { createOpenAIChatModel } from '../src/model/openai-chat.js';
+import { newId } from '../src/protocol/ids.js';
+import { createToolRegistry } from '../src/tools/registry.js';
+import { echoTool } from './echo-tool.js';
+import { benchTurnRequest, type BenchRuntime, type Cleanup } from './harness.js';
+import { fmtMs, median, percentile, table } from './stats.js';
+import { forceGc, nowMs } from './stats.js';
+import { createAgents } from './workload.js';
+
+const MODEL = 'test-model';
+const API_KEY = 'bench';
+const IMPLS = ['bare openai client', 'actorloop'] as const;
+type Impl = (typeof IMPLS)[number];
+
+/** What one run of one side measured. */
+interface ModelRun {
+  agents: number;
+  /** Model responses consumed (echo steps plus the final answer), all agents. */
+  steps: number;
+  /** Start of the first agent to the end of the last. */
+  wallMs: number;
+  /** Per-step latency samples, ms (see the notes printed with the table). */
+  latencies: number[];
+  failed: number;
+}
+
+/** The fake server, in its own process. */
+interface FakeServer {
+  baseURL: string;
+  stop(): Promise<void>;
+}
+
+/** Starts bench/fake-server.ts as a child process and waits for its address; registers its stop on `cleanup`. */
+async function startFakeServer(steps: number, cleanup: Cleanup): Promise<FakeServer> {
+  const script = fileURLToPath(new URL('./fake-server.ts', import.meta.url));
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script, String(steps)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  let exited = false;
+  const exit = once(child, 'exit').then(() => {
+    exited = true;
+  });
+  const stop = async (): Promise<void> => {
+    if (exited) return;
+    child.stdin?.end();
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exit;
+    clearTimeout(timer);
+  };
+  cleanup.add('stop fake OpenAI server', stop);
+  const lines = createInterface({ input: child.stdout! });
+  const first = await Promise.race([
+    once(lines, 'line').then(([line]) => line as string),
+    exit.then(() => null),
+    new Promise<null>((resolve) => setTimeout(() => resolve(null), 30_000).unref()),
+  ]);
+  if (first === null) {
+    await stop();
+    throw new Error('the fake OpenAI server did not start');
+  }
+  lines.close();
+  child.stdout!.resume();
+  return { baseURL: (JSON.parse(first) as { baseURL: string }).baseURL, stop };
+}
+
+/** The tools exactly as the runtime offers them: the registry's spec of `echo`. */
+function wireTools(): ChatCompletionTool[] {
+  return createToolRegistry([echoTool]).specs(['echo']).map((t) => ({
+    type: 'function',
+    function: { name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> },
+  }));
+}
+
+function taskText(agentId: string): string {
+  return `Agent ${agentId}: call echo until the script says you are done.`;
+}
+
+/**
+ * One bare loop: a streamed request, the tool call assembled from its deltas, the assistant
+ * message and the echo result appended, until the server answers without calls. A step's latency
+ * is from sending its request to its tool result appended (or the final answer read).
+ */
+async function bareLoop(baseURL: string, tools: ChatCompletionTool[], maxSteps: number, latencies: number[]): Promise<{ steps: number; ok: boolean }> {
+  const client = new OpenAI({ apiKey: API_KEY, baseURL, maxRetries: 0 });
+  const agentId = newId('agent');
+  const messages: ChatCompletionMessageParam[] = [
+    { role: 'system', content: DEFAULT_INSTRUCTIONS },
+    { role: 'user', content: taskText(agentId) },
+  ];
+  let steps = 0;
+  while (steps < maxSteps) {
+    const t0 = nowMs();
+    const stream = await client.chat.completions.create({
+      model: MODEL, messages, tools, stream: true, stream_options: { include_usage: true },
+    });
+    let content = '';
+    let finish: string | null = null;
+    let usage: { prompt_tokens: number; completion_tokens: number } | null = null;
+    const calls: Array<{ id: string; name: string; arguments: string }> = [];
+    for await (const chunk of stream) {
+      if (chunk.usage) usage = chunk.usage;
+      const choice = chunk.choices[0];
+      if (!choice) continue;
+      if (choice.delta.content) content += choice.delta.content;
+      for (const tc of choice.delta.tool_calls ?? []) {
+        const call = (calls[tc.index] ??= { id: '', name: '', arguments: '' });
+        if (tc.id) call.id = tc.id;
+        if (tc.function?.name) call.name += tc.function.name;
+        call.arguments += tc.function?.arguments ?? '';
+      }
+      if (choice.finish_reason) finish = choice.finish_reason;
+    }
+    steps += 1;
+    if (finish === null || usage === null) return { steps, ok: false };
+    if (calls.length === 0) {
+      latencies.push(nowMs() - t0);
+      return { steps, ok: content !== '' };
+    }
+    const toolCalls: ChatCompletionMessageToolCall[] = calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+    messages.push({ role: 'assistant', content: content === '' ? null : content, tool_calls: toolCalls });
+    for (const c of calls) {
+      const result = await echoTool.execute(JSON.parse(c.arguments) as { text: string }, {
+        workspace: '', callId: c.id, idempotencyKey: c.id,
+      } as Parameters<typeof echoTool.execute>[1]);
+      messages.push({ role: 'tool', tool_call_id: c.id, content: result.ok ? String(result.output) : `error: ${String(result.output)}` });
+    }
+    latencies.push(nowMs() - t0);
+  }
+  return { steps, ok: false };
+}
+
+async function runBare(baseURL: string, agents: number, steps: number): Promise<ModelRun> {
+  const tools = wireTools();
+  const latencies: number[] = [];
+  forceGc();
+  const t0 = nowMs();
+  const outcomes = await Promise.allSettled(Array.from({ length: agents }, () => bareLoop(baseURL, tools, steps + 2, latencies)));
+  const wallMs = nowMs() - t0;
+  let total = 0;
+  let failed = 0;
+  for (const o of outcomes) {
+    if (o.status === 'fulfilled') total += o.value.steps;
+    if (o.status === 'fulfilled' && o.value.ok && o.value.steps === steps + 1) continue;
+    failed += 1;
+    const why = o.status === 'rejected' ? (o.reason as Error).message : `ended after ${o.value.steps} step(s)`;
+    process.stderr.write(`bare openai loop did not complete: ${why}\n`);
+  }
+  return { agents, steps: total, wallMs, latencies, failed };
+}
+
+/**
+ * A agents on a fresh supervisor, one turn each, `openai:test-model` through the Chat Completions
+ * adapter at the fake server. Step latency: ack of the commit holding `step/start` to the ack of
+ * the one holding `step/end`, as in the tool-loop section.
+ */
+async function runActorloopModel(rt: BenchRuntime, baseURL: string, agents: number, steps: number): Promise<ModelRun> {
+  const latencies: number[] = [];
+  const stepStarts = new Map<string, number>();
+  let stepCount = 0;
+  const sup = rt.supervisor({
+    modelFor: async () => createOpenAIChatModel({ apiKey: API_KEY, baseURL, model: MODEL }),
+    onCommit(_actorId, events) {
+      const t = nowMs();
+      for (const e of events) {
+        if (e.type === 'step/start') {
+          stepCount += 1;
+          stepStarts.set(e.step!, t);
+        } else if (e.type === 'step/end') {
+          const s = stepStarts.get(e.step!);
+          if (s !== undefined) latencies.push(t - s);
+          stepStarts.delete(e.step!);
+        }
+      }
+    },
+  });
+  const actors = await createAgents(sup, rt, agents);
+  const ended = actors.map((a) => a.whenTurnEnds());
+  const request = { ...benchTurnRequest(rt.workspace, steps + 2), model: `openai:${MODEL}`, baseUrl: baseURL };
+  forceGc();
+  const t0 = nowMs();
+  await Promise.all(
+    actors.map((a) =>
+      sup.send({
+        id: newId('message'), from: 'bench', to: a.actorId, kind: 'user_message', target: 'next_turn', wakeup: true,
+        content: taskText(a.actorId), request, sentAt: new Date().toISOString(),
+      }),
+    ),
+  );
+  const outcomes = await Promise.allSettled(ended);
+  const wallMs = nowMs() - t0;
+  await sup.stop();
+  await Promise.allSettled(actors.map((a) => a.idle()));
+  let failed = 0;
+  for (const o of outcomes) {
+    if (o.status === 'fulfilled' && o.value.outcome === 'completed') continue;
+    failed += 1;
+    const why = o.status === 'rejected' ? (o.reason as Error).message : `${o.value.outcome} (${o.value.reason})`;
+    process.stderr.write(`actorloop agent (openai model) did not complete: ${why}\n`);
+  }
+  return { agents, steps: stepCount, wallMs, latencies, failed };
+}
+
+function runOnce(rt: BenchRuntime, baseURL: string, impl: Impl, agents: number, steps: number): Promise<ModelRun> {
+  return impl === 'actorloop' ? runActorloopModel(rt, baseURL, agents, steps) : runBare(baseURL, agents, steps);
+}
+
+/** One side's figures at one A, each the median over runs. */
+interface ModelSummary {
+  stepsPerSec: number;
+  /** Mean time one agent spends per step: wall × A / steps. */
+  msPerStep: number;
+  p50: number;
+  p99: number;
+  perRun: number[];
+  failed: number;
+}
+
+function summarize(runs: ModelRun[]): ModelSummary {
+  const sps = runs.map((r) => r.steps / (r.wallMs / 1000));
+  return {
+    stepsPerSec: median(sps),
+    msPerStep: median(runs.map((r) => (r.wallMs * r.agents) / r.steps)),
+    p50: median(runs.map((r) => percentile(r.latencies, 50))),
+    p99: median(runs.map((r) => percentile(r.latencies, 99))),
+    perRun: sps,
+    failed: runs.reduce((n, r) => n + r.failed, 0),
+  };
+}
+
+/** Flags of the model section. */
+export interface ModelFlags {
+  steps: number;
+  agents: number[];
+  runs: number;
+}
+
+/** Runs the model section and prints its tables; the fake server is stopped before it returns. */
+export async function runModelOverhead(rt: BenchRuntime, cleanup: Cleanup, flags: ModelFlags): Promise<void> {
+  const started = nowMs();
+  const fake = await startFakeServer(flags.steps, cleanup);
+  const results = new Map<number, Map<Impl, ModelSummary>>();
+  try {
+    // warm-up (not reported): the adapter, the SDK, keep-alive connections, the server's JIT
+    for (const impl of IMPLS) await runOnce(rt, fake.baseURL, impl, Math.max(...flags.agents), flags.steps);
+    for (const a of flags.agents) {
+      const runs = new Map<Impl, ModelRun[]>(IMPLS.map((i) => [i, []]));
+      // interleaved, so drift on the machine touches both sides alike
+      for (let r = 0; r < flags.runs; r++) {
+        for (const impl of IMPLS) runs.get(impl)!.push(await runOnce(rt, fake.baseURL, impl, a, flags.steps));
+      }
+      results.set(a, new Map(IMPLS.map((i) => [i, summarize(runs.get(i)!)])));
+      process.stderr.write(`model A=${a} done (${((nowMs() - started) / 1000).toFixed(0)} s)\n`);
+    }
+  } finally {
+    await fake.stop();
+  }
+
+  const added = (a: number): number | null => {
+    const m = results.get(a);
+    if (!m) return null;
+    return 100 * (m.get('actorloop')!.msPerStep / m.get('bare openai client')!.msPerStep - 1);
+  };
+  const rows: string[][] = [];
+  for (const [a, byImpl] of results) {
+    for (const impl of IMPLS) {
+      const s = byImpl.get(impl)!;
+      const add = added(a)!;
+      rows.push([
+        String(a), impl, s.stepsPerSec.toFixed(0), fmtMs(s.msPerStep), fmtMs(s.p50), fmtMs(s.p99),
+        impl === 'actorloop' ? `${add >= 0 ? '+' : ''}${add.toFixed(0)}%` : '-',
+        s.perRun.map((x) => x.toFixed(0)).join(', '), String(s.failed),
+      ]);
+    }
+  }
+  console.log(table(
+    ['config (A)', 'impl', 'steps/s', 'mean ms/step', 'p50 ms', 'p99 ms', 'added per step', 'steps/s of each run', 'failed agents'],
+    rows,
+  ));
+  console.log(
+    [
+      `notes: the fake OpenAI-compatible server (test/helpers/fake-openai.ts) runs in its own node process on loopback and`,
+      `  streams each answer (role chunk, the echo call's header and argument pieces of 8 chars, finish, usage chunk); a step`,
+      `  is one model response (${flags.steps} echo calls + the final answer = ${flags.steps + 1} requests per agent). Both sides send`,
+      '  the same system prompt and tool spec and grow the same message list; the bare side is `new OpenAI({maxRetries: 0})`',
+      '  + chat.completions.create(stream, include_usage), assembling the call and running echo, with no log at all.',
+      `  Median over ${flags.runs} run(s). steps/s = all agents' steps / wall time (first request or message to last turn`,
+      '  ended); mean ms/step = wall × A / steps, the time one agent spends per step; added per step = actorloop\'s mean',
+      '  ms/step over the bare client\'s, minus 1. p50/p99: bare, request sent to tool result appended; actorloop, ack of the',
+      '  commit holding step/start to the ack of the one holding step/end (it leaves out the work between steps).',
+    ].join('\n'),
+  );
+  const a10 = added(10);
+  console.log(
+    `target (issue 3): the runtime adds ≤ 15% to the bare client's time per step at A=10 ` +
+      `[${a10 === null ? '-' : `${a10 >= 0 ? '+' : ''}${a10.toFixed(0)}%`}: ${a10 === null ? 'not measured' : a10 <= 15 ? 'met' : 'MISSED'}]`,
+  );
+}
