@@ -275,6 +275,8 @@ export async function runModelOverhead(rt: BenchRuntime, cleanup: Cleanup, flags
     if (!m) return null;
     return 100 * (m.get('actorloop')!.msPerStep / m.get('bare openai client')!.msPerStep - 1);
   };
+  console.log('');
+  console.log(`== model attempts through a fake OpenAI server (streamed Chat Completions, ${flags.steps} echo steps) vs the bare openai client ==`);
   const rows: string[][] = [];
   for (const [a, byImpl] of results) {
     for (const impl of IMPLS) {

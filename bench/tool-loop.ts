@@ -1,8 +1,10 @@
 /**
  * The tool-loop benchmark (`npm run bench`): A agents at once, each one turn of N echo steps and
  * a final answer, on actorloop and on two floors (a bare in-memory loop; the same loop with two
- * acked JetStream publishes per step), then the memory of agents parked mid-turn.
- * Prints tables; never asserts. Flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000.
+ * acked JetStream publishes per step), then the memory of agents parked mid-turn, then the
+ * overhead per model attempt through a fake OpenAI server against the bare `openai` client.
+ * Prints tables; never asserts. Flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000
+ * --model-steps 20 --model-agents 1,10 (--skip-model leaves the model section out).
  */
 import { cpus, loadavg, platform, release } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -14,6 +16,7 @@ import { runPark, type ParkResult } from './park.js';
 import { fmtMs, median, percentile, table } from './stats.js';
 import { runActorloop, toolLoopScript, type RunResult } from './workload.js';
 import { runActorloopNoIo } from './no-io.js';
+import { runModelOverhead } from './model-overhead.js';
 
 const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
@@ -23,6 +26,9 @@ interface Flags {
   steps: number;
   runs: number;
   park: number;
+  modelSteps: number;
+  modelAgents: number[];
+  skipModel: boolean;
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -35,10 +41,15 @@ const FLAG_OPTIONS = {
   steps: { type: 'string', default: '20' },
   runs: { type: 'string', default: '3' },
   park: { type: 'string', default: '1000' },
+  'model-steps': { type: 'string', default: '20' },
+  'model-agents': { type: 'string', default: '1,10' },
+  'skip-model': { type: 'boolean', default: false },
 } as const;
 
 function parseFlags(): Flags {
-  let values: { agents: string; steps: string; runs: string; park: string };
+  let values: {
+    agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'skip-model': boolean;
+  };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
   } catch (err) {
@@ -54,6 +65,9 @@ function parseFlags(): Flags {
     steps: int('steps', values.steps, 1),
     runs: int('runs', values.runs, 1),
     park: int('park', values.park, 0),
+    modelSteps: int('model-steps', values['model-steps'], 1),
+    modelAgents: values['model-agents'].split(',').map((s) => int('model-agents', s.trim(), 1)),
+    skipModel: values['skip-model'],
   };
 }
 
@@ -203,7 +217,8 @@ async function main(cleanup: Cleanup): Promise<void> {
   );
   console.log(
     `agents ${flags.agents.join(',')}; ${flags.steps} echo steps + a final answer each; ${flags.runs} run(s), median reported; ` +
-      `snapshots every 64 events; park ${flags.park}`,
+      `snapshots every 64 events; park ${flags.park}; ` +
+      (flags.skipModel ? 'model section skipped' : `model: ${flags.modelSteps} steps, agents ${flags.modelAgents.join(',')}`),
   );
   console.log(`load average at start: ${loadavg().map((x) => x.toFixed(2)).join(' ')} (other processes share these CPUs)`);
   const started = Date.now();
@@ -233,6 +248,10 @@ async function main(cleanup: Cleanup): Promise<void> {
     console.log(`== ${flags.park} agents parked mid-turn (first model response delayed 10 min) ==`);
     printPark(p);
   }
+
+  if (!flags.skipModel) {
+    await runModelOverhead(rt, cleanup, { steps: flags.modelSteps, agents: flags.modelAgents, runs: flags.runs });
+  }
   console.log('');
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s; load average at end: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 }
@@ -249,7 +268,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --skip-model)\n`);
     code = 2;
   } else {
     process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

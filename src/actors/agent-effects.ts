@@ -1,7 +1,7 @@
 import { derivedId, newId } from '../protocol/ids.js';
 import { assertNever } from '../protocol/errors.js';
 import type { TurnRequest, TurnSettings } from '../protocol/events.js';
-import type { Usage } from '../protocol/history.js';
+import { ZERO_USAGE, type Usage } from '../protocol/history.js';
 import type { ModelOutput, PreparedRequest } from '../model/model-port.js';
 import { parseModelSpec } from '../model/model-spec.js';
 import { costOf } from '../model/pricing.js';
@@ -33,6 +33,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     ...(req.outputSchema ? { outputSchema: req.outputSchema } : {}),
     ...(req.effort ? { effort: req.effort } : {}),
     ...(req.maxOutputTokens ? { maxOutputTokens: req.maxOutputTokens } : {}),
+    ...(req.config ? { config: req.config } : {}),
     model: req.model,
     baseUrl: req.baseUrl,
     workspace: req.workspace,
@@ -247,9 +248,11 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
       a.stage({ type: 'tool/outcome_unknown', ...scope(a), call: p.callId, data: { reason: p.reason } });
       a.noteRecovered(`call ${p.callId} outcome unknown`);
       return;
-    case 'endStep':
-      a.stage({ type: 'step/end', ...scope(a), data: p });
+    case 'endStep': {
+      const open = a.projection.openStep!;
+      a.stage({ type: 'step/end', ...scope(a), data: { ...p, usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null } });
       return;
+    }
     case 'endTurn':
       a.stage({ type: 'turn/end', turn: a.projection.openTurn!.id, data: { ...p, costUsd: a.projection.openTurn!.costUsd } });
       return;

@@ -4,6 +4,7 @@ import { createFaultInjector, parseFaultSpecs, type FaultInjector } from '../act
 import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
 import { secretOf, type EffectiveConfig } from '../config/config.js';
 import { createModelAdapter } from '../model/factory.js';
+import { modelName } from '../actors/agent-effects.js';
 import { priceFor } from '../model/pricing.js';
 import { createLmdbBlobStore, type BlobStore } from '../store/blob-port.js';
 import { createLogReader } from '../store/jetstream-log.js';
@@ -80,7 +81,12 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
         snapshotEvery: config.snapshotEvery,
         pricing: (model) => priceFor(model, config.pricing),
         modelFor: (settings, cursor) =>
-          createModelAdapter(settings.model, { cursor, baseUrl: settings.baseUrl, apiKey: secretOf(config, 'OPENAI_API_KEY') }),
+          createModelAdapter(settings.model, {
+            cursor,
+            baseUrl: settings.baseUrl,
+            apiKey: secretOf(config, 'OPENAI_API_KEY'),
+            capabilities: config.capabilities[modelName(settings.model)] ?? {},
+          }),
         ...extra,
       });
       supervisors.push(s);

@@ -15,6 +15,19 @@ export const ConfigFileSchema = z.strictObject({
   data_dir: z.string().min(1).optional(),
   /** A NATS server with JetStream instead of the embedded one. */
   nats_url: z.string().min(1).optional(),
+  /** What a model can do, over the built-in table: `[capabilities."llama3"] context_window = 8192`. */
+  capabilities: z
+    .record(
+      z.string(),
+      z.strictObject({
+        context_window: z.number().int().positive().optional(),
+        max_output_tokens: z.number().int().positive().optional(),
+        parallel_tool_calls: z.boolean().optional(),
+        structured_output: z.boolean().optional(),
+        vision: z.boolean().optional(),
+      }),
+    )
+    .optional(),
   /** Prices in USD per million tokens by model name: `[pricing."gpt-4.1"] input_per_mtok = 2.0`. */
   pricing: z
     .record(z.string(), z.strictObject({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() }))

@@ -21,6 +21,17 @@ export const EffectiveConfigSchema = z.object({
   apiKeyEnv: z.string().nullable(),
   /** Config files that were read, in order. */
   configFiles: z.array(z.string()),
+  /** Model capabilities from the config files, over the adapters' built-in table. */
+  capabilities: z.record(
+    z.string(),
+    z.object({
+      contextWindow: z.number().optional(),
+      maxOutputTokens: z.number().optional(),
+      parallelToolCalls: z.boolean().optional(),
+      structuredOutput: z.boolean().optional(),
+      vision: z.boolean().optional(),
+    }),
+  ),
   /** Model prices from the config files (USD per million tokens), over the built-in ones. */
   pricing: z.record(z.string(), z.object({ inputPerMTok: z.number(), outputPerMTok: z.number() })),
   /** OPENAI_BASE_URL: an OpenAI-compatible endpoint for `openai:` models. */
@@ -77,6 +88,20 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     defaultModel: env.ACTORLOOP_MODEL || file.model || null,
     apiKeyEnv: env[keyEnv] ? keyEnv : null,
     configFiles: files,
+    capabilities: Object.fromEntries(
+      Object.entries(file.capabilities ?? {}).map(([model, c]) => [
+        model,
+        JSON.parse(
+          JSON.stringify({
+            contextWindow: c.context_window,
+            maxOutputTokens: c.max_output_tokens,
+            parallelToolCalls: c.parallel_tool_calls,
+            structuredOutput: c.structured_output,
+            vision: c.vision,
+          }),
+        ) as Record<string, number | boolean>,
+      ]),
+    ),
     pricing: Object.fromEntries(
       Object.entries(file.pricing ?? {}).map(([model, p]) => [model, { inputPerMTok: p.input_per_mtok, outputPerMTok: p.output_per_mtok }]),
     ),

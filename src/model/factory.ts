@@ -1,4 +1,4 @@
-import type { ModelAdapter } from './model-port.js';
+import type { ModelAdapter, ModelCapabilities } from './model-port.js';
 import { parseModelSpec } from './model-spec.js';
 import { loadScript } from './script.js';
 import { createOpenAIChatModel } from './openai-chat.js';
@@ -11,7 +11,14 @@ import { createScriptedModel } from './scripted-model.js';
  */
 export async function createModelAdapter(
   spec: string,
-  opts: { cursor: number; agentName?: string; baseUrl?: string | null; apiKey?: string },
+  opts: {
+    cursor: number;
+    agentName?: string;
+    baseUrl?: string | null;
+    apiKey?: string;
+    /** Overrides of the built-in capability table for this model (from the config). */
+    capabilities?: Partial<ModelCapabilities>;
+  },
 ): Promise<ModelAdapter> {
   const parsed = parseModelSpec(spec);
   switch (parsed.provider) {
@@ -26,6 +33,7 @@ export async function createModelAdapter(
         apiKey: opts.apiKey || 'none',
         model: parsed.model,
         ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}),
+        ...(opts.capabilities ? { capabilities: opts.capabilities } : {}),
       };
       return parsed.provider === 'openai' ? createOpenAIChatModel(client) : createOpenAIResponsesModel(client);
     }

@@ -44,6 +44,8 @@ export const TurnSettingsSchema = z.object({
   effort: ReasoningEffortSchema.nullable().optional(),
   /** The most tokens one model answer may have; absent: the provider's default. */
   maxOutputTokens: z.number().int().positive().nullable().optional(),
+  /** The EffectiveConfig the run was started with (no secrets: keys are named, never stored). */
+  config: z.record(z.string(), z.unknown()).optional(),
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
@@ -61,6 +63,7 @@ export const TurnRequestSchema = z.object({
   outputSchema: z.record(z.string(), z.unknown()).nullable().optional(),
   effort: ReasoningEffortSchema.nullable().optional(),
   maxOutputTokens: z.number().int().positive().nullable().optional(),
+  config: z.record(z.string(), z.unknown()).optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
@@ -186,6 +189,9 @@ export const EventDataSchemas = {
     outcome: z.enum(['tool_calls', 'final', 'rejected', 'stopped', 'failed', 'cancelled']),
     reason: z.string().nullable(),
     toolCalls: z.number().int().nonnegative(),
+    /** Usage and cost (USD; null: unknown) of every attempt of the step. */
+    usage: UsageSchema.optional(),
+    costUsd: z.number().nonnegative().nullable().optional(),
   }),
   'inbox/received': z.object({
     messageId: z.string(),

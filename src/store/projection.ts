@@ -51,7 +51,7 @@ export interface Projection {
     /** USD so far; null once any attempt had no known price. */
     costUsd: number | null;
   } | null;
-  openStep: { id: string; index: number } | null;
+  openStep: { id: string; index: number; usage?: Usage; costUsd?: number | null } | null;
   openAttempt: { id: string; index: number; requestDigest: string } | null;
   lastPrepared: { digest: string; bytes: number } | null;
   inbox: Record<string, InboxItem>;
@@ -116,7 +116,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       p.history.push({ role: 'user', content: e.data.content });
       break;
     case 'step/start':
-      p.openStep = { id: e.step!, index: e.data.index };
+      p.openStep = { id: e.step!, index: e.data.index, usage: ZERO_USAGE, costUsd: 0 };
       p.pending = { assistant: null, calls: [] };
       if (p.openTurn) p.openTurn.steps += 1;
       break;
@@ -129,6 +129,10 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'attempt/end':
       p.openAttempt = null;
       p.usage = addUsage(p.usage, e.data.usage);
+      if (p.openStep) {
+        p.openStep.usage = addUsage(p.openStep.usage ?? ZERO_USAGE, e.data.usage);
+        p.openStep.costUsd = addCost(p.openStep.costUsd ?? 0, e.data.costUsd ?? null);
+      }
       if (p.openTurn) {
         p.openTurn.usage = addUsage(p.openTurn.usage, e.data.usage);
         p.openTurn.costUsd = addCost(p.openTurn.costUsd, e.data.costUsd ?? null);

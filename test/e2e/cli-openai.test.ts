@@ -232,3 +232,41 @@ describe('effort and output cap per step', () => {
     expect(end.data.reason).toMatch(/invalid_request.*gpt-9/);
   });
 });
+
+describe('configuration files drive a run', () => {
+  test('actorloop.toml in the workspace sets the model, base URL, capabilities and prices; the run records its config', async ({ onTestFinished }) => {
+    const server = await fake([{ content: 'ok', usage: { prompt_tokens: 1_000_000, completion_tokens: 0 } }]);
+    const { ws, cli, common } = await setup(onTestFinished, {});
+    await writeFile(
+      `${ws}/actorloop.toml`,
+      [
+        'model = "openai:local-llama"',
+        `base_url = "${server.baseURL}"`,
+        '[capabilities."local-llama"]',
+        'context_window = 8192',
+        'parallel_tool_calls = false',
+        '[pricing."local-llama"]',
+        'input_per_mtok = 0.5',
+        'output_per_mtok = 1.5',
+        '',
+      ].join('\n'),
+    );
+    // no --model, no --base-url, no key: all from the workspace file
+    const r = await cli.run(['run', 'x', '--cwd', ws, '--json', ...common]);
+    expect(r.code, show(r)).toBe(0);
+    const events = parseEvents(r.stdout);
+    expect((server.requests.find((q) => q.path === '/v1/chat/completions')!.body as { model: string }).model).toBe('local-llama');
+    expect(events.find((e) => e.type === 'step/start')!.data).toMatchObject({ capabilities: { contextWindow: 8192, parallelToolCalls: false } });
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { costUsd: 0.5 } });
+    const start = events.find((e): e is Extract<ActorEvent, { type: 'turn/start' }> => e.type === 'turn/start')!;
+    expect(start.data.settings.config).toMatchObject({ configFiles: [`${ws}/actorloop.toml`], defaultModel: 'openai:local-llama' });
+  });
+
+  test('a config file with an unknown key: exit 2 naming the file and the key', async ({ onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished, {});
+    await writeFile(`${ws}/actorloop.toml`, 'modle = "openai:x"\n');
+    const r = await cli.run(['run', 'x', '--cwd', ws, ...common]);
+    expect(r.code, show(r)).toBe(2);
+    expect(r.stderr).toContain(`${ws}/actorloop.toml: unknown key modle`);
+  });
+});

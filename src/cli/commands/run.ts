@@ -84,6 +84,8 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     ...(outputSchema ? { outputSchema } : {}),
     ...(effort?.success ? { effort: effort.data } : {}),
     ...(opts.maxOutputTokens ? { maxOutputTokens: opts.maxOutputTokens } : {}),
+    // the run records the config it was started with; JSON drops the key (not enumerable)
+    config: JSON.parse(JSON.stringify(config)) as Record<string, unknown>,
     model,
     baseUrl,
     workspace,
