@@ -22,7 +22,8 @@ export interface AgentPorts {
   tools: ToolRegistry;
   /** Builds the model adapter for a turn; `cursor` is how many responses the log says were consumed. */
   modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
-  clock: { nowMs(): number };
+  /** Time; `sleep` (optional) waits on this clock, so retry backoff follows a fake clock in tests. */
+  clock: { nowMs(): number; sleep?(ms: number, signal: AbortSignal): Promise<void> };
   /** The price of a model, for the cost of each attempt; null (or absent): unknown. */
   pricing?(model: string): Price | null;
   faults: FaultInjector;

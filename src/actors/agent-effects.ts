@@ -184,7 +184,9 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
       if (p.notBeforeMs !== null) {
         // Commit the failed attempt before waiting, so a crash during backoff re-arms it.
         await a.flush();
-        await sleep(p.notBeforeMs - a.ports.clock.nowMs(), a.turnAbort.signal);
+        // the clock's own sleep when it has one: a fake clock lets tests wait minutes in no time
+        const wait = p.notBeforeMs - a.ports.clock.nowMs();
+        await (a.ports.clock.sleep ? a.ports.clock.sleep(wait, a.turnAbort.signal) : sleep(wait, a.turnAbort.signal));
       }
       if (a.turnAbort.signal.aborted) {
         a.machines.signal({ type: 'abort', reason: abortReason(a) });
@@ -282,12 +284,17 @@ async function callModel(a: AgentActor, attemptId: string, digest: string): Prom
   const model = await ensureModel(a);
   const started = a.ports.clock.nowMs();
   const signal = a.turnAbort.signal;
+  // A signal of this attempt alone, unlinked when it ends: clients add listeners to the signal
+  // they are given and keep them, so the turn's own signal would collect one per attempt.
+  const attempt = new AbortController();
+  const forward = (): void => attempt.abort(signal.reason);
+  signal.addEventListener('abort', forward, { once: true });
   let streamed = 0;
   let output: ModelOutput | null = null;
   try {
     if (signal.aborted) throw new Error('aborted before the request was sent');
     let first = true;
-    for await (const ev of model.stream(prepared, signal)) {
+    for await (const ev of model.stream(prepared, attempt.signal)) {
       if (ev.type === 'done') {
         output = ev.output;
         break;
@@ -301,6 +308,7 @@ async function callModel(a: AgentActor, attemptId: string, digest: string): Prom
     }
     if (!output) throw new Error('model stream ended without a final output');
   } catch (err) {
+    signal.removeEventListener('abort', forward);
     if ((err as { code?: string }).code === 'actor.dropped') throw err;
     const latencyMs = Math.round(a.ports.clock.nowMs() - started);
     const bytes = Buffer.byteLength(prepared.body);
@@ -339,6 +347,7 @@ async function callModel(a: AgentActor, attemptId: string, digest: string): Prom
     });
     return;
   }
+  signal.removeEventListener('abort', forward);
   const latencyMs = Math.round(a.ports.clock.nowMs() - started);
   // An accepted output and its attempt/end are one commit: both are staged before any flush.
   a.stage({

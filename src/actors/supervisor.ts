@@ -32,7 +32,7 @@ export interface SupervisorOptions {
   faults: FaultInjector;
   logger: Logger;
   snapshotEvery?: number;
-  clock?: { nowMs(): number };
+  clock?: { nowMs(): number; sleep?(ms: number, signal: AbortSignal): Promise<void> };
   /** The price of a model (USD per million tokens), for the cost of each attempt. */
   pricing?(model: string): Price | null;
   onCommit?(actorId: string, events: ActorEvent[]): void;
@@ -65,7 +65,7 @@ const REDELIVERY_CHECK_MS = 1_500;
 export class Supervisor {
   readonly reader: LogReader;
   private readonly hosted = new Map<string, Hosted>();
-  private readonly clock: { nowMs(): number };
+  private readonly clock: { nowMs(): number; sleep?(ms: number, signal: AbortSignal): Promise<void> };
   private wakeups: Subscription | null = null;
   private stopped = false;
 
