@@ -14,6 +14,7 @@ import type {
 } from './model-port.js';
 import { cancelledInfo, classifyOpenAIError, OpenAIModelError, toOpenAIModelError } from './openai-errors.js';
 import { estimateUsage } from './tokens.js';
+import { createOpenAIClient } from './openai-client.js';
 
 // Moved to openai-errors.ts (shared with openai-responses); re-exported so existing imports keep working.
 export { classifyOpenAIError, OpenAIModelError } from './openai-errors.js';
@@ -114,19 +115,7 @@ function toWireMessage(item: HistoryItem): Record<string, unknown> {
 
 /** Builds the `openai-chat` adapter. */
 export function createOpenAIChatModel(opts: OpenAIChatModelOptions): OpenAIChatModel {
-  const client = new OpenAI({
-    apiKey: opts.apiKey,
-    // Every option the SDK would otherwise read from process.env is given: config loading owns the environment.
-    baseURL: opts.baseURL ?? 'https://api.openai.com/v1',
-    organization: null,
-    project: null,
-    webhookSecret: null,
-    // The runtime's Attempt machine retries, with the identical prepared request, and logs each try.
-    maxRetries: 0,
-    ...(opts.timeoutMs === undefined ? {} : { timeout: opts.timeoutMs }),
-    // The SDK logs unparsable chunks to the console; the adapter reports them as errors instead.
-    logLevel: 'off',
-  });
+  const client = createOpenAIClient(opts);
   const secrets = opts.apiKey ? [opts.apiKey] : [];
   const classify = (err: unknown): ModelErrorInfo => classifyOpenAIError(err, secrets);
 

@@ -1,4 +1,4 @@
-import OpenAI, { APIError } from 'openai';
+import { APIError } from 'openai';
 import type { ResponseCreateParamsStreaming, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { sha256Digest } from '../protocol/canonical-json.js';
 import type { FinishReason } from '../protocol/events.js';
@@ -15,6 +15,7 @@ import type {
 import { openAIModelCapabilities } from './openai-chat.js';
 import { cancelledInfo, classifyOpenAIError, OpenAIModelError, toOpenAIModelError } from './openai-errors.js';
 import { estimateUsage } from './tokens.js';
+import { createOpenAIClient } from './openai-client.js';
 
 const LABEL = 'openai-responses';
 
@@ -80,19 +81,7 @@ function toInputItems(item: HistoryItem): Array<Record<string, unknown>> {
 
 /** Builds the `openai-responses` adapter. */
 export function createOpenAIResponsesModel(opts: OpenAIResponsesModelOptions): OpenAIResponsesModel {
-  const client = new OpenAI({
-    apiKey: opts.apiKey,
-    // Every option the SDK would otherwise read from process.env is given: config loading owns the environment.
-    baseURL: opts.baseURL ?? 'https://api.openai.com/v1',
-    organization: null,
-    project: null,
-    webhookSecret: null,
-    // The runtime's Attempt machine retries, with the identical prepared request, and logs each try.
-    maxRetries: 0,
-    ...(opts.timeoutMs === undefined ? {} : { timeout: opts.timeoutMs }),
-    // The SDK logs unparsable chunks to the console; the adapter reports them as errors instead.
-    logLevel: 'off',
-  });
+  const client = createOpenAIClient(opts);
   const secrets = opts.apiKey ? [opts.apiKey] : [];
   const ctx = { label: LABEL, secrets, timeoutMs: opts.timeoutMs };
   const classify = (err: unknown): ModelErrorInfo => classifyOpenAIError(err, secrets, LABEL);

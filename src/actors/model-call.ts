@@ -1,0 +1,110 @@
+import type { ModelOutput } from '../model/model-port.js';
+import { checkAnswer } from '../model/output-schema.js';
+import type { Usage } from '../protocol/history.js';
+import type { AgentActor } from './agent-actor.js';
+import { abortReason, costFor, ensureModel, estimateUsage, prepare, scope, settings } from './effect-helpers.js';
+
+/**
+ * One model attempt: commits what is staged (the attempt's intent), streams the prepared request,
+ * publishes deltas live, and stages the outcome: an accepted (or, against an output schema,
+ * refused) answer with its attempt/end, or a classified failure with its backoff.
+ */
+export async function callModel(a: AgentActor, attemptId: string, digest: string): Promise<void> {
+  // Intent before act: the attempt (and the step that holds it) is in the log before any byte is sent.
+  await a.flush();
+  const ids = { ...scope(a), attempt: attemptId };
+  let prepared = a.prepared.get(digest);
+  if (!prepared) {
+    // After a rehydrate: the closed history has not changed since the step began, so preparing
+    // again gives the same bytes; the digest check proves it.
+    prepared = await prepare(a);
+    if (prepared.digest !== digest) {
+      a.ports.logger.warn({ expected: digest, got: prepared.digest }, 're-prepared request differs from the recorded one');
+    }
+  }
+  const model = await ensureModel(a);
+  const started = a.ports.clock.nowMs();
+  const signal = a.turnAbort.signal;
+  // A signal of this attempt alone, unlinked when it ends: clients add listeners to the signal
+  // they are given and keep them, so the turn's own signal would collect one per attempt.
+  const attempt = new AbortController();
+  const forward = (): void => attempt.abort(signal.reason);
+  signal.addEventListener('abort', forward, { once: true });
+  let streamed = 0;
+  let output: ModelOutput | null = null;
+  try {
+    if (signal.aborted) throw new Error('aborted before the request was sent');
+    let first = true;
+    for await (const ev of model.stream(prepared, attempt.signal)) {
+      if (ev.type === 'done') {
+        output = ev.output;
+        break;
+      }
+      streamed += ev.type === 'text_delta' ? ev.text.length : ev.argumentsDelta.length;
+      a.ports.onDelta?.(ev);
+      if (first) {
+        first = false;
+        a.ports.faults.hit('mid:model-stream', a.actorId);
+      }
+    }
+    if (!output) throw new Error('model stream ended without a final output');
+  } catch (err) {
+    signal.removeEventListener('abort', forward);
+    if ((err as { code?: string }).code === 'actor.dropped') throw err;
+    const latencyMs = Math.round(a.ports.clock.nowMs() - started);
+    const bytes = Buffer.byteLength(prepared.body);
+    if (signal.aborted) {
+      a.stage({
+        type: 'attempt/end',
+        ...ids,
+        data: {
+          outcome: 'aborted',
+          error: { class: 'cancelled', message: abortReason(a), retryable: false },
+          usage: estimateUsage(bytes, streamed),
+          backoffMs: null,
+          latencyMs,
+          costUsd: costFor(a, estimateUsage(bytes, streamed)),
+        },
+      });
+      return;
+    }
+    const info = model.classifyError(err);
+    const index = a.projection.openAttempt?.index ?? 1;
+    const backoffMs = info.retryable
+      ? (info.retryAfterMs ?? Math.round(Math.min(8000, 250 * 2 ** (index - 1)) * (0.5 + Math.random() / 2)))
+      : null;
+    const usage: Usage = streamed > 0 ? estimateUsage(bytes, streamed) : { inputTokens: 0, outputTokens: 0, estimated: false };
+    a.stage({
+      type: 'attempt/end',
+      ...ids,
+      data: {
+        outcome: info.class === 'context_overflow' ? 'overflow' : 'failed',
+        error: { class: info.class, message: info.message, retryable: info.retryable },
+        usage,
+        backoffMs,
+        latencyMs,
+        costUsd: costFor(a, usage),
+      },
+    });
+    return;
+  }
+  signal.removeEventListener('abort', forward);
+  const latencyMs = Math.round(a.ports.clock.nowMs() - started);
+  // An accepted output and its attempt/end are one commit: both are staged before any flush.
+  a.stage({
+    type: 'attempt/end',
+    ...ids,
+    data: { outcome: 'succeeded', error: null, usage: output.usage, backoffMs: null, latencyMs, costUsd: costFor(a, output.usage) },
+  });
+  // A final answer must match the turn's output schema; a refused one goes back to the model.
+  const refusal = output.toolCalls.length === 0 ? checkAnswer(settings(a).outputSchema ?? null, output.content) : null;
+  if (refusal !== null) {
+    a.stage({ type: 'assistant/rejected', ...ids, data: { reason: refusal, content: output.content } });
+    return;
+  }
+  a.stage({
+    type: 'assistant/accepted',
+    ...ids,
+    data: { content: output.content, toolCalls: output.toolCalls, finishReason: output.finishReason },
+  });
+}

@@ -1,0 +1,51 @@
+import type { TurnRequest, TurnSettings } from '../protocol/events.js';
+import { parseModelSpec } from '../model/model-spec.js';
+import type { ExecutionSemantics } from '../tools/tool.js';
+
+/** Instructions a turn runs with when its request names none. */
+export const DEFAULT_INSTRUCTIONS =
+  'You are an agent working in a workspace through tools. Read before you change anything, ' +
+  'make the smallest change that solves the task, and end with a short final answer.';
+
+/** Defaults of a turn's budgets and retries. */
+export const TURN_DEFAULTS = { maxSteps: 100, maxAttempts: 4 } as const;
+
+/** Largest observation committed in `tool/result`; larger output is cut (artifacts come later). */
+export const MAX_OBSERVATION_BYTES = 64 * 1024;
+
+/** Resolves a client's turn request into the settings `turn/start` records. */
+export function resolveSettings(req: TurnRequest | null, last: TurnSettings | null, nowMs: number, allTools: string[]): TurnSettings {
+  if (!req) {
+    if (!last) throw new Error('a turn needs a request with a model and a workspace');
+    return { ...last, budgets: { ...last.budgets, deadlineAt: null } };
+  }
+  return {
+    ...(req.outputSchema ? { outputSchema: req.outputSchema } : {}),
+    ...(req.effort ? { effort: req.effort } : {}),
+    ...(req.maxOutputTokens ? { maxOutputTokens: req.maxOutputTokens } : {}),
+    ...(req.config ? { config: req.config } : {}),
+    model: req.model,
+    baseUrl: req.baseUrl,
+    workspace: req.workspace,
+    tools: req.tools ?? allTools,
+    instructions: req.instructions ?? DEFAULT_INSTRUCTIONS,
+    budgets: {
+      maxSteps: req.maxSteps ?? TURN_DEFAULTS.maxSteps,
+      maxToolCalls: req.maxToolCalls,
+      deadlineAt: req.deadlineSeconds === null ? null : Math.round(nowMs + req.deadlineSeconds * 1000),
+    },
+    maxAttempts: req.maxAttempts ?? TURN_DEFAULTS.maxAttempts,
+  };
+}
+
+/** The model name a spec sends to its provider: `openai:gpt-4.1` → `gpt-4.1`; a script's spec as is. */
+export function modelName(spec: string): string {
+  const parsed = parseModelSpec(spec);
+  return parsed.provider === 'scripted' ? spec : parsed.model;
+}
+
+/** How a started call is recovered, from the tool's execution semantics (design §7). */
+export function recoveryOf(s: ExecutionSemantics): 'rerun' | 'idempotent' | 'reconcile' | 'manual' {
+  if (s.effects === 'none') return s.retry === 'auto' ? 'rerun' : 'manual';
+  return s.recovery.kind;
+}
