@@ -9,7 +9,7 @@ export interface OpenAIClientOptions {
 
 /**
  * The `openai` client as the adapters use it. Every option the SDK would otherwise read from
- * process.env is given: config loading owns the environment. Its retries are off: the runtime's
+ * the environment is given: config loading owns it. Its retries are off: the runtime's
  * Attempt machine retries, with the identical prepared request, and logs each try.
  */
 export function createOpenAIClient(opts: OpenAIClientOptions): OpenAI {

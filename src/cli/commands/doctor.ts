@@ -98,7 +98,7 @@ async function probeOpenAI(model: string, baseURL: string, apiKey: string): Prom
   const client = new OpenAI({
     // A local compatible server may take no key; the client needs a non-empty one.
     apiKey: apiKey || 'none',
-    // every option the SDK would read from process.env is given: config loading owns the environment
+    // every option the SDK would read from the environment is given: config loading owns it
     baseURL,
     organization: null,
     project: null,
