@@ -6,6 +6,7 @@ import type { ModelAdapter, ModelOutput, ModelRequest, ModelStreamEvent } from '
 import { ModelError } from '../../src/protocol/errors.js';
 import { FAULTS, startFakeOpenAI, type FakeOpenAI, type FakeTurn } from '../helpers/fake-openai.js';
 import { estimateUsage } from '../../src/model/tokens.js';
+import { drainModel, type Drained } from '../helpers/drain-model.js';
 
 const API_KEY = 'sk-test-SECRETSECRET1234567890';
 const closers: Array<() => Promise<void>> = [];
@@ -35,24 +36,8 @@ const REQUEST: ModelRequest = {
   maxOutputTokens: 1000,
 };
 
-interface Drained {
-  events: ModelStreamEvent[];
-  output: ModelOutput | null;
-  error: unknown;
-}
-
-async function drain(model: ModelAdapter, request: ModelRequest = REQUEST, signal = new AbortController().signal): Promise<Drained> {
-  const events: ModelStreamEvent[] = [];
-  let output: ModelOutput | null = null;
-  try {
-    for await (const ev of model.stream(model.prepare(request), signal)) {
-      if (ev.type === 'done') output = ev.output;
-      else events.push(ev);
-    }
-    return { events, output, error: null };
-  } catch (error) {
-    return { events, output, error };
-  }
+function drain(model: ModelAdapter, request: ModelRequest = REQUEST, signal: AbortSignal = new AbortController().signal): Promise<Drained> {
+  return drainModel(model, request, signal);
 }
 
 async function failure(turn: FakeTurn): Promise<{ error: ModelError; info: ReturnType<ModelAdapter['classifyError']> }> {
