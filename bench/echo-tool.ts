@@ -13,6 +13,7 @@ export const echoTool: ToolDefinition<EchoInput> = {
   version: '1',
   description: 'Return the given text unchanged.',
   input: EchoInput,
+  level: 'read',
   executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
   resources: () => [],
   timeoutMs: 5_000,

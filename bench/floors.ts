@@ -24,6 +24,7 @@ async function fakeModel(script: ScriptResponse[], index: number): Promise<Scrip
 const echoCtx: ToolContext = {
   workspace: '.', callId: 'call_floor', idempotencyKey: 'floor', epoch: 1,
   signal: new AbortController().signal, logger: pino({ level: 'silent' }),
+  env: {}, sandbox: { bwrapPath: null, network: false, envAllow: [] }, artifacts: { read: async () => undefined },
 };
 
 type Commit = (body: unknown) => Promise<void>;

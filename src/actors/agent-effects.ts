@@ -209,7 +209,10 @@ async function startTool(a: AgentActor, callId: string, rerun: boolean): Promise
   const result = await executeTool(
     r.tool,
     r.input,
-    { workspace: s.workspace, callId, idempotencyKey: key, epoch: a.ports.log.epoch, logger: a.ports.logger, signal: a.turnAbort.signal },
+    {
+      workspace: s.workspace, callId, idempotencyKey: key, epoch: a.ports.log.epoch, logger: a.ports.logger, signal: a.turnAbort.signal,
+      env: {}, sandbox: { bwrapPath: null, network: false, envAllow: [] }, artifacts: { read: async () => undefined },
+    },
     r.tool.timeoutMs ?? 120_000,
   );
   a.ports.faults.hit('before:tool/result', a.actorId);
@@ -222,7 +225,7 @@ async function startTool(a: AgentActor, callId: string, rerun: boolean): Promise
     ...ids,
     data: {
       ok: result.ok,
-      output: cutObservation(result.output),
+      output: cutObservation(String(result.output)),
       error: result.error ? { code: result.error.code, message: result.error.message, retryable: false } : null,
       durationMs: result.durationMs,
     },

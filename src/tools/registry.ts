@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ToolSpec } from '../model/model-port.js';
-import type { ExecutionSemantics, ToolDefinition } from './tool.js';
+import type { ExecutionSemantics, PlanContext, ToolDefinition } from './tool.js';
 import { valueAt } from '../protocol/value-at.js';
 
 /** A model's tool call after resolution: ready to run, or an observation the model must see. */
@@ -17,7 +17,7 @@ export interface ToolRegistry {
   /** Specs for the model, sorted by name so the prompt prefix is stable; only `visible` ones when given. */
   specs(visible?: string[]): ToolSpec[];
   /** Resolves and validates one call; a tool outside `visible` (when not null) is answered as unknown. */
-  resolveCall(name: string, rawArguments: string, visible: string[] | null): ResolvedCall;
+  resolveCall(name: string, rawArguments: string, visible: string[] | null, ctx?: PlanContext): ResolvedCall;
 }
 
 const MAX_ISSUES = 3;
@@ -50,7 +50,7 @@ export function createToolRegistry(tools: ToolDefinition<any>[]): ToolRegistry {
       const allowed = visible ? new Set(visible) : null;
       return sortedNames.filter((n) => !allowed || allowed.has(n)).map((n) => specOf(byName.get(n)!));
     },
-    resolveCall(name, rawArguments, visible) {
+    resolveCall(name, rawArguments, visible, ctx = { workspace: '.' }) {
       const tool = byName.get(name);
       const offered = visible ? sortedNames.filter((n) => visible.includes(n)) : sortedNames;
       // A hidden tool gets the very same answer as a missing one: its existence is not revealed.
@@ -64,7 +64,7 @@ export function createToolRegistry(tools: ToolDefinition<any>[]): ToolRegistry {
       if (!result.success) {
         return { status: 'invalid_arguments', error: describeIssues(tool.name, result.error.issues, parsed.value) };
       }
-      return { status: 'valid', tool, input: result.data, effects: tool.executionSemantics(result.data) };
+      return { status: 'valid', tool, input: result.data, effects: tool.executionSemantics(result.data, ctx) };
     },
   };
 }

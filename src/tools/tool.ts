@@ -15,10 +15,64 @@ export type ExecutionSemantics =
         | { kind: 'manual'; on: 'ask' | 'block' };
     };
 
-/** A resource a call touches; overlapping write keys serialize calls (issue 4 uses them). */
+/**
+ * What a tool may do to the world, for the policy's defaults: `read` allows, `write` (workspace
+ * files) asks, `execute` (processes) asks, `network` denies, unless a rule or the run mode says otherwise.
+ */
+export type SideEffectLevel = 'read' | 'write' | 'execute' | 'network';
+
+/**
+ * A resource a call touches. Keys are `path:<absolute path>` or `process` (a process can touch
+ * anything, so it conflicts with every other key); two keys conflict when they overlap and one writes.
+ */
 export interface ResourceKey {
   key: string;
   mode: 'read' | 'write';
+}
+
+/** What planning a call (semantics, resources, plan) may look at: never the world's state beyond paths. */
+export interface PlanContext {
+  /** Absolute workspace root. */
+  workspace: string;
+}
+
+/**
+ * The normalized execution plan of one call: what an approval is bound to (by the digest of its
+ * canonical JSON). Two calls with one plan do the same thing; a changed argument changes the plan.
+ */
+export interface ExecutionPlan {
+  tool: string;
+  version: string;
+  /** Programs to run, each one simple command's argv after wrappers are seen through (shell only). */
+  commands?: string[][];
+  /** The command string as the model sent it (shell only). */
+  command?: string;
+  /** Working directory, relative to the workspace ("." for its root). */
+  cwd?: string;
+  /** Names (never values) of environment variables the process receives. */
+  envNames?: string[];
+  /** Paths touched, relative to the workspace, with their mode. */
+  paths: Array<{ path: string; mode: 'read' | 'write' }>;
+  /** Whether the call may reach the network. */
+  network: boolean;
+  /** The validated input, for tools whose plan is their arguments. */
+  input?: unknown;
+}
+
+/** How shell-like tools are contained for this call (decided by the runtime and the policy). */
+export interface SandboxGrant {
+  /** Absolute path of bubblewrap, or null when it is not installed (the call then runs unsandboxed). */
+  bwrapPath: string | null;
+  /** Whether the process may reach the network (only when a policy rule allowed it). */
+  network: boolean;
+  /** Environment names allowed through even though they look secret (`*KEY*`, `*TOKEN*`, ...). */
+  envAllow: string[];
+}
+
+/** Reads stored artifacts (tool output too large to show in full) by ID. */
+export interface ArtifactReader {
+  /** The artifact's bytes, or undefined when no artifact of this actor has that ID. */
+  read(id: string): Promise<Uint8Array | undefined>;
 }
 
 /** What a tool's `execute` receives besides its input. */
@@ -30,13 +84,23 @@ export interface ToolContext {
   epoch: number;
   signal: AbortSignal;
   logger: Logger;
+  /** The host's environment as configuration captured it (tools never read `process.env`). */
+  env: Readonly<Record<string, string>>;
+  /** Containment for processes this call starts. */
+  sandbox: SandboxGrant;
+  /** This actor's artifacts, for `artifact_read`. */
+  artifacts: ArtifactReader;
 }
 
-/** The structured result of a tool: business failures are `ok: false` and the model sees them. */
+/**
+ * The structured result of a tool: business failures are `ok: false` and the model sees them.
+ * `output` may be bytes (process output that may be binary or huge): the pipeline redacts
+ * secrets, and stores output over the observation budget as an artifact with a preview.
+ */
 export interface ToolResult {
   ok: boolean;
-  /** The observation text the model sees. */
-  output: string;
+  /** The observation the model sees (after redaction and the observation budget). */
+  output: string | Uint8Array;
   error?: { code: string; message: string };
 }
 
@@ -46,8 +110,16 @@ export interface ToolDefinition<I = unknown> {
   version: string;
   description: string;
   input: z.ZodType<I>;
-  executionSemantics(input: I): ExecutionSemantics;
-  resources(input: I, workspace: string): ResourceKey[];
+  /** What the tool may do to the world; the policy's default decision follows from it. */
+  level: SideEffectLevel;
+  executionSemantics(input: I, ctx: PlanContext): ExecutionSemantics;
+  resources(input: I, ctx: PlanContext): ResourceKey[];
+  /**
+   * The normalized execution plan (argv, cwd, env names, paths) an approval binds to. Without
+   * it the plan is the validated input and the resource paths. May throw a ToolError for an
+   * input that cannot be planned (an unparseable shell command): the call is then denied.
+   */
+  plan?(input: I, ctx: PlanContext): ExecutionPlan;
   execute(input: I, ctx: ToolContext): Promise<ToolResult>;
   /** Default timeout of one execution. */
   timeoutMs?: number;

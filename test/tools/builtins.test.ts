@@ -24,8 +24,10 @@ afterEach(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-function run<I>(tool: ToolDefinition<I>, input: I) {
-  return executeTool(tool, tool.input.parse(input), toolContext(ws), 10_000);
+async function run<I>(tool: ToolDefinition<I>, input: I) {
+  const result = await executeTool(tool, tool.input.parse(input), toolContext(ws), 10_000);
+  // the file tools answer in text; bytes are for process output
+  return { ...result, output: String(result.output) };
 }
 
 describe('builtinTools', () => {
@@ -33,13 +35,13 @@ describe('builtinTools', () => {
     const tools = builtinTools();
     expect(tools.map((t) => t.name)).toEqual(['read_file', 'list_dir', 'search', 'write_file']);
     expect(tools.every((t) => t.version === '1')).toBe(true);
-    expect(readFileTool.executionSemantics({ path: 'a' })).toEqual({ effects: 'none', retry: 'auto' });
-    expect(writeFileTool.executionSemantics({ path: 'a', content: '' })).toEqual({
+    expect(readFileTool.executionSemantics({ path: 'a' }, { workspace: ws })).toEqual({ effects: 'none', retry: 'auto' });
+    expect(writeFileTool.executionSemantics({ path: 'a', content: '' }, { workspace: ws })).toEqual({
       effects: 'possible',
       recovery: { kind: 'manual', on: 'ask' },
     });
-    expect(readFileTool.resources({ path: 'src/../src/a.ts' }, ws)).toEqual([{ key: `path:${ws}/src/a.ts`, mode: 'read' }]);
-    expect(writeFileTool.resources({ path: 'x.txt', content: '' }, ws)).toEqual([{ key: `path:${ws}/x.txt`, mode: 'write' }]);
+    expect(readFileTool.resources({ path: 'src/../src/a.ts' }, { workspace: ws })).toEqual([{ key: `path:${ws}/src/a.ts`, mode: 'read' }]);
+    expect(writeFileTool.resources({ path: 'x.txt', content: '' }, { workspace: ws })).toEqual([{ key: `path:${ws}/x.txt`, mode: 'write' }]);
   });
 });
 

@@ -13,6 +13,7 @@ function toolThat(execute: (input: { n: number }, ctx: ToolContext) => Promise<{
     version: '1',
     description: 'a test tool',
     input: z.strictObject({ n: z.number() }),
+    level: 'read',
     executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
     resources: () => [],
     execute,

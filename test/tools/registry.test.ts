@@ -78,6 +78,7 @@ describe('resolveCall', () => {
       version: '1',
       description: 'pick a mode',
       input: z.strictObject({ mode: z.enum(['a', 'b']) }),
+      level: 'read',
       executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
       resources: () => [],
       execute: async () => ({ ok: true, output: '' }),

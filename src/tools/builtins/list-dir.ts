@@ -20,8 +20,9 @@ export const listDirTool: ToolDefinition<ListDirInput> = {
   version: '1',
   description: 'List the entries of a directory in the workspace, sorted by name; directories end with "/".',
   input: ListDirInput,
+  level: 'read',
   executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
-  resources: (input, workspace) => [pathResource(workspace, input.path ?? '.', 'read')],
+  resources: (input, { workspace }) => [pathResource(workspace, input.path ?? '.', 'read')],
   timeoutMs: 30_000,
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();

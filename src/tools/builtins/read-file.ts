@@ -25,8 +25,9 @@ export const readFileTool: ToolDefinition<ReadFileInput> = {
   description:
     'Read a text file in the workspace. Returns its lines; for long files pass offset (1-based) and limit to page through it.',
   input: ReadFileInput,
+  level: 'read',
   executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
-  resources: (input, workspace) => [pathResource(workspace, input.path, 'read')],
+  resources: (input, { workspace }) => [pathResource(workspace, input.path, 'read')],
   timeoutMs: 30_000,
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();

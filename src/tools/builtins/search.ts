@@ -28,8 +28,9 @@ export const searchTool: ToolDefinition<SearchInput> = {
     'Search text files in the workspace for a regular expression (or literal text when it is not a valid regex). ' +
     'Returns "path:line: text" for each match; skips .git, node_modules, binary files and files over 1 MiB.',
   input: SearchInput,
+  level: 'read',
   executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
-  resources: (input, workspace) => [pathResource(workspace, input.path ?? '.', 'read')],
+  resources: (input, { workspace }) => [pathResource(workspace, input.path ?? '.', 'read')],
   timeoutMs: 60_000,
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();

@@ -20,10 +20,11 @@ export const writeFileTool: ToolDefinition<WriteFileInput> = {
   version: '1',
   description: 'Write a text file in the workspace, replacing its whole content. Creates parent directories as needed.',
   input: WriteFileInput,
+  level: 'write',
   // Rewriting the same bytes is harmless, but a later write may have landed since: after a
   // crash mid-call the outcome is unknown and a person decides.
   executionSemantics: () => ({ effects: 'possible', recovery: { kind: 'manual', on: 'ask' } }),
-  resources: (input, workspace) => [pathResource(workspace, input.path, 'write')],
+  resources: (input, { workspace }) => [pathResource(workspace, input.path, 'write')],
   timeoutMs: 30_000,
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();
