@@ -1,3 +1,4 @@
+import { defaultTooling } from '../src/actors/tooling.js';
 import { pino } from 'pino';
 import { AgentActor } from '../src/actors/agent-actor.js';
 import { createFaultInjector } from '../src/actors/faults.js';
@@ -86,6 +87,7 @@ export async function runActorloopNoIo(agents: number, script: ScriptResponse[],
         blobs: noBlobs,
         snapshots: null,
         tools,
+        tooling: defaultTooling(),
         modelFor: async (_s, cursor) => createScriptedModel({ responses: script, cursor, record: false }),
         clock: { nowMs: () => Date.now() },
         faults: createFaultInjector([]),

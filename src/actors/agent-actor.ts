@@ -13,6 +13,9 @@ import type { TurnSettings } from '../protocol/events.js';
 import { ActorDropped, type FaultInjector } from './faults.js';
 import { MachineSet, type Effect, type MachineSnapshots } from './machine-set.js';
 import { performEffect } from './agent-effects.js';
+import type { ToolingPorts } from './tooling.js';
+import { ToolRunner } from './tool-runner.js';
+import { pendingApprovals } from '../store/projection.js';
 
 /** The ports an agent actor acts through (design §2): everything outside the machines. */
 export interface AgentPorts {
@@ -20,6 +23,8 @@ export interface AgentPorts {
   blobs: BlobStore;
   snapshots: SnapshotStore | null;
   tools: ToolRegistry;
+  /** Policy rules, sandbox, secrets and budgets of the tool pipeline. */
+  tooling: ToolingPorts;
   /** Builds the model adapter for a turn; `cursor` is how many responses the log says were consumed. */
   modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
   /** Time; `sleep` (optional) waits on this clock, so retry backoff follows a fake clock in tests. */
@@ -57,6 +62,14 @@ export interface TurnEnded {
   costUsd: number | null;
 }
 
+/** Work that may begin only once the event at `seq` is committed (a tool after its `tool/start`). */
+interface Launch {
+  seq: number;
+  run(): void;
+  /** Called instead of `run` when the event will never be committed by this incarnation. */
+  drop(): void;
+}
+
 interface CommitWaiter {
   seq: number;
   resolve(): void;
@@ -81,6 +94,8 @@ export class AgentActor {
   turnAbort = new AbortController();
   /** Prepared requests of this incarnation by digest, so an attempt need not re-read its blob. */
   readonly prepared = new Map<string, PreparedRequest>();
+  /** Runs the tool calls of the open step, in parallel where their resources allow. */
+  readonly runner: ToolRunner;
 
   private readonly snapshotEvery: number;
   private readonly queue: Effect[] = [];
@@ -91,6 +106,9 @@ export class AgentActor {
   private waiters: CommitWaiter[] = [];
   private turnWaiters: Array<(t: TurnEnded) => void> = [];
   private deadlineTimer: NodeJS.Timeout | null = null;
+  private approvalTimer: NodeJS.Timeout | null = null;
+  private launches: Launch[] = [];
+  private approvalWaiters: Array<(approvalIds: string[]) => void> = [];
   private lastSnapshotSeq: number;
   private failure: unknown = null;
   /** Set by `stop` and `fail`: from then on this incarnation commits nothing, as after a crash. */
@@ -106,7 +124,24 @@ export class AgentActor {
     this.snapshotEvery = opts.snapshotEvery;
     this.nextSeq = opts.projection.seq + 1;
     this.lastSnapshotSeq = opts.snapshotSeq;
+    this.runner = new ToolRunner(this);
     this.machines = new MachineSet(opts.actorId, (e) => this.sink(e), opts.machines);
+  }
+
+  /** True once this incarnation stopped (or failed): it commits nothing more. */
+  get isHalted(): boolean {
+    return this.halted;
+  }
+
+  /** Runs `launch.run` once the event at `launch.seq` is committed; `drop` if it never will be. */
+  afterCommit(seq: number, launch: Omit<Launch, 'seq'>): void {
+    this.launches.push({ seq, ...launch });
+  }
+
+  private dropLaunches(): void {
+    const dropped = this.launches;
+    this.launches = [];
+    for (const l of dropped) l.drop();
   }
 
   /** Replays events that are already committed (a log tail after a snapshot): no effect runs. */
@@ -156,6 +191,11 @@ export class AgentActor {
     this.machines.route(e);
     if (e.type === 'turn/start') this.onTurnStart(e.data.settings.budgets.deadlineAt);
     if (e.type === 'turn/end') this.onTurnEnd(e);
+    if (e.type === 'approval/requested') this.armApprovalExpiry();
+    if (e.type === 'tool/result' || e.type === 'tool/denied' || e.type === 'tool/cancelled' || e.type === 'tool/outcome_unknown') {
+      // a call that waited on this one may start now
+      this.runner.schedule();
+    }
     return e;
   }
 
@@ -212,6 +252,12 @@ export class AgentActor {
     this.ports.onCommit?.(committed);
     for (const e of committed) this.ports.faults.hit(`after:${e.type}`, this.actorId);
     this.maybeSnapshot(last.seq);
+    if (this.approvalWaiters.length > 0) queueMicrotask(() => this.checkAwaiting());
+    if (this.launches.length > 0) {
+      const ready = this.launches.filter((l) => l.seq <= last.seq);
+      this.launches = this.launches.filter((l) => l.seq > last.seq);
+      for (const l of ready) l.run();
+    }
   }
 
   /**
@@ -224,6 +270,7 @@ export class AgentActor {
     const err = this.failure ?? new ActorloopError('actor.stopped', `actor ${this.actorId} was stopped; it commits nothing more`);
     const lost = this.staged.at(-1)?.seq ?? 0;
     this.staged = [];
+    this.dropLaunches();
     for (const w of this.waiters.filter((w) => w.seq <= lost)) w.reject(err);
     this.waiters = this.waiters.filter((w) => w.seq > lost);
     throw err;
@@ -270,6 +317,8 @@ export class AgentActor {
     this.recovery = { insertAt: this.staged.length, closed: [], turn: this.projection.openTurn?.id };
     const deadline = this.projection.openTurn?.settings.budgets.deadlineAt ?? null;
     this.onTurnStart(deadline);
+    // pending approvals keep their persisted expiry: re-armed, not restarted
+    this.armApprovalExpiry();
     this.machines.signal({ type: 'recover' });
     this.kick();
     return true;
@@ -306,6 +355,7 @@ export class AgentActor {
     this.sinkOpen = false;
     this.turnAbort.abort('actor stopped');
     this.clearDeadline();
+    this.dropLaunches();
     if (err instanceof ActorDropped) this.ports.logger.warn({ actorId: this.actorId }, err.message);
     else if (err instanceof StoreError && err.code === 'store.fenced')
       this.ports.logger.error({ actorId: this.actorId }, 'another writer appended to this log; this incarnation stops');
@@ -324,10 +374,42 @@ export class AgentActor {
     });
   }
 
-  /** Resolves when the pump has nothing left to do. */
+  /** Resolves when the pump has nothing left to do and no tool is running. */
   async idle(): Promise<void> {
-    while (this.pumping) await this.pumping;
+    while (this.pumping || this.runner.active > 0) {
+      if (this.pumping) await this.pumping;
+      else await this.runner.idle();
+    }
     if (this.failure) throw this.failure;
+  }
+
+  /** Approval IDs the open turn waits on; non-empty with nothing else to do means a person must answer. */
+  waitingApprovals(): string[] {
+    return pendingApprovals(this.projection).map((a) => a.approvalId);
+  }
+
+  /**
+   * Resolves with the pending approval IDs once the actor has nothing left to do but wait for a
+   * person: every approval request committed, no effect queued, no tool running.
+   */
+  whenAwaitingApproval(): Promise<string[]> {
+    const p = new Promise<string[]>((resolve) => this.approvalWaiters.push(resolve));
+    this.checkAwaiting();
+    return p;
+  }
+
+  private checkAwaiting(): void {
+    if (this.approvalWaiters.length === 0 || this.waitingApprovals().length === 0) return;
+    this.idle().then(
+      () => {
+        const ids = this.waitingApprovals();
+        if (ids.length === 0 || this.staged.length > 0 || this.queue.length > 0 || this.pumping || this.runner.active > 0) return;
+        const waiters = this.approvalWaiters;
+        this.approvalWaiters = [];
+        for (const w of waiters) w(ids);
+      },
+      () => {},
+    );
   }
 
   /** Stops in-flight work with a reason (interrupt, shutdown); the turn records how it ended. */
@@ -341,7 +423,25 @@ export class AgentActor {
     this.sinkOpen = false;
     this.turnAbort.abort('host stopping');
     this.clearDeadline();
+    this.dropLaunches();
     this.machines.stop();
+  }
+
+  /** Arms a timer for the soonest pending approval's absolute expiry; a `tick` then denies what expired. */
+  private armApprovalExpiry(): void {
+    if (this.approvalTimer) clearTimeout(this.approvalTimer);
+    this.approvalTimer = null;
+    const next = pendingApprovals(this.projection)[0];
+    if (!next || !this.sinkOpen) return;
+    const delay = Math.max(0, next.expiresAt - this.ports.clock.nowMs());
+    this.approvalTimer = setTimeout(() => {
+      this.approvalTimer = null;
+      if (this.halted) return;
+      this.machines.signal({ type: 'tick', nowMs: this.ports.clock.nowMs() });
+      this.kick();
+      this.armApprovalExpiry();
+    }, Math.min(delay, 2_147_483_647));
+    this.approvalTimer.unref?.();
   }
 
   private onTurnStart(deadlineAt: number | null): void {
@@ -379,6 +479,8 @@ export class AgentActor {
   private clearDeadline(): void {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     this.deadlineTimer = null;
+    if (this.approvalTimer) clearTimeout(this.approvalTimer);
+    this.approvalTimer = null;
   }
 }
 

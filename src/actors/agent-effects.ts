@@ -1,12 +1,11 @@
 import { derivedId, newId } from '../protocol/ids.js';
 import { assertNever } from '../protocol/errors.js';
 import { ZERO_USAGE } from '../protocol/history.js';
-import { executeTool } from '../tools/execute.js';
-import { idempotencyKey } from '../tools/idempotency.js';
 import type { AgentActor } from './agent-actor.js';
 import { abortReason, cutObservation, ensureModel, estimateUsage, costFor, prepare, scope, settings, sleep } from './effect-helpers.js';
 import type { Effect } from './machine-set.js';
 import { callModel } from './model-call.js';
+import { answerApproval, decideCall, expireApproval, requestApproval } from './tool-policy.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
 export { DEFAULT_INSTRUCTIONS, MAX_OBSERVATION_BYTES, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
@@ -107,16 +106,16 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
     case 'dispatchCalls':
       return dispatchCalls(a, p.calls, p.toolBudgetLeft);
     case 'decidePolicy':
-      // Policy rules arrive with the tool pipeline; until then every visible, valid call is allowed.
-      a.stage({
-        type: 'policy/decided',
-        ...scope(a),
-        call: p.callId,
-        data: { decision: 'allow', rule: 'builtin:allow-visible-tools', reason: null },
-      });
-      return;
+      return decideCall(a, p.callId, p.recheck === true);
+    case 'requestApproval':
+      return requestApproval(a, p.callId);
+    case 'expireApproval':
+      return expireApproval(a, p.callId, p.approvalId);
+    case 'answerApproval':
+      return answerApproval(a, p.messageId, p.from, p.content);
     case 'startTool':
-      return startTool(a, p.callId, p.rerun);
+      a.runner.request(p.callId, p.rerun);
+      return;
     case 'rejectCall':
       a.stage({
         type: 'tool/result',
@@ -150,17 +149,19 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
 
 type EffectName =
   | 'startTurn' | 'turnEnded' | 'startStep' | 'prepareRequest' | 'startAttempt' | 'callModel'
-  | 'interruptAttempt' | 'dispatchCalls' | 'decidePolicy' | 'startTool' | 'rejectCall' | 'denyCall'
+  | 'interruptAttempt' | 'dispatchCalls' | 'decidePolicy' | 'requestApproval' | 'expireApproval' | 'answerApproval'
+  | 'startTool' | 'rejectCall' | 'denyCall'
   | 'cancelCall' | 'markOutcomeUnknown' | 'endStep' | 'endTurn';
 
 function dispatchCalls(a: AgentActor, calls: Array<{ id: string; name: string; arguments: string }>, budget: number | null): void {
   const s = settings(a);
+  a.runner.reset();
   const { step } = scope(a);
   const known = new Set(a.projection.pending.calls.map((c) => c.callId));
   let valid = 0;
   calls.forEach((call, index) => {
     const callId = derivedId('call', step, String(index));
-    const r = a.ports.tools.resolveCall(call.name, call.arguments, s.tools);
+    const r = a.ports.tools.resolveCall(call.name, call.arguments, s.tools, { workspace: s.workspace });
     const withinBudget = r.status !== 'valid' || budget === null || valid < budget;
     if (r.status === 'valid') valid += 1;
     if (known.has(callId)) return;
@@ -180,54 +181,5 @@ function dispatchCalls(a: AgentActor, calls: Array<{ id: string; name: string; a
         withinBudget,
       },
     });
-  });
-}
-
-async function startTool(a: AgentActor, callId: string, rerun: boolean): Promise<void> {
-  const call = a.projection.pending.calls.find((c) => c.callId === callId);
-  if (!call) throw new Error(`tool call ${callId} is not in the open step`);
-  const s = settings(a);
-  const r = a.ports.tools.resolveCall(call.name, call.arguments, s.tools);
-  if (r.status !== 'valid') throw new Error(`tool call ${callId} no longer resolves: ${r.error}`);
-  const key = idempotencyKey(callId, call.name, r.input);
-  const ids = { ...scope(a), call: callId };
-  a.stage({
-    type: 'tool/start',
-    ...ids,
-    data: { name: call.name, input: r.input, effects: r.effects.effects, idempotencyKey: key, rerun },
-  });
-  if (rerun) {
-    const why = r.effects.effects === 'none' ? 'it has no side effects' : `it is idempotent under key ${key}`;
-    a.noteRecovered(`call ${callId} (${call.name}) run again: ${why}`);
-  }
-  // No effect starts without a committed tool/start.
-  await a.flush();
-  if (a.turnAbort.signal.aborted) {
-    a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a) } });
-    return;
-  }
-  const result = await executeTool(
-    r.tool,
-    r.input,
-    {
-      workspace: s.workspace, callId, idempotencyKey: key, epoch: a.ports.log.epoch, logger: a.ports.logger, signal: a.turnAbort.signal,
-      env: {}, sandbox: { bwrapPath: null, network: false, envAllow: [] }, artifacts: { read: async () => undefined },
-    },
-    r.tool.timeoutMs ?? 120_000,
-  );
-  a.ports.faults.hit('before:tool/result', a.actorId);
-  if (result.errorClass === 'cancelled') {
-    a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a) } });
-    return;
-  }
-  a.stage({
-    type: 'tool/result',
-    ...ids,
-    data: {
-      ok: result.ok,
-      output: cutObservation(String(result.output)),
-      error: result.error ? { code: result.error.code, message: result.error.message, retryable: false } : null,
-      durationMs: result.durationMs,
-    },
   });
 }

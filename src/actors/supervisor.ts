@@ -21,6 +21,7 @@ import { AgentActor } from './agent-actor.js';
 import { ActorDropped, type FaultInjector } from './faults.js';
 import { lazyChild } from './lazy-logger.js';
 import type { MachineSnapshots } from './machine-set.js';
+import { defaultTooling, type ToolingPorts } from './tooling.js';
 
 /** What a supervisor needs to host agents. */
 export interface SupervisorOptions {
@@ -28,6 +29,8 @@ export interface SupervisorOptions {
   blobs: BlobStore;
   snapshots: SnapshotStore | null;
   tools: ToolRegistry;
+  /** Policy rules, sandbox, secrets and budgets of the tool pipeline; default: no rules, no sandbox. */
+  tooling?: ToolingPorts;
   modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
   faults: FaultInjector;
   logger: Logger;
@@ -67,11 +70,13 @@ export class Supervisor {
   private readonly hosted = new Map<string, Hosted>();
   private readonly clock: { nowMs(): number; sleep?(ms: number, signal: AbortSignal): Promise<void> };
   private wakeups: Subscription | null = null;
+  private readonly tooling: ToolingPorts;
   private stopped = false;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.reader = createLogReader({ js: opts.bus.js, jsm: opts.bus.jsm });
     this.clock = opts.clock ?? { nowMs: () => Date.now() };
+    this.tooling = opts.tooling ?? defaultTooling();
   }
 
   /**
@@ -179,6 +184,7 @@ export class Supervisor {
         blobs: this.opts.blobs,
         snapshots: this.opts.snapshots,
         tools: this.opts.tools,
+        tooling: this.tooling,
         modelFor: this.opts.modelFor,
         clock: this.clock,
         ...(this.opts.pricing ? { pricing: this.opts.pricing } : {}),

@@ -4,7 +4,8 @@ import { ActorloopError, BusError, ConfigError, NotFoundError } from '../protoco
 import { demoCommand } from './commands/demo.js';
 import { doctorCommand } from './commands/doctor.js';
 import { eventsCommand, runsCommand, verifyCommand } from './commands/inspect.js';
-import { resumeCommand } from './commands/resume.js';
+import { answerCommand, resumeCommand } from './commands/resume.js';
+import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
 import { EXIT } from './exit-codes.js';
 import type { Out } from './output.js';
@@ -85,8 +86,26 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .option('--max-tool-calls <n>', 'stop the turn after n tool calls', wholeNumber('--max-tool-calls', 0))
     .option('--deadline <seconds>', 'stop the turn after this many seconds', positiveNumber)
     .option('--tools <names>', 'comma-separated tools the model may see (default: all)')
+    .addOption(
+      new Option('--approve <mode>', 'what may run without asking: ask (reads only), auto-edit (+ workspace edits), full-auto (+ sandboxed shell), deny-all')
+        .choices(ApprovalModeSchema.options),
+    )
     .addOption(new Option('--fault <spec>', 'inject a fault: <point>[:<agentId>][@<n>][=kill|drop]'))
     .action(act(async (task: string, o) => runCommand(task, o, loadConfig(flags(o)), out)));
+
+  common(program.command('approve').argument('<agentId>').argument('<approvalId>'))
+    .description('approve a pending tool call and host the agent to the end of its turn')
+    .option('--always', 'also allow this exact plan (tool and arguments) again for this agent without asking')
+    .option('--json', 'print only NDJSON events on stdout')
+    .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
+    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'approve', o, loadConfig(flags(o)), out)));
+
+  common(program.command('deny').argument('<agentId>').argument('<approvalId>'))
+    .description('deny a pending tool call (the model is told why) and host the agent to the end of its turn')
+    .option('--reason <text>', 'why, for the model')
+    .option('--json', 'print only NDJSON events on stdout')
+    .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
+    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'deny', o, loadConfig(flags(o)), out)));
 
   common(program.command('resume').argument('<agentId>'))
     .description('rehydrate an agent, close what a crash left open, and finish its turn')
@@ -127,7 +146,10 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
 }
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
-export async function main(argv: string[], out: Out = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+export async function main(
+  argv: string[],
+  out: Out = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
+): Promise<number> {
   let code: number = EXIT.completed;
   const program = buildProgram(out, (c) => (code = c));
   try {

@@ -4,6 +4,8 @@ import type { ActorEvent } from '../protocol/events.js';
 export interface Out {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Where a person answers prompts (approvals); absent or not a TTY: nobody to ask. */
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
 }
 
 /** One event as one NDJSON line. */

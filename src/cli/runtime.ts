@@ -2,7 +2,12 @@ import { pino, type Logger } from 'pino';
 import { openBus, type Bus } from '../bus/connection.js';
 import { createFaultInjector, parseFaultSpecs, type FaultInjector } from '../actors/faults.js';
 import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
-import { secretOf, type EffectiveConfig } from '../config/config.js';
+import { environmentOf, redactedValues, secretOf, type EffectiveConfig } from '../config/config.js';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { ToolingPorts } from '../actors/tooling.js';
+import { createRedactor } from '../tools/redact.js';
+import { findBubblewrap } from '../tools/sandbox.js';
 import { createModelAdapter } from '../model/factory.js';
 import { modelName } from '../actors/agent-effects.js';
 import { priceFor } from '../model/pricing.js';
@@ -24,6 +29,8 @@ export interface Runtime {
   snapshots: SnapshotStore;
   reader: LogReader;
   tools: ToolRegistry;
+  /** The tool pipeline's policy, sandbox and redaction, from the config. */
+  tooling: ToolingPorts;
   faults: FaultInjector;
   /** A supervisor hosting agents in this process. */
   supervisor(extra?: Partial<SupervisorOptions>): Supervisor;
@@ -57,7 +64,8 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
   }
   const blobs = createLmdbBlobStore(lmdb);
   const snapshots = createLmdbSnapshots(lmdb, logger);
-  const tools = createToolRegistry(builtinTools());
+  const tooling = await toolingFor(config);
+  const tools = createToolRegistry(builtinTools({ redactor: tooling.redactor }));
   const reader = createLogReader({ js: bus.js, jsm: bus.jsm });
   const supervisors: Supervisor[] = [];
   return {
@@ -69,6 +77,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
     snapshots,
     reader,
     tools,
+    tooling,
     faults,
     supervisor(extra = {}) {
       const s = new Supervisor({
@@ -76,6 +85,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
         blobs,
         snapshots,
         tools,
+        tooling,
         faults,
         logger,
         snapshotEvery: config.snapshotEvery,
@@ -98,5 +108,22 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
       await blobs.flush();
       await lmdb.close();
     },
+  };
+}
+
+/** The tool pipeline's ports from the config: rules, bubblewrap if it works here, the environment, redaction. */
+export async function toolingFor(config: EffectiveConfig): Promise<ToolingPorts> {
+  const env = environmentOf(config);
+  const home = env.HOME || homedir();
+  return {
+    rules: () => config.policyRules,
+    bwrapPath: await findBubblewrap(env.PATH),
+    env,
+    redactor: createRedactor(redactedValues(config)),
+    observationBudgetBytes: config.observationBudgetBytes,
+    approvalTtlMs: config.approvalTtlMs,
+    maxParallelCalls: config.maxParallelCalls,
+    // what a sandboxed command must not read: the runtime's own store and the user's keys
+    hiddenPaths: [config.dataDir, ...['.ssh', '.aws', '.gnupg', '.config/actorloop', '.docker', '.kube'].map((d) => join(home, d))],
   };
 }

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { parse, TomlError } from 'smol-toml';
 import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
+import { ApprovalModeSchema } from '../protocol/events.js';
+import { PolicyRuleSchema } from '../protocol/policy-rule.js';
 
 /** What an `actorloop.toml` (workspace) or `~/.config/actorloop/config.toml` (user) may set. */
 export const ConfigFileSchema = z.strictObject({
@@ -32,6 +34,20 @@ export const ConfigFileSchema = z.strictObject({
   pricing: z
     .record(z.string(), z.strictObject({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() }))
     .optional(),
+  /** The run mode of runs that pass no `--approve`: ask, auto-edit, full-auto, deny-all. */
+  approval_mode: ApprovalModeSchema.optional(),
+  /** `[[policy.rules]]`: tool, paths, command, level, untrusted_context, network, env_allow, decision, reason, id. */
+  policy: z.strictObject({ rules: z.array(PolicyRuleSchema).optional() }).optional(),
+  /** User file only: let the workspace's `allow` rules loosen the policy (default: only its deny and ask rules count). */
+  trust_workspace_policy: z.boolean().optional(),
+  /** Tool output over this many bytes becomes an artifact the model reads in parts. */
+  observation_budget_bytes: z.number().int().min(1024).max(512 * 1024).optional(),
+  /** How long an approval request stays open before the call is denied. */
+  approval_ttl_seconds: z.number().positive().optional(),
+  /** Calls of one step that may run at once. */
+  max_parallel_calls: z.number().int().min(1).max(64).optional(),
+  /** Environment variables whose values are redacted from tool output (the API key always is). */
+  redact_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
 });
 /** The settings of one config file. */
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;

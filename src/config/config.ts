@@ -2,6 +2,8 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
+import { ApprovalModeSchema } from '../protocol/events.js';
+import { PolicyRuleSchema, type PolicyRule } from '../protocol/policy-rule.js';
 import { readConfigFile, type ConfigFile } from './config-file.js';
 
 /**
@@ -39,6 +41,17 @@ export const EffectiveConfigSchema = z.object({
   snapshotEvery: z.number().int().positive(),
   /** The nats-server binary of the embedded server (ACTORLOOP_NATS_SERVER); null: look it up. */
   natsServerBinary: z.string().nullable(),
+  /** The run mode of runs that pass no `--approve`. */
+  approvalMode: ApprovalModeSchema,
+  /** Policy rules: the user's, then the workspace's (its allow rules only when the user trusts them). */
+  policyRules: z.array(PolicyRuleSchema),
+  /** Workspace rules that were not applied, and why (for `doctor`). */
+  policyNotes: z.array(z.string()),
+  observationBudgetBytes: z.number().int().positive(),
+  approvalTtlMs: z.number().int().positive(),
+  maxParallelCalls: z.number().int().positive(),
+  /** Names (never values) of environment variables whose values are redacted from tool output. */
+  redactEnv: z.array(z.string()),
 });
 /** The frozen settings a command runs with. */
 export type EffectiveConfig = Readonly<z.infer<typeof EffectiveConfigSchema>>;
@@ -73,12 +86,15 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const paths = configFilePaths(flags.cwd ?? process.cwd(), env);
   const files: string[] = [];
   const file: ConfigFile = {};
+  const layers: Array<ConfigFile | null> = [];
   for (const path of [paths.workspace, paths.user]) {
     const read = readConfigFile(path);
+    layers.push(read);
     if (!read) continue;
     files.push(path);
     Object.assign(file, read);
   }
+  const policy = mergePolicy(layers[0] ?? null, layers[1] ?? null);
   const keyEnv = file.api_key_env ?? 'OPENAI_API_KEY';
   const parsed = EffectiveConfigSchema.safeParse({
     dataDir: resolve(flags.dataDir ?? (env.ACTORLOOP_DATA_DIR || file.data_dir || defaultDataDir(env))),
@@ -108,6 +124,13 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     openaiBaseUrl: env.OPENAI_BASE_URL || file.base_url || null,
     snapshotEvery: Number(env.ACTORLOOP_SNAPSHOT_EVERY ?? 64),
     natsServerBinary: env.ACTORLOOP_NATS_SERVER || null,
+    approvalMode: file.approval_mode ?? 'ask',
+    policyRules: policy.rules,
+    policyNotes: policy.notes,
+    observationBudgetBytes: file.observation_budget_bytes ?? 16 * 1024,
+    approvalTtlMs: Math.round((file.approval_ttl_seconds ?? 24 * 60 * 60) * 1000),
+    maxParallelCalls: file.max_parallel_calls ?? 8,
+    redactEnv: [keyEnv, ...(file.redact_env ?? [])],
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -122,7 +145,39 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   // The key itself rides along out of sight: not enumerable, so no log, event or JSON of the
   // config ever carries it; the model factory reads it by the variable's name.
   Object.defineProperty(config, SECRETS, { value: Object.freeze({ OPENAI_API_KEY: env[keyEnv] ?? '' }), enumerable: false });
+  // Tools' processes get the environment (with secrets stripped by the sandbox); the values of
+  // `redactEnv` are redacted from tool output. Both out of sight, like the key.
+  const environment = Object.freeze(Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')));
+  Object.defineProperty(config, ENVIRONMENT, { value: environment, enumerable: false });
   return Object.freeze(config);
+}
+
+const ENVIRONMENT = Symbol('actorloop.environment');
+
+/** The environment the config was loaded from, for the processes tools start; {} for a config built otherwise. */
+export function environmentOf(config: EffectiveConfig): Readonly<Record<string, string>> {
+  return (config as unknown as Record<symbol, Readonly<Record<string, string>> | undefined>)[ENVIRONMENT] ?? {};
+}
+
+/** Values to redact from tool output: those of the variables `redactEnv` names that are set. */
+export function redactedValues(config: EffectiveConfig): string[] {
+  const env = environmentOf(config);
+  return config.redactEnv.map((name) => env[name] ?? '').filter((v) => v !== '');
+}
+
+/**
+ * The user's rules, then the workspace's. A cloned repository's actorloop.toml may tighten the
+ * policy (deny, ask) but loosens it only when the user's file says `trust_workspace_policy = true`.
+ */
+function mergePolicy(workspace: ConfigFile | null, user: ConfigFile | null): { rules: PolicyRule[]; notes: string[] } {
+  const notes: string[] = [];
+  const trusted = user?.trust_workspace_policy === true;
+  const fromWorkspace = (workspace?.policy?.rules ?? []).filter((r, i) => {
+    if (trusted || r.decision !== 'allow') return true;
+    notes.push(`workspace rule ${r.id ?? i + 1} (allow) ignored: set trust_workspace_policy = true in the user config to apply it`);
+    return false;
+  });
+  return { rules: [...(user?.policy?.rules ?? []), ...fromWorkspace], notes };
 }
 
 const SECRETS = Symbol('actorloop.secrets');

@@ -38,6 +38,7 @@ export const agentMachine = setup({
   actions: {
     startTurn: slot<{ messageIds: string[]; source: ClaimSource }>(),
     turnEnded: slot<{ outcome: TurnOutcome }>(),
+    answerApproval: slot<{ messageId: string; from: string; content: string }>(),
   },
 }).createMachine({
   id: 'agent',
@@ -52,6 +53,14 @@ export const agentMachine = setup({
   }),
   on: {
     'actor/stopped': { target: '.stopped' },
+    // in any state: the runtime checks the answer against the approvals the log holds
+    'inbox/received': {
+      guard: ({ event }) => event.data.kind === 'approval_response',
+      actions: {
+        type: 'answerApproval',
+        params: ({ event }) => ({ messageId: event.data.messageId, from: event.data.from, content: event.data.content }),
+      },
+    },
   },
   states: {
     idle: {

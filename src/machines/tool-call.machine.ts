@@ -19,22 +19,40 @@ export interface ToolCallInput {
 /** Context of the tool-call machine. */
 export interface ToolCallContext extends ToolCallInput {
   starts: number;
+  /** The open approval request, once `approval/requested` is seen. */
+  approvalId: string | null;
+  /** Its absolute expiry (ms since epoch): a persisted deadline, re-armed by `tick`. */
+  approvalExpiresAt: number | null;
+  /** Why the call is denied: the policy's or the person's reason. */
+  denyReason: string | null;
 }
 
 /** Events the tool-call machine reacts to. */
 export type ToolCallEvent = MachineEvent;
 
+type Decided = Extract<MachineEvent, { type: 'policy/decided' }>;
+
+const decision = (value: 'allow' | 'ask' | 'deny') => ({ event }: { event: Decided }) => event.data.decision === value;
+/** The deny reason an event carries (the policy's or the person's). */
+const reasonOf = (event: MachineEvent): string | null =>
+  event.type === 'policy/decided' || event.type === 'approval/denied' ? (event.data.reason ?? null) : null;
+
 /**
  * One tool call: `validating → deciding → (awaiting_approval → rechecking) → starting → started
  * → result | denied | cancelled | outcome_unknown`. Invalid calls answer the model with an error
- * observation. A `recover` in `started` (a crash after `tool/start`, before its end) runs the
- * call again only when its semantics say so; otherwise the outcome is unknown.
+ * observation. An approval is asked for with an absolute expiry; a `tick` past it denies the call.
+ * After a grant the policy is evaluated again (`rechecking`): a new deny wins, and an approval
+ * that no longer matches the plan asks again. A `recover` in `started` (a crash after
+ * `tool/start`, before its end) runs the call again only when its semantics say so; otherwise
+ * the outcome is unknown.
  */
 export const toolCallMachine = setup({
   types: {} as { context: ToolCallContext; events: ToolCallEvent; input: ToolCallInput },
   actions: {
     rejectCall: slot<{ callId: string; error: string }>(),
-    decidePolicy: slot<{ callId: string }>(),
+    decidePolicy: slot<{ callId: string; recheck: boolean }>(),
+    requestApproval: slot<{ callId: string }>(),
+    expireApproval: slot<{ callId: string; approvalId: string }>(),
     startTool: slot<{ callId: string; rerun: boolean }>(),
     denyCall: slot<{ callId: string; reason: string }>(),
     cancelCall: slot<{ callId: string; reason: string }>(),
@@ -43,7 +61,7 @@ export const toolCallMachine = setup({
 }).createMachine({
   id: 'tool-call',
   initial: 'validating',
-  context: ({ input }) => ({ ...input, starts: 0 }),
+  context: ({ input }) => ({ ...input, starts: 0, approvalId: null, approvalExpiresAt: null, denyReason: null }),
   on: {
     'tool/result': { target: '.result' },
     'tool/denied': { target: '.denied' },
@@ -76,37 +94,71 @@ export const toolCallMachine = setup({
       },
     },
     deciding: {
-      entry: { type: 'decidePolicy', params: ({ context }) => ({ callId: context.callId }) },
+      entry: { type: 'decidePolicy', params: ({ context }) => ({ callId: context.callId, recheck: false }) },
       on: {
         'policy/decided': [
-          { guard: ({ event }) => event.data.decision === 'allow', target: 'starting' },
-          { guard: ({ event }) => event.data.decision === 'ask', target: 'awaiting_approval' },
-          { target: 'denying' },
+          { guard: decision('allow'), target: 'starting' },
+          { guard: decision('ask'), target: 'awaiting_approval' },
+          { target: 'denying', actions: assign({ denyReason: ({ event }) => reasonOf(event) }) },
         ],
-        recover: { actions: { type: 'decidePolicy', params: ({ context }) => ({ callId: context.callId }) } },
+        recover: { actions: { type: 'decidePolicy', params: ({ context }) => ({ callId: context.callId, recheck: false }) } },
         abort: { target: 'cancelling_abort' },
       },
     },
-    /** Approvals arrive with the tool pipeline issue; the state exists so the shape is final. */
     awaiting_approval: {
+      initial: 'requesting',
       on: {
         'approval/granted': { target: 'rechecking' },
-        'approval/denied': { target: 'denied' },
+        'approval/denied': { target: 'denying', actions: assign({ denyReason: ({ event }) => reasonOf(event) }) },
+        abort: { target: 'cancelling_abort' },
+      },
+      states: {
+        requesting: {
+          entry: { type: 'requestApproval', params: ({ context }) => ({ callId: context.callId }) },
+          on: {
+            'approval/requested': {
+              target: 'waiting',
+              actions: assign({
+                approvalId: ({ event }) => event.data.approvalId,
+                approvalExpiresAt: ({ event }) => event.data.expiresAt,
+              }),
+            },
+            recover: { actions: { type: 'requestApproval', params: ({ context }) => ({ callId: context.callId }) } },
+          },
+        },
+        /** Waiting for a person; pending approvals survive a crash (nothing to re-emit on recover). */
+        waiting: {
+          on: {
+            tick: {
+              guard: ({ context, event }) => context.approvalExpiresAt !== null && event.nowMs >= context.approvalExpiresAt,
+              actions: {
+                type: 'expireApproval',
+                params: ({ context }) => ({ callId: context.callId, approvalId: context.approvalId! }),
+              },
+            },
+          },
+        },
       },
     },
     rechecking: {
-      entry: { type: 'decidePolicy', params: ({ context }) => ({ callId: context.callId }) },
+      entry: { type: 'decidePolicy', params: ({ context }) => ({ callId: context.callId, recheck: true }) },
       on: {
         'policy/decided': [
-          { guard: ({ event }) => event.data.decision === 'allow', target: 'starting' },
-          { target: 'denying' },
+          { guard: decision('allow'), target: 'starting' },
+          // the approval no longer matches (plan, version, expiry): ask again
+          { guard: decision('ask'), target: 'awaiting_approval' },
+          { target: 'denying', actions: assign({ denyReason: ({ event }) => reasonOf(event) }) },
         ],
+        recover: { actions: { type: 'decidePolicy', params: ({ context }) => ({ callId: context.callId, recheck: true }) } },
+        abort: { target: 'cancelling_abort' },
       },
     },
     denying: {
-      entry: { type: 'denyCall', params: ({ context }) => ({ callId: context.callId, reason: 'denied by policy' }) },
+      entry: { type: 'denyCall', params: ({ context }) => ({ callId: context.callId, reason: context.denyReason ?? 'denied by policy' }) },
       on: {
-        recover: { actions: { type: 'denyCall', params: ({ context }) => ({ callId: context.callId, reason: 'denied by policy' }) } },
+        recover: {
+          actions: { type: 'denyCall', params: ({ context }) => ({ callId: context.callId, reason: context.denyReason ?? 'denied by policy' }) },
+        },
       },
     },
     starting: {

@@ -28,6 +28,14 @@ export type Budgets = z.infer<typeof BudgetsSchema>;
 export const ReasoningEffortSchema = z.enum(['minimal', 'low', 'medium', 'high']);
 export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
 
+/**
+ * How much a turn may do without asking (the policy's run mode): `ask` asks for writes and
+ * shell; `auto-edit` allows workspace writes; `full-auto` allows writes and sandboxed shell;
+ * `deny-all` denies whatever would ask. Explicit policy rules win over the mode.
+ */
+export const ApprovalModeSchema = z.enum(['ask', 'auto-edit', 'full-auto', 'deny-all']);
+export type ApprovalMode = z.infer<typeof ApprovalModeSchema>;
+
 /** What a Turn runs with, recorded in `turn/start` so a resume needs nothing else. */
 export const TurnSettingsSchema = z.object({
   model: z.string(),
@@ -46,6 +54,8 @@ export const TurnSettingsSchema = z.object({
   maxOutputTokens: z.number().int().positive().nullable().optional(),
   /** The EffectiveConfig the run was started with (no secrets: keys are named, never stored). */
   config: z.record(z.string(), z.unknown()).optional(),
+  /** The policy's run mode; absent (older logs): `ask`. */
+  approvalMode: ApprovalModeSchema.optional(),
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
@@ -64,6 +74,7 @@ export const TurnRequestSchema = z.object({
   effort: ReasoningEffortSchema.nullable().optional(),
   maxOutputTokens: z.number().int().positive().nullable().optional(),
   config: z.record(z.string(), z.unknown()).optional(),
+  approvalMode: ApprovalModeSchema.optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
@@ -158,16 +169,43 @@ export const EventDataSchemas = {
     decision: z.enum(['allow', 'ask', 'deny']),
     rule: z.string(),
     reason: z.string().nullable(),
+    /** Digest of the normalized execution plan the decision was about. */
+    planDigest: z.string().optional(),
+    /** Whether an allowed call may reach the network (a rule granted it). */
+    network: z.boolean().optional(),
+    /** Secret-looking environment names a rule lets through to the process. */
+    envAllow: z.array(z.string()).optional(),
+    /** True when this is the check at execution time, after an approval. */
+    recheck: z.boolean().optional(),
   }),
   'approval/requested': z.object({
     approvalId: z.string(),
     tool: z.string(),
     toolVersion: z.string(),
     planDigest: z.string(),
+    /** Absolute expiry (ms since epoch): a persisted deadline, re-armed after a crash. */
     expiresAt: z.number().int(),
+    /** The normalized execution plan a person approves (argv, cwd, env names, paths). */
+    plan: z.record(z.string(), z.unknown()).optional(),
+    /** Resources the call touches. */
+    scope: z.array(z.object({ key: z.string(), mode: z.enum(['read', 'write']) })).optional(),
+    rule: z.string().optional(),
+    reason: z.string().nullable().optional(),
   }),
-  'approval/granted': z.object({ approvalId: z.string(), by: z.string() }),
-  'approval/denied': z.object({ approvalId: z.string(), by: z.string(), reason: z.string().nullable() }),
+  'approval/granted': z.object({
+    approvalId: z.string(),
+    by: z.string(),
+    /** The inbox message that carried the answer. */
+    messageId: z.string().optional(),
+    /** Allow the same tool and plan again for this agent without asking. */
+    always: z.boolean().optional(),
+  }),
+  'approval/denied': z.object({
+    approvalId: z.string(),
+    by: z.string(),
+    reason: z.string().nullable(),
+    messageId: z.string().optional(),
+  }),
   'tool/start': z.object({
     name: z.string(),
     input: z.unknown(),
@@ -180,6 +218,16 @@ export const EventDataSchemas = {
     output: z.string(),
     error: ErrorInfoSchema.nullable(),
     durationMs: z.number().int().nonnegative(),
+    /** Output over the observation budget, stored whole as a blob; `output` is its preview. */
+    artifact: z
+      .object({ id: z.string(), digest: z.string(), bytes: z.number().int().nonnegative(), binary: z.boolean() })
+      .nullable()
+      .optional(),
+    /** Provenance: where the observation came from (`tool:<name>`) and how far it is trusted. */
+    source: z.string().optional(),
+    trust: z.enum(['trusted', 'untrusted']).optional(),
+    /** Secrets redacted from the output before anyone saw it. */
+    redactions: z.number().int().nonnegative().optional(),
   }),
   'tool/denied': z.object({ reason: z.string() }),
   'tool/cancelled': z.object({ reason: z.string() }),
@@ -200,6 +248,8 @@ export const EventDataSchemas = {
     content: z.string(),
     request: TurnRequestSchema.nullable(),
   }),
+  /** An inbox message that was refused (e.g. an approval that did not come from a client). */
+  'inbox/cancelled': z.object({ messageId: z.string(), reason: z.string() }),
   'recovery/started': z.object({ fromSeq: z.number().int().nonnegative(), reason: z.string() }),
   'recovery/continuation': z.object({
     closed: z.array(z.string()),

@@ -28,6 +28,31 @@ export interface OpenCall {
   started: boolean;
   /** What the model sees for this call once it ended. */
   observation: string | null;
+  /** The approval asked for this call, while one is open or granted. */
+  approvalId?: string;
+  /** The last policy decision on the call: the rule that matched and why. */
+  decided?: { decision: 'allow' | 'ask' | 'deny'; rule: string; reason: string | null };
+  /** What the last allowing policy decision granted the call's process. */
+  grant?: { network: boolean; envAllow: string[] };
+  /** Its observation is untrusted (tool output): the history holds untrusted content once the step closes. */
+  untrusted?: boolean;
+}
+
+/** An approval asked for (design §8): bound to one call, one plan digest, one tool version, an expiry. */
+export interface ApprovalRecord {
+  callId: string;
+  tool: string;
+  toolVersion: string;
+  planDigest: string;
+  /** Absolute expiry, ms since epoch. */
+  expiresAt: number;
+  /** `used` once the call it approved started: an approval is single use. */
+  state: 'pending' | 'granted' | 'denied' | 'used';
+  always: boolean;
+  /** What a person is asked to approve: the normalized plan, the rule that asked and why. */
+  plan?: Record<string, unknown>;
+  rule?: string;
+  reason?: string | null;
 }
 
 /** The actor's state folded from its log (design §4). Plain JSON, so snapshots store it as is. */
@@ -51,7 +76,14 @@ export interface Projection {
     /** USD so far; null once any attempt had no known price. */
     costUsd: number | null;
   } | null;
-  openStep: { id: string; index: number; usage?: Usage; costUsd?: number | null } | null;
+  openStep: {
+    id: string;
+    index: number;
+    usage?: Usage;
+    costUsd?: number | null;
+    /** The step's context held untrusted content since the last user message (provenance). */
+    untrusted?: boolean;
+  } | null;
   openAttempt: { id: string; index: number; requestDigest: string } | null;
   lastPrepared: { digest: string; bytes: number } | null;
   inbox: Record<string, InboxItem>;
@@ -62,6 +94,14 @@ export interface Projection {
   /** Model responses consumed (succeeded or failed attempts): the scripted model's cursor. */
   modelResponses: number;
   stopped: boolean;
+  /** Approvals of the open turn by ID (absent in snapshots written before approvals existed). */
+  approvals?: Record<string, ApprovalRecord>;
+  /** `tool\u0000planDigest` of plans a person allowed for good ("always"). */
+  alwaysAllowed?: string[];
+  /** Artifact ID → blob digest, for `artifact_read`. */
+  artifacts?: Record<string, string>;
+  /** Untrusted content (tool output) entered the history since the last user message. */
+  untrusted?: boolean;
 }
 
 /** The projection of an empty log. */
@@ -84,7 +124,24 @@ export function emptyProjection(actorId: string): Projection {
     lastSettings: null,
     modelResponses: 0,
     stopped: false,
+    approvals: {},
+    alwaysAllowed: [],
+    artifacts: {},
+    untrusted: false,
   };
+}
+
+/** Approvals of the projection (created on first use for projections from older snapshots). */
+export function approvalsOf(p: Projection): Record<string, ApprovalRecord> {
+  return (p.approvals ??= {});
+}
+
+/** Approvals still waiting for a person, soonest expiry first. */
+export function pendingApprovals(p: Projection): Array<{ approvalId: string } & ApprovalRecord> {
+  return Object.entries(p.approvals ?? {})
+    .filter(([, a]) => a.state === 'pending')
+    .map(([approvalId, a]) => ({ approvalId, ...a }))
+    .sort((x, y) => x.expiresAt - y.expiresAt);
 }
 
 function endCall(p: Projection, callId: string | undefined, observation: string): void {
@@ -114,9 +171,10 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     case 'user/message':
       p.history.push({ role: 'user', content: e.data.content });
+      p.untrusted = false;
       break;
     case 'step/start':
-      p.openStep = { id: e.step!, index: e.data.index, usage: ZERO_USAGE, costUsd: 0 };
+      p.openStep = { id: e.step!, index: e.data.index, usage: ZERO_USAGE, costUsd: 0, untrusted: p.untrusted === true };
       p.pending = { assistant: null, calls: [] };
       if (p.openTurn) p.openTurn.steps += 1;
       break;
@@ -158,11 +216,15 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'tool/start': {
       const call = p.pending.calls.find((c) => c.callId === e.call);
       if (call) call.started = true;
+      const approval = call?.approvalId ? p.approvals?.[call.approvalId] : undefined;
+      if (approval?.state === 'granted') approval.state = 'used';
       if (p.openTurn && !e.data.rerun) p.openTurn.toolCalls += 1;
       break;
     }
     case 'tool/result':
       endCall(p, e.call, e.data.output);
+      if (e.data.artifact) (p.artifacts ??= {})[e.data.artifact.id] = e.data.artifact.digest;
+      if (e.data.trust === 'untrusted') markUntrusted(p, e.call);
       break;
     case 'tool/denied':
       endCall(p, e.call, `Denied: ${e.data.reason}`);
@@ -177,6 +239,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       closeStep(p);
       break;
     case 'turn/end':
+      p.approvals = {};
       p.turns += 1;
       p.lastTurn = { id: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer };
       p.openTurn = null;
@@ -191,10 +254,50 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       p.pending.assistant = { role: 'assistant', content: e.data.content ?? null, toolCalls: [] };
       p.pending.feedback = e.data.reason;
       break;
-    case 'policy/decided':
-    case 'approval/requested':
-    case 'approval/granted':
-    case 'approval/denied':
+    case 'approval/requested': {
+      approvalsOf(p)[e.data.approvalId] = {
+        callId: e.call!,
+        tool: e.data.tool,
+        toolVersion: e.data.toolVersion,
+        planDigest: e.data.planDigest,
+        expiresAt: e.data.expiresAt,
+        state: 'pending',
+        always: false,
+        ...(e.data.plan ? { plan: e.data.plan } : {}),
+        ...(e.data.rule ? { rule: e.data.rule } : {}),
+        ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}),
+      };
+      const call = p.pending.calls.find((c) => c.callId === e.call);
+      if (call) call.approvalId = e.data.approvalId;
+      break;
+    }
+    case 'approval/granted': {
+      const a = approvalsOf(p)[e.data.approvalId];
+      if (a) {
+        a.state = 'granted';
+        a.always = e.data.always === true;
+        if (a.always) (p.alwaysAllowed ??= []).push(`${a.tool}\u0000${a.planDigest}`);
+      }
+      includeMessage(p, e.data.messageId);
+      break;
+    }
+    case 'approval/denied': {
+      const a = approvalsOf(p)[e.data.approvalId];
+      if (a) a.state = 'denied';
+      includeMessage(p, e.data.messageId);
+      break;
+    }
+    case 'inbox/cancelled': {
+      const item = p.inbox[e.data.messageId];
+      if (item) p.inbox[e.data.messageId] = { ...item, state: 'cancelled', content: '', request: null };
+      break;
+    }
+    case 'policy/decided': {
+      const call = p.pending.calls.find((c) => c.callId === e.call);
+      if (call) call.decided = { decision: e.data.decision, rule: e.data.rule, reason: e.data.reason };
+      if (call && e.data.decision === 'allow') call.grant = { network: e.data.network === true, envAllow: e.data.envAllow ?? [] };
+      break;
+    }
     case 'recovery/started':
     case 'recovery/continuation':
     case 'actor/rehydrated':
@@ -204,6 +307,18 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       assertNever(e, 'event');
   }
   return p;
+}
+
+/** An answer message (approval) was consumed: its ID stays so a redelivery is recognised. */
+function includeMessage(p: Projection, messageId: string | undefined): void {
+  const item = messageId ? p.inbox[messageId] : undefined;
+  if (item) p.inbox[messageId!] = { ...item, state: 'included', content: '', request: null };
+}
+
+/** The open step's untrusted observation enters the history when the step closes. */
+function markUntrusted(p: Projection, callId: string | undefined): void {
+  const call = p.pending.calls.find((c) => c.callId === callId);
+  if (call) call.untrusted = true;
 }
 
 /** Moves the open step's items into the closed history, tool results in call order. */
@@ -219,6 +334,7 @@ function closeStep(p: Projection): void {
     const byIndex = [...calls].sort((a, b) => a.index - b.index);
     for (const c of byIndex) {
       p.history.push({ role: 'tool', callId: c.providerId, name: c.name, content: c.observation ?? 'No result was recorded.' });
+      if (c.untrusted) p.untrusted = true;
     }
   }
   p.openStep = null;

@@ -67,6 +67,8 @@ export interface SandboxGrant {
   network: boolean;
   /** Environment names allowed through even though they look secret (`*KEY*`, `*TOKEN*`, ...). */
   envAllow: string[];
+  /** Host directories masked (empty) inside the sandbox: the runtime's data, the user's keys. */
+  hide?: string[];
 }
 
 /** Reads stored artifacts (tool output too large to show in full) by ID. */

@@ -1,4 +1,5 @@
-import { lstat, readlink, realpath } from 'node:fs/promises';
+import { constants, type Stats } from 'node:fs';
+import { type FileHandle, lstat, open, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../protocol/errors.js';
 
@@ -57,6 +58,94 @@ export function isInside(root: string, candidate: string): boolean {
   if (candidate === root) return true;
   const prefix = root.endsWith(path.sep) ? root : root + path.sep;
   return candidate.startsWith(prefix);
+}
+
+/** What a tool is about to do with a file, for the checks of `assertOwnFile`. */
+export type FileIntent = 'read' | 'write';
+
+/**
+ * Refuses a file that is inside the workspace by name but may not be by content: a regular
+ * file with more than one name (a hard link; realpath cannot see where its other names are,
+ * so one may be outside), and anything that is not a regular file (a fifo blocks a reader,
+ * a device or socket is not text). `info` must describe the file itself (lstat or fstat).
+ */
+export function assertOwnFile(info: Stats, requested: string, intent: FileIntent, tool: string): void {
+  const shown = JSON.stringify(requested);
+  if (info.isDirectory()) {
+    throw new ToolError('tool.is_directory', `${shown} is a directory; ${intent === 'read' ? 'use list_dir to see its entries' : 'pass a file path'}`);
+  }
+  if (!info.isFile()) {
+    throw new ToolError(
+      'tool.not_regular_file',
+      `${shown} is a ${fileKind(info)}, not a regular file; ${tool} only ${intent === 'read' ? 'reads' : 'writes'} regular files`,
+    );
+  }
+  if (info.nlink > 1) {
+    throw new ToolError(
+      'tool.path_hard_link',
+      `${shown} is a hard link (the same file has ${info.nlink} names, and one may be outside the workspace), so ${tool} refuses to ` +
+        `${intent} it; ask the user to replace it with a plain copy if you need it`,
+    );
+  }
+}
+
+/**
+ * The state of a file about to be written: null when it does not exist yet, else its stats
+ * once `assertOwnFile` accepted it. `file` is a resolved path (resolveInWorkspace).
+ */
+export async function writeTarget(file: string, requested: string, tool: string): Promise<Stats | null> {
+  let info: Stats;
+  try {
+    info = await lstat(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    if (code === 'ENOTDIR') {
+      throw new ToolError('tool.not_directory', `a parent of ${JSON.stringify(requested)} is a file, not a directory; pick another path`, {
+        cause: err,
+      });
+    }
+    throw err;
+  }
+  // resolveInWorkspace returned a real path: a link here was put in since, so resolve again.
+  if (info.isSymbolicLink()) {
+    throw new ToolError('tool.path_invalid', `${JSON.stringify(requested)} changed into a symbolic link while ${tool} ran; try again`);
+  }
+  assertOwnFile(info, requested, 'write', tool);
+  return info;
+}
+
+/**
+ * Opens a workspace file for reading and checks it through the open handle, so the file
+ * checked is the file read: O_NOFOLLOW refuses a final component swapped for a symlink since
+ * it was resolved, and O_NONBLOCK keeps a fifo from blocking the open. The caller closes it.
+ */
+export async function openForRead(workspace: string, requested: string, tool: string): Promise<{ file: string; handle: FileHandle; info: Stats }> {
+  const file = await resolveInWorkspace(workspace, requested, { mustExist: true });
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code === 'ELOOP') {
+      throw new ToolError('tool.path_invalid', `${JSON.stringify(requested)} changed into a symbolic link while ${tool} ran; try again`, {
+        cause: err,
+      });
+    }
+    throw err;
+  });
+  try {
+    const info = await handle.stat();
+    assertOwnFile(info, requested, 'read', tool);
+    return { file, handle, info };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+function fileKind(info: Stats): string {
+  if (info.isFIFO()) return 'named pipe (fifo)';
+  if (info.isSocket()) return 'socket';
+  if (info.isCharacterDevice() || info.isBlockDevice()) return 'device';
+  if (info.isSymbolicLink()) return 'symbolic link';
+  return 'special file';
 }
 
 /**

@@ -95,9 +95,13 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
   };
 }
 
-/** A turn request with test defaults. */
+/**
+ * A turn request with test defaults. The run mode is `auto-edit`, so scripts that write files
+ * run unattended as before policies existed; approval tests ask for `ask` themselves.
+ */
 export function turnRequest(workspace: string, over: Partial<TurnRequest> = {}): TurnRequest {
   return {
+    approvalMode: 'auto-edit',
     model: 'scripted:inline',
     baseUrl: null,
     workspace,

@@ -27,7 +27,10 @@ const result = () => ev('tool/result', { ok: true, output: 'wrote 3 bytes', erro
 const denied = () => ev('tool/denied', { reason: 'denied by policy' }, scope);
 const cancelled = (reason = 'tool_budget') => ev('tool/cancelled', { reason }, scope);
 const unknown = () => ev('tool/outcome_unknown', { reason: 'crashed' }, scope);
-const granted = () => ev('approval/granted', { approvalId: 'ap-1', by: 'user' }, scope);
+const granted = () => ev('approval/granted', { approvalId: 'ap-1', by: 'client:cli' }, scope);
+const requested = (expiresAt = 5_000) =>
+  ev('approval/requested', { approvalId: 'ap-1', tool: 'write_file', toolVersion: '1', planDigest: 'sha256:p', expiresAt }, scope);
+const personDenied = (reason: string | null) => ev('approval/denied', { approvalId: 'ap-1', by: 'client:cli', reason }, scope);
 
 function fold(s: Snap, ...events: ToolCallEvent[]): Snap {
   return feed(toolCallMachine, s, events);
@@ -64,8 +67,8 @@ describe('tool-call machine', () => {
     it('asks the policy about a valid call within budget', () => {
       const [s, actions] = initialTransition(toolCallMachine, INPUT);
       expect(s.value).toBe('deciding');
-      expect(s.context).toEqual({ ...INPUT, starts: 0 });
-      expect(effects(actions)).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1' } }]);
+      expect(s.context).toEqual({ ...INPUT, starts: 0, approvalId: null, approvalExpiresAt: null, denyReason: null });
+      expect(effects(actions)).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1', recheck: false } }]);
     });
   });
 
@@ -93,7 +96,7 @@ describe('tool-call machine', () => {
     it('re-emits decidePolicy on recover', () => {
       const [s, fx] = step(start(), { type: 'recover' });
       expect(s.value).toBe('deciding');
-      expect(fx).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1' } }]);
+      expect(fx).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1', recheck: false } }]);
     });
 
     it('asks to start the tool when allowed', () => {
@@ -102,16 +105,18 @@ describe('tool-call machine', () => {
       expect(fx).toEqual([{ type: 'startTool', params: { callId: 'call-1', rerun: false } }]);
     });
 
-    it('asks to deny the call when denied', () => {
+    it('asks to deny the call when denied, with the policy reason when it gives one', () => {
       const [s, fx] = step(start(), decided('deny'));
       expect(s.value).toBe('denying');
       expect(fx).toEqual([{ type: 'denyCall', params: { callId: 'call-1', reason: 'denied by policy' } }]);
+      const why = ev('policy/decided', { decision: 'deny', rule: 'config:1', reason: 'git push is not allowed here' }, scope);
+      expect(step(start(), why)[1]).toEqual([{ type: 'denyCall', params: { callId: 'call-1', reason: 'git push is not allowed here' } }]);
     });
 
-    it('waits for approval when the policy asks', () => {
+    it('requests an approval when the policy asks', () => {
       const [s, fx] = step(start(), decided('ask'));
-      expect(s.value).toBe('awaiting_approval');
-      expect(fx).toEqual([]);
+      expect(s.value).toEqual({ awaiting_approval: 'requesting' });
+      expect(fx).toEqual([{ type: 'requestApproval', params: { callId: 'call-1' } }]);
     });
 
     it('cancels on abort', () => {
@@ -122,22 +127,61 @@ describe('tool-call machine', () => {
   });
 
   describe('approval', () => {
+    const waiting = (expiresAt = 5_000) => fold(start(), decided('ask'), requested(expiresAt));
+
+    it('waits with the approval and its absolute expiry once requested; recover asks nothing again', () => {
+      const s = waiting();
+      expect(s.value).toEqual({ awaiting_approval: 'waiting' });
+      expect(s.context).toMatchObject({ approvalId: 'ap-1', approvalExpiresAt: 5_000 });
+      expect(step(s, { type: 'recover' })[1]).toEqual([]);
+    });
+
+    it('re-emits requestApproval on recover before the request is committed', () => {
+      const [, fx] = step(fold(start(), decided('ask')), { type: 'recover' });
+      expect(fx).toEqual([{ type: 'requestApproval', params: { callId: 'call-1' } }]);
+    });
+
+    it('expires on a tick at or past its expiry, not before', () => {
+      expect(step(waiting(), { type: 'tick', nowMs: 4_999 })[1]).toEqual([]);
+      expect(step(waiting(), { type: 'tick', nowMs: 5_000 })[1]).toEqual([
+        { type: 'expireApproval', params: { callId: 'call-1', approvalId: 'ap-1' } },
+      ]);
+    });
+
     it('rechecks the policy once approval is granted', () => {
-      const [s, fx] = step(fold(start(), decided('ask')), granted());
+      const [s, fx] = step(waiting(), granted());
       expect(s.value).toBe('rechecking');
-      expect(fx).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1' } }]);
+      expect(fx).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1', recheck: true } }]);
+      expect(step(s, { type: 'recover' })[1]).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1', recheck: true } }]);
     });
 
     it('starts after a granted approval rechecks as allowed', () => {
-      const [s, fx] = step(fold(start(), decided('ask'), granted()), decided('allow'));
+      const [s, fx] = step(fold(waiting(), granted()), decided('allow'));
       expect(s.value).toBe('starting');
       expect(fx).toEqual([{ type: 'startTool', params: { callId: 'call-1', rerun: false } }]);
     });
 
-    it.each(['deny', 'ask'] as const)('denies when the recheck says %s', (decision) => {
-      const [s, fx] = step(fold(start(), decided('ask'), granted()), decided(decision));
+    it('denies when the recheck says deny (a new deny wins)', () => {
+      const [s, fx] = step(fold(waiting(), granted()), decided('deny'));
       expect(s.value).toBe('denying');
       expect(fx).toEqual([{ type: 'denyCall', params: { callId: 'call-1', reason: 'denied by policy' } }]);
+    });
+
+    it('asks again when the recheck says ask (the approval no longer matches)', () => {
+      const [s, fx] = step(fold(waiting(), granted()), decided('ask'));
+      expect(s.value).toEqual({ awaiting_approval: 'requesting' });
+      expect(fx).toEqual([{ type: 'requestApproval', params: { callId: 'call-1' } }]);
+    });
+
+    it("denies with the person's reason", () => {
+      const [s, fx] = step(waiting(), personDenied('denied by a person: not on main'));
+      expect(s.value).toBe('denying');
+      expect(fx).toEqual([{ type: 'denyCall', params: { callId: 'call-1', reason: 'denied by a person: not on main' } }]);
+    });
+
+    it('cancels on abort while waiting', () => {
+      const [s] = step(waiting(), { type: 'abort', reason: 'interrupted' });
+      expect(s.value).toBe('cancelling_abort');
     });
   });
 

@@ -1,9 +1,10 @@
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { link, lstat, mkdir, mkdtemp, readdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/protocol/errors.js';
-import { isInside, resolveInWorkspace } from '../../src/tools/workspace-path.js';
+import { assertOwnFile, isInside, openForRead, resolveInWorkspace, writeTarget } from '../../src/tools/workspace-path.js';
 
 let base: string;
 let ws: string;
@@ -23,6 +24,8 @@ beforeAll(async () => {
   await symlink(outside, path.join(ws, 'out-dir'));
   await symlink(path.join(outside, 'not-yet.txt'), path.join(ws, 'dangling-out'));
   await symlink(path.join(ws, 'src'), path.join(ws, 'src-link'));
+  await link(path.join(outside, 'secret.txt'), path.join(ws, 'hard.txt'));
+  execFileSync('mkfifo', [path.join(ws, 'pipe')]);
 });
 afterAll(async () => {
   await rm(base, { recursive: true, force: true });
@@ -57,6 +60,7 @@ describe('resolveInWorkspace', () => {
   });
 
   it.each([
+    ['a bare parent escape', '../x'],
     ['a parent escape', '../outside/secret.txt'],
     ['a deep parent escape', 'src/../../outside'],
     ['an absolute outside path', '/etc/passwd'],
@@ -65,6 +69,8 @@ describe('resolveInWorkspace', () => {
     ['a file under a symlinked outside directory', 'out-dir/secret.txt'],
     ['a new file under a symlinked outside directory', 'out-dir/new.txt'],
     ['a dangling symlink pointing outside', 'dangling-out'],
+    ['a path below a dangling symlink pointing outside', 'dangling-out/x/y.txt'],
+    ['a root path', '/'],
   ])('refuses %s', async (_what, requested) => {
     const err = await refusal(requested);
     expect(err.code).toBe('tool.path_outside');
@@ -87,5 +93,70 @@ describe('isInside', () => {
     expect(isInside('/work/a', '/work/ab')).toBe(false);
     expect(isInside('/work/a', '/work')).toBe(false);
     expect(isInside('/', '/etc')).toBe(true);
+  });
+});
+
+async function thrown(p: Promise<unknown>): Promise<ToolError> {
+  const err = await p.then(
+    () => new Error('did not throw'),
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ToolError);
+  return err as ToolError;
+}
+
+describe('files inside by name only', () => {
+  it('refuses a hard link for reading and writing, saying why and what to do', async () => {
+    const read = await thrown(openForRead(ws, 'hard.txt', 'read_file'));
+    expect(read.code).toBe('tool.path_hard_link');
+    expect(read.message).toBe(
+      '"hard.txt" is a hard link (the same file has 2 names, and one may be outside the workspace), so read_file refuses to read it; ' +
+        'ask the user to replace it with a plain copy if you need it',
+    );
+    const write = await thrown(writeTarget(path.join(ws, 'hard.txt'), 'hard.txt', 'write_file'));
+    expect(write.code).toBe('tool.path_hard_link');
+    expect(write.message).toContain('write_file refuses to write it');
+  });
+
+  it('refuses a fifo for reading (without blocking) and writing', async () => {
+    expect((await thrown(openForRead(ws, 'pipe', 'read_file'))).code).toBe('tool.not_regular_file');
+    const write = await thrown(writeTarget(path.join(ws, 'pipe'), 'pipe', 'write_file'));
+    expect(write.code).toBe('tool.not_regular_file');
+    expect(write.message).toBe('"pipe" is a named pipe (fifo), not a regular file; write_file only writes regular files');
+  });
+
+  it('refuses directories with the tool that fits', async () => {
+    expect((await thrown(openForRead(ws, 'src', 'read_file'))).message).toContain('use list_dir');
+    expect(() => assertOwnFile({ isDirectory: () => true } as never, 'src', 'write', 'write_file')).toThrow('pass a file path');
+  });
+
+  it('accepts a plain file and a missing one', async () => {
+    const { handle, info, file } = await openForRead(ws, 'src/a.txt', 'read_file');
+    await handle.close();
+    expect(file).toBe(path.join(ws, 'src', 'a.txt'));
+    expect(info.size).toBe(1);
+    expect(await writeTarget(path.join(ws, 'src', 'new.txt'), 'src/new.txt', 'write_file')).toBeNull();
+    expect((await writeTarget(path.join(ws, 'src', 'a.txt'), 'src/a.txt', 'write_file'))?.isFile()).toBe(true);
+  });
+
+  it('says when a parent of a file to write is a file', async () => {
+    const err = await thrown(writeTarget(path.join(ws, 'src', 'a.txt', 'x'), 'src/a.txt/x', 'write_file'));
+    expect(err.code).toBe('tool.not_directory');
+  });
+
+  it('refuses a final component swapped for a symlink after it was resolved', async () => {
+    const swapped = path.join(ws, 'swapped');
+    await symlink(path.join(outside, 'secret.txt'), swapped);
+    expect((await thrown(writeTarget(swapped, 'swapped', 'write_file'))).code).toBe('tool.path_invalid');
+    await rm(swapped);
+  });
+
+  it('leaves nothing behind: resolution creates no file or directory', async () => {
+    const before = await readdir(base, { recursive: true });
+    for (const p of ['new/dir/x.txt', 'out-dir/new/x.txt', 'dangling-out', '../outside/made/x']) {
+      await resolveInWorkspace(ws, p).catch(() => undefined);
+    }
+    expect(await readdir(base, { recursive: true })).toEqual(before);
+    await expect(lstat(path.join(outside, 'not-yet.txt'))).rejects.toThrow();
   });
 });

@@ -25,10 +25,12 @@ export async function demoCommand(opts: { json?: boolean }, config: EffectiveCon
   await cp(join(source, 'workspace'), workspace, { recursive: true });
   const info = opts.json ? out.stderr : out.stdout;
   info.write(`demo workspace: ${workspace}\n`);
+  info.write('run mode auto-edit: workspace edits run without asking (actorloop run --approve ask asks first)\n');
   let agentId = '<agentId>';
   const code = await runCommand(
     DEMO_TASK,
-    { model: `scripted:${join(source, 'script.json')}`, cwd: workspace, json: opts.json },
+    // the fix is a workspace edit: allowed without asking, as `--approve auto-edit` would
+    { model: `scripted:${join(source, 'script.json')}`, cwd: workspace, json: opts.json, approve: 'auto-edit' },
     config,
     out,
     (id) => (agentId = id),

@@ -1,8 +1,10 @@
 import type { AgentActor, TurnEnded } from '../../actors/agent-actor.js';
 import type { ActorDirectory, ActorStatus } from '../../bus/directory.js';
 import type { TurnOutcome } from '../../protocol/events.js';
+import type { InboxMessage } from '../../protocol/inbox.js';
 import { exitCodeFor, EXIT } from '../exit-codes.js';
 import type { Out, RunPrinter } from '../output.js';
+import { approvalMessage, describeApproval, type Prompt } from './approvals.js';
 
 const STATUS: Record<TurnOutcome, ActorStatus> = {
   completed: 'completed',
@@ -17,19 +19,28 @@ export async function setStatus(directory: ActorDirectory, actorId: string, stat
   if (entry) await directory.put({ ...entry, status, updatedAt: new Date().toISOString() });
 }
 
-/**
- * Waits for the turn `ended` resolves, with Ctrl-C wired to an interrupt (a second Ctrl-C
- * leaves at once: the log keeps what was committed, and `resume` carries on). Prints the
- * outcome and returns the exit code.
- */
-export async function awaitTurn(opts: {
+/** What `awaitTurn` needs to host a turn to its end. */
+export interface AwaitTurnOptions {
   actor: AgentActor;
   ended: Promise<TurnEnded>;
   directory: ActorDirectory;
   printer: RunPrinter;
   out: Out;
   json: boolean;
-}): Promise<number> {
+  /** Delivers an answer to the agent's inbox (approvals answered inline). */
+  send(msg: InboxMessage): Promise<void>;
+  /** Asks a person on a TTY; absent: approvals make the command exit 4 for `actorloop approve`. */
+  prompt?: Prompt | null;
+}
+
+/**
+ * Waits for the turn `ended` resolves, with Ctrl-C wired to an interrupt (a second Ctrl-C
+ * leaves at once: the log keeps what was committed, and `resume` carries on). When the turn can
+ * go no further without a person's approval it asks inline on a TTY, or prints the pending
+ * approval IDs and returns exit 4 (`actorloop approve` / `deny` continue it). Prints the outcome
+ * and returns the exit code.
+ */
+export async function awaitTurn(opts: AwaitTurnOptions): Promise<number> {
   const { actor, out } = opts;
   let interrupts = 0;
   const onSigint = (): void => {
@@ -40,19 +51,61 @@ export async function awaitTurn(opts: {
   };
   process.on('SIGINT', onSigint);
   try {
-    const ended = await opts.ended;
-    await setStatus(opts.directory, actor.actorId, STATUS[ended.outcome]);
-    opts.printer.endLine();
-    if (!opts.json) {
-      const p = actor.projection;
-      const usage = p.usage;
-      const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
-      if (ended.answer) out.stdout.write(`\n${ended.answer}\n\n`);
-      const cost = ended.costUsd === null ? 'cost unknown' : `$${ended.costUsd.toFixed(4)}`;
-      out.stdout.write(`${ended.outcome}${ended.reason ? ` (${ended.reason})` : ''} · ${tokens} · ${cost}\n`);
+    for (;;) {
+      const next = await Promise.race([
+        opts.ended.then((ended) => ({ ended, waiting: null })),
+        actor.whenAwaitingApproval().then((waiting) => ({ ended: null, waiting })),
+      ]);
+      if (next.ended) return await finish(opts, next.ended);
+      opts.printer.endLine();
+      const waiting = next.waiting!;
+      if (!opts.prompt) return await leaveWaiting(opts, waiting);
+      for (const approvalId of waiting) {
+        const approval = actor.projection.approvals?.[approvalId];
+        if (!approval || approval.state !== 'pending') continue;
+        const answer = await opts.prompt(describeApproval(approvalId, approval));
+        await opts.send(approvalMessage(actor.actorId, approvalId, approval.planDigest, answer));
+        // the answer travels through the inbox: wait until the log holds it before asking more
+        while (actor.projection.approvals?.[approvalId]?.state === 'pending' && !actor.failed) {
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      }
     }
-    return exitCodeFor(ended.outcome);
   } finally {
     process.off('SIGINT', onSigint);
   }
+}
+
+async function finish(opts: AwaitTurnOptions, ended: TurnEnded): Promise<number> {
+  const { actor, out } = opts;
+  await setStatus(opts.directory, actor.actorId, STATUS[ended.outcome]);
+  opts.printer.endLine();
+  if (!opts.json) {
+    const p = actor.projection;
+    const usage = p.usage;
+    const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
+    if (ended.answer) out.stdout.write(`\n${ended.answer}\n\n`);
+    const cost = ended.costUsd === null ? 'cost unknown' : `$${ended.costUsd.toFixed(4)}`;
+    out.stdout.write(`${ended.outcome}${ended.reason ? ` (${ended.reason})` : ''} · ${tokens} · ${cost}\n`);
+  }
+  return exitCodeFor(ended.outcome);
+}
+
+/** No one to ask here: say what waits and how to answer it, and leave with exit 4. */
+async function leaveWaiting(opts: AwaitTurnOptions, waiting: string[]): Promise<number> {
+  const { actor, out } = opts;
+  await setStatus(opts.directory, actor.actorId, 'waiting');
+  const lines: string[] = [];
+  for (const approvalId of waiting) {
+    const approval = actor.projection.approvals?.[approvalId];
+    if (!approval) continue;
+    lines.push(`waiting for approval ${approvalId}`, ...describeApproval(approvalId, approval).map((l) => `  ${l}`));
+  }
+  const first = waiting[0]!;
+  lines.push(
+    `approve: actorloop approve ${actor.actorId} ${first}`,
+    `deny:    actorloop deny ${actor.actorId} ${first} [--reason "<why>"]`,
+  );
+  out.stderr.write(`${lines.join('\n')}\n`);
+  return EXIT.stopped;
 }

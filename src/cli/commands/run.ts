@@ -5,11 +5,12 @@ import type { EffectiveConfig } from '../../config/config.js';
 import { loadScript } from '../../model/script.js';
 import { parseModelSpec } from '../../model/model-spec.js';
 import { ConfigError } from '../../protocol/errors.js';
-import { ReasoningEffortSchema, type TurnRequest } from '../../protocol/events.js';
+import { ReasoningEffortSchema, type ApprovalMode, type TurnRequest } from '../../protocol/events.js';
 import { newId } from '../../protocol/ids.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { RunPrinter, type Out } from '../output.js';
 import { awaitTurn } from './host-turn.js';
+import { promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
 
 /** Options of `actorloop run`, as commander parsed them. */
@@ -25,6 +26,7 @@ export interface RunOptions {
   outputSchema?: string;
   effort?: string;
   maxOutputTokens?: number;
+  approve?: ApprovalMode;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -66,7 +68,7 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
   }
   let tools: string[] | null = null;
   if (opts.tools !== undefined) {
-    const known = builtinTools().map((t) => t.name);
+    const known = builtinTools().map((t) => t.name).sort();
     tools = opts.tools.split(',').map((t) => t.trim()).filter(Boolean);
     const unknown = tools.filter((t) => !known.includes(t));
     if (unknown.length > 0) {
@@ -84,6 +86,7 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     ...(outputSchema ? { outputSchema } : {}),
     ...(effort?.success ? { effort: effort.data } : {}),
     ...(opts.maxOutputTokens ? { maxOutputTokens: opts.maxOutputTokens } : {}),
+    approvalMode: opts.approve ?? config.approvalMode,
     // the run records the config it was started with; JSON drops the key (not enumerable)
     config: JSON.parse(JSON.stringify(config)) as Record<string, unknown>,
     model,
@@ -158,7 +161,16 @@ export async function runCommand(
       request,
       sentAt: new Date().toISOString(),
     });
-    return await awaitTurn({ actor, ended, directory: rt.bus.directory, printer, out, json });
+    return await awaitTurn({
+      actor,
+      ended,
+      directory: rt.bus.directory,
+      printer,
+      out,
+      json,
+      send: (msg) => supervisor.send(msg),
+      prompt: promptFor(out, json),
+    });
   } finally {
     await rt.close();
   }

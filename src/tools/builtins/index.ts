@@ -1,15 +1,33 @@
+import type { Redactor } from '../redact.js';
 import type { ToolDefinition } from '../tool.js';
+import { applyPatchTool } from './apply-patch.js';
+import { createArtifactReadTool } from './artifact-read.js';
 import { listDirTool } from './list-dir.js';
 import { readFileTool } from './read-file.js';
 import { searchTool } from './search.js';
+import { shellTool } from './shell.js';
 import { writeFileTool } from './write-file.js';
 
+export { applyPatchTool } from './apply-patch.js';
+export { artifactReadTool, createArtifactReadTool } from './artifact-read.js';
 export { listDirTool } from './list-dir.js';
 export { readFileTool } from './read-file.js';
 export { searchTool } from './search.js';
+export { shellTool } from './shell.js';
 export { writeFileTool } from './write-file.js';
 
-/** The built-in workspace tools: read_file, list_dir, search, write_file. */
-export function builtinTools(): ToolDefinition<any>[] {
-  return [readFileTool, listDirTool, searchTool, writeFileTool];
+/**
+ * The built-in tools: read_file, list_dir, search, write_file, apply_patch, shell, artifact_read.
+ * `redactor` masks secrets in artifact hex dumps with the pipeline's configured values too.
+ */
+export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition<any>[] {
+  return [
+    readFileTool,
+    listDirTool,
+    searchTool,
+    writeFileTool,
+    applyPatchTool,
+    shellTool,
+    createArtifactReadTool(opts.redactor ? { redactor: opts.redactor } : {}),
+  ];
 }

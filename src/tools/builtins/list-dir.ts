@@ -31,6 +31,8 @@ export const listDirTool: ToolDefinition<ListDirInput> = {
     if (!(await stat(dir)).isDirectory()) {
       throw new ToolError('tool.not_directory', `${requested} is a file, not a directory; use read_file to read it`);
     }
+    // Hard links and special files are listed too: a name tells nothing of the content it
+    // shares, and read_file explains its refusal when asked for one.
     const entries = await readdir(dir, { withFileTypes: true });
     // Code-unit order, not locale order: the same directory must list the same way everywhere.
     const names = entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

@@ -1,8 +1,7 @@
-import { readFile, stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { ToolError } from '../../protocol/errors.js';
 import type { ToolDefinition } from '../tool.js';
-import { resolveInWorkspace } from '../workspace-path.js';
+import { openForRead } from '../workspace-path.js';
 import { looksBinary, pathResource, splitLines } from './text-file.js';
 
 /** Lines returned when the model gives no `limit`. */
@@ -31,16 +30,19 @@ export const readFileTool: ToolDefinition<ReadFileInput> = {
   timeoutMs: 30_000,
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();
-    const file = await resolveInWorkspace(ctx.workspace, input.path, { mustExist: true });
-    const info = await stat(file);
-    if (info.isDirectory()) throw new ToolError('tool.is_directory', `${input.path} is a directory; use list_dir to see its entries`);
-    if (info.size > MAX_READ_BYTES) {
-      throw new ToolError(
-        'tool.too_large',
-        `${input.path} is ${info.size} bytes, over the ${MAX_READ_BYTES}-byte limit of read_file; use search to find the lines you need`,
-      );
+    const { handle, info } = await openForRead(ctx.workspace, input.path, 'read_file');
+    let bytes: Buffer;
+    try {
+      if (info.size > MAX_READ_BYTES) {
+        throw new ToolError(
+          'tool.too_large',
+          `${input.path} is ${info.size} bytes, over the ${MAX_READ_BYTES}-byte limit of read_file; use search to find the lines you need`,
+        );
+      }
+      bytes = await handle.readFile({ signal: ctx.signal });
+    } finally {
+      await handle.close();
     }
-    const bytes = await readFile(file, { signal: ctx.signal });
     if (looksBinary(bytes)) {
       throw new ToolError('tool.binary_file', `${input.path} looks like a binary file (it contains NUL bytes); read_file reads text files only`);
     }

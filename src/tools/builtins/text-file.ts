@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResourceKey } from '../tool.js';
 
@@ -29,4 +31,30 @@ export function splitLines(text: string): string[] {
 export function displayPath(root: string, absolute: string): string {
   const rel = path.relative(root, absolute);
   return rel === '' ? '.' : rel.split(path.sep).join('/');
+}
+
+/**
+ * Replaces `file` with `bytes` atomically: a temp file beside it, fsync'd, renamed over it. A
+ * reader sees the old content or the new, never a mix; a crash leaves at worst a stray temp file.
+ * `keepMode` is the mode of the file replaced; a new file gets 0644 less the umask.
+ */
+export async function replaceFileAtomic(file: string, bytes: Uint8Array, keepMode?: number): Promise<void> {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    // 'wx' is O_CREAT|O_EXCL: it never follows a symlink planted at the temp name.
+    const handle = await open(tmp, 'wx', 0o644);
+    try {
+      await handle.writeFile(bytes);
+      // open() applies the umask: a replaced file keeps the mode it had, not what the umask leaves.
+      if (keepMode !== undefined) await handle.chmod(keepMode & 0o7777);
+      // fsync before rename: otherwise a power loss can leave the new name on empty content.
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, file);
+  } catch (err) {
+    await unlink(tmp).catch(() => undefined);
+    throw err;
+  }
 }

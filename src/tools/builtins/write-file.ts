@@ -1,11 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { ToolError } from '../../protocol/errors.js';
 import type { ToolDefinition } from '../tool.js';
-import { resolveInWorkspace } from '../workspace-path.js';
-import { pathResource } from './text-file.js';
+import { resolveInWorkspace, writeTarget } from '../workspace-path.js';
+import { pathResource, replaceFileAtomic } from './text-file.js';
 
 const WriteFileInput = z.strictObject({
   path: z.string().min(1).describe('File path relative to the workspace root; parent directories are created'),
@@ -29,28 +27,13 @@ export const writeFileTool: ToolDefinition<WriteFileInput> = {
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();
     const file = await resolveInWorkspace(ctx.workspace, input.path);
-    const existing = await stat(file).catch(() => null);
-    if (existing?.isDirectory()) throw new ToolError('tool.is_directory', `${input.path} is a directory; pass a file path`);
-    const dir = path.dirname(file);
+    // Checked before mkdir, so a refused write creates no directory either.
+    const existing = await writeTarget(file, input.path, 'write_file');
     // The resolved path is real up to its deepest existing ancestor, so what mkdir creates is inside.
-    await mkdir(dir, { recursive: true });
-    const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+    await mkdir(path.dirname(file), { recursive: true });
     const bytes = Buffer.from(input.content, 'utf8');
-    try {
-      const handle = await open(tmp, 'wx', existing ? existing.mode & 0o7777 : 0o644);
-      try {
-        await handle.writeFile(bytes);
-        // fsync before rename: otherwise a power loss can leave the new name on empty content.
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      ctx.signal.throwIfAborted();
-      await rename(tmp, file);
-    } catch (err) {
-      await unlink(tmp).catch(() => undefined);
-      throw err;
-    }
+    ctx.signal.throwIfAborted();
+    await replaceFileAtomic(file, bytes, existing?.mode);
     return { ok: true, output: `wrote ${bytes.length} bytes to ${input.path}` };
   },
 };

@@ -1,0 +1,200 @@
+import { newId } from '../protocol/ids.js';
+import type { EventData } from '../protocol/events.js';
+import { ToolError } from '../protocol/errors.js';
+import { approvalsOf, type ApprovalRecord, type OpenCall } from '../store/projection.js';
+import { decide, defaultPlan, planDigest, type PolicyDecision } from '../tools/policy.js';
+import { parseShellCommand, type ParsedCommand } from '../tools/shell-command.js';
+import type { ExecutionPlan, ResourceKey, ToolDefinition } from '../tools/tool.js';
+import type { AgentActor } from './agent-actor.js';
+import { scope, settings } from './effect-helpers.js';
+
+// The policy side of the tool pipeline (design §8): the normalized execution plan of a call,
+// the decision on it, approvals bound to that plan, and the answers people give.
+
+/** A call's plan as the policy and an approval see it. */
+export interface CallPlan {
+  tool: ToolDefinition<any>;
+  input: unknown;
+  plan: ExecutionPlan;
+  digest: string;
+  resources: ResourceKey[];
+  shell: ParsedCommand | null;
+}
+
+/** Plans a valid call of the open step; a ToolError when the tool cannot plan it (its message says why). */
+export function planCall(a: AgentActor, call: OpenCall): CallPlan {
+  const s = settings(a);
+  const ctx = { workspace: s.workspace };
+  const r = a.ports.tools.resolveCall(call.name, call.arguments, s.tools, ctx);
+  if (r.status !== 'valid') throw new Error(`tool call ${call.callId} no longer resolves: ${r.error}`);
+  const resources = r.tool.resources(r.input, ctx);
+  const plan = r.tool.plan ? r.tool.plan(r.input, ctx) : defaultPlan(r.tool, r.input, resources, s.workspace);
+  const command = (r.input as { command?: unknown }).command;
+  const shell = r.tool.level === 'execute' && typeof command === 'string' ? parseShellCommand(command) : null;
+  if (shell?.ok) plan.commands = shell.commands.map((c) => c.argv);
+  return { tool: r.tool, input: r.input, plan, digest: planDigest(plan), resources, shell };
+}
+
+function openCall(a: AgentActor, callId: string): OpenCall {
+  const call = a.projection.pending.calls.find((c) => c.callId === callId);
+  if (!call) throw new Error(`tool call ${callId} is not in the open step`);
+  return call;
+}
+
+/** Decides a call: policy rules, run mode, remembered "always" answers, and (on recheck) the approval's binding. */
+export function decideCall(a: AgentActor, callId: string, recheck: boolean): void {
+  const call = openCall(a, callId);
+  const ids = { ...scope(a), call: callId };
+  let planned: CallPlan;
+  try {
+    planned = planCall(a, call);
+  } catch (err) {
+    if (!(err instanceof ToolError)) throw err;
+    a.stage({ type: 'policy/decided', ...ids, data: { decision: 'deny', rule: 'tool:unplannable', reason: err.message, recheck } });
+    return;
+  }
+  const { tool, plan, digest, shell } = planned;
+  const semantics = tool.executionSemantics(planned.input, { workspace: settings(a).workspace });
+  let d: PolicyDecision = decide(a.ports.tooling.rules(), settings(a).approvalMode ?? 'ask', {
+    tool: tool.name,
+    level: tool.level,
+    effects: semantics.effects,
+    plan,
+    untrustedContext: a.projection.openStep?.untrusted === true,
+    sandboxed: a.ports.tooling.bwrapPath !== null,
+    shell,
+  });
+  if (d.decision === 'ask' && (a.projection.alwaysAllowed ?? []).includes(`${tool.name}\u0000${digest}`)) {
+    d = { ...d, decision: 'allow', rule: 'approval:always', reason: null };
+  }
+  if (d.decision === 'ask' && recheck) {
+    const id = call.approvalId;
+    const approval = id ? approvalsOf(a.projection)[id] : undefined;
+    const mismatch = approval ? bindingMismatch(approval, callId, tool.version, digest, a.ports.clock.nowMs()) : 'no approval was granted';
+    d = mismatch === null
+      ? { ...d, decision: 'allow', rule: `approval:${id}`, reason: null }
+      : { ...d, reason: `approval ${id ?? ''} does not hold: ${mismatch}; a new approval is needed` };
+  }
+  const data: EventData<'policy/decided'> = { decision: d.decision, rule: d.rule, reason: d.reason, planDigest: digest, recheck };
+  if (d.decision === 'allow') {
+    data.network = d.network;
+    data.envAllow = d.envAllow;
+  }
+  a.stage({ type: 'policy/decided', ...ids, data });
+}
+
+/** Why a granted approval does not cover the call as it would run now; null when it does. */
+export function bindingMismatch(ap: ApprovalRecord, callId: string, toolVersion: string, digest: string, nowMs: number): string | null {
+  if (ap.state !== 'granted') return `it is ${ap.state}, not granted`;
+  if (ap.callId !== callId) return 'it was given for another call';
+  if (ap.toolVersion !== toolVersion) return `the tool changed from version ${ap.toolVersion} to ${toolVersion}`;
+  if (ap.planDigest !== digest) return 'the execution plan changed since it was approved';
+  if (nowMs >= ap.expiresAt) return `it expired at ${new Date(ap.expiresAt).toISOString()}`;
+  return null;
+}
+
+/** Asks a person: commits `approval/requested` bound to the tool, its version, the plan digest, scope and expiry. */
+export function requestApproval(a: AgentActor, callId: string): void {
+  const call = openCall(a, callId);
+  const planned = planCall(a, call);
+  const last = call.decided;
+  a.stage({
+    type: 'approval/requested',
+    ...scope(a),
+    call: callId,
+    data: {
+      approvalId: newId('approval'),
+      tool: planned.tool.name,
+      toolVersion: planned.tool.version,
+      planDigest: planned.digest,
+      expiresAt: a.ports.clock.nowMs() + a.ports.tooling.approvalTtlMs,
+      plan: planned.plan as unknown as Record<string, unknown>,
+      scope: planned.resources,
+      ...(last ? { rule: last.rule, reason: last.reason } : {}),
+    },
+  });
+}
+
+/** The answer a client sends in an `approval_response` inbox message. */
+interface ApprovalAnswer {
+  approvalId: string;
+  decision: 'approve' | 'deny';
+  always?: boolean;
+  planDigest?: string;
+  reason?: string;
+}
+
+/** Who may answer an approval: a client command, never an agent, a tool or a job. */
+export const CLIENT_SENDER = /^client:[a-z0-9_-]+$/;
+
+/**
+ * Applies an approval answer from the inbox. Refused (committed as `inbox/cancelled` with why):
+ * a sender that is not a client command, a malformed answer, an approval that is not pending, or
+ * an answer for another plan than the one asked about. Otherwise `approval/granted` or
+ * `approval/denied`, scoped to the call it was asked for.
+ */
+export function answerApproval(a: AgentActor, messageId: string, from: string, content: string): void {
+  const refuse = (reason: string): void => {
+    a.stage({ type: 'inbox/cancelled', data: { messageId, reason } });
+    a.ports.logger.warn({ messageId, from }, `approval answer refused: ${reason}`);
+  };
+  if (!CLIENT_SENDER.test(from)) return refuse(`approvals are answered by client commands (actorloop approve / deny), not by ${from}`);
+  const answer = parseAnswer(content);
+  if (!answer) return refuse('the message is not an approval answer ({approvalId, decision: approve | deny})');
+  const ap = approvalsOf(a.projection)[answer.approvalId];
+  if (!ap) return refuse(`no approval ${answer.approvalId} was asked for in the open turn`);
+  if (ap.state !== 'pending') return refuse(`approval ${answer.approvalId} is already ${ap.state}; an approval is single use`);
+  if (answer.planDigest !== undefined && answer.planDigest !== ap.planDigest) {
+    return refuse(`the answer is for plan ${answer.planDigest}, but approval ${answer.approvalId} asks about ${ap.planDigest}`);
+  }
+  const turn = a.projection.openTurn;
+  const step = a.projection.openStep;
+  if (!turn || !step) return refuse(`approval ${answer.approvalId} belongs to a step that is no longer open`);
+  const ids = { turn: turn.id, step: step.id, call: ap.callId };
+  if (a.ports.clock.nowMs() >= ap.expiresAt) {
+    refuse(`approval ${answer.approvalId} expired at ${new Date(ap.expiresAt).toISOString()}`);
+    expireApproval(a, ap.callId, answer.approvalId);
+    return;
+  }
+  if (answer.decision === 'approve') {
+    a.stage({ type: 'approval/granted', ...ids, data: { approvalId: answer.approvalId, by: from, messageId, always: answer.always === true } });
+  } else {
+    const reason = answer.reason ? `denied by a person: ${answer.reason}` : 'denied by a person';
+    a.stage({ type: 'approval/denied', ...ids, data: { approvalId: answer.approvalId, by: from, reason, messageId } });
+  }
+}
+
+/** Denies a call whose approval was not answered in time (its expiry is a persisted deadline). */
+export function expireApproval(a: AgentActor, callId: string, approvalId: string): void {
+  const ap = approvalsOf(a.projection)[approvalId];
+  if (!ap || ap.state !== 'pending' || !a.projection.openStep) return;
+  a.stage({
+    type: 'approval/denied',
+    ...scope(a),
+    call: callId,
+    data: {
+      approvalId,
+      by: 'expiry',
+      reason: `nobody answered the approval before it expired at ${new Date(ap.expiresAt).toISOString()}; the call did not run`,
+    },
+  });
+}
+
+function parseAnswer(content: string): ApprovalAnswer | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(content);
+  } catch {
+    return null;
+  }
+  if (v === null || typeof v !== 'object') return null;
+  const o = v as Record<string, unknown>;
+  if (typeof o.approvalId !== 'string' || (o.decision !== 'approve' && o.decision !== 'deny')) return null;
+  return {
+    approvalId: o.approvalId,
+    decision: o.decision,
+    ...(o.always === true ? { always: true } : {}),
+    ...(typeof o.planDigest === 'string' ? { planDigest: o.planDigest } : {}),
+    ...(typeof o.reason === 'string' ? { reason: o.reason } : {}),
+  };
+}

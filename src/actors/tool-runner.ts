@@ -1,0 +1,210 @@
+import { executeTool } from '../tools/execute.js';
+import { idempotencyKey } from '../tools/idempotency.js';
+import { shapeObservation } from '../tools/observation.js';
+import type { ResourceKey } from '../tools/tool.js';
+import type { OpenCall } from '../store/projection.js';
+import type { AgentActor } from './agent-actor.js';
+import { abortReason, scope, settings } from './effect-helpers.js';
+import { planCall } from './tool-policy.js';
+
+/** True when two resource keys overlap and at least one of them writes (design §8). */
+export function conflicts(x: ResourceKey, y: ResourceKey): boolean {
+  if (x.mode === 'read' && y.mode === 'read') return false;
+  // a process can touch anything in the workspace
+  if (x.key === 'process' || y.key === 'process') return true;
+  if (x.key === y.key) return true;
+  // a directory and a path below it overlap
+  return x.key.startsWith(`${y.key}/`) || y.key.startsWith(`${x.key}/`);
+}
+
+function anyConflict(xs: ResourceKey[], ys: ResourceKey[]): boolean {
+  return xs.some((x) => ys.some((y) => conflicts(x, y)));
+}
+
+interface Waiting {
+  callId: string;
+  rerun: boolean;
+}
+
+/**
+ * Runs the tool calls of one agent. Calls of a step whose resource keys do not conflict run at
+ * once (up to `maxParallelCalls`); a call that conflicts with an earlier call of the step still
+ * open waits until that one ends, so conflicting calls run in model order. Each call's
+ * `tool/start` is staged when it may start and the tool runs only after that event is committed
+ * (no effect without its intent in the log); its result is staged when it ends and committed by
+ * the actor's next flush. Results reach the model in call order whatever order they end in.
+ */
+export class ToolRunner {
+  private readonly waiting: Waiting[] = [];
+  private readonly running = new Map<string, { keys: ResourceKey[]; done: Promise<void> }>();
+  private readonly keys = new Map<string, ResourceKey[]>();
+
+  constructor(private readonly a: AgentActor) {}
+
+  /** Asks to start a call (from the tool-call machine's `startTool` effect). */
+  request(callId: string, rerun: boolean): void {
+    if (this.running.has(callId) || this.waiting.some((w) => w.callId === callId)) return;
+    this.waiting.push({ callId, rerun });
+    this.schedule();
+  }
+
+  /** Calls running now. */
+  get active(): number {
+    return this.running.size;
+  }
+
+  /** Resolves when no call is running. */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+
+  /** Forgets everything (a new step, or the actor stopped); running calls end through their abort signal. */
+  reset(): void {
+    this.waiting.length = 0;
+    this.keys.clear();
+  }
+
+  /** Starts every waiting call that may start now. */
+  schedule(): void {
+    const calls = this.a.projection.pending.calls;
+    for (let i = 0; i < this.waiting.length; ) {
+      const w = this.waiting[i]!;
+      const call = calls.find((c) => c.callId === w.callId);
+      if (!call || call.observation !== null) {
+        // ended meanwhile (cancelled by an abort, or a new step began)
+        this.waiting.splice(i, 1);
+        continue;
+      }
+      if (this.running.size >= this.a.ports.tooling.maxParallelCalls) return;
+      if (this.blocked(call, calls)) {
+        i += 1;
+        continue;
+      }
+      this.waiting.splice(i, 1);
+      this.start(call, w.rerun);
+    }
+  }
+
+  private keysOf(call: OpenCall): ResourceKey[] {
+    let keys = this.keys.get(call.callId);
+    if (!keys) {
+      try {
+        keys = planCall(this.a, call).resources;
+      } catch {
+        // a call that cannot be planned never runs; it conflicts with nothing
+        keys = [];
+      }
+      this.keys.set(call.callId, keys);
+    }
+    return keys;
+  }
+
+  /** A call waits while an earlier open call of its step, or a running one, touches what it touches. */
+  private blocked(call: OpenCall, calls: OpenCall[]): boolean {
+    const mine = this.keysOf(call);
+    for (const r of this.running.values()) if (anyConflict(mine, r.keys)) return true;
+    for (const other of calls) {
+      if (other.index >= call.index) break;
+      if (other.observation !== null || other.status !== 'valid') continue;
+      if (anyConflict(mine, this.keysOf(other))) return true;
+    }
+    return false;
+  }
+
+  private start(call: OpenCall, rerun: boolean): void {
+    const a = this.a;
+    const planned = planCall(a, call);
+    const key = idempotencyKey(call.callId, call.name, planned.input);
+    const ids = { ...scope(a), call: call.callId };
+    const effects = planned.tool.executionSemantics(planned.input, { workspace: settings(a).workspace }).effects;
+    const e = a.stage({ type: 'tool/start', ...ids, data: { name: call.name, input: planned.input, effects, idempotencyKey: key, rerun } });
+    if (rerun) {
+      const why = effects === 'none' ? 'it has no side effects' : `it is idempotent under key ${key}`;
+      a.noteRecovered(`call ${call.callId} (${call.name}) run again: ${why}`);
+    }
+    let release!: () => void;
+    const done = new Promise<void>((resolve) => (release = resolve));
+    this.running.set(call.callId, { keys: this.keysOf(call), done });
+    // No effect starts without a committed tool/start: the tool runs once this event is in the log.
+    a.afterCommit(e.seq, {
+      run: () => {
+        this.execute(call, planned, key, ids).finally(() => {
+          this.running.delete(call.callId);
+          release();
+          if (!a.isHalted) {
+            this.schedule();
+            a.kick();
+          }
+        });
+      },
+      drop: () => {
+        this.running.delete(call.callId);
+        release();
+      },
+    });
+  }
+
+  private async execute(call: OpenCall, planned: ReturnType<typeof planCall>, key: string, ids: { turn: string; step: string; call: string }): Promise<void> {
+    const a = this.a;
+    const t = a.ports.tooling;
+    try {
+      if (a.turnAbort.signal.aborted) {
+        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a) } });
+        return;
+      }
+      const grant = call.grant ?? { network: false, envAllow: [] };
+      const result = await executeTool(
+        planned.tool,
+        planned.input,
+        {
+          workspace: settings(a).workspace,
+          callId: call.callId,
+          idempotencyKey: key,
+          epoch: a.ports.log.epoch,
+          logger: a.ports.logger,
+          signal: a.turnAbort.signal,
+          env: t.env,
+          sandbox: { bwrapPath: t.bwrapPath, network: grant.network, envAllow: grant.envAllow, hide: t.hiddenPaths },
+          artifacts: { read: (id) => this.readArtifact(id) },
+        },
+        planned.tool.timeoutMs ?? 120_000,
+      );
+      a.ports.faults.hit('before:tool/result', a.actorId);
+      if (result.errorClass === 'cancelled') {
+        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a) } });
+        return;
+      }
+      const shaped = shapeObservation(result.output, { budgetBytes: t.observationBudgetBytes, redactor: t.redactor });
+      let artifact = null;
+      if (shaped.artifact) {
+        const { content, lines: _lines, ...meta } = shaped.artifact;
+        // stored before the result that names it is committed: the log never points at a missing blob
+        await a.ports.blobs.put(content);
+        artifact = { id: meta.id, digest: meta.digest, bytes: meta.bytes, binary: meta.binary };
+      }
+      const message = result.error ? t.redactor.redact(result.error.message).text : null;
+      a.stage({
+        type: 'tool/result',
+        ...ids,
+        data: {
+          ok: result.ok,
+          output: shaped.output,
+          error: result.error ? { code: result.error.code, message: message!, retryable: false } : null,
+          durationMs: result.durationMs,
+          artifact,
+          source: `tool:${call.name}`,
+          trust: 'untrusted',
+          redactions: shaped.redactions,
+        },
+      });
+    } catch (err) {
+      // a halted incarnation commits nothing more: the next one closes the call
+      if (!a.isHalted) a.fail(err);
+    }
+  }
+
+  private async readArtifact(id: string): Promise<Uint8Array | undefined> {
+    const digest = this.a.projection.artifacts?.[id];
+    return digest ? this.a.ports.blobs.get(digest) : undefined;
+  }
+}

@@ -1,0 +1,43 @@
+import type { PolicyRule } from '../tools/policy.js';
+import { createRedactor, type Redactor } from '../tools/redact.js';
+import { DEFAULT_OBSERVATION_BUDGET_BYTES } from '../tools/observation.js';
+
+/** What the tool pipeline needs beyond the registry: policy, sandbox, secrets, budgets (design §8). */
+export interface ToolingPorts {
+  /** The policy rules in force now; read at every decision, so a changed config applies to the next check. */
+  rules(): PolicyRule[];
+  /** Absolute path of a working bubblewrap, or null: shell then runs unsandboxed and always asks. */
+  bwrapPath: string | null;
+  /** The host's environment as configuration captured it; processes get it with secrets stripped. */
+  env: Readonly<Record<string, string>>;
+  /** Redacts secrets from tool output before the model, the log and the logs see it. */
+  redactor: Redactor;
+  /** Tool output over this many bytes becomes an artifact with a preview. */
+  observationBudgetBytes: number;
+  /** How long an approval request stays open. */
+  approvalTtlMs: number;
+  /** Calls of one step that may run at once. */
+  maxParallelCalls: number;
+  /** Host directories masked inside the sandbox (the data dir, ~/.ssh, ...). */
+  hiddenPaths: string[];
+}
+
+/** Default approval lifetime: a day, so a run that exits 4 overnight can still be approved. */
+export const DEFAULT_APPROVAL_TTL_MS = 24 * 60 * 60 * 1000;
+/** Default bound on calls of one step running at once. */
+export const DEFAULT_MAX_PARALLEL_CALLS = 8;
+
+/** Tooling with no rules (defaults by side-effect level), no sandbox, an empty environment. */
+export function defaultTooling(over: Partial<ToolingPorts> = {}): ToolingPorts {
+  return {
+    rules: () => [],
+    bwrapPath: null,
+    env: {},
+    redactor: createRedactor([]),
+    observationBudgetBytes: DEFAULT_OBSERVATION_BUDGET_BYTES,
+    approvalTtlMs: DEFAULT_APPROVAL_TTL_MS,
+    maxParallelCalls: DEFAULT_MAX_PARALLEL_CALLS,
+    hiddenPaths: [],
+    ...over,
+  };
+}

@@ -1,0 +1,149 @@
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { ToolError } from '../../protocol/errors.js';
+import { DEFAULT_PATH, findExecutable, runProcess, sandboxEnv, type ProcessOutcome } from '../sandbox.js';
+import type { ToolContext, ToolDefinition, ToolResult } from '../tool.js';
+import { resolveInWorkspace } from '../workspace-path.js';
+
+/** Timeout of one shell command when the call names none. */
+export const DEFAULT_SHELL_TIMEOUT_MS = 120_000;
+/** Largest `timeout_ms` a call may ask for. */
+export const MAX_SHELL_TIMEOUT_MS = 600_000;
+/** First line of the output of a command that ran without bubblewrap. */
+export const UNSANDBOXED_NOTICE = '[not sandboxed: bubblewrap is unavailable here, so this command ran with full access to the host]';
+
+const SHELL_VERSION = '1';
+
+const ShellInput = z.strictObject({
+  command: z.string().min(1).describe('The command line, run by bash -c (sh -c where bash is missing); pipes, && and redirections work'),
+  cwd: z.string().min(1).optional().describe('Working directory relative to the workspace root (default ".")'),
+  timeout_ms: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_SHELL_TIMEOUT_MS)
+    .optional()
+    .describe(`Kill the command after this many milliseconds (default ${DEFAULT_SHELL_TIMEOUT_MS})`),
+});
+/** Input of `shell`. */
+export type ShellInput = z.infer<typeof ShellInput>;
+
+/**
+ * `shell {command, cwd?, timeout_ms?}`: runs a command line in the workspace, under bubblewrap
+ * when the grant has it. The output is bytes: a status line, stdout, then `[stderr]` and notes.
+ */
+export const shellTool: ToolDefinition<ShellInput> = {
+  name: 'shell',
+  version: SHELL_VERSION,
+  description:
+    'Run a shell command (bash -c) in the workspace and return its output. The first line is "exit code N" ' +
+    '(or why it stopped), then stdout, then "[stderr]" and stderr. The filesystem outside the workspace is ' +
+    'read-only, /tmp is private and emptied after the call, and there is no network unless granted.',
+  input: ShellInput,
+  level: 'execute',
+  // A command can do anything; after a crash mid-call nobody knows what it did, so a person decides.
+  executionSemantics: () => ({ effects: 'possible', recovery: { kind: 'manual', on: 'ask' } }),
+  resources: () => [{ key: 'process', mode: 'write' }],
+  plan: (input, { workspace }) => ({
+    tool: 'shell',
+    version: SHELL_VERSION,
+    command: input.command,
+    cwd: relativeCwd(workspace, input.cwd),
+    paths: [],
+    network: false,
+    envNames: [],
+  }),
+  // Above the largest timeout_ms plus the kill grace, so the tool's own timeout (which keeps
+  // partial output) fires before the pipeline's (which keeps none).
+  timeoutMs: MAX_SHELL_TIMEOUT_MS + 15_000,
+  async execute(input, ctx) {
+    ctx.signal.throwIfAborted();
+    const cwd = await resolveInWorkspace(ctx.workspace, input.cwd ?? '.', { mustExist: true });
+    if (!(await stat(cwd)).isDirectory()) {
+      throw new ToolError('tool.not_directory', `cwd ${JSON.stringify(input.cwd)} is not a directory; pass a directory relative to the workspace`);
+    }
+    const sandboxed = ctx.sandbox.bwrapPath !== null;
+    const env = processEnv(ctx, sandboxed);
+    const outcome = await runProcess([await shellPath(env.PATH), '-c', input.command], {
+      cwd,
+      env,
+      signal: ctx.signal,
+      timeoutMs: input.timeout_ms ?? DEFAULT_SHELL_TIMEOUT_MS,
+      sandbox: ctx.sandbox.bwrapPath ? { bwrapPath: ctx.sandbox.bwrapPath, workspace: ctx.workspace, network: ctx.sandbox.network, hide: ctx.sandbox.hide ?? [] } : null,
+    });
+    return shellResult(outcome, sandboxed, input.timeout_ms ?? DEFAULT_SHELL_TIMEOUT_MS);
+  },
+};
+
+/** The cwd as the plan records it: relative to the workspace, `/`-separated, "." for the root; lexical only. */
+export function relativeCwd(workspace: string, cwd: string | undefined): string {
+  const rel = path.relative(path.resolve(workspace), path.resolve(workspace, cwd ?? '.'));
+  return rel === '' ? '.' : rel.split(path.sep).join('/');
+}
+
+/**
+ * The rendering the model sees, as bytes (output may be binary):
+ * an optional UNSANDBOXED_NOTICE line; a status line (`exit code N`, `killed by SIGNAL`,
+ * `timed out after N ms; the process tree was killed`, `cancelled; ...`); stdout verbatim;
+ * `[stderr]` and stderr verbatim when there is any; `[stdout truncated: ...]` notes;
+ * `(no output)` when both streams were empty.
+ */
+export function shellResult(outcome: ProcessOutcome, sandboxed: boolean, timeoutMs: number): ToolResult {
+  const status = statusLine(outcome, timeoutMs);
+  const parts: Uint8Array[] = [];
+  const text = (s: string): void => {
+    parts.push(Buffer.from(s, 'utf8'));
+  };
+  if (!sandboxed) text(`${UNSANDBOXED_NOTICE}\n`);
+  text(`${status}\n`);
+  const section = (bytes: Uint8Array): void => {
+    parts.push(bytes);
+    if (bytes.length > 0 && bytes[bytes.length - 1] !== 0x0a) text('\n');
+  };
+  section(outcome.stdout);
+  if (outcome.stderr.length > 0) {
+    text('[stderr]\n');
+    section(outcome.stderr);
+  }
+  if (outcome.stdout.length === 0 && outcome.stderr.length === 0) text('(no output)\n');
+  if (outcome.stdoutBytes > outcome.stdout.length) text(truncationNote('stdout', outcome.stdout.length, outcome.stdoutBytes));
+  if (outcome.stderrBytes > outcome.stderr.length) text(truncationNote('stderr', outcome.stderr.length, outcome.stderrBytes));
+  const output = Buffer.concat(parts);
+
+  if (outcome.timedOut) return { ok: false, output, error: { code: 'tool.timeout', message: status } };
+  if (outcome.aborted) return { ok: false, output, error: { code: 'tool.cancelled', message: status } };
+  if (outcome.exitCode === 0) return { ok: true, output };
+  return { ok: false, output, error: { code: 'tool.exit_nonzero', message: `the command ended with ${status}` } };
+}
+
+function statusLine(outcome: ProcessOutcome, timeoutMs: number): string {
+  if (outcome.timedOut) return `timed out after ${timeoutMs} ms; the process tree was killed (pass a larger timeout_ms if it needs longer)`;
+  if (outcome.aborted) return 'cancelled; the process tree was killed';
+  if (outcome.exitCode !== null) return `exit code ${outcome.exitCode}`;
+  return `killed by ${outcome.signal ?? 'an unknown signal'}`;
+}
+
+function truncationNote(stream: string, kept: number, total: number): string {
+  return `[${stream} truncated: showing the first ${kept} of ${total} bytes; redirect to a file in the workspace and read parts of it]\n`;
+}
+
+/**
+ * The command's environment: the host's without secrets, with PATH and HOME defaulted. Under
+ * bwrap TMPDIR is the private /tmp, since a host TMPDIR elsewhere is read-only there.
+ */
+function processEnv(ctx: ToolContext, sandboxed: boolean): Record<string, string> {
+  const env = sandboxEnv(ctx.env, ctx.sandbox.envAllow);
+  if (!env.PATH) env.PATH = DEFAULT_PATH;
+  if (!env.HOME) env.HOME = '/tmp';
+  if (sandboxed) env.TMPDIR = '/tmp';
+  return env;
+}
+
+// bash for what models write (arrays, [[ ]], pipefail); sh where it is missing (Alpine, distroless).
+async function shellPath(pathEnv: string | undefined): Promise<string> {
+  const search = `${pathEnv ?? ''}${path.delimiter}${DEFAULT_PATH}`;
+  const found = (await findExecutable('bash', search)) ?? (await findExecutable('sh', search));
+  if (!found) throw new ToolError('tool.spawn_failed', 'neither bash nor sh was found on PATH; install bash or fix PATH');
+  return found;
+}

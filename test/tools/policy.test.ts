@@ -1,0 +1,313 @@
+import { describe, expect, it } from 'vitest';
+import {
+  decide,
+  defaultPlan,
+  NO_SANDBOX_REASON,
+  planDigest,
+  PolicyRuleSchema,
+  type PolicyFacts,
+  type PolicyRule,
+  type RunMode,
+} from '../../src/tools/policy.js';
+import { parseShellCommand } from '../../src/tools/shell-command.js';
+import type { ExecutionPlan, SideEffectLevel } from '../../src/tools/tool.js';
+
+const MODES: RunMode[] = ['ask', 'auto-edit', 'full-auto', 'deny-all'];
+
+function rules(...raw: unknown[]): PolicyRule[] {
+  return raw.map((r) => PolicyRuleSchema.parse(r));
+}
+
+function plan(tool: string, paths: string[] = [], mode: 'read' | 'write' = 'write'): ExecutionPlan {
+  return { tool, version: '1', paths: paths.map((path) => ({ path, mode })), network: false };
+}
+
+/** A non-shell call. */
+function call(tool: string, level: SideEffectLevel, over: Partial<PolicyFacts> = {}): PolicyFacts {
+  return { tool, level, effects: level === 'read' ? 'none' : 'possible', plan: plan(tool), untrustedContext: false, sandboxed: true, shell: null, ...over };
+}
+
+/** A shell call (sandboxed unless told otherwise). */
+function sh(command: string, over: Partial<PolicyFacts> = {}): PolicyFacts {
+  return { ...call('shell', 'execute'), shell: parseShellCommand(command), ...over };
+}
+
+const noPush = rules({ command: 'git push', decision: 'deny', reason: 'git push is not allowed here' });
+
+describe('defaults by level and run mode', () => {
+  const table: Record<RunMode, Record<SideEffectLevel, string>> = {
+    ask: { read: 'allow', write: 'ask', execute: 'ask', network: 'deny' },
+    'auto-edit': { read: 'allow', write: 'allow', execute: 'ask', network: 'deny' },
+    'full-auto': { read: 'allow', write: 'allow', execute: 'allow', network: 'deny' },
+    'deny-all': { read: 'allow', write: 'deny', execute: 'deny', network: 'deny' },
+  };
+  for (const mode of MODES) {
+    for (const level of ['read', 'write', 'execute', 'network'] as const) {
+      it(`${mode} mode, ${level} tool: ${table[mode][level]}`, () => {
+        expect(decide([], mode, call('t', level)).decision).toBe(table[mode][level]);
+      });
+    }
+  }
+
+  it('names the default or the mode that decided, with a reason for ask and deny', () => {
+    expect(decide([], 'ask', call('read_file', 'read'))).toEqual({ decision: 'allow', rule: 'default:read', reason: null, network: false, envAllow: [] });
+    expect(decide([], 'auto-edit', call('write_file', 'write')).rule).toBe('mode:auto-edit');
+    expect(decide([], 'full-auto', call('run', 'execute')).rule).toBe('mode:full-auto');
+    expect(decide([], 'ask', call('write_file', 'write')).reason).toContain('write_file changes workspace files');
+    expect(decide([], 'full-auto', call('fetch', 'network'))).toMatchObject({ rule: 'default:network', reason: expect.stringContaining('do not retry') });
+    expect(decide([], 'deny-all', call('write_file', 'write'))).toMatchObject({
+      decision: 'deny',
+      rule: 'mode:deny-all',
+      reason: expect.stringContaining('run mode deny-all: nobody to ask'),
+    });
+  });
+});
+
+describe('config rules', () => {
+  it('lets explicit rules win over the mode', () => {
+    expect(decide(rules({ tool: 'write_file', decision: 'ask' }), 'full-auto', call('write_file', 'write')).decision).toBe('ask');
+    expect(decide(rules({ tool: 'fetch', decision: 'allow' }), 'ask', call('fetch', 'network')).decision).toBe('allow');
+    expect(decide(rules({ level: 'read', decision: 'deny' }), 'full-auto', call('read_file', 'read')).decision).toBe('deny');
+  });
+
+  it('matches tool names with * globs and lists', () => {
+    const r = rules({ tool: ['mcp_*', 'fetch'], decision: 'deny', id: 'no-remote' });
+    expect(decide(r, 'ask', call('mcp_github', 'read'))).toMatchObject({ decision: 'deny', rule: 'config:no-remote' });
+    expect(decide(r, 'ask', call('fetch', 'read')).decision).toBe('deny');
+    expect(decide(r, 'ask', call('read_file', 'read')).decision).toBe('allow');
+  });
+
+  it('lets deny beat ask beat allow, whatever the order', () => {
+    const r = rules({ tool: '*', decision: 'allow' }, { tool: 'write_file', decision: 'ask' }, { tool: 'write_file', decision: 'deny', reason: 'read-only run' });
+    expect(decide(r, 'ask', call('write_file', 'write'))).toMatchObject({
+      decision: 'deny',
+      rule: 'config:3',
+      reason: 'denied by policy rule 3 (read-only run); do not retry this call',
+    });
+    expect(decide(r.slice(0, 2), 'ask', call('write_file', 'write'))).toMatchObject({ decision: 'ask', rule: 'config:2' });
+    expect(decide(r.slice(0, 1), 'ask', call('write_file', 'write'))).toMatchObject({ decision: 'allow', rule: 'config:1' });
+  });
+
+  it('says what a deny rule without a reason matched', () => {
+    const d = decide(rules({ command: ['git', 'push'], decision: 'deny' }), 'ask', sh('git push'));
+    expect(d.reason).toBe('denied by policy rule 1 (command "git push"); do not retry this command');
+  });
+
+  it('matches paths: any touched path for deny, every touched path for allow, none never', () => {
+    const deny = rules({ paths: ['**/.env', 'secrets/**'], decision: 'deny' });
+    const write = (...paths: string[]): PolicyFacts => call('write_file', 'write', { plan: plan('write_file', paths) });
+    expect(decide(deny, 'full-auto', write('src/a.ts', 'app/.env')).decision).toBe('deny');
+    expect(decide(deny, 'full-auto', write('secrets/.key')).decision).toBe('deny');
+    expect(decide(deny, 'full-auto', write('src/a.ts')).decision).toBe('allow');
+
+    const allow = rules({ paths: ['src/**'], decision: 'allow' });
+    expect(decide(allow, 'ask', write('src/a.ts', 'src/deep/b.ts')).decision).toBe('allow');
+    expect(decide(allow, 'ask', write('src/a.ts', 'README.md')).decision).toBe('ask');
+    expect(decide(allow, 'ask', call('shell', 'execute', { shell: parseShellCommand('curl x') })).decision).toBe('ask');
+  });
+
+  it('matches untrusted_context only when the step read untrusted content', () => {
+    const r = rules({ tool: 'shell', untrusted_context: true, decision: 'deny', reason: 'the step read untrusted content' });
+    expect(decide(r, 'full-auto', sh('ls', { untrustedContext: true }))).toMatchObject({ decision: 'deny', rule: 'config:1' });
+    expect(decide(r, 'full-auto', sh('ls', { untrustedContext: false })).decision).toBe('allow');
+  });
+
+  it('never matches a command rule against a non-shell tool', () => {
+    const r = rules({ command: 'rm', decision: 'deny' }, { command: 'cat', decision: 'allow' });
+    expect(decide(r, 'ask', call('write_file', 'write')).decision).toBe('ask');
+    expect(decide(r, 'ask', call('read_file', 'read')).rule).toBe('default:read');
+  });
+});
+
+describe('shell commands', () => {
+  it('denies what cannot be parsed or chains too many commands, before any rule', () => {
+    const allowAll = rules({ tool: '*', decision: 'allow' });
+    expect(decide(allowAll, 'full-auto', sh('echo "x'))).toMatchObject({
+      decision: 'deny',
+      rule: 'shell:unparseable',
+      reason: expect.stringContaining('reached EOF without closing quote'),
+    });
+    const many = Array.from({ length: 17 }, (_, i) => `echo ${i}`).join('; ');
+    expect(decide(allowAll, 'full-auto', sh(many))).toMatchObject({
+      decision: 'deny',
+      rule: 'shell:too-many-commands',
+      reason: expect.stringContaining('chains 17 commands'),
+    });
+  });
+
+  it('denies a program whose name is only known at run time', () => {
+    const allowAll = rules({ tool: '*', decision: 'allow' });
+    expect(decide(allowAll, 'full-auto', sh('$CMD --force'))).toMatchObject({
+      decision: 'deny',
+      rule: 'shell:dynamic-program',
+      reason: expect.stringContaining('cannot tell which program runs'),
+    });
+    expect(decide(allowAll, 'full-auto', sh('bash -c "$SCRIPT"')).rule).toBe('shell:dynamic-program');
+  });
+
+  it('allows every subcommand under a program prefix', () => {
+    const r = rules({ command: 'git', decision: 'allow' });
+    for (const cmd of ['git status', 'git log --oneline | git stash list', '/usr/bin/git diff']) {
+      expect(decide(r, 'ask', sh(cmd))).toMatchObject({ decision: 'allow', rule: 'config:1' });
+    }
+    expect(decide(r, 'ask', sh('gitk')).decision).toBe('ask');
+  });
+
+  it('allows a chain only when every simple command is allowed by some rule', () => {
+    const r = rules({ command: 'git status', decision: 'allow' }, { command: [['ls'], ['wc', '-l']], decision: 'allow' });
+    expect(decide(r, 'ask', sh('git status && ls | wc -l')).decision).toBe('allow');
+    expect(decide(r, 'ask', sh('git status && rm -rf /')).decision).toBe('ask');
+    expect(decide(r, 'ask', sh('git status $(rm -rf /)')).decision).toBe('ask');
+    expect(decide(r, 'ask', sh('git $SUB')).decision).toBe('ask');
+    expect(decide(r, 'ask', sh('# only a comment')).decision).toBe('ask');
+  });
+
+  it('asks for a privileged run unless its wrapper is allowed too', () => {
+    const r = rules({ command: 'git status', decision: 'allow' });
+    expect(decide(r, 'ask', sh('timeout 5 git status')).decision).toBe('allow');
+    expect(decide(r, 'ask', sh('sudo git status')).decision).toBe('ask');
+    expect(decide([...r, ...rules({ command: 'sudo', decision: 'allow' })], 'ask', sh('sudo git status')).decision).toBe('allow');
+    expect(decide(rules({ command: 'sudo', decision: 'deny' }), 'full-auto', sh('sudo -u x ls')).decision).toBe('deny');
+  });
+
+  const evasions = [
+    'git push',
+    'env X=1 git push',
+    'env -i git push origin main',
+    'sh -c "git push"',
+    "bash -lc 'git push'",
+    '/usr/bin/git push',
+    '\\git push',
+    "'git' push",
+    "$'\\x67it' push",
+    'X=1 git push',
+    'timeout 5 git push',
+    'nohup git push &',
+    'nice -n 5 git push',
+    'command git push',
+    'exec git push',
+    'sudo git push',
+    'echo push | xargs git',
+    `sh -c "bash -c 'git push'"`,
+    'eval "git push"',
+    'git -C /tmp --no-pager push',
+    'git $SUB',
+    'ls && git push',
+    'echo $(git push)',
+    'find . -exec git push \\;',
+  ];
+  it.each(evasions)('a deny rule on "git push" still denies %s', (cmd) => {
+    const d = decide([...noPush, ...rules({ tool: '*', decision: 'allow' })], 'full-auto', sh(cmd));
+    expect(d).toMatchObject({ decision: 'deny', rule: 'config:1', reason: 'denied by policy rule 1 (git push is not allowed here); do not retry this command' });
+  });
+
+  it.each(['rm -rf /', 'env X=1 rm -rf /', 'sh -c "rm -rf /"', '/bin/rm x', '\\rm x', 'xargs rm', 'busybox rm x', 'rm *'])(
+    'a deny rule on "rm" still denies %s',
+    (cmd) => {
+      expect(decide(rules({ command: 'rm', decision: 'deny' }), 'full-auto', sh(cmd)).decision).toBe('deny');
+    },
+  );
+
+  it('does not deny what only looks like the denied command', () => {
+    for (const cmd of ['git status', 'git log --grep push', 'echo git push', 'git commit -m "push later"']) {
+      expect(decide(noPush, 'full-auto', sh(cmd)).decision).toBe('allow');
+    }
+  });
+});
+
+describe('sandbox and network', () => {
+  it('asks for shell without bubblewrap, over allow rules and full-auto', () => {
+    const unsandboxed = (cmd: string): PolicyFacts => sh(cmd, { sandboxed: false });
+    const expected = { decision: 'ask', rule: 'shell:no-sandbox', reason: NO_SANDBOX_REASON, network: false, envAllow: [] };
+    expect(decide([], 'full-auto', unsandboxed('ls'))).toEqual(expected);
+    expect(decide(rules({ command: 'ls', decision: 'allow', network: true }), 'ask', unsandboxed('ls'))).toEqual(expected);
+    expect(decide(rules({ tool: 'shell', decision: 'allow' }), 'auto-edit', unsandboxed('ls'))).toEqual(expected);
+    // A deny stays a deny; deny-all has nobody to ask.
+    expect(decide(noPush, 'full-auto', unsandboxed('git push')).decision).toBe('deny');
+    expect(decide(rules({ command: 'ls', decision: 'allow' }), 'deny-all', unsandboxed('ls'))).toMatchObject({
+      decision: 'deny',
+      rule: 'mode:deny-all',
+      reason: expect.stringContaining('bubblewrap is not installed'),
+    });
+  });
+
+  it('denies every ask in deny-all mode, from rules and defaults alike', () => {
+    const r = rules({ command: 'npm publish', decision: 'ask' }, { command: 'ls', decision: 'allow' });
+    expect(decide(r, 'deny-all', sh('npm publish'))).toMatchObject({ decision: 'deny', rule: 'mode:deny-all' });
+    expect(decide(r, 'deny-all', sh('make'))).toMatchObject({ decision: 'deny', rule: 'mode:deny-all' });
+    expect(decide(r, 'deny-all', sh('ls')).decision).toBe('allow');
+    expect(decide(r, 'deny-all', call('read_file', 'read')).decision).toBe('allow');
+  });
+
+  it('grants network and secret env names only through matching allow rules of an allowed call', () => {
+    const r = rules(
+      { command: 'npm install', decision: 'allow', network: true, env_allow: ['NPM_TOKEN'] },
+      { command: 'ls', decision: 'allow', env_allow: ['LS_COLORS_KEY'] },
+      { command: 'curl', decision: 'allow' },
+    );
+    expect(decide(r, 'ask', sh('npm install && ls'))).toMatchObject({ decision: 'allow', network: true, envAllow: ['LS_COLORS_KEY', 'NPM_TOKEN'] });
+    expect(decide(r, 'ask', sh('ls'))).toMatchObject({ decision: 'allow', network: false, envAllow: ['LS_COLORS_KEY'] });
+    expect(decide(r, 'ask', sh('curl example.com'))).toMatchObject({ decision: 'allow', network: false, envAllow: [] });
+    expect(decide(r, 'ask', sh('npm install && rm x'))).toMatchObject({ decision: 'ask', network: false, envAllow: [] });
+    expect(decide([], 'full-auto', sh('npm install')).network).toBe(false);
+  });
+});
+
+describe('PolicyRuleSchema', () => {
+  const error = (raw: unknown): string => {
+    const r = PolicyRuleSchema.safeParse(raw);
+    if (r.success) throw new Error('expected a validation error');
+    return r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+  };
+
+  it('accepts every command form', () => {
+    expect(PolicyRuleSchema.parse({ command: 'git push', decision: 'deny' }).command).toBe('git push');
+    expect(PolicyRuleSchema.parse({ command: ['git', 'push'], decision: 'deny' }).command).toEqual(['git', 'push']);
+    expect(PolicyRuleSchema.parse({ command: [['git', 'push'], ['rm']], decision: 'deny' }).command).toEqual([['git', 'push'], ['rm']]);
+  });
+
+  it('refuses mistakes with a path and a sentence', () => {
+    expect(error({ decision: 'maybe' })).toBe('decision: decision must be "allow", "ask" or "deny"');
+    expect(error({ decision: 'deny', tools: 'x' })).toContain('tools');
+    expect(error({ command: ['git push', 'rm'], decision: 'deny' })).toContain('command.0: a list of strings is the words of one command');
+    expect(error({ paths: ['/etc/**'], decision: 'deny' })).toContain('paths.0: paths are globs relative to the workspace root');
+    expect(error({ command: 'curl', network: true, decision: 'deny' })).toContain('network: network and env_allow');
+    expect(error({ level: 'admin', decision: 'deny' })).toContain('level');
+    expect(error({ command: 5, decision: 'deny' })).toContain('command: a command prefix');
+  });
+});
+
+describe('plans', () => {
+  const base: ExecutionPlan = { tool: 'shell', version: '1', commands: [['git', 'status']], command: 'git status', cwd: '.', paths: [], network: false };
+
+  it('digests canonical JSON: stable under key order, changed by a changed argv', () => {
+    const reordered = { network: false, paths: [], cwd: '.', command: 'git status', commands: [['git', 'status']], version: '1', tool: 'shell' };
+    expect(planDigest(base)).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(planDigest(reordered)).toBe(planDigest(base));
+    expect(planDigest({ ...base, commands: [['git', 'push']] })).not.toBe(planDigest(base));
+  });
+
+  it('builds a default plan from the input and the path resources', () => {
+    const p = defaultPlan(
+      { name: 'write_file', version: '2' },
+      { path: 'src/a.ts', content: 'x' },
+      [
+        { key: 'path:/ws/src/a.ts', mode: 'write' },
+        { key: 'path:/ws/src/a.ts', mode: 'write' },
+        { key: 'path:/ws', mode: 'read' },
+        { key: 'process', mode: 'write' },
+      ],
+      '/ws',
+    );
+    expect(p).toEqual({
+      tool: 'write_file',
+      version: '2',
+      paths: [
+        { path: 'src/a.ts', mode: 'write' },
+        { path: '.', mode: 'read' },
+      ],
+      network: false,
+      input: { path: 'src/a.ts', content: 'x' },
+    });
+  });
+});
