@@ -24,6 +24,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     ...(req.effort ? { effort: req.effort } : {}),
     ...(req.maxOutputTokens ? { maxOutputTokens: req.maxOutputTokens } : {}),
     ...(req.config ? { config: req.config } : {}),
+    ...(req.approvalMode ? { approvalMode: req.approvalMode } : {}),
     model: req.model,
     baseUrl: req.baseUrl,
     workspace: req.workspace,
