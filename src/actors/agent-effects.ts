@@ -5,6 +5,8 @@ import type { AgentActor } from './agent-actor.js';
 import { abortReason, cutObservation, ensureModel, estimateUsage, costFor, prepare, scope, settings, sleep } from './effect-helpers.js';
 import type { Effect } from './machine-set.js';
 import { callModel } from './model-call.js';
+import type { ApprovalMode } from '../protocol/events.js';
+import type { ExecutionSemantics } from '../tools/tool.js';
 import { answerApproval, decideCall, expireApproval, requestApproval } from './tool-policy.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
@@ -108,7 +110,7 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
     case 'decidePolicy':
       return decideCall(a, p.callId, p.recheck === true);
     case 'requestApproval':
-      return requestApproval(a, p.callId);
+      return requestApproval(a, p.callId, p.confirmUnknown === true);
     case 'expireApproval':
       return expireApproval(a, p.callId, p.approvalId);
     case 'answerApproval':
@@ -179,7 +181,17 @@ function dispatchCalls(a: AgentActor, calls: Array<{ id: string; name: string; a
         effects: r.status === 'valid' ? r.effects.effects : null,
         recovery: r.status === 'valid' ? recoveryOf(r.effects) : null,
         withinBudget,
+        confirmUnknown: r.status === 'valid' && confirmsUnknown(r.effects, s.approvalMode ?? 'ask'),
       },
     });
   });
+}
+
+/**
+ * Whether a crash mid-call makes the turn wait for a person: `manual: block` always; `manual:
+ * ask` when the run mode asks about effects at all (auto-edit and full-auto said not to ask).
+ */
+function confirmsUnknown(semantics: ExecutionSemantics, mode: ApprovalMode): boolean {
+  if (semantics.effects !== 'possible' || semantics.recovery.kind !== 'manual') return false;
+  return semantics.recovery.on === 'block' || mode === 'ask';
 }

@@ -130,6 +130,7 @@ export class MachineSet {
               error: e.data.error,
               recovery: e.data.recovery ?? 'manual',
               withinBudget: e.data.withinBudget,
+              confirmUnknown: e.data.confirmUnknown === true,
             },
           }),
         );

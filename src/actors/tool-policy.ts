@@ -93,11 +93,20 @@ export function bindingMismatch(ap: ApprovalRecord, callId: string, toolVersion:
   return null;
 }
 
-/** Asks a person: commits `approval/requested` bound to the tool, its version, the plan digest, scope and expiry. */
-export function requestApproval(a: AgentActor, callId: string): void {
+/** What a person is told when a crash left a call's outcome unknown. */
+export const UNKNOWN_OUTCOME_QUESTION =
+  'the process stopped after this call started and before its result was recorded, so it may or may not have taken effect; ' +
+  'check the workspace, then approve to let the agent go on (it is told the outcome is unknown) or deny with what you found';
+
+/**
+ * Asks a person: commits `approval/requested` bound to the tool, its version, the plan digest,
+ * scope and expiry. `confirmUnknown`: the question is whether the turn may go on after a crash
+ * left the call's outcome unknown.
+ */
+export function requestApproval(a: AgentActor, callId: string, confirmUnknown = false): void {
   const call = openCall(a, callId);
   const planned = planCall(a, call);
-  const last = call.decided;
+  const last = confirmUnknown ? { rule: 'recovery:outcome-unknown', reason: UNKNOWN_OUTCOME_QUESTION } : call.decided;
   a.stage({
     type: 'approval/requested',
     ...scope(a),

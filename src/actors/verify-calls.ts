@@ -14,10 +14,12 @@ interface CallState {
   ended: { type: string; seq: number } | null;
   /** Already reported as unended, so a later check does not report it again. */
   flagged: boolean;
+  /** The last policy decision on the call; a first start needs `allow`. */
+  decision: string | null;
 }
 
 const ENDS = new Set(['tool/result', 'tool/denied', 'tool/cancelled', 'tool/outcome_unknown']);
-const CALL_SCOPED = new Set([...ENDS, 'tool/call', 'tool/start', 'policy/decided']);
+const CALL_SCOPED = new Set([...ENDS, 'tool/call', 'tool/start', 'policy/decided', 'approval/requested', 'approval/granted', 'approval/denied']);
 
 /**
  * Tool calls: every call ends exactly once; no `tool/start` without a valid `tool/call` before
@@ -37,7 +39,7 @@ export function createCallCheck(report: Report): Check {
   function intent(e: EventOf<'tool/call'>, id: string): void {
     const first = calls.get(id);
     if (first) return report('call.duplicate', e.seq, `call ${id} was already recorded at seq ${first.seq}`);
-    const c: CallState = { id, seq: e.seq, intent: e.data, starts: 0, key: null, ended: null, flagged: false };
+    const c: CallState = { id, seq: e.seq, intent: e.data, starts: 0, key: null, ended: null, flagged: false, decision: null };
     calls.set(id, c);
     if (e.turn === undefined) return;
     const list = byTurn.get(e.turn);
@@ -50,6 +52,10 @@ export function createCallCheck(report: Report): Check {
     if (!c || c.intent.status !== 'valid') {
       const why = c ? `its tool/call at seq ${c.seq} is ${c.intent.status}` : 'no tool/call came before it';
       return report('call.start_without_intent', e.seq, `tool/start of call ${id}: ${why}`);
+    }
+    // no effect after the policy said ask or deny without a later allow (a rerun was allowed before)
+    if (!e.data.rerun && c.decision !== null && c.decision !== 'allow') {
+      report('call.start_without_allow', e.seq, `call ${id} (${c.intent.name}) starts though its last policy decision is ${c.decision ?? 'missing'}`);
     }
     if (c.ended) {
       report('call.start_after_end', e.seq, `call ${id} starts again after its ${c.ended.type} at seq ${c.ended.seq}: the run is not recorded`);
@@ -81,6 +87,22 @@ export function createCallCheck(report: Report): Check {
     }
   }
 
+  /** Approvals by ID: asked once, answered at most once, and only for the call that asked. */
+  const approvals = new Map<string, { call: string; seq: number; answered: number | null }>();
+  function approval(e: ActorEvent, id: string): void {
+    if (e.type === 'approval/requested') {
+      if (approvals.has(e.data.approvalId)) return report('approval.duplicate', e.seq, `approval ${e.data.approvalId} was requested twice`);
+      approvals.set(e.data.approvalId, { call: id, seq: e.seq, answered: null });
+      return;
+    }
+    if (e.type !== 'approval/granted' && e.type !== 'approval/denied') return;
+    const a = approvals.get(e.data.approvalId);
+    if (!a) return report('approval.unknown', e.seq, `${e.type} of approval ${e.data.approvalId}, which was never requested`);
+    if (a.call !== id) return report('approval.other_call', e.seq, `approval ${e.data.approvalId} of call ${a.call} answered for call ${id}`);
+    if (a.answered !== null) return report('approval.answered_twice', e.seq, `approval ${e.data.approvalId} was already answered at seq ${a.answered}`);
+    a.answered = e.seq;
+  }
+
   return {
     event(e) {
       if (e.type === 'turn/end' && e.turn !== undefined) {
@@ -93,6 +115,10 @@ export function createCallCheck(report: Report): Check {
       if (e.type === 'tool/call') intent(e, e.call);
       else if (e.type === 'tool/start') start(e, e.call);
       else if (ENDS.has(e.type)) finish(e, e.call);
+      else if (e.type === 'policy/decided') {
+        const c = calls.get(e.call);
+        if (c) c.decision = e.data.decision;
+      } else approval(e, e.call);
     },
     end(complete) {
       if (!complete) return;

@@ -14,6 +14,8 @@ export interface ToolCallInput {
   recovery: CallRecovery;
   /** False when the turn's tool budget is spent: the call is cancelled, never started. */
   withinBudget: boolean;
+  /** After a crash mid-call with manual recovery, a person confirms before the turn goes on. */
+  confirmUnknown?: boolean;
 }
 
 /** Context of the tool-call machine. */
@@ -33,6 +35,10 @@ export type ToolCallEvent = MachineEvent;
 type Decided = Extract<MachineEvent, { type: 'policy/decided' }>;
 
 const decision = (value: 'allow' | 'ask' | 'deny') => ({ event }: { event: Decided }) => event.data.decision === value;
+function unknownReason(tool: string): string {
+  return `the process stopped after ${tool} started and before its result was recorded; it may or may not have taken effect`;
+}
+
 /** The deny reason an event carries (the policy's or the person's). */
 const reasonOf = (event: MachineEvent): string | null =>
   event.type === 'policy/decided' || event.type === 'approval/denied' ? (event.data.reason ?? null) : null;
@@ -51,7 +57,7 @@ export const toolCallMachine = setup({
   actions: {
     rejectCall: slot<{ callId: string; error: string }>(),
     decidePolicy: slot<{ callId: string; recheck: boolean }>(),
-    requestApproval: slot<{ callId: string }>(),
+    requestApproval: slot<{ callId: string; confirmUnknown?: boolean }>(),
     expireApproval: slot<{ callId: string; approvalId: string }>(),
     startTool: slot<{ callId: string; rerun: boolean }>(),
     denyCall: slot<{ callId: string; reason: string }>(),
@@ -177,16 +183,57 @@ export const toolCallMachine = setup({
             guard: ({ context }) => context.recovery === 'rerun' || context.recovery === 'idempotent',
             actions: { type: 'startTool', params: ({ context }) => ({ callId: context.callId, rerun: true }) },
           },
-          {
-            actions: {
-              type: 'markOutcomeUnknown',
-              params: ({ context }) => ({
-                callId: context.callId,
-                reason: `the process stopped after ${context.name} started and before its result was recorded; it may or may not have taken effect`,
+          { guard: ({ context }) => context.confirmUnknown === true, target: 'confirming' },
+          { actions: { type: 'markOutcomeUnknown', params: ({ context }) => ({ callId: context.callId, reason: unknownReason(context.name) }) } },
+        ],
+      },
+    },
+    /** The outcome is unknown and the turn waits for a person before the model hears of it. */
+    confirming: {
+      initial: 'requesting',
+      on: {
+        'approval/granted': {
+          actions: {
+            type: 'markOutcomeUnknown',
+            params: ({ context }) => ({ callId: context.callId, reason: `${unknownReason(context.name)}; a person checked and let the turn go on` }),
+          },
+        },
+        'approval/denied': {
+          actions: {
+            type: 'markOutcomeUnknown',
+            params: ({ context, event }) => ({ callId: context.callId, reason: `${unknownReason(context.name)}; ${event.data.reason ?? 'a person answered no'}` }),
+          },
+        },
+        // it may have run: an abort cannot call it cancelled
+        abort: {
+          actions: { type: 'markOutcomeUnknown', params: ({ context }) => ({ callId: context.callId, reason: unknownReason(context.name) }) },
+        },
+      },
+      states: {
+        requesting: {
+          entry: { type: 'requestApproval', params: ({ context }) => ({ callId: context.callId, confirmUnknown: true }) },
+          on: {
+            'approval/requested': {
+              target: 'waiting',
+              actions: assign({
+                approvalId: ({ event }) => event.data.approvalId,
+                approvalExpiresAt: ({ event }) => event.data.expiresAt,
               }),
             },
+            recover: { actions: { type: 'requestApproval', params: ({ context }) => ({ callId: context.callId, confirmUnknown: true }) } },
           },
-        ],
+        },
+        waiting: {
+          on: {
+            tick: {
+              guard: ({ context, event }) => context.approvalExpiresAt !== null && event.nowMs >= context.approvalExpiresAt,
+              actions: {
+                type: 'expireApproval',
+                params: ({ context }) => ({ callId: context.callId, approvalId: context.approvalId! }),
+              },
+            },
+          },
+        },
       },
     },
     cancelling_abort: {

@@ -164,6 +164,8 @@ export const EventDataSchemas = {
     effects: EffectsSchema.nullable(),
     recovery: z.enum(['rerun', 'idempotent', 'reconcile', 'manual']).nullable(),
     withinBudget: z.boolean(),
+    /** A crash mid-call leaves its outcome unknown and a person must confirm before the turn goes on. */
+    confirmUnknown: z.boolean().optional(),
   }),
   'policy/decided': z.object({
     decision: z.enum(['allow', 'ask', 'deny']),

@@ -53,6 +53,21 @@ function rerun(effects: 'none' | 'possible', recovery: 'rerun' | 'idempotent'): 
   return b.endTurn().events;
 }
 
+/**
+ * `clean`, but the policy asked: seqs 10 policy/decided ask, 11 approval/requested, 12
+ * approval/granted (a client), 13 policy/decided allow (the recheck), 14 tool/start, … 23 turn/end.
+ */
+function approved(): ActorEvent[] {
+  return mutate(clean(), (r) => {
+    const i = indexOf(r, 'policy/decided');
+    const allow = r[i]!;
+    const ask = { ...allow, data: { decision: 'ask', rule: 'default:write', reason: null } };
+    const request = { ...allow, type: 'approval/requested', data: { approvalId: 'apr_1', tool: 'read_file', toolVersion: '1', planDigest: 'sha256:p', expiresAt: 1 } };
+    const grant = { ...allow, type: 'approval/granted', data: { approvalId: 'apr_1', by: 'client:cli' } };
+    r.splice(i, 1, ask, request, grant, { ...allow, data: { ...allow.data, recheck: true } });
+  });
+}
+
 /** `toolTurn`, then a second turn that answers at once. Seqs 21 inbox/received, 22 turn/start, … */
 function twoTurns(): ActorEvent[] {
   const b = toolTurn();
@@ -93,6 +108,7 @@ describe('verifyLog on logs the runtime writes', () => {
     ['a rerun of an idempotent effectful call with the same key', () => rerun('possible', 'idempotent')],
     ['two turns', twoTurns],
     ['an invalid call answered without a start', invalidCall],
+    ['a call approved by a person and allowed on the recheck', approved],
   ])('finds nothing wrong in %s, complete or not', (_, log) => {
     expect(verifyLog(log())).toEqual([]);
     expect(verifyLog(log(), { complete: true })).toEqual([]);
@@ -120,6 +136,26 @@ interface Case {
 
 const cases: Case[] = [
   { name: 'an event is missing', code: 'seq.gap', seq: 11, log: () => mutate(clean(), (r) => r.splice(indexOf(r, 'policy/decided'), 1), false) },
+  {
+    name: 'a call starts though the policy asked and nobody approved', code: 'call.start_without_allow', seq: 11,
+    log: () => mutate(clean(), (r) => { r[indexOf(r, 'policy/decided')]!.data.decision = 'ask'; }),
+  },
+  {
+    name: 'an approval is requested twice', code: 'approval.duplicate', seq: 12,
+    log: () => mutate(approved(), (r) => r.splice(indexOf(r, 'approval/requested') + 1, 0, structuredClone(r[indexOf(r, 'approval/requested')]!))),
+  },
+  {
+    name: 'an approval that was never requested is granted', code: 'approval.unknown', seq: 11,
+    log: () => mutate(approved(), (r) => r.splice(indexOf(r, 'approval/requested'), 1)),
+  },
+  {
+    name: "a call's approval is granted for another call", code: 'approval.other_call', seq: 12,
+    log: () => mutate(approved(), (r) => { r[indexOf(r, 'approval/granted')]!.call = 'call_other'; }),
+  },
+  {
+    name: 'an approval is answered twice', code: 'approval.answered_twice', seq: 13,
+    log: () => mutate(approved(), (r) => r.splice(indexOf(r, 'approval/granted') + 1, 0, structuredClone(r[indexOf(r, 'approval/granted')]!))),
+  },
   { name: 'an event is repeated', code: 'seq.gap', seq: 10, log: () => mutate(clean(), (r) => r.splice(10, 0, structuredClone(r[9]!)), false) },
   { name: 'the last event comes from an older epoch', code: 'epoch.backwards', seq: 28, log: () => mutate(recovered(), (r) => { r[27]!.epoch = 1; }) },
   { name: 'an event of another actor', code: 'event.actor', seq: 5, log: () => mutate(clean(), (r) => { r[4]!.actor = 'agt_other'; }) },

@@ -99,7 +99,7 @@ describe.concurrent('actorloop run --fault, then resume', () => {
     const { ws, cli, common } = await setup(onTestFinished);
 
     // 1. The run dies by its own SIGKILL at the fault point.
-    const crashed = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', '--fault', c.fault, ...common]);
+    const crashed = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, '--json', '--fault', c.fault, ...common]);
     expect({ code: crashed.code, signal: crashed.signal }, show(crashed)).toEqual({ code: null, signal: 'SIGKILL' });
     const agentId = lines(crashed.stderr)[0] ?? '';
     expect(agentId, show(crashed)).toMatch(AGENT_ID);
@@ -171,7 +171,7 @@ describe.concurrent('actorloop run --fault, then resume', () => {
 
 test('run --json with no fault: only NDJSON events, the last turn/end completed; runs --json lists the agent', async ({ expect, onTestFinished }) => {
   const { ws, cli, common } = await setup(onTestFinished);
-  const r = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
+  const r = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, '--json', ...common]);
   expectExit(expect, r, 0);
   const agentId = lines(r.stderr)[0] ?? '';
   expect(agentId, show(r)).toMatch(AGENT_ID);

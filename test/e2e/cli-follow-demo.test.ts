@@ -33,7 +33,7 @@ test('events --follow prints the log, then live commits of a resume, and stops o
   const env = cliEnv(dataDir);
   const cli = pool.forTest({ onTestFinished }, env);
   const common = ['--nats', nats.url, '--data-dir', dataDir];
-  const crashed = await cli.run(['run', 'fix it', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', '--fault', 'after:tool/start@3', ...common]);
+  const crashed = await cli.run(['run', 'fix it', '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, '--json', '--fault', 'after:tool/start@3', ...common]);
   expect(crashed.signal, show(crashed)).toBe('SIGKILL');
   const agentId = lines(crashed.stderr)[0]!;
   expect(agentId).toMatch(AGENT_ID);
