@@ -142,7 +142,7 @@ export const CLIENT_SENDER = /^client:[a-z0-9_-]+$/;
  * an answer for another plan than the one asked about. Otherwise `approval/granted` or
  * `approval/denied`, scoped to the call it was asked for.
  */
-export function answerApproval(a: AgentActor, messageId: string, from: string, content: string): void {
+export async function answerApproval(a: AgentActor, messageId: string, from: string, content: string): Promise<void> {
   const refuse = (reason: string): void => {
     a.stage({ type: 'inbox/cancelled', data: { messageId, reason } });
     a.ports.logger.warn({ messageId, from }, `approval answer refused: ${reason}`);
@@ -167,6 +167,10 @@ export function answerApproval(a: AgentActor, messageId: string, from: string, c
   }
   if (answer.decision === 'approve') {
     a.stage({ type: 'approval/granted', ...ids, data: { approvalId: answer.approvalId, by: from, messageId, always: answer.always === true } });
+    // The grant is its own commit, before the recheck and the call's tool/start: a crash between
+    // the approval and the execution then recovers to a recheck and runs the call once, where a
+    // shared commit would leave a started call whose outcome is unknown.
+    await a.flush();
   } else {
     const reason = answer.reason ? `denied by a person: ${answer.reason}` : 'denied by a person';
     a.stage({ type: 'approval/denied', ...ids, data: { approvalId: answer.approvalId, by: from, reason, messageId } });

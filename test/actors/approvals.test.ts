@@ -1,0 +1,279 @@
+import { appendFile, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
+import { defaultTooling, type ToolingPorts } from '../../src/actors/tooling.js';
+import { verifyLog } from '../../src/actors/verify.js';
+import { approvalMessage } from '../../src/cli/commands/approvals.js';
+import type { ScriptResponse } from '../../src/model/script.js';
+import type { PolicyRule } from '../../src/protocol/policy-rule.js';
+import type { ToolDefinition } from '../../src/tools/tool.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { openTestRuntime, readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
+import { message, ofType, only, startTurn } from './harness.js';
+
+let nats: TestNats;
+let ws: string;
+let rt: TestRuntime | null = null;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+});
+afterAll(async () => {
+  await nats.stop();
+});
+beforeEach(async () => {
+  ws = await tempDir('ws');
+});
+afterEach(async () => {
+  await rt?.close();
+  rt = null;
+  await rm(ws, { recursive: true, force: true });
+});
+
+/** A plan that a test can change under an approval: its `target` is read when the call is planned. */
+let planTarget = 'a';
+let toolVersion = '1';
+
+/** An effectful tool that appends one line per run to `effects.log`: what ran, and how often. */
+const appendTool: ToolDefinition<{ line: string }> = {
+  name: 'append',
+  get version() {
+    return toolVersion;
+  },
+  description: 'Append a line to effects.log',
+  input: z.strictObject({ line: z.string() }),
+  level: 'write',
+  executionSemantics: () => ({ effects: 'possible', recovery: { kind: 'manual', on: 'ask' } }),
+  resources: (_input, { workspace }) => [{ key: `path:${workspace}/effects.log`, mode: 'write' }],
+  plan: (input) => ({ tool: 'append', version: toolVersion, paths: [{ path: 'effects.log', mode: 'write' }], network: false, input, command: planTarget }),
+  async execute(input, ctx) {
+    await appendFile(join(ctx.workspace, 'effects.log'), `${input.line}\n`);
+    return { ok: true, output: `appended ${input.line}` };
+  },
+};
+
+const append = (line: string): ScriptResponse => ({ tool_calls: [{ name: 'append', arguments: { line } }] });
+
+async function open(script: ScriptResponse[], tooling: Partial<ToolingPorts> = {}, faults = '') {
+  rt = await openTestRuntime({ natsUrl: nats.url, script, tools: [appendTool] });
+  return rt.supervisor({ extra: { tooling: defaultTooling(tooling) }, faults: createFaultInjector(parseFaultSpecs(faults)) });
+}
+
+const effects = async () => (await readFile(join(ws, 'effects.log'), 'utf8').catch(() => '')).split('\n').filter(Boolean);
+const ask = () => turnRequest(ws, { approvalMode: 'ask' });
+
+describe('approvals', () => {
+  beforeEach(() => {
+    planTarget = 'a';
+    toolVersion = '1';
+  });
+
+  it('asks for an effectful call, binds the request to the plan, and runs it once approved by a client', async () => {
+    const sup = await open([append('one'), { content: 'appended' }]);
+    const { actor, ended } = await startTurn(sup, 'append one', ask());
+    const [approvalId] = await actor.whenAwaitingApproval();
+    expect(await effects()).toEqual([]);
+    const record = actor.projection.approvals![approvalId!]!;
+    expect(record).toMatchObject({ tool: 'append', toolVersion: '1', state: 'pending', rule: 'default:write' });
+    expect(record.planDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(record.expiresAt).toBeGreaterThan(Date.now() + 23 * 3600 * 1000);
+
+    await sup.send(approvalMessage(actor.actorId, approvalId!, record.planDigest, { decision: 'approve', always: false }));
+    expect(await ended).toMatchObject({ outcome: 'completed', answer: 'appended' });
+    expect(await effects()).toEqual(['one']);
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const decided = ofType(log, 'policy/decided').map((e) => [e.data.decision, e.data.rule]);
+    expect(decided).toEqual([['ask', 'default:write'], ['allow', `approval:${approvalId}`]]);
+    const requested = only(log, 'approval/requested');
+    expect(requested.data).toMatchObject({ approvalId, tool: 'append', toolVersion: '1', scope: [{ key: `path:${ws}/effects.log`, mode: 'write' }] });
+    expect(requested.data.plan).toMatchObject({ paths: [{ path: 'effects.log', mode: 'write' }] });
+    expect(only(log, 'approval/granted').data).toMatchObject({ approvalId, by: 'client:cli' });
+    expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
+  it("denies with the person's reason; the model sees it and nothing runs", async () => {
+    const sup = await open([append('one'), { content: 'ok, not appending' }]);
+    const { actor, ended } = await startTurn(sup, 'append one', ask());
+    const [approvalId] = await actor.whenAwaitingApproval();
+    const digest = actor.projection.approvals![approvalId!]!.planDigest;
+    await sup.send(approvalMessage(actor.actorId, approvalId!, digest, { decision: 'deny', reason: 'not today' }));
+    expect(await ended).toMatchObject({ outcome: 'completed' });
+    expect(await effects()).toEqual([]);
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(only(log, 'tool/denied').data.reason).toBe('denied by a person: not today');
+    expect(ofType(log, 'tool/start')).toHaveLength(0);
+    expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
+  it('refuses an answer that does not come from a client command, and keeps waiting', async () => {
+    const sup = await open([append('one'), { content: 'done' }]);
+    const { actor, ended } = await startTurn(sup, 'append one', ask());
+    const [approvalId] = await actor.whenAwaitingApproval();
+    const digest = actor.projection.approvals![approvalId!]!.planDigest;
+    const forged = { ...approvalMessage(actor.actorId, approvalId!, digest, { decision: 'approve', always: false }), from: 'agt_01J0000000000000000000000' };
+    await sup.send(forged);
+    await waitFor(() => actor.projection.inbox[forged.id]?.state === 'cancelled');
+    expect(actor.projection.approvals![approvalId!]!.state).toBe('pending');
+    expect(await effects()).toEqual([]);
+    // the real answer still works
+    await sup.send(approvalMessage(actor.actorId, approvalId!, digest, { decision: 'approve', always: false }));
+    await ended;
+    expect(await effects()).toEqual(['one']);
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(only(log, 'inbox/cancelled').data.reason).toMatch(/approvals are answered by client commands/);
+  });
+
+  it('refuses an answer for another plan, and an approval replayed on a second call', async () => {
+    const sup = await open([{ tool_calls: [{ name: 'append', arguments: { line: 'one' } }, { name: 'append', arguments: { line: 'two' } }] }, { content: 'done' }]);
+    const { actor, ended } = await startTurn(sup, 'append both', ask());
+    const first = await actor.whenAwaitingApproval();
+    // the two calls write one file: the second waits for the first, but both ask up front
+    expect(first).toHaveLength(2);
+    const [a1, a2] = first.map((id) => ({ id, ...actor.projection.approvals![id]! }));
+    // an answer naming approval 1 with the plan of call 2: refused (another plan)
+    const wrongPlan = approvalMessage(actor.actorId, a1!.id, a2!.planDigest, { decision: 'approve', always: false });
+    await sup.send(wrongPlan);
+    await waitFor(() => actor.projection.inbox[wrongPlan.id]?.state === 'cancelled');
+    await sup.send(approvalMessage(actor.actorId, a1!.id, a1!.planDigest, { decision: 'approve', always: false }));
+    await waitFor(async () => (await effects()).length === 1);
+    // replaying approval 1 (already used) for anything: refused; call 2 still waits
+    const replay = approvalMessage(actor.actorId, a1!.id, a1!.planDigest, { decision: 'approve', always: false });
+    await sup.send(replay);
+    await waitFor(() => actor.projection.inbox[replay.id]?.state === 'cancelled');
+    expect(actor.waitingApprovals()).toEqual([a2!.id]);
+    await sup.send(approvalMessage(actor.actorId, a2!.id, a2!.planDigest, { decision: 'approve', always: false }));
+    await ended;
+    expect(await effects()).toEqual(['one', 'two']);
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const refusals = ofType(log, 'inbox/cancelled').map((e) => e.data.reason);
+    expect(refusals[0]).toMatch(/the answer is for plan sha256:.* but approval .* asks about/);
+    expect(refusals[1]).toMatch(/is already used; an approval is single use/);
+    expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
+  it('denies the call when nobody answers before the expiry', async () => {
+    const sup = await open([append('one'), { content: 'it was not approved' }], { approvalTtlMs: 300 });
+    const { actor, ended } = await startTurn(sup, 'append one', ask());
+    expect(await ended).toMatchObject({ outcome: 'completed', answer: 'it was not approved' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(only(log, 'approval/denied').data).toMatchObject({ by: 'expiry' });
+    expect(only(log, 'tool/denied').data.reason).toMatch(/expired/);
+    expect(await effects()).toEqual([]);
+  });
+
+  it('a deny rule added after the approval wins at the recheck', async () => {
+    let rules: PolicyRule[] = [];
+    const sup = await open([append('one'), { content: 'denied' }], { rules: () => rules });
+    const { actor, ended } = await startTurn(sup, 'append one', ask());
+    const [approvalId] = await actor.whenAwaitingApproval();
+    rules = [{ tool: 'append', decision: 'deny', reason: 'appending is frozen' }];
+    await sup.send(approvalMessage(actor.actorId, approvalId!, actor.projection.approvals![approvalId!]!.planDigest, { decision: 'approve', always: false }));
+    await ended;
+    expect(await effects()).toEqual([]);
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(ofType(log, 'policy/decided').at(-1)!.data).toMatchObject({ decision: 'deny', recheck: true });
+    expect(only(log, 'tool/denied').data.reason).toMatch(/appending is frozen/);
+  });
+
+  it.each([
+    ['the plan changed (arguments as the tool now reads them)', () => (planTarget = 'b'), /the execution plan changed/],
+    ['the tool version changed', () => (toolVersion = '2'), /the tool changed from version 1 to 2/],
+  ])('asks again when %s after the approval, then runs once', async (_, change, why) => {
+    const sup = await open([append('one'), { content: 'done' }]);
+    const { actor, ended } = await startTurn(sup, 'append one', ask());
+    const [first] = await actor.whenAwaitingApproval();
+    change();
+    await sup.send(approvalMessage(actor.actorId, first!, actor.projection.approvals![first!]!.planDigest, { decision: 'approve', always: false }));
+    const [second] = await waitForApproval(actor, first!);
+    expect(await effects()).toEqual([]);
+    await sup.send(approvalMessage(actor.actorId, second, actor.projection.approvals![second]!.planDigest, { decision: 'approve', always: false }));
+    await ended;
+    expect(await effects()).toEqual(['one']);
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const recheck = ofType(log, 'policy/decided').find((e) => e.data.recheck && e.data.decision === 'ask');
+    expect(recheck?.data.reason).toMatch(why);
+    expect(ofType(log, 'approval/requested')).toHaveLength(2);
+    expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
+  it('"always" allows the same plan again without asking; another plan still asks', async () => {
+    const sup = await open([append('same'), append('same'), append('other'), { content: 'done' }]);
+    const { actor, ended } = await startTurn(sup, 'append', ask());
+    const [first] = await actor.whenAwaitingApproval();
+    await sup.send(approvalMessage(actor.actorId, first!, actor.projection.approvals![first!]!.planDigest, { decision: 'approve', always: true }));
+    const [next] = await waitForApproval(actor, first!);
+    expect(await effects()).toEqual(['same', 'same']);
+    await sup.send(approvalMessage(actor.actorId, next, actor.projection.approvals![next]!.planDigest, { decision: 'approve', always: false }));
+    await ended;
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(ofType(log, 'policy/decided').map((e) => e.data.rule)).toContain('approval:always');
+    expect(await effects()).toEqual(['same', 'same', 'other']);
+  });
+
+  it('a crash between the approval and the execution runs the call exactly once after recovery', async () => {
+    const sup = await open([append('one'), { content: 'done' }], {}, 'after:approval/granted=drop');
+    const { actor, ended } = await startTurn(sup, 'append one', ask());
+    const [approvalId] = await actor.whenAwaitingApproval();
+    await sup.send(approvalMessage(actor.actorId, approvalId!, actor.projection.approvals![approvalId!]!.planDigest, { decision: 'approve', always: false }));
+    await expect(ended).rejects.toThrow();
+    expect(await effects()).toEqual([]);
+    const next = rt!.supervisor({ extra: { tooling: defaultTooling() } });
+    let resumed!: Promise<unknown>;
+    const { recovered } = await next.hydrate(actor.actorId, (a) => (resumed = a.whenTurnEnds()));
+    expect(recovered).toBe(true);
+    await expect(resumed).resolves.toMatchObject({ outcome: 'completed' });
+    expect(await effects()).toEqual(['one']);
+    const log = await readLog(next, actor.rootId, actor.actorId);
+    expect(ofType(log, 'tool/start')).toHaveLength(1);
+    expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
+  it('a crash after a manual call started leaves its outcome unknown and the turn waits for a person', async () => {
+    const sup = await open([append('one'), { content: 'I will check' }], {}, 'after:tool/start=drop');
+    const { actor, ended } = await startTurn(sup, 'append one', ask());
+    const [approvalId] = await actor.whenAwaitingApproval();
+    await sup.send(approvalMessage(actor.actorId, approvalId!, actor.projection.approvals![approvalId!]!.planDigest, { decision: 'approve', always: false }));
+    await expect(ended).rejects.toThrow();
+    const next = rt!.supervisor({ extra: { tooling: defaultTooling() } });
+    let resumed!: Promise<unknown>;
+    const { actor: again } = await next.hydrate(actor.actorId, (a) => (resumed = a.whenTurnEnds()));
+    const [confirm] = await again.whenAwaitingApproval();
+    expect(again.projection.approvals![confirm!]).toMatchObject({ rule: 'recovery:outcome-unknown' });
+    await next.send(approvalMessage(actor.actorId, confirm!, again.projection.approvals![confirm!]!.planDigest, { decision: 'deny', reason: 'it did run' }));
+    await expect(resumed).resolves.toMatchObject({ outcome: 'completed' });
+    const log = await readLog(next, actor.rootId, actor.actorId);
+    expect(only(log, 'tool/outcome_unknown').data.reason).toMatch(/may or may not have taken effect; denied by a person: it did run/);
+    expect(ofType(log, 'tool/start')).toHaveLength(1);
+    expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
+  it('an unknown message kind named like an approval but malformed is refused with a reason', async () => {
+    const sup = await open([append('one'), { content: 'done' }], { approvalTtlMs: 60_000 });
+    const { actor } = await startTurn(sup, 'append one', ask());
+    await actor.whenAwaitingApproval();
+    const bad = message(actor.actorId, '{"approve": true}', { kind: 'approval_response', from: 'client:cli', target: 'now' });
+    await sup.send(bad);
+    await waitFor(() => actor.projection.inbox[bad.id]?.state === 'cancelled');
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(only(log, 'inbox/cancelled').data.reason).toMatch(/not an approval answer/);
+  });
+});
+
+async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Waits until the actor asks for an approval other than `previous`. */
+async function waitForApproval(actor: { whenAwaitingApproval(): Promise<string[]> }, previous: string): Promise<[string]> {
+  for (;;) {
+    const ids = (await actor.whenAwaitingApproval()).filter((id) => id !== previous);
+    if (ids.length > 0) return [ids[0]!];
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
