@@ -65,10 +65,7 @@ export async function awaitTurn(opts: AwaitTurnOptions): Promise<number> {
         if (!approval || approval.state !== 'pending') continue;
         const answer = await opts.prompt(describeApproval(approvalId, approval));
         await opts.send(approvalMessage(actor.actorId, approvalId, approval.planDigest, answer));
-        // the answer travels through the inbox: wait until the log holds it before asking more
-        while (actor.projection.approvals?.[approvalId]?.state === 'pending' && !actor.failed) {
-          await new Promise((r) => setTimeout(r, 10));
-        }
+        await whenAnswered(actor, approvalId);
       }
     }
   } finally {
@@ -108,4 +105,18 @@ async function leaveWaiting(opts: AwaitTurnOptions, waiting: string[]): Promise<
   );
   out.stderr.write(`${lines.join('\n')}\n`);
   return EXIT.stopped;
+}
+
+/**
+ * Resolves once the actor took an answer to `approvalId` in (or refused it, or stopped): the
+ * answer travels through the inbox, and until it lands the approval still looks pending.
+ */
+export async function whenAnswered(actor: AgentActor, approvalId: string, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  const inbox = () => Object.values(actor.projection.inbox);
+  const refusedBefore = inbox().filter((i) => i.state === 'cancelled').length;
+  while (actor.projection.approvals?.[approvalId]?.state === 'pending' && !actor.failed && Date.now() < until) {
+    if (inbox().filter((i) => i.state === 'cancelled').length > refusedBefore) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }

@@ -6,7 +6,7 @@ import { RunPrinter, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import type { Supervisor } from '../../actors/supervisor.js';
 import { approvalMessage, ttyPrompt, type ApprovalAnswer, type Prompt } from './approvals.js';
-import { awaitTurn } from './host-turn.js';
+import { awaitTurn, whenAnswered } from './host-turn.js';
 
 /** A person to ask on this terminal, or null (not a TTY, or stdout belongs to `--json`). */
 export function promptFor(out: Out, json: boolean): Prompt | null {
@@ -96,6 +96,12 @@ export async function answerCommand(
     const json = opts.json === true;
     const h = await hostExisting(agentId, json, config, out, rt);
     const approval = h.actor.projection.approvals?.[approvalId];
+    if (!approval && !h.actor.projection.openTurn) {
+      const last = h.actor.projection.lastTurn;
+      throw new NotFoundError('cli.approval_not_found', `${agentId} has no open turn, so approval ${approvalId} has nothing to answer`, {
+        hint: last ? `its last turn ended ${last.outcome}; an approval belongs to the turn that asked for it` : 'it has run no turn',
+      });
+    }
     if (!approval) {
       const pending = h.actor.waitingApprovals();
       throw new NotFoundError('cli.approval_not_found', `${agentId} has no approval ${approvalId} in its open turn`, {
@@ -110,6 +116,7 @@ export async function answerCommand(
     const answer: ApprovalAnswer =
       decision === 'approve' ? { decision, always: opts.always === true } : { decision, reason: opts.reason ?? null };
     await h.supervisor.send(approvalMessage(agentId, approvalId, approval.planDigest, answer));
+    await whenAnswered(h.actor, approvalId);
     return await awaitHosted(h, json, out);
   } finally {
     await rt.close();

@@ -1,0 +1,115 @@
+// Approvals through the real CLI: `run` without a TTY stops at the first call that needs a
+// person (exit 4, the approval ID on stderr and in the approval/requested event), and `approve`
+// / `deny` deliver the answer through the agent's inbox and host the turn to its end.
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { AGENT_ID, CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+
+const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
+
+let nats: TestNats;
+let buggySlug: string;
+const dirs: string[] = [];
+const pool = new CliPool();
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  buggySlug = await readFile(new URL('../../examples/demo/workspace/src/slug.js', import.meta.url), 'utf8');
+});
+afterAll(async () => {
+  await pool.killAll();
+  await nats?.stop();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function setup(onTestFinished: (fn: () => Promise<void>) => void) {
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('data');
+  dirs.push(ws, dataDir);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  return { ws, dataDir, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
+}
+
+function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
+  expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
+}
+
+describe('approvals from the CLI', () => {
+  test('run stops at the write with exit 4; approve runs it and finishes the turn', async ({ expect, onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
+    expectExit(expect, run, 4);
+    const agentId = lines(run.stderr)[0]!;
+    expect(agentId).toMatch(AGENT_ID);
+    const requested = parseEvents(run.stdout).find((e) => e.type === 'approval/requested');
+    expect(requested?.type === 'approval/requested' && requested.data.tool).toBe('write_file');
+    const approvalId = requested?.type === 'approval/requested' ? requested.data.approvalId : '';
+    expect(approvalId).toMatch(/^apr_/);
+    expect(run.stderr).toContain(`waiting for approval ${approvalId}`);
+    expect(run.stderr).toContain(`actorloop approve ${agentId} ${approvalId}`);
+    expect(run.stderr).toContain('writes: src/slug.js');
+    // nothing was written while it waited
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toBe(buggySlug);
+
+    const approved = await cli.run(['approve', agentId, approvalId, '--json', ...common]);
+    expectExit(expect, approved, 0);
+    const events = parseEvents(approved.stdout);
+    expect(events.map((e) => e.type)).toContain('approval/granted');
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
+
+    const verify = await cli.run(['verify', agentId, ...common]);
+    expectExit(expect, verify, 0);
+    // answered once: a second answer is a clear error, not a second run
+    const again = await cli.run(['approve', agentId, approvalId, ...common]);
+    expectExit(expect, again, 3);
+    expect(again.stderr).toMatch(/has no open turn, so approval .* has nothing to answer. its last turn ended completed/);
+  });
+
+  test('deny tells the model why; the file stays as it was', async ({ expect, onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
+    expectExit(expect, run, 4);
+    const agentId = lines(run.stderr).find((l) => AGENT_ID.test(l)) ?? lines(run.stdout)[0]!;
+    const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
+    const denied = await cli.run(['deny', agentId, approvalId, '--reason', 'leave slug.js alone', '--json', ...common]);
+    // the script goes on after the denial to its final answer
+    expectExit(expect, denied, 0);
+    const events = parseEvents(denied.stdout);
+    expect(events.find((e) => e.type === 'tool/denied')).toMatchObject({ data: { reason: 'denied by a person: leave slug.js alone' } });
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toBe(buggySlug);
+  });
+
+  test('a wrong approval ID is a clear error naming the pending one', async ({ expect, onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
+    expectExit(expect, run, 4);
+    const agentId = lines(run.stdout)[0]!;
+    const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
+    const wrong = await cli.run(['approve', agentId, 'apr_01J00000000000000000000000', ...common]);
+    expectExit(expect, wrong, 3);
+    expect(wrong.stderr).toContain(`pending approvals: ${approvalId}`);
+    expect(wrong.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  test('a deny rule in actorloop.toml denies the write without asking', async ({ expect, onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    await writeFile(join(ws, 'actorloop.toml'), '[[policy.rules]]\ntool = "write_file"\npaths = ["src/**"]\ndecision = "deny"\nreason = "sources are read-only here"\n');
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
+    expectExit(expect, run, 0);
+    const events = parseEvents(run.stdout);
+    expect(events.find((e) => e.type === 'policy/decided' && e.data.decision === 'deny')).toMatchObject({ data: { rule: 'config:1' } });
+    expect(events.find((e) => e.type === 'tool/denied')?.data).toMatchObject({ reason: expect.stringContaining('sources are read-only here') });
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toBe(buggySlug);
+  });
+
+  test('a bad policy rule is a one-line config error naming the file and the key', async ({ expect, onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    await writeFile(join(ws, 'actorloop.toml'), '[[policy.rules]]\ntool = "shell"\ndecision = "maybe"\n');
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
+    expectExit(expect, run, 2);
+    expect(run.stderr).toMatch(/actorloop\.toml: policy\.rules\.0\.decision: decision must be "allow", "ask" or "deny"/);
+  });
+});
