@@ -1,10 +1,11 @@
 // Approvals through the real CLI: `run` without a TTY stops at the first call that needs a
 // person (exit 4, the approval ID on stderr and in the approval/requested event), and `approve`
 // / `deny` deliver the answer through the agent's inbox and host the turn to its end.
+import { spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
-import { AGENT_ID, CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
@@ -111,5 +112,30 @@ describe('approvals from the CLI', () => {
     const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
     expectExit(expect, run, 2);
     expect(run.stderr).toMatch(/actorloop\.toml: policy\.rules\.0\.decision: decision must be "allow", "ask" or "deny"/);
+  });
+
+  test('on a terminal, run asks inline and goes on after "y"', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, common } = await setup(onTestFinished);
+    // `script` gives the CLI a pseudo-terminal, as a person's shell would
+    const cmd = ['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common].join(' ');
+    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
+    onTestFinished(async () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    let screen = '';
+    let answered = false;
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      screen += chunk;
+      if (!answered && screen.includes('allow? [y]es once')) {
+        answered = true;
+        child.stdin.write('y\r');
+      }
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(screen).toContain('write_file (version 1) asks for approval apr_');
+    expect(screen).toContain('writes: src/slug.js');
+    expect(screen).toMatch(/completed · [\d,]+ tokens/);
+    expect(code).toBe(0);
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
   });
 });
