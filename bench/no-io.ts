@@ -19,7 +19,7 @@ import type { RunResult } from './workload.js';
  * A log writer that keeps commits in memory: stamps and validates every event and encodes the
  * commit as the JetStream writer does, then resolves on the next microtask instead of a PubAck.
  */
-function memoryLog(actorId: string): ActorLogWriter {
+export function memoryLog(actorId: string): ActorLogWriter {
   let seq = 0;
   return {
     actorId,
@@ -39,7 +39,8 @@ function memoryLog(actorId: string): ActorLogWriter {
   };
 }
 
-const noBlobs: BlobStore = {
+/** A blob store that stores nothing (the no-I/O runs write no blobs). */
+export const noBlobs: BlobStore = {
   put: async () => 'sha256:none',
   get: async () => undefined,
   getText: async () => undefined,

@@ -2,9 +2,11 @@
  * The tool-loop benchmark (`npm run bench`): A agents at once, each one turn of N echo steps and
  * a final answer, on actorloop and on two floors (a bare in-memory loop; the same loop with two
  * acked JetStream publishes per step), then the memory of agents parked mid-turn, then the
- * overhead per model attempt through a fake OpenAI server against the bare `openai` client.
+ * overhead per model attempt through a fake OpenAI server against the bare `openai` client, then
+ * the tool pipeline's cost per call against calling the tool directly.
  * Prints tables; never asserts. Flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000
- * --model-steps 20 --model-agents 1,10 (--skip-model leaves the model section out).
+ * --model-steps 20 --model-agents 1,10 (--skip-model leaves the model section out)
+ * --pipeline-steps 300 (0 leaves the pipeline section out).
  */
 import { cpus, loadavg, platform, release } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -17,6 +19,7 @@ import { fmtMs, median, percentile, table } from './stats.js';
 import { runActorloop, toolLoopScript, type RunResult } from './workload.js';
 import { runActorloopNoIo } from './no-io.js';
 import { runModelOverhead } from './model-overhead.js';
+import { runToolPipelineBench } from './tool-pipeline.js';
 
 const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
@@ -29,6 +32,7 @@ interface Flags {
   modelSteps: number;
   modelAgents: number[];
   skipModel: boolean;
+  pipelineSteps: number;
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -44,11 +48,13 @@ const FLAG_OPTIONS = {
   'model-steps': { type: 'string', default: '20' },
   'model-agents': { type: 'string', default: '1,10' },
   'skip-model': { type: 'boolean', default: false },
+  'pipeline-steps': { type: 'string', default: '300' },
 } as const;
 
 function parseFlags(): Flags {
   let values: {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'skip-model': boolean;
+    'pipeline-steps': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -68,6 +74,7 @@ function parseFlags(): Flags {
     modelSteps: int('model-steps', values['model-steps'], 1),
     modelAgents: values['model-agents'].split(',').map((s) => int('model-agents', s.trim(), 1)),
     skipModel: values['skip-model'],
+    pipelineSteps: int('pipeline-steps', values['pipeline-steps'], 0),
   };
 }
 
@@ -251,6 +258,9 @@ async function main(cleanup: Cleanup): Promise<void> {
 
   if (!flags.skipModel) {
     await runModelOverhead(rt, cleanup, { steps: flags.modelSteps, agents: flags.modelAgents, runs: flags.runs });
+  }
+  if (flags.pipelineSteps > 0) {
+    await runToolPipelineBench({ steps: flags.pipelineSteps, runs: flags.runs, workspace: rt.workspace });
   }
   console.log('');
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s; load average at end: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);

@@ -114,7 +114,7 @@ test('resume starts the turn of a message the agent never took (its run died bef
     id: newId('message'), from: 'cli', to: agentId, kind: 'user_message', target: 'next_turn', wakeup: true,
     content: 'fix it', sentAt: now,
     request: {
-      model: `scripted:${DEMO_SCRIPT}`, workspace: ws, tools: null, instructions: null,
+      model: `scripted:${DEMO_SCRIPT}`, workspace: ws, tools: null, instructions: null, approvalMode: 'auto-edit',
       maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
     },
   });
