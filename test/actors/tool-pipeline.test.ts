@@ -8,6 +8,7 @@ import { verifyLog } from '../../src/actors/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { shapeObservation } from '../../src/tools/observation.js';
 import { createRedactor } from '../../src/tools/redact.js';
+import { findBubblewrap } from '../../src/tools/sandbox.js';
 import type { ToolDefinition } from '../../src/tools/tool.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { openTestRuntime, readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
@@ -214,3 +215,67 @@ describe('observations', () => {
   });
 });
 
+
+describe('shell through the pipeline', () => {
+  const shell = (command: string): ScriptResponse => ({ tool_calls: [{ name: 'shell', arguments: { command } }] });
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', OPENAI_API_KEY: 'sk-test-not-for-children-0123456789' };
+
+  it('runs sandboxed in full-auto: writes in the workspace, 50 MB of output becomes an artifact, secrets stay out', async () => {
+    const bwrapPath = await findBubblewrap(env.PATH);
+    expect(bwrapPath, 'bubblewrap must work here (.ci/run installs it)').not.toBeNull();
+    const sup = await open(
+      [shell('echo made > made.txt && head -c 50000000 /dev/zero | tr "\\0" a; echo "key=${OPENAI_API_KEY:-absent}" >&2'), { content: 'done' }],
+      { bwrapPath, env },
+    );
+    const { actor, ended } = await startTurn(sup, 'go', turnRequest(ws, { approvalMode: 'full-auto' }));
+    await ended;
+    expect(await readFile(join(ws, 'made.txt'), 'utf8')).toBe('made\n');
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(only(log, 'policy/decided').data).toMatchObject({ decision: 'allow', rule: 'mode:full-auto' });
+    const result = only(log, 'tool/result');
+    expect(result.data.artifact?.bytes).toBeGreaterThan(4 * 1024 * 1024);
+    expect(result.data.artifact?.bytes).toBeLessThan(5 * 1024 * 1024);
+    expect(Buffer.byteLength(result.data.output)).toBeLessThan(17 * 1024);
+    const full = await rt!.blobs.getText(result.data.artifact!.digest);
+    expect(full).toContain('stdout truncated');
+    expect(full).toContain('key=absent');
+    for (const commit of rt!.commits.get(actor.actorId)!) expect(Buffer.byteLength(JSON.stringify(commit))).toBeLessThan(64 * 1024);
+  });
+
+  it.each([
+    ['an unparseable command', 'echo "unterminated', /could not be parsed/],
+    ['more than 16 chained commands', Array.from({ length: 17 }, () => 'true').join(' && '), /17 commands; at most 16/],
+    ['a program only known at run time', 'CMD=rm; $CMD -rf x', /which program/],
+  ])('denies %s with the reason, running nothing', async (_, command, why) => {
+    const sup = await open([shell(command), { content: 'ok' }], { bwrapPath: await findBubblewrap(env.PATH), env });
+    const { actor, ended } = await startTurn(sup, 'go', turnRequest(ws, { approvalMode: 'full-auto' }));
+    await ended;
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(only(log, 'policy/decided').data.decision).toBe('deny');
+    expect(only(log, 'tool/denied').data.reason).toMatch(why);
+    expect(ofType(log, 'tool/start')).toHaveLength(0);
+  });
+
+  it.each(['env X=1 git push', 'sh -c "git push"', "bash -lc 'git push origin main'", '/usr/bin/git push', '\\git push', 'true && git push'])(
+    'a deny rule on "git push" sees through %s',
+    async (command) => {
+      const sup = await open([shell(command), { content: 'ok' }], {
+        bwrapPath: await findBubblewrap(env.PATH),
+        env,
+        rules: () => [{ tool: 'shell', command: 'git push', decision: 'deny', reason: 'pushing is for people' }],
+      });
+      const { actor, ended } = await startTurn(sup, 'go', turnRequest(ws, { approvalMode: 'full-auto' }));
+      await ended;
+      const log = await readLog(sup, actor.rootId, actor.actorId);
+      expect(only(log, 'policy/decided').data).toMatchObject({ decision: 'deny', rule: 'config:1' });
+      expect(ofType(log, 'tool/start')).toHaveLength(0);
+    },
+  );
+
+  it('without bubblewrap, shell asks even in full-auto and says why', async () => {
+    const sup = await open([shell('echo hi'), { content: 'ok' }], { bwrapPath: null, env });
+    const { actor } = await startTurn(sup, 'go', turnRequest(ws, { approvalMode: 'full-auto' }));
+    const [approvalId] = await actor.whenAwaitingApproval();
+    expect(actor.projection.approvals![approvalId!]!.reason).toMatch(/bubblewrap is not installed/);
+  });
+});
