@@ -15,7 +15,8 @@ import { MachineSet, type Effect, type MachineSnapshots } from './machine-set.js
 import { performEffect } from './agent-effects.js';
 import type { ToolingPorts } from './tooling.js';
 import { ToolRunner } from './tool-runner.js';
-import { pendingApprovals } from '../store/projection.js';
+import { ApprovalWatch } from './approval-watch.js';
+import { toDraft, withContinuation, type RecoveryNote } from './commit-batch.js';
 
 /** The ports an agent actor acts through (design §2): everything outside the machines. */
 export interface AgentPorts {
@@ -106,15 +107,14 @@ export class AgentActor {
   private waiters: CommitWaiter[] = [];
   private turnWaiters: Array<(t: TurnEnded) => void> = [];
   private deadlineTimer: NodeJS.Timeout | null = null;
-  private approvalTimer: NodeJS.Timeout | null = null;
   private launches: Launch[] = [];
-  private approvalWaiters: Array<(approvalIds: string[]) => void> = [];
+  private readonly approvals: ApprovalWatch;
   private lastSnapshotSeq: number;
   private failure: unknown = null;
   /** Set by `stop` and `fail`: from then on this incarnation commits nothing, as after a crash. */
   private halted = false;
   /** While recovering: where `recovery/continuation` goes in the staged batch, and what was closed. */
-  private recovery: { insertAt: number; closed: string[]; turn: string | undefined } | null = null;
+  private recovery: RecoveryNote | null = null;
 
   constructor(opts: AgentActorOptions) {
     this.actorId = opts.actorId;
@@ -125,6 +125,17 @@ export class AgentActor {
     this.nextSeq = opts.projection.seq + 1;
     this.lastSnapshotSeq = opts.snapshotSeq;
     this.runner = new ToolRunner(this);
+    this.approvals = new ApprovalWatch({
+      projection: this.projection,
+      nowMs: () => this.ports.clock.nowMs(),
+      active: () => this.sinkOpen && !this.halted,
+      busy: () => this.staged.length > 0 || this.queue.length > 0 || this.pumping !== null || this.runner.active > 0,
+      idle: () => this.idle(),
+      tick: (nowMs) => {
+        this.machines.signal({ type: 'tick', nowMs });
+        this.kick();
+      },
+    });
     this.machines = new MachineSet(opts.actorId, (e) => this.sink(e), opts.machines);
   }
 
@@ -191,7 +202,7 @@ export class AgentActor {
     this.machines.route(e);
     if (e.type === 'turn/start') this.onTurnStart(e.data.settings.budgets.deadlineAt);
     if (e.type === 'turn/end') this.onTurnEnd(e);
-    if (e.type === 'approval/requested') this.armApprovalExpiry();
+    if (e.type === 'approval/requested') this.approvals.arm();
     if (e.type === 'tool/result' || e.type === 'tool/denied' || e.type === 'tool/cancelled' || e.type === 'tool/outcome_unknown') {
       // a call that waited on this one may start now
       this.runner.schedule();
@@ -225,22 +236,8 @@ export class AgentActor {
     let batch = this.staged;
     this.staged = [];
     if (this.recovery) {
-      const { insertAt, closed, turn } = this.recovery;
+      batch = withContinuation(batch, this.recovery);
       this.recovery = null;
-      const resume = turn !== undefined ? 'step' : 'none';
-      const note = {
-        ...batch[0]!,
-        // the time of the last closing event: the log's times stay in order
-        at: (batch[insertAt - 1] ?? batch[0]!).at,
-        type: 'recovery/continuation',
-        data: { closed, resume },
-        // the turn that was open when recovery began, even if this batch ends it and starts another
-        turn,
-        step: undefined,
-        attempt: undefined,
-        call: undefined,
-      } as ActorEvent;
-      batch = [...batch.slice(0, insertAt), note, ...batch.slice(insertAt)];
       this.nextSeq += 1;
       this.projection.seq += 1;
     }
@@ -252,7 +249,7 @@ export class AgentActor {
     this.ports.onCommit?.(committed);
     for (const e of committed) this.ports.faults.hit(`after:${e.type}`, this.actorId);
     this.maybeSnapshot(last.seq);
-    if (this.approvalWaiters.length > 0) queueMicrotask(() => this.checkAwaiting());
+    this.approvals.committed();
     if (this.launches.length > 0) {
       const ready = this.launches.filter((l) => l.seq <= last.seq);
       this.launches = this.launches.filter((l) => l.seq > last.seq);
@@ -318,7 +315,7 @@ export class AgentActor {
     const deadline = this.projection.openTurn?.settings.budgets.deadlineAt ?? null;
     this.onTurnStart(deadline);
     // pending approvals keep their persisted expiry: re-armed, not restarted
-    this.armApprovalExpiry();
+    this.approvals.arm();
     this.machines.signal({ type: 'recover' });
     this.kick();
     return true;
@@ -385,7 +382,7 @@ export class AgentActor {
 
   /** Approval IDs the open turn waits on; non-empty with nothing else to do means a person must answer. */
   waitingApprovals(): string[] {
-    return pendingApprovals(this.projection).map((a) => a.approvalId);
+    return this.approvals.pending();
   }
 
   /**
@@ -393,23 +390,7 @@ export class AgentActor {
    * person: every approval request committed, no effect queued, no tool running.
    */
   whenAwaitingApproval(): Promise<string[]> {
-    const p = new Promise<string[]>((resolve) => this.approvalWaiters.push(resolve));
-    this.checkAwaiting();
-    return p;
-  }
-
-  private checkAwaiting(): void {
-    if (this.approvalWaiters.length === 0 || this.waitingApprovals().length === 0) return;
-    this.idle().then(
-      () => {
-        const ids = this.waitingApprovals();
-        if (ids.length === 0 || this.staged.length > 0 || this.queue.length > 0 || this.pumping || this.runner.active > 0) return;
-        const waiters = this.approvalWaiters;
-        this.approvalWaiters = [];
-        for (const w of waiters) w(ids);
-      },
-      () => {},
-    );
+    return this.approvals.whenAwaiting();
   }
 
   /** Stops in-flight work with a reason (interrupt, shutdown); the turn records how it ended. */
@@ -425,23 +406,6 @@ export class AgentActor {
     this.clearDeadline();
     this.dropLaunches();
     this.machines.stop();
-  }
-
-  /** Arms a timer for the soonest pending approval's absolute expiry; a `tick` then denies what expired. */
-  private armApprovalExpiry(): void {
-    if (this.approvalTimer) clearTimeout(this.approvalTimer);
-    this.approvalTimer = null;
-    const next = pendingApprovals(this.projection)[0];
-    if (!next || !this.sinkOpen) return;
-    const delay = Math.max(0, next.expiresAt - this.ports.clock.nowMs());
-    this.approvalTimer = setTimeout(() => {
-      this.approvalTimer = null;
-      if (this.halted) return;
-      this.machines.signal({ type: 'tick', nowMs: this.ports.clock.nowMs() });
-      this.kick();
-      this.armApprovalExpiry();
-    }, Math.min(delay, 2_147_483_647));
-    this.approvalTimer.unref?.();
   }
 
   private onTurnStart(deadlineAt: number | null): void {
@@ -479,17 +443,6 @@ export class AgentActor {
   private clearDeadline(): void {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     this.deadlineTimer = null;
-    if (this.approvalTimer) clearTimeout(this.approvalTimer);
-    this.approvalTimer = null;
+    this.approvals.clear();
   }
-}
-
-function toDraft(e: ActorEvent): EventDraft {
-  const { type, data, turn, step, attempt, call, at } = e;
-  const d: Record<string, unknown> = { type, data, at };
-  if (turn !== undefined) d.turn = turn;
-  if (step !== undefined) d.step = step;
-  if (attempt !== undefined) d.attempt = attempt;
-  if (call !== undefined) d.call = call;
-  return d as EventDraft;
 }

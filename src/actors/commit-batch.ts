@@ -1,0 +1,40 @@
+import type { ActorEvent, EventDraft } from '../protocol/events.js';
+
+/** What a recovery closed, and where its `recovery/continuation` goes in the staged batch. */
+export interface RecoveryNote {
+  insertAt: number;
+  closed: string[];
+  /** The turn that was open when recovery began. */
+  turn: string | undefined;
+}
+
+/**
+ * Inserts `recovery/continuation` after the last closing event of a recovery: it lists what was
+ * closed and follows it, so a reader of the log sees the crash's loose ends tied before work goes on.
+ */
+export function withContinuation(batch: ActorEvent[], r: RecoveryNote): ActorEvent[] {
+  const note = {
+    ...batch[0]!,
+    // the time of the last closing event: the log's times stay in order
+    at: (batch[r.insertAt - 1] ?? batch[0]!).at,
+    type: 'recovery/continuation',
+    data: { closed: r.closed, resume: r.turn !== undefined ? 'step' : 'none' },
+    // the turn that was open when recovery began, even if this batch ends it and starts another
+    turn: r.turn,
+    step: undefined,
+    attempt: undefined,
+    call: undefined,
+  } as ActorEvent;
+  return [...batch.slice(0, r.insertAt), note, ...batch.slice(r.insertAt)];
+}
+
+/** A staged event as the log writer takes it: the writer stamps seq, id, epoch and actor. */
+export function toDraft(e: ActorEvent): EventDraft {
+  const { type, data, turn, step, attempt, call, at } = e;
+  const d: Record<string, unknown> = { type, data, at };
+  if (turn !== undefined) d.turn = turn;
+  if (step !== undefined) d.step = step;
+  if (attempt !== undefined) d.attempt = attempt;
+  if (call !== undefined) d.call = call;
+  return d as EventDraft;
+}
