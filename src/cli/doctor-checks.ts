@@ -1,3 +1,6 @@
+import { environmentOf } from '../config/config.js';
+import { findRipgrep } from '../tools/builtins/ripgrep.js';
+import { findBubblewrap } from '../tools/sandbox.js';
 import { randomBytes } from 'node:crypto';
 import { mkdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -234,4 +237,25 @@ export async function lmdbCheck(dataDir: string): Promise<CheckResult> {
   } finally {
     await store?.close().catch(() => undefined);
   }
+}
+
+/** The tool pipeline: a working bubblewrap for shell, ripgrep for search, and the policy in force. */
+export async function toolingChecks(config: EffectiveConfig): Promise<CheckResult[]> {
+  const pathEnv = environmentOf(config).PATH;
+  const results: CheckResult[] = [];
+  const bwrap = await findBubblewrap(pathEnv);
+  results.push(
+    bwrap
+      ? ok('sandbox', `bubblewrap at ${bwrap} creates namespaces: shell runs sandboxed`)
+      : warning('sandbox', 'no working bubblewrap: shell would run unsandboxed, so every shell call asks first',
+        'apt-get install bubblewrap (and allow unprivileged user namespaces where a container forbids them)'),
+  );
+  // the workspace matters only for refusing an rg planted inside it; doctor has none
+  const rg = await findRipgrep(environmentOf(config), '/nonexistent-workspace');
+  results.push(rg ? ok('search', `ripgrep at ${rg}`) : warning('search', 'ripgrep not found: search uses its slower JS walk', 'apt-get install ripgrep'));
+  const rules = config.policyRules.length;
+  const notes = config.policyNotes;
+  const detail = `run mode ${config.approvalMode}; ${rules} rule${rules === 1 ? '' : 's'} from ${config.configFiles.length > 0 ? config.configFiles.join(', ') : 'no config file'}`;
+  results.push(notes.length === 0 ? ok('policy', detail) : warning('policy', `${detail}; ${notes.join('; ')}`, 'see trust_workspace_policy in the README'));
+  return results;
 }

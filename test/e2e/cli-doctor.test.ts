@@ -114,7 +114,7 @@ describe('doctor against a working setup', () => {
     const r = await doctor(...args);
     expectExit(r, 0);
     const checks = parseText(r.stdout);
-    expect(checks.map((c) => c.check)).toEqual(['nats-server', 'jetstream', 'streams', 'data dir', 'lmdb', ...MODEL_CHECKS]);
+    expect(checks.map((c) => c.check)).toEqual(['nats-server', 'jetstream', 'streams', 'data dir', 'lmdb', 'sandbox', 'search', 'policy', ...MODEL_CHECKS]);
     expect(checks.filter((c) => c.status !== 'ok'), r.stdout).toEqual([]);
     expect(byName(checks, 'nats-server').detail).toContain(nats.url);
     expect(byName(checks, 'jetstream').detail).toMatch(/enabled .*nats-server 2\./);

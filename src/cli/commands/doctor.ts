@@ -5,6 +5,7 @@ import { parseModelSpec } from '../../model/model-spec.js';
 import { loadScript } from '../../model/script.js';
 import {
   dataDirCheck, failed, lmdbCheck, messageOf, natsChecks, ok, warning, within, type CheckResult,
+  toolingChecks,
 } from '../doctor-checks.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
@@ -19,8 +20,8 @@ export interface DoctorOptions {
 }
 
 /**
- * `actorloop doctor`: checks nats-server, JetStream and the streams, the data dir, LMDB and the
- * model endpoint; one line each. Exit 1 when any check failed; warnings do not fail.
+ * `actorloop doctor`: checks nats-server, JetStream and the streams, the data dir, LMDB, the
+ * sandbox, ripgrep and the policy, and the model endpoint; one line each. Exit 1 when any check failed; warnings do not fail.
  */
 export async function doctorCommand(opts: DoctorOptions, config: EffectiveConfig, out: Out): Promise<number> {
   const logger = createLogger(config);
@@ -42,6 +43,7 @@ export async function doctorCommand(opts: DoctorOptions, config: EffectiveConfig
   print(await natsChecks(config, logger));
   print([await dataDirCheck(config.dataDir)]);
   print([await lmdbCheck(config.dataDir)]);
+  print(await toolingChecks(config));
   print(await modelChecks(opts, config, apiKey));
   return anyFailed ? EXIT.failed : EXIT.completed;
 }
