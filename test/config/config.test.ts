@@ -1,7 +1,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig, secretOf } from '../../src/config/config.js';
+import { environmentOf, loadConfig, redactedValues, secretOf } from '../../src/config/config.js';
 import { ConfigError } from '../../src/protocol/errors.js';
 import { tempDir } from '../helpers/nats.js';
 
@@ -83,5 +83,44 @@ describe('configuration', () => {
     expect(config.configFiles).toEqual([]);
     expect(config.defaultModel).toBeNull();
     expect(config.dataDir).toBe(join(env.HOME!, '.local', 'share', 'actorloop'));
+  });
+
+  describe('policy', () => {
+    const RULES = '[[policy.rules]]\ntool = "shell"\ncommand = "git push"\ndecision = "deny"\n\n[[policy.rules]]\ntool = "shell"\ncommand = "npm test"\ndecision = "allow"\n';
+
+    it('takes the user\'s rules, and the workspace\'s deny and ask rules, but not its allow rules unless trusted', async () => {
+      const { ws, env } = await setup({ workspace: RULES, user: 'approval_mode = "auto-edit"\n[[policy.rules]]\ntool = "write_file"\ndecision = "ask"\n' });
+      const config = loadConfig({ cwd: ws }, env);
+      expect(config.approvalMode).toBe('auto-edit');
+      expect(config.policyRules.map((r) => [r.tool, r.decision])).toEqual([['write_file', 'ask'], ['shell', 'deny']]);
+      expect(config.policyNotes).toEqual([expect.stringMatching(/workspace rule 2 \(allow\) ignored: set trust_workspace_policy = true/)]);
+
+      const { ws: ws2, env: env2 } = await setup({ workspace: RULES, user: 'trust_workspace_policy = true\n' });
+      const trusted = loadConfig({ cwd: ws2 }, env2);
+      expect(trusted.policyRules.map((r) => r.decision)).toEqual(['deny', 'allow']);
+      expect(trusted.policyNotes).toEqual([]);
+    });
+
+    it('refuses a bad rule naming the file, the rule and the field', async () => {
+      const { ws, env } = await setup({ workspace: '[[policy.rules]]\ntool = "shell"\ndecision = "deny"\nnetwork = true\n' });
+      expect(() => loadConfig({ cwd: ws }, env)).toThrow(/actorloop\.toml: policy\.rules\.0\.network: network and env_allow grant something to an allowed call/);
+      const { ws: ws2, env: env2 } = await setup({ workspace: '[[policy.rules]]\npaths = ["/etc/**"]\ndecision = "deny"\n' });
+      expect(() => loadConfig({ cwd: ws2 }, env2)).toThrow(/policy\.rules\.0\.paths\.0: paths are globs relative to the workspace root/);
+    });
+
+    it('defaults: ask, no rules, a 16 KiB observation budget, a day to answer an approval, 8 calls at once', async () => {
+      const { ws, env } = await setup({});
+      const config = loadConfig({ cwd: ws }, env);
+      expect(config).toMatchObject({ approvalMode: 'ask', policyRules: [], observationBudgetBytes: 16384, approvalTtlMs: 86_400_000, maxParallelCalls: 8 });
+    });
+
+    it('keeps the environment and the values to redact out of sight, like the key', async () => {
+      const { ws, env } = await setup({ user: 'redact_env = ["GH_TOKEN"]\n' });
+      const config = loadConfig({ cwd: ws }, { ...env, OPENAI_API_KEY: 'sk-abcdefgh12345678', GH_TOKEN: 'ghp_secretvalue123', PATH: '/usr/bin' });
+      expect(redactedValues(config).sort()).toEqual(['ghp_secretvalue123', 'sk-abcdefgh12345678']);
+      expect(environmentOf(config).PATH).toBe('/usr/bin');
+      expect(JSON.stringify(config)).not.toContain('ghp_secretvalue123');
+      expect(config.redactEnv).toEqual(['OPENAI_API_KEY', 'GH_TOKEN']);
+    });
   });
 });
