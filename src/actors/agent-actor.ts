@@ -16,7 +16,8 @@ import { performEffect } from './agent-effects.js';
 import type { ToolingPorts } from './tooling.js';
 import { ToolRunner } from './tool-runner.js';
 import { ApprovalWatch } from './approval-watch.js';
-import { toDraft, withContinuation, type RecoveryNote } from './commit-batch.js';
+import { pendingApprovals } from '../store/projection.js';
+import { toDraft, withContinuation, type CommitWaiter, type Launch, type RecoveryNote } from './commit-batch.js';
 
 /** The ports an agent actor acts through (design §2): everything outside the machines. */
 export interface AgentPorts {
@@ -63,20 +64,6 @@ export interface TurnEnded {
   costUsd: number | null;
 }
 
-/** Work that may begin only once the event at `seq` is committed (a tool after its `tool/start`). */
-interface Launch {
-  seq: number;
-  run(): void;
-  /** Called instead of `run` when the event will never be committed by this incarnation. */
-  drop(): void;
-}
-
-interface CommitWaiter {
-  seq: number;
-  resolve(): void;
-  reject(err: unknown): void;
-}
-
 /**
  * One agent: its projection, its machines and its effect pump. Events are *staged* (applied to
  * the projection and routed to the machines at once) and *committed* in batches: every effect that
@@ -95,8 +82,7 @@ export class AgentActor {
   turnAbort = new AbortController();
   /** Prepared requests of this incarnation by digest, so an attempt need not re-read its blob. */
   readonly prepared = new Map<string, PreparedRequest>();
-  /** Runs the tool calls of the open step, in parallel where their resources allow. */
-  readonly runner: ToolRunner;
+  private toolRunner: ToolRunner | null = null;
 
   private readonly snapshotEvery: number;
   private readonly queue: Effect[] = [];
@@ -108,7 +94,7 @@ export class AgentActor {
   private turnWaiters: Array<(t: TurnEnded) => void> = [];
   private deadlineTimer: NodeJS.Timeout | null = null;
   private launches: Launch[] = [];
-  private readonly approvals: ApprovalWatch;
+  private approvalWatch: ApprovalWatch | null = null;
   private lastSnapshotSeq: number;
   private failure: unknown = null;
   /** Set by `stop` and `fail`: from then on this incarnation commits nothing, as after a crash. */
@@ -124,19 +110,27 @@ export class AgentActor {
     this.snapshotEvery = opts.snapshotEvery;
     this.nextSeq = opts.projection.seq + 1;
     this.lastSnapshotSeq = opts.snapshotSeq;
-    this.runner = new ToolRunner(this);
-    this.approvals = new ApprovalWatch({
+    this.machines = new MachineSet(opts.actorId, (e) => this.sink(e), opts.machines);
+  }
+
+  /** Runs the tool calls of the open step, in parallel where their resources allow (made on first use). */
+  get runner(): ToolRunner {
+    return (this.toolRunner ??= new ToolRunner(this));
+  }
+
+  /** The approvals this actor waits on (made on first use: a parked agent has none). */
+  private get approvals(): ApprovalWatch {
+    return (this.approvalWatch ??= new ApprovalWatch({
       projection: this.projection,
       nowMs: () => this.ports.clock.nowMs(),
       active: () => this.sinkOpen && !this.halted,
-      busy: () => this.staged.length > 0 || this.queue.length > 0 || this.pumping !== null || this.runner.active > 0,
+      busy: () => this.staged.length > 0 || this.queue.length > 0 || this.pumping !== null || (this.toolRunner?.active ?? 0) > 0,
       idle: () => this.idle(),
       tick: (nowMs) => {
         this.machines.signal({ type: 'tick', nowMs });
         this.kick();
       },
-    });
-    this.machines = new MachineSet(opts.actorId, (e) => this.sink(e), opts.machines);
+    }));
   }
 
   /** True once this incarnation stopped (or failed): it commits nothing more. */
@@ -205,7 +199,7 @@ export class AgentActor {
     if (e.type === 'approval/requested') this.approvals.arm();
     if (e.type === 'tool/result' || e.type === 'tool/denied' || e.type === 'tool/cancelled' || e.type === 'tool/outcome_unknown') {
       // a call that waited on this one may start now
-      this.runner.schedule();
+      this.toolRunner?.schedule();
     }
     return e;
   }
@@ -249,7 +243,7 @@ export class AgentActor {
     this.ports.onCommit?.(committed);
     for (const e of committed) this.ports.faults.hit(`after:${e.type}`, this.actorId);
     this.maybeSnapshot(last.seq);
-    this.approvals.committed();
+    this.approvalWatch?.committed();
     if (this.launches.length > 0) {
       const ready = this.launches.filter((l) => l.seq <= last.seq);
       this.launches = this.launches.filter((l) => l.seq > last.seq);
@@ -373,16 +367,16 @@ export class AgentActor {
 
   /** Resolves when the pump has nothing left to do and no tool is running. */
   async idle(): Promise<void> {
-    while (this.pumping || this.runner.active > 0) {
+    while (this.pumping || (this.toolRunner?.active ?? 0) > 0) {
       if (this.pumping) await this.pumping;
-      else await this.runner.idle();
+      else await this.toolRunner!.idle();
     }
     if (this.failure) throw this.failure;
   }
 
   /** Approval IDs the open turn waits on; non-empty with nothing else to do means a person must answer. */
   waitingApprovals(): string[] {
-    return this.approvals.pending();
+    return pendingApprovals(this.projection).map((a) => a.approvalId);
   }
 
   /**
@@ -443,6 +437,6 @@ export class AgentActor {
   private clearDeadline(): void {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     this.deadlineTimer = null;
-    this.approvals.clear();
+    this.approvalWatch?.clear();
   }
 }

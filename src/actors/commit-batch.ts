@@ -38,3 +38,18 @@ export function toDraft(e: ActorEvent): EventDraft {
   if (call !== undefined) d.call = call;
   return d as EventDraft;
 }
+
+/** Work that may begin only once the event at `seq` is committed (a tool after its `tool/start`). */
+export interface Launch {
+  seq: number;
+  run(): void;
+  /** Called instead of `run` when the event will never be committed by this incarnation. */
+  drop(): void;
+}
+
+/** A caller waiting for the event at `seq` to be committed (or for the actor to fail). */
+export interface CommitWaiter {
+  seq: number;
+  resolve(): void;
+  reject(err: unknown): void;
+}

@@ -124,10 +124,8 @@ export function emptyProjection(actorId: string): Projection {
     lastSettings: null,
     modelResponses: 0,
     stopped: false,
-    approvals: {},
-    alwaysAllowed: [],
-    artifacts: {},
-    untrusted: false,
+    // approvals, alwaysAllowed, artifacts and untrusted are made on first use: a parked agent
+    // (thousands per host) carries none of them
   };
 }
 
@@ -171,7 +169,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     case 'user/message':
       p.history.push({ role: 'user', content: e.data.content });
-      p.untrusted = false;
+      if (p.untrusted) p.untrusted = false;
       break;
     case 'step/start':
       p.openStep = { id: e.step!, index: e.data.index, usage: ZERO_USAGE, costUsd: 0, untrusted: p.untrusted === true };
@@ -239,7 +237,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       closeStep(p);
       break;
     case 'turn/end':
-      p.approvals = {};
+      if (p.approvals) p.approvals = {};
       p.turns += 1;
       p.lastTurn = { id: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer };
       p.openTurn = null;
