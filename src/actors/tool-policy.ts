@@ -26,7 +26,8 @@ export function planCall(a: AgentActor, call: OpenCall): CallPlan {
   const s = settings(a);
   const ctx = { workspace: s.workspace };
   const r = a.ports.tools.resolveCall(call.name, call.arguments, s.tools, ctx);
-  if (r.status !== 'valid') throw new Error(`tool call ${call.callId} no longer resolves: ${r.error}`);
+  // e.g. resumed by a runtime whose registry no longer offers the tool: denied, not a crash
+  if (r.status !== 'valid') throw new ToolError('tool.unresolvable', `the call no longer resolves: ${r.error}`);
   const resources = r.tool.resources(r.input, ctx);
   const plan = r.tool.plan ? r.tool.plan(r.input, ctx) : defaultPlan(r.tool, r.input, resources, s.workspace);
   const command = (r.input as { command?: unknown }).command;

@@ -5,7 +5,8 @@ import type { ResourceKey } from '../tools/tool.js';
 import type { OpenCall } from '../store/projection.js';
 import type { AgentActor } from './agent-actor.js';
 import { abortReason, scope, settings } from './effect-helpers.js';
-import { planCall } from './tool-policy.js';
+import { planCall, type CallPlan } from './tool-policy.js';
+import { ToolError } from '../protocol/errors.js';
 
 /** True when two resource keys overlap and at least one of them writes (design §8). */
 export function conflicts(x: ResourceKey, y: ResourceKey): boolean {
@@ -113,7 +114,17 @@ export class ToolRunner {
 
   private start(call: OpenCall, rerun: boolean): void {
     const a = this.a;
-    const planned = planCall(a, call);
+    let planned: CallPlan;
+    try {
+      planned = planCall(a, call);
+    } catch (err) {
+      if (!(err instanceof ToolError)) throw err;
+      // the tool went away (a resume with another registry): a rerun may have run before, a first start never did
+      const ids = { ...scope(a), call: call.callId };
+      if (rerun) a.stage({ type: 'tool/outcome_unknown', ...ids, data: { reason: err.message } });
+      else a.stage({ type: 'tool/cancelled', ...ids, data: { reason: err.message } });
+      return;
+    }
     const key = idempotencyKey(call.callId, call.name, planned.input);
     const ids = { ...scope(a), call: call.callId };
     const effects = planned.tool.executionSemantics(planned.input, { workspace: settings(a).workspace }).effects;
@@ -144,7 +155,7 @@ export class ToolRunner {
     });
   }
 
-  private async execute(call: OpenCall, planned: ReturnType<typeof planCall>, key: string, ids: { turn: string; step: string; call: string }): Promise<void> {
+  private async execute(call: OpenCall, planned: CallPlan, key: string, ids: { turn: string; step: string; call: string }): Promise<void> {
     const a = this.a;
     const t = a.ports.tooling;
     try {

@@ -230,6 +230,28 @@ describe('approvals', () => {
     expect(verifyLog(log, { complete: true })).toEqual([]);
   });
 
+  it('a resume whose runtime no longer offers the approved tool denies the call at the recheck, not a crash', async () => {
+    const sup = await open([append('one'), { content: 'done' }], {}, 'after:approval/granted=drop');
+    const { actor, ended } = await startTurn(sup, 'append one', ask());
+    const [approvalId] = await actor.whenAwaitingApproval();
+    await sup.send(approvalMessage(actor.actorId, approvalId!, actor.projection.approvals![approvalId!]!.planDigest, { decision: 'approve', always: false }));
+    await expect(ended).rejects.toThrow();
+    // another runtime on the same log, built without the tool
+    const other = await openTestRuntime({ natsUrl: nats.url, script: [append('one'), { content: 'done' }] });
+    try {
+      const next = other.supervisor({ extra: { tooling: defaultTooling() } });
+      let resumed!: Promise<unknown>;
+      await next.hydrate(actor.actorId, (a) => (resumed = a.whenTurnEnds()));
+      await expect(resumed).resolves.toMatchObject({ outcome: 'completed' });
+      const log = await readLog(next, actor.rootId, actor.actorId);
+      expect(ofType(log, 'policy/decided').at(-1)!.data).toMatchObject({ decision: 'deny', rule: 'tool:unplannable', recheck: true });
+      expect(only(log, 'tool/denied').data.reason).toMatch(/no longer resolves: unknown tool "append"/);
+      expect(await effects()).toEqual([]);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a crash after a manual call started leaves its outcome unknown and the turn waits for a person', async () => {
     const sup = await open([append('one'), { content: 'I will check' }], {}, 'after:tool/start=drop');
     const { actor, ended } = await startTurn(sup, 'append one', ask());
