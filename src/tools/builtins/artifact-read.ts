@@ -14,6 +14,7 @@ import {
 } from '../observation.js';
 import { createRedactor, type Redactor } from '../redact.js';
 import type { ToolDefinition } from '../tool.js';
+import { lineMatcher } from './text-file.js';
 
 /** Matches `grep` reports before it stops (and the most `limit` may ask for with `grep`). */
 export const MAX_ARTIFACT_GREP_MATCHES = 200;
@@ -184,21 +185,11 @@ function cutChars(s: string, max: number): string {
   return s.slice(0, cut);
 }
 
-/** Returns the index of the first match in a line, or -1. */
-function matcher(pattern: string): (line: string) => number {
-  try {
-    const regex = new RegExp(pattern);
-    return (line) => line.search(regex);
-  } catch {
-    // Not a valid regex (e.g. "foo(" ): the model most likely meant the literal text.
-    return (line) => line.indexOf(pattern);
-  }
-}
 
 function grepLines(id: string, text: string, total: number, pattern: string, input: ArtifactReadInput): string {
   const from = input.offset ?? 1;
   const cap = Math.min(input.limit ?? MAX_ARTIFACT_GREP_MATCHES, MAX_ARTIFACT_GREP_MATCHES);
-  const match = matcher(pattern);
+  const match = lineMatcher(pattern);
   const results: string[] = [];
   let stoppedAt = 0;
   eachLine(text, from, (line, n) => {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { ToolContext, ToolDefinition, ToolResult } from '../tool.js';
 import { assertOwnFile, resolveInWorkspace } from '../workspace-path.js';
 import { findRipgrep, ripgrepSearch, type SearchMatch, type SearchOutcome } from './ripgrep.js';
-import { displayPath, looksBinary, pathResource, splitLines } from './text-file.js';
+import { displayPath, lineMatcher, looksBinary, pathResource, splitLines } from './text-file.js';
 
 /** Matches reported before the search stops. */
 export const MAX_SEARCH_MATCHES = 200;
@@ -97,13 +97,8 @@ async function jsSearch(pattern: string, start: string, signal: AbortSignal): Pr
 }
 
 function matcher(pattern: string): (line: string) => boolean {
-  try {
-    const regex = new RegExp(pattern);
-    return (line) => regex.test(line);
-  } catch {
-    // Not a valid regex (e.g. "foo(" ): the model most likely meant the literal text.
-    return (line) => line.includes(pattern);
-  }
+  const first = lineMatcher(pattern);
+  return (line) => first(line) >= 0;
 }
 
 /**

@@ -58,3 +58,16 @@ export async function replaceFileAtomic(file: string, bytes: Uint8Array, keepMod
     throw err;
   }
 }
+
+/**
+ * The first match of a pattern in a line, or -1: a JavaScript regex, or the literal text when the
+ * pattern is not a valid regex (e.g. "foo(": the model most likely meant the text).
+ */
+export function lineMatcher(pattern: string): (line: string) => number {
+  try {
+    const regex = new RegExp(pattern);
+    return (line) => line.search(regex);
+  } catch {
+    return (line) => line.indexOf(pattern);
+  }
+}
