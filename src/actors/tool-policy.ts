@@ -1,3 +1,4 @@
+import { canonicalJson } from '../protocol/canonical-json.js';
 import { newId } from '../protocol/ids.js';
 import type { EventData } from '../protocol/events.js';
 import { ToolError } from '../protocol/errors.js';
@@ -71,7 +72,9 @@ export function decideCall(a: AgentActor, callId: string, recheck: boolean): voi
   if (d.decision === 'ask' && recheck) {
     const id = call.approvalId;
     const approval = id ? approvalsOf(a.projection)[id] : undefined;
-    const mismatch = approval ? bindingMismatch(approval, callId, tool.version, digest, a.ports.clock.nowMs()) : 'no approval was granted';
+    const mismatch = approval
+      ? bindingMismatch(approval, { callId, toolVersion: tool.version, digest, scope: planned.resources, nowMs: a.ports.clock.nowMs() })
+      : 'no approval was granted';
     d = mismatch === null
       ? { ...d, decision: 'allow', rule: `approval:${id}`, reason: null }
       : { ...d, reason: `approval ${id ?? ''} does not hold: ${mismatch}; a new approval is needed` };
@@ -84,13 +87,23 @@ export function decideCall(a: AgentActor, callId: string, recheck: boolean): voi
   a.stage({ type: 'policy/decided', ...ids, data });
 }
 
+/** The call as it would run now, which a granted approval must cover. */
+export interface CallNow {
+  callId: string;
+  toolVersion: string;
+  digest: string;
+  scope: ResourceKey[];
+  nowMs: number;
+}
+
 /** Why a granted approval does not cover the call as it would run now; null when it does. */
-export function bindingMismatch(ap: ApprovalRecord, callId: string, toolVersion: string, digest: string, nowMs: number): string | null {
+export function bindingMismatch(ap: ApprovalRecord, now: CallNow): string | null {
   if (ap.state !== 'granted') return `it is ${ap.state}, not granted`;
-  if (ap.callId !== callId) return 'it was given for another call';
-  if (ap.toolVersion !== toolVersion) return `the tool changed from version ${ap.toolVersion} to ${toolVersion}`;
-  if (ap.planDigest !== digest) return 'the execution plan changed since it was approved';
-  if (nowMs >= ap.expiresAt) return `it expired at ${new Date(ap.expiresAt).toISOString()}`;
+  if (ap.callId !== now.callId) return 'it was given for another call';
+  if (ap.toolVersion !== now.toolVersion) return `the tool changed from version ${ap.toolVersion} to ${now.toolVersion}`;
+  if (ap.planDigest !== now.digest) return 'the execution plan changed since it was approved';
+  if (ap.scope && canonicalJson(ap.scope) !== canonicalJson(now.scope)) return 'the resources the call touches changed since it was approved';
+  if (now.nowMs >= ap.expiresAt) return `it expired at ${new Date(ap.expiresAt).toISOString()}`;
   return null;
 }
 

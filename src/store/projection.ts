@@ -49,8 +49,9 @@ export interface ApprovalRecord {
   /** `used` once the call it approved started: an approval is single use. */
   state: 'pending' | 'granted' | 'denied' | 'used';
   always: boolean;
-  /** What a person is asked to approve: the normalized plan, the rule that asked and why. */
+  /** What a person is asked to approve: the normalized plan, the resources it touches, the rule that asked and why. */
   plan?: Record<string, unknown>;
+  scope?: Array<{ key: string; mode: 'read' | 'write' }>;
   rule?: string;
   reason?: string | null;
 }
@@ -262,6 +263,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
         state: 'pending',
         always: false,
         ...(e.data.plan ? { plan: e.data.plan } : {}),
+        ...(e.data.scope ? { scope: e.data.scope } : {}),
         ...(e.data.rule ? { rule: e.data.rule } : {}),
         ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}),
       };

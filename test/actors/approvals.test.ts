@@ -35,6 +35,7 @@ afterEach(async () => {
 /** A plan that a test can change under an approval: its `target` is read when the call is planned. */
 let planTarget = 'a';
 let toolVersion = '1';
+let scopeFile = 'effects.log';
 
 /** An effectful tool that appends one line per run to `effects.log`: what ran, and how often. */
 const appendTool: ToolDefinition<{ line: string }> = {
@@ -46,7 +47,7 @@ const appendTool: ToolDefinition<{ line: string }> = {
   input: z.strictObject({ line: z.string() }),
   level: 'write',
   executionSemantics: () => ({ effects: 'possible', recovery: { kind: 'manual', on: 'ask' } }),
-  resources: (_input, { workspace }) => [{ key: `path:${workspace}/effects.log`, mode: 'write' }],
+  resources: (_input, { workspace }) => [{ key: `path:${workspace}/${scopeFile}`, mode: 'write' }],
   plan: (input) => ({ tool: 'append', version: toolVersion, paths: [{ path: 'effects.log', mode: 'write' }], network: false, input, command: planTarget }),
   async execute(input, ctx) {
     await appendFile(join(ctx.workspace, 'effects.log'), `${input.line}\n`);
@@ -68,6 +69,7 @@ describe('approvals', () => {
   beforeEach(() => {
     planTarget = 'a';
     toolVersion = '1';
+    scopeFile = 'effects.log';
   });
 
   it('asks for an effectful call, binds the request to the plan, and runs it once approved by a client', async () => {
@@ -180,6 +182,7 @@ describe('approvals', () => {
   it.each([
     ['the plan changed (arguments as the tool now reads them)', () => (planTarget = 'b'), /the execution plan changed/],
     ['the tool version changed', () => (toolVersion = '2'), /the tool changed from version 1 to 2/],
+    ['the resources it touches changed (another scope)', () => (scopeFile = 'other.log'), /the resources the call touches changed/],
   ])('asks again when %s after the approval, then runs once', async (_, change, why) => {
     const sup = await open([append('one'), { content: 'done' }]);
     const { actor, ended } = await startTurn(sup, 'append one', ask());
