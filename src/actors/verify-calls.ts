@@ -22,9 +22,10 @@ const ENDS = new Set(['tool/result', 'tool/denied', 'tool/cancelled', 'tool/outc
 const CALL_SCOPED = new Set([...ENDS, 'tool/call', 'tool/start', 'policy/decided', 'approval/requested', 'approval/granted', 'approval/denied']);
 
 /**
- * Tool calls: every call ends exactly once; no `tool/start` without a valid `tool/call` before
- * it; no result of a valid call without a `tool/start` (its effect would have run unrecorded);
- * an effectful call starts once, unless it is idempotent and reruns with the same key.
+ * Tool calls: every call ends exactly once, a started one never as denied; no `tool/start`
+ * without a valid `tool/call` before it; no result of a valid call without a `tool/start` (its
+ * effect would have run unrecorded); an effectful call starts once, unless it is idempotent and
+ * reruns with the same key.
  */
 export function createCallCheck(report: Report): Check {
   const calls = new Map<string, CallState>();
@@ -81,6 +82,10 @@ export function createCallCheck(report: Report): Check {
     if (!c) return report('call.end_without_intent', e.seq, `${e.type} of call ${id}, which has no tool/call`);
     if (c.ended) return report('call.ended_twice', e.seq, `call ${id} already ended with ${c.ended.type} at seq ${c.ended.seq}`);
     c.ended = { type: e.type, seq: e.seq };
+    // Denied means it never ran; a started call may have had its effect, so it must not say so.
+    if (e.type === 'tool/denied' && c.starts > 0) {
+      report('call.denied_after_start', e.seq, `call ${id} (${c.intent.name}) is denied after its tool/start: the log would hide an effect that may have run`);
+    }
     // Invalid calls answer the model directly; a valid one has a result only if it ran.
     if (e.type === 'tool/result' && c.intent.status === 'valid' && c.starts === 0) {
       report('call.result_without_start', e.seq, `tool/result of valid call ${id} with no tool/start: its effect ran unrecorded`);

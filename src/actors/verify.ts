@@ -9,6 +9,7 @@ import { createScopeCheck } from './verify-scopes.js';
 export const VIOLATION_CODES = [
   'seq.gap',
   'epoch.backwards',
+  'turn.epochs_interleaved',
   'event.actor',
   'scope.turn',
   'scope.step',
@@ -38,6 +39,7 @@ export const VIOLATION_CODES = [
   'call.result_without_start',
   'call.end_without_intent',
   'call.ended_twice',
+  'call.denied_after_start',
   'call.unended',
   'inbox.received_twice',
   'inbox.claim_unreceived',
@@ -105,11 +107,17 @@ export function formatViolations(v: Violation[]): string {
   return v.map((x) => `seq ${x.seq ?? '-'}: ${x.code}: ${x.message}`).join('\n');
 }
 
-/** Sequences gapless from 1, epochs never decreasing, one actor. */
+/**
+ * Sequences gapless from 1, epochs never decreasing, one actor. An older epoch inside a turn a
+ * newer incarnation already wrote into is reported as that turn's interleave rather than as a
+ * plain step back: it names the turn whose history two writers mixed.
+ */
 function createEnvelopeCheck(report: Report): Check {
   let expected = 1;
   let maxEpoch = -1;
   let actor: string | null = null;
+  /** Highest epoch of each open turn's events; a turn's entry goes when it ends. */
+  const turnEpochs = new Map<string, number>();
   return {
     event(e) {
       if (e.seq !== expected) {
@@ -119,10 +127,18 @@ function createEnvelopeCheck(report: Report): Check {
       // Resynchronise past the highest seq seen, so one gap or one repeated event is one
       // violation, not one per later event.
       expected = Math.max(expected, e.seq + 1);
-      if (e.epoch < maxEpoch) {
+      const turnEpoch = e.turn === undefined ? undefined : turnEpochs.get(e.turn);
+      if (turnEpoch !== undefined && e.epoch < turnEpoch) {
+        report('turn.epochs_interleaved', e.seq,
+          `${e.type} of epoch ${e.epoch} in turn ${e.turn} after that turn's events of epoch ${turnEpoch}: two incarnations wrote into one turn`);
+      } else if (e.epoch < maxEpoch) {
         report('epoch.backwards', e.seq, `epoch ${e.epoch} after epoch ${maxEpoch}: an older incarnation wrote after a newer one`);
       }
       maxEpoch = Math.max(maxEpoch, e.epoch);
+      if (e.turn !== undefined) {
+        if (e.type === 'turn/end') turnEpochs.delete(e.turn);
+        else turnEpochs.set(e.turn, Math.max(turnEpoch ?? -1, e.epoch));
+      }
       actor ??= e.actor;
       if (e.actor !== actor) report('event.actor', e.seq, `event of actor ${e.actor} in the log of ${actor}`);
     },
@@ -130,10 +146,23 @@ function createEnvelopeCheck(report: Report): Check {
   };
 }
 
-/** Each inbox message is received once, and claimed by at most one turn after it was received. */
+/**
+ * Each inbox message is received once, and included at most once after it was received: claimed
+ * by one turn, or consumed as the answer to one approval; and its content enters the model's
+ * history (`user/message`) at most once.
+ */
 function createInboxCheck(report: Report): Check {
   const received = new Map<string, number>();
-  const claimed = new Map<string, number>();
+  /** Where each message was included, and how. */
+  const included = new Map<string, { seq: number; by: string }>();
+  const inHistory = new Map<string, number>();
+  const include = (seq: number, id: string, by: string) => {
+    if (!received.has(id)) report('inbox.claim_unreceived', seq, `${by} includes message ${id}, which was never received before it`);
+    const first = included.get(id);
+    if (first !== undefined) {
+      report('inbox.included_twice', seq, `${by} includes message ${id}, already included at seq ${first.seq} by ${first.by}`);
+    } else included.set(id, { seq, by });
+  };
   return {
     event(e) {
       if (e.type === 'inbox/received') {
@@ -141,14 +170,15 @@ function createInboxCheck(report: Report): Check {
         if (first !== undefined) {
           report('inbox.received_twice', e.seq, `message ${e.data.messageId} was already received at seq ${first}`);
         } else received.set(e.data.messageId, e.seq);
-      }
-      if (e.type !== 'turn/start') return;
-      for (const id of e.data.messageIds) {
-        if (!received.has(id)) report('inbox.claim_unreceived', e.seq, `turn ${e.turn} claims message ${id}, which was never received before it`);
-        const first = claimed.get(id);
+      } else if (e.type === 'turn/start') {
+        for (const id of e.data.messageIds) include(e.seq, id, `turn ${e.turn}`);
+      } else if (e.type === 'approval/granted' || e.type === 'approval/denied') {
+        if (e.data.messageId !== undefined) include(e.seq, e.data.messageId, `the answer to approval ${e.data.approvalId}`);
+      } else if (e.type === 'user/message') {
+        const first = inHistory.get(e.data.messageId);
         if (first !== undefined) {
-          report('inbox.included_twice', e.seq, `message ${id} was already claimed by the turn started at seq ${first}`);
-        } else claimed.set(id, e.seq);
+          report('inbox.included_twice', e.seq, `message ${e.data.messageId} enters the history again (first at seq ${first})`);
+        } else inHistory.set(e.data.messageId, e.seq);
       }
     },
     end() {},

@@ -2,7 +2,7 @@ import {
   DeliverPolicy, JetStreamApiCodes, JetStreamApiError,
   type JetStreamClient, type JetStreamManager,
 } from '@nats-io/jetstream';
-import { ClosedConnectionError } from '@nats-io/nats-core';
+import { ClosedConnectionError, DrainingConnectionError } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { StoreError, STORE_CODES } from '../protocol/errors.js';
@@ -21,7 +21,12 @@ export interface JetStreamLogOptions {
   epoch: number;
   now?: () => Date;
   logger?: Logger;
-  /** Publish attempts for a commit whose outcome is unknown (default 5). */
+  /**
+   * The writer's life (the actor's): once aborted, a commit whose outcome is unknown stops being
+   * retried and throws `store.publish_unknown`. Until then it is retried for as long as it takes.
+   */
+  signal?: AbortSignal;
+  /** Publish attempts before a commit is reported unknown; default unbounded (only `signal` ends them). */
   maxAttempts?: number;
   /** Timeout of one publish (default 5000 ms). */
   publishTimeoutMs?: number;
@@ -42,7 +47,34 @@ interface PendingCommit {
 type Outcome = { kind: 'stored'; streamSeq: number } | { kind: 'fenced'; cause: unknown }
   | { kind: 'rejected'; cause: unknown } | { kind: 'unknown'; cause: unknown; final: boolean };
 
-const BACKOFF_MS = [100, 200, 400, 800, 1_600];
+/** Pauses between attempts: short at first (a lost ack), then about once a second (NATS restarting). */
+const BACKOFF_MS = [100, 200, 400, 800, 1_000];
+
+/** The connection is closed or draining: no retry can reach the server, the host is going away. */
+function connectionGone(err: unknown): boolean {
+  return err instanceof ClosedConnectionError || err instanceof DrainingConnectionError;
+}
+
+/**
+ * A refusal the server may not repeat: JetStream answered, but with a 503 (temporarily
+ * unavailable, e.g. while it recovers its streams after a restart). Anything else it answers is final.
+ */
+function transientApiError(err: JetStreamApiError): boolean {
+  return err.status === 503;
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
 
 /**
  * The JetStream writer of one actor's log: one message per commit, fenced by
@@ -54,7 +86,8 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
   // Bound by the caller when it wants (a child per writer would cost every hosted actor ~1 KB).
   const logger = opts.logger ?? pino({ level: 'silent' });
   const subject = logSubject(rootId, actorId);
-  const maxAttempts = opts.maxAttempts ?? 5;
+  const maxAttempts = opts.maxAttempts ?? Infinity;
+  const signal = opts.signal;
   const timeout = opts.publishTimeoutMs ?? 5_000;
   let position: LogPosition = { ...opts.position };
   let fenced: StoreError | undefined;
@@ -95,32 +128,44 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
     p.attempts++;
     try {
       const ack = await js.publish(subject, p.payload, { msgID: p.msgId, expect: { lastSubjectSequence: p.expect }, timeout });
-      // On 2.9.10 dedupe is checked before the sequence (verified): a duplicate is either an
-      // earlier attempt of ours that landed or another writer's commit of the same seq.
+      // On 2.9.10 dedupe is checked before the sequence (verified, also after a kill -9 and
+      // restart: the server rebuilds its dedupe window from the stored messages): a duplicate is
+      // either an earlier attempt of ours that landed or another writer's commit of the same seq.
+      // A failed look is unknown, not fenced: it throws, and the caller retries.
       if (ack.duplicate && !(await storedIsOurs(ack.seq, p))) return { kind: 'fenced', cause: 'duplicate msg id' };
       return { kind: 'stored', streamSeq: ack.seq };
     } catch (err) {
       if (err instanceof JetStreamApiError) {
+        if (transientApiError(err)) return { kind: 'unknown', cause: err, final: false };
         if (err.code !== JetStreamApiCodes.StreamWrongLastSequence) return { kind: 'rejected', cause: err };
         // After the duplicate window a retry of a commit that did land meets the sequence
         // check instead: the last message on the subject tells whether it was ours.
         const last = /wrong last sequence: (\d+)/.exec(err.message)?.[1];
-        if (p.attempts > 1 && last && (await storedIsOurs(Number(last), p).catch(() => false))) {
-          return { kind: 'stored', streamSeq: Number(last) };
+        if (p.attempts > 1 && last) {
+          // the look may fail too (NATS going away again): then the outcome is still unknown
+          const ours = await storedIsOurs(Number(last), p).catch((cause: unknown) => ({ cause }));
+          if (ours === true) return { kind: 'stored', streamSeq: Number(last) };
+          if (ours !== false) return { kind: 'unknown', cause: ours.cause, final: connectionGone(ours.cause) };
         }
         return { kind: 'fenced', cause: err };
       }
-      return { kind: 'unknown', cause: err, final: err instanceof ClosedConnectionError };
+      return { kind: 'unknown', cause: err, final: connectionGone(err) };
     }
   };
 
+  const attempt = (p: PendingCommit): Promise<Outcome> =>
+    publishOnce(p).catch((cause: unknown): Outcome => ({ kind: 'unknown', cause, final: connectionGone(cause) }));
+
   const settle = async (p: PendingCommit): Promise<ActorEvent[]> => {
-    let last: Outcome = { kind: 'unknown', cause: new Error('not published'), final: false };
-    for (let i = 0; i < maxAttempts; i++) {
-      if (i > 0) await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(i - 1, BACKOFF_MS.length - 1)]));
-      last = await publishOnce(p).catch((cause: unknown) => ({ kind: 'unknown', cause, final: false }) as Outcome);
-      if (last.kind !== 'unknown' || last.final) break;
-      logger.warn({ actorId, msgId: p.msgId, attempt: p.attempts, err: last.cause }, 'commit outcome unknown; retrying with the same ID');
+    let last = await attempt(p);
+    // Retried with the same ID and bytes for as long as the writer lives: while NATS is
+    // unreachable the actor waits here, and no effect starts, since each waits for its intent.
+    for (let i = 1; last.kind === 'unknown' && !last.final && i < maxAttempts && !signal?.aborted; i++) {
+      const waitMs = BACKOFF_MS[Math.min(i - 1, BACKOFF_MS.length - 1)]!;
+      logger.warn({ actorId, msgId: p.msgId, attempt: p.attempts, waitMs, err: last.cause },
+        'commit outcome unknown (NATS unreachable?); retrying with the same ID');
+      await pause(waitMs, signal);
+      if (!signal?.aborted) last = await attempt(p);
     }
     switch (last.kind) {
       case 'stored':
@@ -136,6 +181,7 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
         throw new StoreError(STORE_CODES.publishRejected, `log of ${actorId} refused a commit: ${(last.cause as Error).message}`,
           { cause: last.cause });
       case 'unknown':
+        // only a closed connection, a stopped writer or an explicit attempt bound gets here
         p.key ??= canonicalJson(p.drafts);
         throw new StoreError(STORE_CODES.publishUnknown,
           `commit ${p.msgId} to the log of ${actorId} may or may not be stored`,
@@ -219,25 +265,45 @@ export function createLogReader(opts: LogReaderOptions): LogReader {
     rootId: string, actorId: string, afterSeq: number, startStreamSeq: number,
     stopAtStreamSeq: number | undefined, signal?: AbortSignal,
   ): AsyncGenerator<StoredEvent> {
-    const consumer = await js.consumers.get(STREAMS.logs, {
-      filter_subjects: logSubject(rootId, actorId),
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, startStreamSeq),
-    });
-    const messages = await consumer.consume({ max_messages: 256 });
-    const stop = () => messages.stop();
-    signal?.addEventListener('abort', stop, { once: true });
-    try {
-      for await (const m of messages) {
-        for (const event of decodeCommit(m.data, m.seq, actorId)) {
-          if (event.seq > afterSeq) yield { event, streamSeq: m.seq };
+    /** The next stream seq wanted: where a consumer made again starts. */
+    let next = Math.max(1, startStreamSeq);
+    for (;;) {
+      const consumer = await js.consumers.get(STREAMS.logs, {
+        filter_subjects: logSubject(rootId, actorId),
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: next,
+      });
+      const messages = await consumer.consume({ max_messages: 256 });
+      // nats.js 3.4 remakes an ordered consumer that a nats-server restart lost, but asks the new
+      // one for only as many messages as the old one had delivered (its pending count is never
+      // reset): a follower then stalls until two heartbeats are missed, 30 s. Start over from here.
+      let remade = false;
+      void (async () => {
+        for await (const s of messages.status()) {
+          if (s.type !== 'ordered_consumer_recreated') continue;
+          remade = true;
+          messages.stop();
+          return;
         }
-        if (stopAtStreamSeq !== undefined && (m.seq >= stopAtStreamSeq || m.info.pending === 0)) break;
+      })().catch(() => {});
+      const stop = () => messages.stop();
+      signal?.addEventListener('abort', stop, { once: true });
+      try {
+        for await (const m of messages) {
+          // already yielded by the consumer before this one
+          if (m.seq < next) continue;
+          next = m.seq + 1;
+          for (const event of decodeCommit(m.data, m.seq, actorId)) {
+            if (event.seq > afterSeq) yield { event, streamSeq: m.seq };
+          }
+          if (stopAtStreamSeq !== undefined && (m.seq >= stopAtStreamSeq || m.info.pending === 0)) return;
+        }
+      } finally {
+        signal?.removeEventListener('abort', stop);
+        messages.stop();
+        void consumer.delete().catch(() => {});
       }
-    } finally {
-      signal?.removeEventListener('abort', stop);
-      messages.stop();
-      void consumer.delete().catch(() => {});
+      if (!remade || signal?.aborted) return;
     }
   }
 

@@ -68,6 +68,16 @@ function approved(): ActorEvent[] {
   });
 }
 
+/** `approved`, answered by a message from the inbox as the runtime records it: received, then consumed by the grant. */
+function approvedByMessage(): ActorEvent[] {
+  return mutate(approved(), (r) => {
+    const i = indexOf(r, 'approval/granted');
+    const received = { ...structuredClone(r[0]!), data: { ...structuredClone(r[0]!.data), messageId: 'msg_answer', kind: 'approval_response' } };
+    r[i]!.data.messageId = 'msg_answer';
+    r.splice(i, 0, received);
+  });
+}
+
 /** `toolTurn`, then a second turn that answers at once. Seqs 21 inbox/received, 22 turn/start, … */
 function twoTurns(): ActorEvent[] {
   const b = toolTurn();
@@ -109,6 +119,7 @@ describe('verifyLog on logs the runtime writes', () => {
     ['two turns', twoTurns],
     ['an invalid call answered without a start', invalidCall],
     ['a call approved by a person and allowed on the recheck', approved],
+    ['a call approved by an answer from the inbox', approvedByMessage],
   ])('finds nothing wrong in %s, complete or not', (_, log) => {
     expect(verifyLog(log())).toEqual([]);
     expect(verifyLog(log(), { complete: true })).toEqual([]);
@@ -157,7 +168,12 @@ const cases: Case[] = [
     log: () => mutate(approved(), (r) => r.splice(indexOf(r, 'approval/granted') + 1, 0, structuredClone(r[indexOf(r, 'approval/granted')]!))),
   },
   { name: 'an event is repeated', code: 'seq.gap', seq: 10, log: () => mutate(clean(), (r) => r.splice(10, 0, structuredClone(r[9]!)), false) },
-  { name: 'the last event comes from an older epoch', code: 'epoch.backwards', seq: 28, log: () => mutate(recovered(), (r) => { r[27]!.epoch = 1; }) },
+  {
+    name: 'a recovery is stamped with an older epoch than the rehydration before it', code: 'epoch.backwards', seq: 18,
+    log: () => mutate(recovered(), (r) => { r[indexOf(r, 'recovery/started', 2)]!.epoch = 2; }),
+  },
+  // Its epoch also goes back, but the report names the turn that two incarnations wrote into.
+  { name: "a turn's last event comes from an older incarnation", code: 'turn.epochs_interleaved', seq: 28, log: () => mutate(recovered(), (r) => { r[27]!.epoch = 1; }) },
   { name: 'an event of another actor', code: 'event.actor', seq: 5, log: () => mutate(clean(), (r) => { r[4]!.actor = 'agt_other'; }) },
   { name: 'user/message names a turn that is not open', code: 'scope.turn', seq: 3, log: () => mutate(clean(), (r) => { r[2]!.turn = 'turn_9'; }) },
   { name: 'request/prepared names a step that is not open', code: 'scope.step', seq: 5, log: () => mutate(clean(), (r) => { r[4]!.step = 'step_9'; }) },
@@ -220,12 +236,25 @@ const cases: Case[] = [
     name: 'an end of a call never made', code: 'call.end_without_intent', seq: 13,
     log: () => mutate(clean(), (r) => r.splice(12, 0, { ...like(r, 11, { call: 'call_9' }), type: 'tool/cancelled', data: { reason: 'aborted' } })),
   },
+  {
+    name: 'a started call ends as denied', code: 'call.denied_after_start', seq: 12,
+    log: () => mutate(clean(), (r) => { r[11] = { ...r[11]!, type: 'tool/denied', data: { reason: 'denied by policy' } }; }),
+  },
   { name: 'a call ends twice', code: 'call.ended_twice', seq: 13, log: () => mutate(clean(), (r) => r.splice(12, 0, structuredClone(r[11]!))) },
   { name: 'a turn ends with a call unended', code: 'call.unended', seq: 9, log: () => mutate(clean(), (r) => r.splice(11, 1)) },
   { name: 'a complete log ends mid-call', code: 'call.unended', seq: 9, complete: true, log: () => clean().slice(0, 11) },
   { name: 'a message is received twice', code: 'inbox.received_twice', seq: 2, log: () => mutate(clean(), (r) => r.splice(1, 0, structuredClone(r[0]!))) },
   { name: 'a turn claims a message never received', code: 'inbox.claim_unreceived', seq: 1, log: () => mutate(clean(), (r) => r.splice(0, 1)) },
   { name: 'two turns claim one message', code: 'inbox.included_twice', seq: 22, log: () => mutate(twoTurns(), (r) => { r[21]!.data.messageIds = ['msg_1']; }) },
+  {
+    name: 'a message claimed by the turn also answers an approval', code: 'inbox.included_twice', seq: 12,
+    log: () => mutate(approved(), (r) => { r[indexOf(r, 'approval/granted')]!.data.messageId = 'msg_1'; }),
+  },
+  {
+    name: 'an approval is answered by a message never received', code: 'inbox.claim_unreceived', seq: 12,
+    log: () => mutate(approved(), (r) => { r[indexOf(r, 'approval/granted')]!.data.messageId = 'msg_9'; }),
+  },
+  { name: 'a message enters the history twice', code: 'inbox.included_twice', seq: 4, log: () => mutate(clean(), (r) => r.splice(3, 0, structuredClone(r[2]!))) },
   {
     name: 'a recovery starts before the last one continued', code: 'recovery.unclosed', seq: 8,
     log: () => mutate(recovered(), (r) => r.splice(indexOf(r, 'recovery/continuation'), 1)),
