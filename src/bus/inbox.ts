@@ -7,6 +7,7 @@ import { pino, type Logger } from 'pino';
 import type { z } from 'zod';
 import { BusError } from '../protocol/errors.js';
 import { InboxMessageSchema, type InboxMessage } from '../protocol/inbox.js';
+import { deadLetterErrorOf, decodeInboxMessage, messageIdOf, recordDeadLetter, type DeadLetterError } from './dead-letters.js';
 import { inboxConsumerName, inboxSubject, STREAMS } from './subjects.js';
 
 /** An inbox message as a sender writes it (defaults not yet applied). */
@@ -98,17 +99,27 @@ export async function ensureInboxConsumer(
   }
 }
 
-/** One delivery of an inbox message; settle it with exactly one of ack, nak, term. */
+/** How a delivery that could not be taken was settled. */
+export type FailedTake = 'retry' | 'dead_letter';
+
+/** One delivery of an inbox message; settle it with exactly one of ack, nak, term, fail. */
 export interface InboxDelivery {
   message: InboxMessage;
   /** 1 on first delivery. 2.9 can lose acks in a crash: dedupe by message ID, never by count. */
   deliveryCount: number;
+  /** The consumer gives up after this delivery: a failure now makes it a dead letter. */
+  lastDelivery: boolean;
   /** Acknowledges and waits for the server to confirm. */
   ack(): Promise<void>;
-  /** Asks for redelivery, after `delayMs` when given. */
+  /** Asks for redelivery, after `delayMs` when given (a bare nak ignores the backoff). */
   nak(delayMs?: number): void;
   /** Never deliver this message again. */
   term(): void;
+  /**
+   * Settles a delivery that could not be taken (never rejects): left for the consumer's backoff to
+   * redeliver, or on the last delivery recorded as a dead letter and terminated.
+   */
+  fail(err: unknown): Promise<FailedTake>;
 }
 
 /** An actor's inbox reader. */
@@ -129,6 +140,15 @@ export interface OpenInboxOptions {
   logger?: Logger;
 }
 
+/** What settling a failed take needs to know about the inbox. */
+interface InboxContext {
+  js: JetStreamClient;
+  actorId: string;
+  /** The consumer's max_deliver; 0 or less: unlimited. */
+  maxDeliver: number;
+  logger: Logger;
+}
+
 /** Ensures the actor's inbox consumer and opens a reader on it. */
 export async function openInbox(
   js: JetStreamClient, jsm: JetStreamManager, actorId: string, opts: OpenInboxOptions = {},
@@ -136,6 +156,8 @@ export async function openInbox(
   const logger = (opts.logger ?? pino({ level: 'silent' })).child({ actorId });
   if (!opts.ensured) await ensureInboxConsumer(jsm, actorId, opts.consumer);
   const consumer: Consumer = await js.consumers.get(STREAMS.inbox, inboxConsumerName(actorId));
+  // `get` fetched the consumer's info: its max_deliver tells which delivery is the last
+  const ctx: InboxContext = { js, actorId, maxDeliver: (await consumer.info(true)).config.max_deliver ?? -1, logger };
   return {
     async next({ expiresMs }) {
       // the client refuses pulls shorter than 1 s
@@ -145,7 +167,7 @@ export async function openInbox(
         if (left <= 0) return null;
         const m = await consumer.next({ expires: Math.max(1_000, left) });
         if (!m) return null;
-        const delivery = decodeDelivery(m, logger);
+        const delivery = await decodeDelivery(m, ctx);
         if (delivery) return delivery;
       }
     },
@@ -160,20 +182,20 @@ export async function openInbox(
   };
 }
 
-function decodeDelivery(m: JsMsg, logger: Logger): InboxDelivery | null {
-  let message: InboxMessage;
-  try {
-    message = InboxMessageSchema.parse(m.json());
-  } catch (err) {
-    // a message that can never parse would be redelivered forever: terminate it, keep reading
-    logger.error({ streamSeq: m.seq, subject: m.subject, err }, 'invalid inbox message terminated');
-    // no reason text: nats-server 2.9 only recognises a bare +TERM (reasons came in 2.10)
-    m.term();
+/** A delivery as the actor sees it, or null for bytes that are no inbox message (settled here). */
+async function decodeDelivery(m: JsMsg, ctx: InboxContext): Promise<InboxDelivery | null> {
+  const decoded = decodeInboxMessage(m.data);
+  if ('error' in decoded) {
+    // Retried like any other failed take rather than dropped: a newer sender's message may parse
+    // on an upgraded host within the backoff, and after max_deliver an operator sees its bytes.
+    await failTake(m, messageIdOf(m.data, m.headers?.get('Nats-Msg-Id'), m.seq), decoded.error, ctx);
     return null;
   }
+  const { message } = decoded;
   return {
     message,
     deliveryCount: m.info.deliveryCount,
+    lastDelivery: isLast(m, ctx),
     async ack() {
       try {
         await m.ackAck();
@@ -189,5 +211,40 @@ function decodeDelivery(m: JsMsg, logger: Logger): InboxDelivery | null {
     term() {
       m.term();
     },
+    fail(err) {
+      return failTake(m, message.id, deadLetterErrorOf(err), ctx);
+    },
   };
+}
+
+function isLast(m: JsMsg, ctx: InboxContext): boolean {
+  return ctx.maxDeliver > 0 && m.info.deliveryCount >= ctx.maxDeliver;
+}
+
+/**
+ * Before the last delivery a failed take is left unacked, on purpose: the consumer's backoff then
+ * redelivers it on schedule. A nak would not (nats-server 2.9.10, measured): a bare nak redelivers
+ * at once, and a nak delay is shifted by the difference between backoff steps.
+ * On the last delivery the server would never deliver it again, so it becomes a dead letter,
+ * recorded before it is terminated: a crash between the two leaves it unsettled, and the server's
+ * max-deliveries advisory (captured by the DLQ stream) lists it anyway.
+ */
+async function failTake(m: JsMsg, messageId: string, error: DeadLetterError, ctx: InboxContext): Promise<FailedTake> {
+  const fields = { messageId, inboxSeq: m.seq, deliveries: m.info.deliveryCount, maxDeliver: ctx.maxDeliver, error };
+  if (!isLast(m, ctx)) {
+    ctx.logger.warn(fields, 'inbox message not taken; it is redelivered after its backoff');
+    return 'retry';
+  }
+  try {
+    await recordDeadLetter(ctx.js, {
+      actorId: ctx.actorId, messageId, inboxSeq: m.seq, deliveries: m.info.deliveryCount, error, data: m.data,
+    });
+  } catch (err) {
+    ctx.logger.error({ ...fields, err }, 'dead letter not recorded; the server\'s max-deliveries advisory stands for it in `actorloop dlq list`');
+    return 'dead_letter';
+  }
+  // no reason text: nats-server 2.9 only recognises a bare +TERM (reasons came in 2.10)
+  m.term();
+  ctx.logger.warn(fields, 'inbox message given up on and dead-lettered: `actorloop dlq list` shows it, `actorloop dlq redrive <id>` sends it again');
+  return 'dead_letter';
 }

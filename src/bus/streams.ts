@@ -6,7 +6,8 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { nanos } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
-import { BUCKETS, STREAMS } from './subjects.js';
+import { DEFAULT_LEASE_TTL_MS, ensureLeaseBucket } from './leases.js';
+import { BUCKETS, maxDeliveriesAdvisorySubject, STREAMS } from './subjects.js';
 
 /** The settings of each stream actorloop relies on (design §4, §6). */
 export const STREAM_CONFIGS: Record<keyof typeof STREAMS, Partial<StreamConfig> & { name: string }> = {
@@ -43,6 +44,18 @@ export const STREAM_CONFIGS: Record<keyof typeof STREAMS, Partial<StreamConfig> 
     discard: DiscardPolicy.New,
     discard_new_per_subject: true,
   },
+  // Dead letters (`dlq.<actorId>`): inbox messages given up on after max_deliver, kept until an
+  // operator removes them. It also captures the server's max-deliveries advisories for INBOX
+  // consumers: a message exhausted with no host left to record it (one that died on its last
+  // delivery) is still listed, never dropped silently. Full: refuse, never age a record out.
+  dlq: {
+    name: STREAMS.dlq,
+    subjects: ['dlq.>', maxDeliveriesAdvisorySubject(STREAMS.inbox)],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.New,
+    duplicate_window: nanos(2 * 60_000),
+  },
 };
 
 // Settings a stream update cannot change: a mismatch needs an operator, not an update.
@@ -52,17 +65,30 @@ const IMMUTABLE: (keyof StreamConfig)[] = ['storage', 'retention'];
 export interface EnsuredBus {
   /** The `actors` directory bucket. */
   actors: KV;
+  /** The `leases` bucket (actor → host, epoch). */
+  leases: KV;
 }
 
-/** Creates the streams and the `actors` KV bucket, or updates them when their settings differ. */
+/** Options of `ensureStreams`. */
+export interface EnsureStreamsOptions {
+  /** Lease TTL = the `leases` bucket's max age; a different value updates the bucket. Unset: keep it. */
+  leaseTtlMs?: number;
+}
+
+/** Creates the streams and the `actors` and `leases` KV buckets, or updates them when their settings differ. */
 export async function ensureStreams(
-  jsm: JetStreamManager, logger: Logger = pino({ level: 'silent' }),
+  jsm: JetStreamManager, logger: Logger = pino({ level: 'silent' }), opts: EnsureStreamsOptions = {},
 ): Promise<EnsuredBus> {
   for (const config of Object.values(STREAM_CONFIGS)) await ensureStream(jsm, config, logger);
   const kvm = new Kvm(jsm.jetstream());
   // Kvm.create opens the bucket when it exists already
   const actors = await kvm.create(BUCKETS.actors, { history: 1, storage: StorageType.File });
-  return { actors };
+  // Only a caller that owns the TTL (a host with its config) may change it; any other command
+  // opening the bus must not reset a deployment's TTL to the default.
+  const leases = opts.leaseTtlMs === undefined
+    ? await kvm.create(BUCKETS.leases, { history: 1, storage: StorageType.File, ttl: DEFAULT_LEASE_TTL_MS })
+    : await ensureLeaseBucket(kvm, opts.leaseTtlMs, logger);
+  return { actors, leases };
 }
 
 /** Creates one stream, or updates it when a wanted setting differs. */

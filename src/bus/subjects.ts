@@ -1,5 +1,5 @@
 /** JetStream stream names (design §6). */
-export const STREAMS = { logs: 'LOGS', inbox: 'INBOX', idem: 'IDEM' } as const;
+export const STREAMS = { logs: 'LOGS', inbox: 'INBOX', idem: 'IDEM', dlq: 'DLQ' } as const;
 
 /** KV bucket names (design §6). */
 export const BUCKETS = { actors: 'actors', leases: 'leases' } as const;
@@ -22,6 +22,42 @@ export function inboxSubject(actorId: string): string {
 /** Name of the durable pull consumer that reads an actor's inbox. */
 export function inboxConsumerName(actorId: string): string {
   return `inbox_${actorId}`;
+}
+
+/** The actor whose inbox a consumer reads, or null for a consumer actorloop did not name. */
+export function actorOfInboxConsumer(consumer: string): string | null {
+  return consumer.startsWith('inbox_') && consumer.length > 'inbox_'.length ? consumer.slice('inbox_'.length) : null;
+}
+
+/** Subject of the dead letters of one actor's inbox: `dlq.<actorId>`. */
+export function dlqSubject(actorId: string): string {
+  return `dlq.${actorId}`;
+}
+
+/**
+ * Subject of the server's advisory that a consumer of `stream` gave up on a message after
+ * max_deliver deliveries (`consumer` defaults to any).
+ */
+export function maxDeliveriesAdvisorySubject(stream: string, consumer = '*'): string {
+  return `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${stream}.${consumer}`;
+}
+
+/** `Nats-Msg-Id` of a dead-letter record: one per inbox stream message, so a retried write is stored once. */
+export function deadLetterMsgId(inboxSeq: number): string {
+  return `dead:${inboxSeq}`;
+}
+
+/**
+ * `Nats-Msg-Id` of a redriven message: not the message's own ID, which the inbox's 10-minute
+ * duplicate window would swallow, but one per dead letter, so a retried redrive is stored once.
+ */
+export function redriveMsgId(messageId: string, deadLetterSeq: number): string {
+  return `${messageId}:redrive:${deadLetterSeq}`;
+}
+
+/** `Nats-Msg-Id` of the record that a dead letter was redriven. */
+export function redrivenMsgId(deadLetterSeq: number): string {
+  return `redriven:${deadLetterSeq}`;
 }
 
 /** Subject of a permanent idempotency record for an effectful tool call. */

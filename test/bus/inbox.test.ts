@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { openBus, type Bus } from '../../src/bus/connection.js';
+import { listDeadLetters } from '../../src/bus/dead-letters.js';
 import { ensureInboxConsumer, openInbox, publishInbox } from '../../src/bus/inbox.js';
 import { inboxConsumerName, inboxSubject, STREAMS } from '../../src/bus/subjects.js';
 import { newId } from '../../src/protocol/ids.js';
@@ -63,9 +64,9 @@ describe('inbox', () => {
     expect(await inbox.next({ expiresMs: 1_000 })).toBeNull();
   });
 
-  it('terminates an invalid message and keeps reading', async () => {
+  it('sets invalid messages aside, keeps reading, and dead-letters them after max_deliver', async () => {
     const actor = newId('agent');
-    const inbox = await openInbox(bus.js, bus.jsm, actor);
+    const inbox = await openInbox(bus.js, bus.jsm, actor, { consumer: { maxDeliver: 2, backoffMs: [300] } });
     await bus.js.publish(inboxSubject(actor), '{"not":"an inbox message"}');
     await bus.js.publish(inboxSubject(actor), 'not even json');
     const good = message(actor, 'after the junk');
@@ -73,8 +74,11 @@ describe('inbox', () => {
     const d = await inbox.next({ expiresMs: 3_000 });
     expect(d?.message).toEqual(good);
     await d!.ack();
-    expect(await inbox.next({ expiresMs: 1_000 })).toBeNull();
+    // their redeliveries are the last: recorded as dead letters and terminated, never returned
+    expect(await inbox.next({ expiresMs: 1_500 })).toBeNull();
     expect(await inbox.pending()).toBe(0);
+    const letters = await listDeadLetters(bus, { actorId: actor });
+    expect(letters.map((l) => [l.deliveries, l.error.code])).toEqual([[2, 'inbox.invalid_message'], [2, 'inbox.invalid_message']]);
   });
 
   it('creates the durable consumer as specified, idempotently', async () => {

@@ -104,7 +104,7 @@ describe('doctor against a working setup', () => {
     // a fresh server has none of the streams yet: a warning, not a failure
     const fresh = await doctor(...args, '--json');
     expectExit(fresh, 0);
-    expect(byName(parseJson(fresh.stdout), 'streams')).toMatchObject({ status: 'warning', detail: expect.stringContaining('LOGS, INBOX, IDEM absent') });
+    expect(byName(parseJson(fresh.stdout), 'streams')).toMatchObject({ status: 'warning', detail: expect.stringContaining('LOGS, INBOX, IDEM, DLQ absent') });
     // the check reads the streams, it does not create them
     expect(byName(parseJson((await doctor(...args, '--json')).stdout), 'streams').status).toBe('warning');
 
