@@ -39,6 +39,8 @@ export interface AgentPorts {
   onCommit?(events: ActorEvent[]): void;
   /** Called with live stream deltas of a model attempt (never committed). */
   onDelta?(delta: ModelStreamEvent): void;
+  /** Called once when this incarnation stops or fails: its log writer stops retrying commits. */
+  onHalt?(): void;
 }
 
 /** Options of an agent actor. */
@@ -133,6 +135,7 @@ export class AgentActor {
     }));
   }
 
+
   /** True once this incarnation stopped (or failed): it commits nothing more. */
   get isHalted(): boolean {
     return this.halted;
@@ -194,6 +197,8 @@ export class AgentActor {
     this.staged.push(e);
     foldEvent(this.projection, e);
     this.machines.route(e);
+    // a new step's calls start afresh (not on a re-dispatch in recovery: queued calls would be lost)
+    if (e.type === 'step/start') this.toolRunner?.reset();
     if (e.type === 'turn/start') this.onTurnStart(e.data.settings.budgets.deadlineAt);
     if (e.type === 'turn/end') this.onTurnEnd(e);
     if (e.type === 'approval/requested') this.approvals.arm();
@@ -343,6 +348,7 @@ export class AgentActor {
     if (this.failure) return;
     this.failure = err;
     this.halted = true;
+    this.ports.onHalt?.();
     this.sinkOpen = false;
     this.turnAbort.abort('actor stopped');
     this.clearDeadline();
@@ -395,6 +401,7 @@ export class AgentActor {
   /** Stops the actor without closing anything (shutdown of its host). */
   stop(): void {
     this.halted = true;
+    this.ports.onHalt?.();
     this.sinkOpen = false;
     this.turnAbort.abort('host stopping');
     this.clearDeadline();

@@ -157,7 +157,6 @@ type EffectName =
 
 function dispatchCalls(a: AgentActor, calls: Array<{ id: string; name: string; arguments: string }>, budget: number | null): void {
   const s = settings(a);
-  a.runner.reset();
   const { step } = scope(a);
   const known = new Set(a.projection.pending.calls.map((c) => c.callId));
   let valid = 0;

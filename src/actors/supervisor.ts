@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/connection.js';
 import type { DirectoryEntry } from '../bus/directory.js';
-import { ensureInboxConsumer, openInbox, publishInbox, type Inbox } from '../bus/inbox.js';
+import { ensureInboxConsumer, openInbox, publishInbox, type Inbox, type InboxConsumerOptions } from '../bus/inbox.js';
 import { inboxSubject, liveSubject } from '../bus/subjects.js';
 import type { Subscription } from '@nats-io/nats-core';
 import { NotFoundError } from '../protocol/errors.js';
@@ -34,6 +34,8 @@ export interface SupervisorOptions {
   modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
   faults: FaultInjector;
   logger: Logger;
+  /** Delivery settings of every hosted actor's inbox (max_deliver, backoff); default: inbox.ts's. */
+  inbox?: InboxConsumerOptions;
   snapshotEvery?: number;
   clock?: { nowMs(): number; sleep?(ms: number, signal: AbortSignal): Promise<void> };
   /** The price of a model (USD per million tokens), for the cost of each attempt. */
@@ -70,6 +72,8 @@ export class Supervisor {
   private readonly hosted = new Map<string, Hosted>();
   private readonly clock: { nowMs(): number; sleep?(ms: number, signal: AbortSignal): Promise<void> };
   private wakeups: Subscription | null = null;
+  /** A host's claim hook: mail arrived for an actor this process does not host. */
+  private onUnhostedMail: ((actorId: string) => void) | null = null;
   private readonly tooling: ToolingPorts;
   private stopped = false;
 
@@ -93,15 +97,28 @@ export class Supervisor {
     });
     // registered with the server before any actor looks at its inbox: no publish falls between
     await this.opts.bus.nc.flush();
+    void this.wakeOnReconnect();
+  }
+
+  /**
+   * After a reconnect every hosted actor looks at its inbox again: a server killed and restarted
+   * can lose a recent delivery or ack (2.9 saves consumer state asynchronously), and no new
+   * publish would wake the actor for it.
+   */
+  private async wakeOnReconnect(): Promise<void> {
+    for await (const s of this.opts.bus.nc.status()) {
+      if (this.stopped) return;
+      if (s.type === 'reconnect') for (const id of this.hosted.keys()) this.wake(id);
+    }
   }
 
   /** Registers a new agent in the directory and hosts it with an empty log. */
-  async create(entry: Omit<DirectoryEntry, 'createdAt' | 'updatedAt' | 'status'>): Promise<AgentActor> {
+  async create(entry: Omit<DirectoryEntry, 'createdAt' | 'updatedAt' | 'status'>, opts: { epoch?: number } = {}): Promise<AgentActor> {
     const now = new Date(this.clock.nowMs()).toISOString();
     await this.opts.bus.directory.put({ ...entry, status: 'running', createdAt: now, updatedAt: now });
     const position = await this.reader.end(entry.rootId, entry.actorId);
     const projection = emptyProjection(entry.actorId);
-    const actor = this.build(entry.actorId, entry.rootId, projection, null, position, 1, 0);
+    const actor = this.build(entry.actorId, entry.rootId, projection, null, position, opts.epoch ?? 1, 0);
     actor.open();
     await this.serve(actor);
     return actor;
@@ -114,6 +131,7 @@ export class Supervisor {
   async hydrate(
     actorId: string,
     onHydrated?: (actor: AgentActor) => void,
+    opts: { epoch?: number } = {},
   ): Promise<{ actor: AgentActor; recovered: boolean; entry: DirectoryEntry }> {
     const entry = await this.opts.bus.directory.get(actorId);
     if (!entry) {
@@ -132,8 +150,9 @@ export class Supervisor {
       fold: foldEvent,
       logger: this.opts.logger,
     });
-    // A new incarnation: its epoch is one past the highest in the log.
-    const epoch = r.state.epoch + 1;
+    // A new incarnation: its epoch is its lease revision under a host, else one past the highest
+    // in the log; either way never below what the log holds (epochs never go back).
+    const epoch = Math.max(opts.epoch ?? 0, r.state.epoch + 1);
     const actor = this.build(actorId, entry.rootId, r.state, r.machines as MachineSnapshots | null, r.position, epoch, r.snapshotSeq);
     actor.replay(r.tail);
     onHydrated?.(actor);
@@ -171,7 +190,9 @@ export class Supervisor {
     position: { seq: number; streamSeq: number }, epoch: number, snapshotSeq: number,
   ): AgentActor {
     const logger = lazyChild(this.opts.logger, { actorId });
-    const log = createJetStreamLog({ js: this.opts.bus.js, rootId, actorId, position, epoch, logger });
+    // the writer retries an unknown commit until it is stored; a stopped actor's must give up
+    const life = new AbortController();
+    const log = createJetStreamLog({ js: this.opts.bus.js, rootId, actorId, position, epoch, logger, signal: life.signal });
     return new AgentActor({
       actorId,
       rootId,
@@ -190,6 +211,7 @@ export class Supervisor {
         ...(this.opts.pricing ? { pricing: this.opts.pricing } : {}),
         faults: this.opts.faults,
         logger,
+        onHalt: () => life.abort(),
         onCommit: (events) => this.opts.onCommit?.(actorId, events),
         onDelta: (d) => {
           // Live only (core NATS, not persisted): clients see tokens as they come; the log
@@ -203,7 +225,7 @@ export class Supervisor {
 
   private async serve(actor: AgentActor): Promise<void> {
     await this.listen();
-    await ensureInboxConsumer(this.opts.bus.jsm, actor.actorId);
+    await ensureInboxConsumer(this.opts.bus.jsm, actor.actorId, this.opts.inbox);
     this.hosted.set(actor.actorId, { actor, inbox: null, draining: false, again: false, retry: null });
     // mail that arrived while no host listened
     this.wake(actor.actorId);
@@ -212,6 +234,7 @@ export class Supervisor {
   /** Reads an actor's inbox until nothing is waiting; a wake during a drain makes it look again. */
   private wake(actorId: string): void {
     const h = this.hosted.get(actorId);
+    if (!h && !this.stopped) this.onUnhostedMail?.(actorId);
     if (!h || this.stopped) return;
     if (h.draining) {
       h.again = true;
@@ -254,13 +277,15 @@ export class Supervisor {
           ensured: true,
         }));
         const { undelivered, unacked } = await inbox.counts();
-        if (undelivered === 0) {
-          // Delivered elsewhere and never acked (a crashed host, a nak): it comes again after its
-          // wait, with no publish to wake us, so look again then.
-          if (unacked > 0) this.lookAgain(h, REDELIVERY_CHECK_MS);
+        if (undelivered === 0 && unacked === 0) return;
+        // Delivered and never acked (a crashed host, a lost ack, a failed take): it counts as unacked,
+        // never as undelivered, comes again after its wait with no publish to wake us, and only to a
+        // pull. So pull now, and if it is not due yet, look again later.
+        delivery = await inbox.next({ expiresMs: 1_000 });
+        if (!delivery && undelivered === 0) {
+          this.lookAgain(h, REDELIVERY_CHECK_MS);
           return;
         }
-        delivery = await inbox.next({ expiresMs: 1_000 });
       } catch (err) {
         if (this.stopped) return;
         // Under load a pull can miss its heartbeats; nothing is lost, the next look finds the message.
@@ -270,16 +295,21 @@ export class Supervisor {
       }
       if (!delivery) continue;
       if (this.stopped) return delivery.nak();
+      let taken = false;
       try {
+        this.opts.faults.hit('before:inbox-receive', actor.actorId);
         // Include before ack: a crash between the two redelivers, and the message ID dedupes it.
         await actor.receive(delivery.message);
+        taken = true;
         this.opts.faults.hit('before:inbox-ack', actor.actorId);
         await delivery.ack();
       } catch (err) {
         if (err instanceof ActorDropped) actor.fail(err);
-        delivery.nak();
+        // Taken: it is in the log, and its redelivery is acked and dropped. Not taken: it comes
+        // again after its backoff, and after max_deliver becomes a dead letter (fail logs which).
+        if (taken) delivery.nak();
+        else await delivery.fail(err);
         if (actor.failed) return;
-        this.opts.logger.warn({ err, actorId: actor.actorId }, 'inbox message not taken; it will be redelivered');
         this.lookAgain(h, REDELIVERY_CHECK_MS);
         return;
       }
@@ -293,6 +323,29 @@ export class Supervisor {
       this.wake(h.actor.actorId);
     }, delayMs);
     h.retry.unref?.();
+  }
+
+  /** Listens for inbox mail now, calling `onUnhosted` for mail to an actor this process does not host. */
+  async listenForMail(onUnhosted: (actorId: string) => void): Promise<void> {
+    this.onUnhostedMail = onUnhosted;
+    await this.listen();
+  }
+
+  /** Stops hosting one actor (its lease moved elsewhere): in-flight work is aborted, nothing committed. */
+  evict(actorId: string, reason: unknown): void {
+    const h = this.hosted.get(actorId);
+    if (!h) return;
+    if (h.retry) clearTimeout(h.retry);
+    h.actor.fail(reason);
+    this.hosted.delete(actorId);
+  }
+
+  /** Waits until no hosted actor runs a tool, or `timeoutMs` passes (a drain lets effects reach a recordable end). */
+  async quiesceTools(timeoutMs: number): Promise<void> {
+    const until = this.clock.nowMs() + timeoutMs;
+    while (this.clock.nowMs() < until && [...this.hosted.values()].some((h) => h.actor.runner.active > 0)) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   /** Stops hosting every actor: inbox reads end, in-flight work is aborted, nothing is closed in the log. */

@@ -7,6 +7,9 @@ import { eventsCommand, runsCommand, verifyCommand } from './commands/inspect.js
 import { answerCommand, resumeCommand } from './commands/resume.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
+import { hostCommand } from './commands/host.js';
+import { registerDlqCommand } from './commands/dlq.js';
+import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
 import type { Out } from './output.js';
 
@@ -113,6 +116,14 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .action(act(async (id: string, o) => resumeCommand(id, o, loadConfig(flags(o)), out)));
 
+  common(program.command('host'))
+    .description('host agents until SIGTERM: claim leases for agents with work, run them, renew, drain on exit')
+    .option('--name <name>', 'this host in leases (default: hostname:pid)')
+    .option('--lease-ttl <ms>', 'lease time to live; a dead host\'s agents move after it (default 10000)', wholeNumber('--lease-ttl', 1))
+    .option('--json', 'print the events of hosted agents as NDJSON on stdout')
+    .addOption(new Option('--fault <spec>', 'inject a fault: <point>[:<agentId>][@<n>][=kill|drop]'))
+    .action(act(async (o) => hostCommand(o, loadConfig(flags(o)), out)));
+
   common(program.command('events').argument('<agentId>'))
     .description("print an agent's event log")
     .option('--after <seq>', 'only events after this sequence', wholeNumber('--after', 0))
@@ -141,6 +152,17 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .option('--base-url <url>', 'an OpenAI-compatible endpoint for openai: models (default: OPENAI_BASE_URL)')
     .option('--json', 'NDJSON, one check per line: {check, status, detail, fix}')
     .action(act(async (o) => doctorCommand(o, loadConfig(flags(o)), out)));
+
+  common(program.command('chaos').argument('<script.json>', 'a scripted scenario whose shell calls append to effects.log'))
+    .description('kill runs of a scenario at every fault point, resume them, and check each log and the effects')
+    .option('--points <list>', 'all (default) or a comma-separated list of fault points')
+    .option('--runs <n>', 'runs per point (default 1)')
+    .option('--seed <n>', "kill at occurrences drawn by a seeded PRNG (default: each point's first occurrence)")
+    .option('--hosts <k>', 'host processes to spread runs over (only 1 exists yet)')
+    .option('--json', 'one JSON object per point, then a summary')
+    .action(act(async (script: string, o) => chaosCommand(script, o, loadConfig(flags(o)), out)));
+
+  registerDlqCommand(program, { common, flags, act, out });
 
   return program;
 }

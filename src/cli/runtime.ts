@@ -8,6 +8,11 @@ import { join } from 'node:path';
 import type { ToolingPorts } from '../actors/tooling.js';
 import { createRedactor } from '../tools/redact.js';
 import { findBubblewrap } from '../tools/sandbox.js';
+import { Kvm } from '@nats-io/kv';
+import { BUCKETS } from '../bus/subjects.js';
+import { createKvLeaseStore, DEFAULT_LEASE_TTL_MS, ensureLeaseBucket, type Lease, type LeaseStore } from '../bus/leases.js';
+import { LeaseKeeper, localHolder } from '../actors/lease-keeper.js';
+import { ConfigError, NotFoundError } from '../protocol/errors.js';
 import { createModelAdapter } from '../model/factory.js';
 import { modelName } from '../actors/agent-effects.js';
 import { priceFor } from '../model/pricing.js';
@@ -32,6 +37,15 @@ export interface Runtime {
   /** The tool pipeline's policy, sandbox and redaction, from the config. */
   tooling: ToolingPorts;
   faults: FaultInjector;
+  /** Leases of the `leases` bucket: which process hosts which agent. */
+  leases: LeaseStore;
+  /**
+   * Takes the lease of an agent this command hosts in-process and keeps it until `close`; a
+   * ConfigError naming the holder when a host process (or another command) runs the agent.
+   */
+  pin(actorId: string): Promise<Lease>;
+  /** `pin` for an agent this command is about to create (not in the directory yet). */
+  pinNew(actorId: string): Promise<Lease>;
   /** A supervisor hosting agents in this process. */
   supervisor(extra?: Partial<SupervisorOptions>): Supervisor;
   close(): Promise<void>;
@@ -46,7 +60,7 @@ export function createLogger(config: EffectiveConfig): Logger {
 }
 
 /** Opens the bus (embedded nats-server unless a URL is set), LMDB, and the tools. */
-export async function openRuntime(config: EffectiveConfig, logger: Logger): Promise<Runtime> {
+export async function openRuntime(config: EffectiveConfig, logger: Logger, opts: { leaseTtlMs?: number } = {}): Promise<Runtime> {
   const faults = createFaultInjector(parseFaultSpecs(config.faults), logger);
   const bus = await openBus({
     natsUrl: config.natsUrl,
@@ -68,6 +82,23 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
   const tools = createToolRegistry(builtinTools({ redactor: tooling.redactor }));
   const reader = createLogReader({ js: bus.js, jsm: bus.jsm });
   const supervisors: Supervisor[] = [];
+  let leases: LeaseStore;
+  try {
+    // Only a host sets the bucket's TTL; every other command reads it (the bus created the bucket).
+    const kv = opts.leaseTtlMs
+      ? await ensureLeaseBucket(new Kvm(bus.js), opts.leaseTtlMs, logger)
+      : await new Kvm(bus.js).open(BUCKETS.leases);
+    const ttlMs = opts.leaseTtlMs ?? ((await kv.status()).ttl || DEFAULT_LEASE_TTL_MS);
+    leases = createKvLeaseStore(kv, { ttlMs, logger });
+  } catch (err) {
+    await bus.close();
+    await lmdb.close();
+    throw err;
+  }
+  const holder = localHolder();
+  const keeper = new LeaseKeeper(leases, holder, logger, (actorId, err) => {
+    for (const s of supervisors) s.evict(actorId, err);
+  });
   return {
     config,
     logger,
@@ -79,6 +110,25 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
     tools,
     tooling,
     faults,
+    leases,
+    async pin(actorId) {
+      if (!(await bus.directory.get(actorId))) {
+        throw new NotFoundError('actor.not_found', `no agent ${actorId} in this data dir`, {
+          hint: 'list agents with `actorloop runs`, and pass the same --data-dir and --nats as the run',
+        });
+      }
+      const lease = await keeper.take(actorId);
+      if (lease) return lease;
+      const other = await keeper.holderOf(actorId);
+      throw new ConfigError('cli.hosted_elsewhere', `${actorId} is being run by ${other?.host ?? 'another process'}`, {
+        hint: `follow it with: actorloop events ${actorId} --follow (its lease lapses ${Math.round(leases.ttlMs / 1000)} s after its holder stops)`,
+      });
+    },
+    async pinNew(actorId) {
+      const lease = await keeper.take(actorId);
+      if (!lease) throw new ConfigError('cli.hosted_elsewhere', `${actorId} is already leased`, { hint: 'this is a bug: a new agent ID was taken' });
+      return lease;
+    },
     supervisor(extra = {}) {
       const s = new Supervisor({
         bus,
@@ -104,6 +154,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger): Prom
     },
     async close() {
       for (const s of supervisors) await s.stop();
+      await keeper.releaseAll();
       await bus.close();
       await blobs.flush();
       await lmdb.close();

@@ -27,13 +27,19 @@ interface Hosted {
 async function hostExisting(agentId: string, json: boolean, config: EffectiveConfig, out: Out, rt: Runtime): Promise<Hosted> {
   const printer = new RunPrinter(out, json);
   const supervisor = rt.supervisor({ onCommit: (_id, events) => printer.commit(events) });
+  // no agent is rehydrated twice at once: a host process (or another command) holding its lease wins
+  const lease = await rt.pin(agentId);
   let ended!: Promise<TurnEnded>;
-  const { actor, recovered } = await supervisor.hydrate(agentId, (a) => {
-    const p = a.projection;
-    printer.seed(p.openStep?.index ?? p.openTurn?.steps ?? 0, p.usage.inputTokens + p.usage.outputTokens);
-    // before recovery starts: a short rest of a turn can end while the inbox is being set up
-    ended = a.whenTurnEnds();
-  });
+  const { actor, recovered } = await supervisor.hydrate(
+    agentId,
+    (a) => {
+      const p = a.projection;
+      printer.seed(p.openStep?.index ?? p.openTurn?.steps ?? 0, p.usage.inputTokens + p.usage.outputTokens);
+      // before recovery starts: a short rest of a turn can end while the inbox is being set up
+      ended = a.whenTurnEnds();
+    },
+    { epoch: lease.epoch },
+  );
   return { rt, supervisor, actor, recovered, ended, printer };
 }
 

@@ -148,7 +148,7 @@ export async function runCommand(
       title: task.trim().slice(0, 120),
       workspace: request.workspace,
       labels: {},
-    });
+    }, { epoch: (await rt.pinNew(actorId)).epoch });
     const ended = actor.whenTurnEnds();
     await supervisor.send({
       id: newId('message'),

@@ -1,0 +1,178 @@
+import { rm, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openBus } from '../../bus/connection.js';
+import { environmentOf, type EffectiveConfig } from '../../config/config.js';
+import { loadScript } from '../../model/script.js';
+import { ConfigError } from '../../protocol/errors.js';
+import { createLogReader } from '../../store/jetstream-log.js';
+import { modeFor, occurrences, parsePoints, planRuns, type ChaosMode, type ChaosPoint } from '../chaos-plan.js';
+import {
+  pointReports,
+  printReport,
+  progressLine,
+  runReport,
+  type BaselineReport,
+  type ChaosSummary,
+  type RunReport,
+} from '../chaos-report.js';
+import { runScenario, type ChaosContext, type ScenarioResult } from '../chaos-run.js';
+import { EXIT } from '../exit-codes.js';
+import type { Out } from '../output.js';
+import { createLogger } from '../runtime.js';
+
+/** Options of `actorloop chaos`, as commander hands them over (strings: checked here). */
+export interface ChaosOptions {
+  /** `all` (the default) or a comma-separated list of points. */
+  points?: string;
+  /** Runs per point (default 1). */
+  runs?: string | number;
+  /** Seeds the choice of which occurrence of a point to kill at; absent: always the first. */
+  seed?: string | number;
+  /** Host processes to spread the scenario over; only 1 exists yet. */
+  hosts?: string | number;
+  json?: boolean;
+}
+
+/** A child still running after this long is stuck: a scripted run takes about a second. */
+const CHILD_TIMEOUT_MS = 30_000;
+const MAX_RUNS = 1_000;
+
+function wholeNumber(flag: string, value: string | number | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  const text = String(value).trim();
+  const n = Number(text);
+  if (text === '' || !Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError('config.chaos_flag', `${flag} takes a whole number from ${min} to ${max}, got "${value}"`);
+  }
+  return n;
+}
+
+/** The session's settings, every flag checked before anything starts. */
+interface ChaosSettings {
+  script: string;
+  template: string | null;
+  points: ChaosPoint[];
+  runs: number;
+  seed: number | null;
+  json: boolean;
+}
+
+async function settingsOf(scriptPath: string, opts: ChaosOptions): Promise<ChaosSettings> {
+  const hosts = wholeNumber('--hosts', opts.hosts, 1, 1, Number.MAX_SAFE_INTEGER);
+  if (hosts !== 1) {
+    throw new ConfigError('config.chaos_hosts', `--hosts ${hosts}: chaos across several host processes is not built yet`, {
+      hint: 'run with --hosts 1 (the default): each run is one CLI process, killed and resumed',
+    });
+  }
+  const points = parsePoints(opts.points);
+  const runs = wholeNumber('--runs', opts.runs, 1, 1, MAX_RUNS);
+  const seed = opts.seed === undefined ? null : wholeNumber('--seed', opts.seed, 0, 0, 0xffffffff);
+  const script = resolve(scriptPath);
+  await loadScript(script);
+  // a `workspace/` next to the script is the scenario's starting workspace, copied for each run
+  const template = join(dirname(script), 'workspace');
+  const hasTemplate = (await stat(template).catch(() => null))?.isDirectory() === true;
+  return { script, template: hasTemplate ? template : null, points, runs, seed, json: opts.json === true };
+}
+
+/** The CLI's entry script, next to this package's `dist/`: children run the same build as we do. */
+function cliEntry(): string {
+  return fileURLToPath(new URL('../../../bin/actorloop.js', import.meta.url));
+}
+
+/** The environment the config was loaded from, minus `ACTORLOOP_FAULTS`: each child gets only the fault its run plans. */
+function childEnv(config: EffectiveConfig): NodeJS.ProcessEnv {
+  const { ACTORLOOP_FAULTS: _faults, ...env } = environmentOf(config);
+  return env;
+}
+
+/**
+ * `actorloop chaos <script.json>`: runs the scenario once clean per run mode it needs (the
+ * baseline: how often each point is reached, which effect lines a clean run writes), then for
+ * every point and run kills a `run` child at that point, resumes (and approves) until the turn
+ * ends, and checks the log's invariants and the effect file against the log. One nats-server
+ * serves the whole session and is stopped at its end. Exit 1 on any violation.
+ */
+export async function chaosCommand(scriptPath: string, opts: ChaosOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  const s = await settingsOf(scriptPath, opts);
+  const started = Date.now();
+  const logger = createLogger(config);
+  const bus = await openBus({
+    natsUrl: config.natsUrl,
+    dataDir: config.dataDir,
+    logger,
+    name: 'actorloop-chaos',
+    ...(config.natsServerBinary ? { binary: config.natsServerBinary } : {}),
+  });
+  const abort = new AbortController();
+  const interrupted = (): boolean => abort.signal.aborted;
+  const onSigint = (): void => {
+    out.stderr.write('\nchaos: interrupted; killing the running child\n');
+    abort.abort();
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const ctx: ChaosContext = {
+      cliEntry: cliEntry(),
+      common: ['--data-dir', config.dataDir, '--nats', bus.url],
+      env: childEnv(config),
+      reader: createLogReader({ js: bus.js, jsm: bus.jsm, logger }),
+      directory: bus.directory,
+      signal: abort.signal,
+      childTimeoutMs: CHILD_TIMEOUT_MS,
+    };
+    const one = async (task: string, mode: ChaosMode, plan: Parameters<typeof runReport>[0], expected: string[]) => {
+      const result = await runScenario(ctx, { scriptPath: s.script, template: s.template, task, mode, faults: plan.faults, expectedLines: expected });
+      const report = runReport(plan, result);
+      // a failed run's workspace is the evidence; any other holds nothing to look at
+      if (report.workspace === null) await rm(result.workspace, { recursive: true, force: true });
+      return { result, report };
+    };
+
+    const baselines = new Map<ChaosMode, { result: ScenarioResult; report: BaselineReport }>();
+    for (const mode of new Set(s.points.map(modeFor))) {
+      if (interrupted()) break;
+      const { result, report } = await one(`chaos baseline (${mode}): no fault`, mode, { run: 1, faults: [] }, []);
+      baselines.set(mode, { result, report: { ...report, mode, effectLines: result.effectLines.length } });
+      out.stderr.write(progressLine(`baseline ${mode}`, report));
+    }
+    const baselineReports = [...baselines.values()].map((b) => b.report);
+    const runs: Array<{ point: ChaosPoint; report: RunReport }> = [];
+    // without a clean baseline a kill's violations could not be told from the scenario's own
+    if (baselineReports.every((b) => b.passed) && !interrupted()) {
+      const plans = planRuns(s.points, s.runs, s.seed, (point, mode) => occurrences(point, baselines.get(mode)!.result.events));
+      for (const plan of plans) {
+        if (interrupted()) break;
+        const expected = baselines.get(plan.mode)!.result.effectLines;
+        const { report } = await one(`chaos ${plan.point} run ${plan.run}`, plan.mode, plan, expected);
+        if (report.interrupted) break;
+        runs.push({ point: plan.point, report });
+        out.stderr.write(progressLine(`${plan.point} run ${plan.run}/${s.runs} (${report.faults})`, report));
+      }
+    }
+    const points = pointReports(runs);
+    const all = [...baselineReports, ...runs.map((r) => r.report)];
+    const violations = all.reduce((n, r) => n + r.violations.length, 0);
+    const summary: ChaosSummary = {
+      type: 'summary',
+      ok: violations === 0 && !interrupted(),
+      script: s.script,
+      seed: s.seed,
+      points: points.length,
+      runs: runs.length,
+      passed: runs.filter((r) => r.report.passed).length,
+      violations,
+      elapsedMs: Date.now() - started,
+      interrupted: interrupted(),
+      baselines: baselineReports,
+    };
+    printReport(out, s.json, points, summary);
+    if (interrupted()) return EXIT.interrupted;
+    return violations === 0 ? EXIT.completed : EXIT.failed;
+  } finally {
+    process.off('SIGINT', onSigint);
+    // stops the embedded nats-server when this command started it: nothing is left running
+    await bus.close();
+  }
+}

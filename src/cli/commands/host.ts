@@ -1,0 +1,44 @@
+import { localHolder } from '../../actors/lease-keeper.js';
+import type { EffectiveConfig } from '../../config/config.js';
+import { Host } from '../../actors/host.js';
+import { EXIT } from '../exit-codes.js';
+import { eventLine, type Out } from '../output.js';
+import { createLogger, openRuntime } from '../runtime.js';
+
+/** Options of `actorloop host`. */
+export interface HostCommandOptions {
+  name?: string;
+  leaseTtl?: number;
+  json?: boolean;
+}
+
+/**
+ * `actorloop host`: a long-running host. It claims a lease for every agent that needs a host
+ * (mail in its inbox, or a lease that lapsed with its holder), runs it, renews its leases, and on
+ * SIGTERM or Ctrl-C drains (running tools reach a recordable end, leases are released) and exits 0.
+ */
+export async function hostCommand(opts: HostCommandOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  const logger = createLogger(config);
+  const rt = await openRuntime(config, logger, opts.leaseTtl ? { leaseTtlMs: opts.leaseTtl } : {});
+  const name = opts.name ?? localHolder();
+  try {
+    const supervisor = rt.supervisor({
+      onCommit: (_id, events) => {
+        if (opts.json) for (const e of events) out.stdout.write(eventLine(e));
+      },
+    });
+    const host = new Host({ name, supervisor, leases: rt.leases, directory: rt.bus.directory, logger });
+    const stopped = new Promise<string>((resolve) => {
+      process.once('SIGTERM', () => resolve('SIGTERM'));
+      process.once('SIGINT', () => resolve('SIGINT'));
+    });
+    await host.start();
+    out.stderr.write(`host ${name}: hosting agents (lease TTL ${Math.round(rt.leases.ttlMs / 1000)} s); SIGTERM or Ctrl-C drains and exits\n`);
+    const signal = await stopped;
+    out.stderr.write(`host ${name}: ${signal}, draining ${host.actors().length} agent(s)\n`);
+    await host.drain();
+    return EXIT.completed;
+  } finally {
+    await rt.close();
+  }
+}

@@ -1,0 +1,219 @@
+// Two host processes on one nats-server: an agent with work is claimed by one of them; SIGKILL
+// that host mid-turn and the other takes the agent over once the lease lapses, recovers it and
+// finishes the turn; the log verifies. Real processes, a real nats-server, separate data dirs
+// (each host has its own LMDB: the second one rehydrates from the log alone).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { openBus } from '../../src/bus/connection.js';
+import { publishInbox } from '../../src/bus/inbox.js';
+import { createKvLeaseStore } from '../../src/bus/leases.js';
+import { Kvm } from '@nats-io/kv';
+import { newId } from '../../src/protocol/ids.js';
+import { CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, parseEvents, show } from '../helpers/cli.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+
+let nats: TestNats;
+const dirs: string[] = [];
+const hosts: ChildProcess[] = [];
+const pool = new CliPool();
+
+beforeAll(async () => {
+  nats = await startTestNats();
+});
+afterAll(async () => {
+  for (const h of hosts) if (h.exitCode === null && h.signalCode === null) h.kill('SIGKILL');
+  await pool.killAll();
+  await nats?.stop();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+/** Starts `actorloop host` in the background; its stderr is kept for the failure message. */
+function startHost(name: string, dataDir: string): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', name, '--lease-ttl', '2000', '--nats', nats.url, '--data-dir', dataDir], {
+    cwd: REPO_ROOT,
+    env: cliEnv(dataDir),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  hosts.push(child);
+  let err = '';
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, stderr: () => err, exited };
+}
+
+async function until<T>(what: string, fn: () => Promise<T | null | undefined>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test('kill -9 the host running an agent mid-turn: the other host takes it over and finishes', async ({ onTestFinished }) => {
+  const ws = await demoWorkspace();
+  const [dataA, dataB, dataCli] = [await tempDir('host-a'), await tempDir('host-b'), await tempDir('cli')];
+  dirs.push(ws, dataA, dataB, dataCli);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataCli));
+  const common = ['--nats', nats.url, '--data-dir', dataCli];
+  // the demo's script, slowed so a kill lands mid-turn
+  const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<Record<string, unknown>> };
+  const script = join(ws, '..', `slow-${newId('message')}.json`);
+  await writeFile(script, JSON.stringify({ responses: demo.responses.map((r) => ({ ...r, delay_ms: 400 })) }));
+  dirs.push(script);
+
+  const a = startHost('host-a', dataA);
+  const b = startHost('host-b', dataB);
+  await until('both hosts up', async () => a.stderr().includes('hosting agents') && b.stderr().includes('hosting agents'));
+
+  // submit work the way a client does: a directory entry and a message in the agent's inbox
+  const bus = await openBus({ natsUrl: nats.url, dataDir: dataCli, logger: pino({ level: 'silent' }) });
+  const agentId = newId('agent');
+  const now = new Date().toISOString();
+  try {
+    await bus.directory.put({
+      actorId: agentId, kind: 'agent', parentId: null, rootId: agentId, status: 'running', title: 'fix it', workspace: ws,
+      createdAt: now, updatedAt: now, labels: {},
+    });
+    await publishInbox(bus.js, {
+      id: newId('message'), from: 'client:test', to: agentId, kind: 'user_message', target: 'next_turn', wakeup: true,
+      content: 'fix the failing test', sentAt: now,
+      request: {
+        model: `scripted:${script}`, baseUrl: null, workspace: ws, tools: null, instructions: null, approvalMode: 'auto-edit',
+        maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
+      },
+    });
+  } finally {
+    await bus.close();
+  }
+
+  const events = async () => parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+  // one host claims the agent and runs a few steps
+  const firstEpochEvents = await until('the turn under way', async () => {
+    const log = await events();
+    return log.filter((e) => e.type === 'step/start').length >= 2 ? log : null;
+  });
+  const epoch1 = firstEpochEvents[0]!.epoch;
+  // which host holds the agent: its lease says (the epoch of the log is the lease revision)
+  const probe = await openBus({ natsUrl: nats.url, dataDir: dataCli, logger: pino({ level: 'silent' }) });
+  let holder: string | undefined;
+  try {
+    const leases = createKvLeaseStore(await new Kvm(probe.js).open('leases'), { ttlMs: 2_000 });
+    const lease = await leases.get(agentId, Date.now());
+    holder = lease?.host;
+    // renewals move the revision on; the log keeps the revision the lease was taken at
+    expect(lease?.epoch).toBeGreaterThanOrEqual(epoch1);
+  } finally {
+    await probe.close();
+  }
+  expect(['host-a', 'host-b']).toContain(holder);
+  const victim = holder === 'host-a' ? a : b;
+  const survivor = victim === a ? b : a;
+  victim.child.kill('SIGKILL');
+  await victim.exited;
+
+  // the survivor takes over after the lease lapses, recovers and finishes
+  const log = await until('the turn to end', async () => {
+    const l = await events();
+    return l.some((e) => e.type === 'turn/end') ? l : null;
+  }, 30_000);
+  expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+  const later = log.filter((e) => e.epoch > epoch1);
+  expect(later.length, survivor.stderr()).toBeGreaterThan(0);
+  expect(later.map((e) => e.type)).toContain('recovery/continuation');
+  // epochs never go back: everything after the takeover carries the new epoch
+  const firstLater = log.findIndex((e) => e.epoch > epoch1);
+  expect(log.slice(firstLater).every((e) => e.epoch > epoch1)).toBe(true);
+  const verify = await cli.run(['verify', agentId, ...common]);
+  expect(verify.code, show(verify)).toBe(0);
+  expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toContain('/\\s+/g');
+
+  // SIGTERM drains the survivor: it exits 0
+  survivor.child.kill('SIGTERM');
+  expect(await survivor.exited).toBe(0);
+}, 90_000);
+
+test('a zombie host (SIGSTOP past its lease) is fenced: the other host takes over, the zombie starts nothing and stops the agent', async ({ onTestFinished }) => {
+  const ws = await demoWorkspace();
+  const [dataA, dataB, dataCli] = [await tempDir('host-a'), await tempDir('host-b'), await tempDir('cli')];
+  dirs.push(ws, dataA, dataB, dataCli);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataCli));
+  const common = ['--nats', nats.url, '--data-dir', dataCli];
+  const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<Record<string, unknown>> };
+  const script = join(ws, '..', `slow-${newId('message')}.json`);
+  await writeFile(script, JSON.stringify({ responses: demo.responses.map((r) => ({ ...r, delay_ms: 500 })) }));
+  dirs.push(script);
+  const a = startHost('zombie-a', dataA);
+  const b = startHost('zombie-b', dataB);
+  await until('both hosts up', async () => a.stderr().includes('hosting agents') && b.stderr().includes('hosting agents'));
+  const agentId = await submit(dataCli, ws, script);
+  const events = async () => parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+  const before = await until('the turn under way', async () => {
+    const log = await events();
+    return log.filter((e) => e.type === 'step/start').length >= 2 ? log : null;
+  });
+  const epoch1 = before[0]!.epoch;
+  const holder = await holderOf(agentId, dataCli);
+  const zombie = holder === 'zombie-a' ? a : b;
+  const survivor = zombie === a ? b : a;
+
+  zombie.child.kill('SIGSTOP');
+  // the survivor takes over once the lease lapses and runs the turn to its end
+  const log = await until('the turn to end under the survivor', async () => {
+    const l = await events();
+    return l.some((e) => e.type === 'turn/end') ? l : null;
+  }, 30_000);
+  expect(log.some((e) => e.epoch > epoch1)).toBe(true);
+  zombie.child.kill('SIGCONT');
+  // the zombie learns its lease is gone (or its next append is refused) and stops the agent
+  await until('the zombie to stop the agent', async () => /lease lost|another writer appended/.test(zombie.stderr()), 15_000);
+  const after = await events();
+  // nothing from the zombie after the takeover: every later event carries the new epoch
+  const firstLater = after.findIndex((e) => e.epoch > epoch1);
+  expect(after.slice(firstLater).every((e) => e.epoch > epoch1)).toBe(true);
+  expect(after.length).toBe(log.length);
+  const verify = await cli.run(['verify', agentId, ...common]);
+  expect(verify.code, show(verify)).toBe(0);
+  for (const h of [survivor, zombie]) h.child.kill('SIGTERM');
+  expect(await survivor.exited).toBe(0);
+  expect(await zombie.exited).toBe(0);
+}, 90_000);
+
+/** Submits work the way a client does: a directory entry and a message in the agent's inbox. */
+async function submit(dataDir: string, ws: string, script: string): Promise<string> {
+  const bus = await openBus({ natsUrl: nats.url, dataDir, logger: pino({ level: 'silent' }) });
+  const agentId = newId('agent');
+  const now = new Date().toISOString();
+  try {
+    await bus.directory.put({
+      actorId: agentId, kind: 'agent', parentId: null, rootId: agentId, status: 'running', title: 'fix it', workspace: ws,
+      createdAt: now, updatedAt: now, labels: {},
+    });
+    await publishInbox(bus.js, {
+      id: newId('message'), from: 'client:test', to: agentId, kind: 'user_message', target: 'next_turn', wakeup: true,
+      content: 'fix the failing test', sentAt: now,
+      request: {
+        model: `scripted:${script}`, baseUrl: null, workspace: ws, tools: null, instructions: null, approvalMode: 'auto-edit',
+        maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
+      },
+    });
+  } finally {
+    await bus.close();
+  }
+  return agentId;
+}
+
+/** The name of the host whose lease covers the agent. */
+async function holderOf(agentId: string, dataDir: string): Promise<string | undefined> {
+  const probe = await openBus({ natsUrl: nats.url, dataDir, logger: pino({ level: 'silent' }) });
+  try {
+    const leases = createKvLeaseStore(await new Kvm(probe.js).open('leases'), { ttlMs: 2_000 });
+    return (await leases.get(agentId, Date.now()))?.host;
+  } finally {
+    await probe.close();
+  }
+}
