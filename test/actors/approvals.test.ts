@@ -255,6 +255,28 @@ describe('approvals', () => {
     }
   });
 
+  it('a pending approval keeps its absolute expiry across a crash: after the restart it expires on time, not never', async () => {
+    const sup = await open([append('one'), { content: 'not approved in time' }], { approvalTtlMs: 2_000 });
+    const { actor } = await startTurn(sup, 'append one', ask());
+    const [approvalId] = await actor.whenAwaitingApproval();
+    const expiresAt = actor.projection.approvals![approvalId!]!.expiresAt;
+    // the host dies while the approval waits (nothing is closed in the log), and stays down past the expiry
+    await sup.stop();
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now()) + 200));
+    // a new TTL of a minute: were the expiry restarted rather than re-armed, nothing would expire in this test
+    const next = rt!.supervisor({ extra: { tooling: defaultTooling({ approvalTtlMs: 60_000 }) } });
+    let resumed!: Promise<unknown>;
+    await next.hydrate(actor.actorId, (a) => (resumed = a.whenTurnEnds()));
+    await expect(resumed).resolves.toMatchObject({ outcome: 'completed', answer: 'not approved in time' });
+    const log = await readLog(next, actor.rootId, actor.actorId);
+    const denied = only(log, 'approval/denied');
+    expect(denied.data).toMatchObject({ approvalId, by: 'expiry' });
+    // re-armed from the log's absolute time, never before it
+    expect(Date.parse(denied.at)).toBeGreaterThanOrEqual(expiresAt);
+    expect(await effects()).toEqual([]);
+    expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
   it('a crash after a manual call started leaves its outcome unknown and the turn waits for a person', async () => {
     const sup = await open([append('one'), { content: 'I will check' }], {}, 'after:tool/start=drop');
     const { actor, ended } = await startTurn(sup, 'append one', ask());
