@@ -1,5 +1,4 @@
-import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
-import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
+import { createRequire } from 'node:module';
 import type { Usage } from '../protocol/history.js';
 import type { ModelRequest } from './model-port.js';
 
@@ -7,6 +6,23 @@ import type { ModelRequest } from './model-port.js';
 export interface TokenCount {
   tokens: number;
   estimated: boolean;
+}
+
+type Counter = (text: string) => number;
+const counters = new Map<string, Counter>();
+const load = createRequire(import.meta.url);
+
+/**
+ * The token counter of an encoding, loaded on first use: the o200k tables alone take ~0.9 s to
+ * load, which every CLI start paid before, though only a model without reported usage needs them.
+ */
+function counter(encoding: 'o200k_base' | 'cl100k_base'): Counter {
+  let c = counters.get(encoding);
+  if (!c) {
+    c = (load(`gpt-tokenizer/encoding/${encoding}`) as { countTokens: Counter }).countTokens;
+    counters.set(encoding, c);
+  }
+  return c;
 }
 
 /** The tokenizer an OpenAI model uses, when known. */
@@ -23,9 +39,8 @@ export function encodingFor(model: string): 'o200k_base' | 'cl100k_base' | null 
 export function countTokens(text: string, model: string): TokenCount {
   switch (encodingFor(model)) {
     case 'o200k_base':
-      return { tokens: countO200k(text), estimated: false };
     case 'cl100k_base':
-      return { tokens: countCl100k(text), estimated: false };
+      return { tokens: counter(encodingFor(model)!)(text), estimated: false };
     case null:
       return { tokens: Math.ceil(text.length / 4), estimated: true };
   }
