@@ -86,7 +86,7 @@ export interface ToolContext {
   epoch: number;
   signal: AbortSignal;
   logger: Logger;
-  /** The host's environment as configuration captured it (tools never read `process.env`). */
+  /** The host's environment as configuration captured it (tools never read the environment themselves). */
   env: Readonly<Record<string, string>>;
   /** Containment for processes this call starts. */
   sandbox: SandboxGrant;
