@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { openBus } from '../../src/bus/connection.js';
 import { publishInbox } from '../../src/bus/inbox.js';
-import { createKvLeaseStore } from '../../src/bus/leases.js';
+import { createKvLeaseStore, type Lease } from '../../src/bus/leases.js';
 import { Kvm } from '@nats-io/kv';
 import { newId } from '../../src/protocol/ids.js';
 import { CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, parseEvents, show } from '../helpers/cli.js';
@@ -70,26 +70,7 @@ test('kill -9 the host running an agent mid-turn: the other host takes it over a
   const b = startHost('host-b', dataB);
   await until('both hosts up', async () => a.stderr().includes('hosting agents') && b.stderr().includes('hosting agents'));
 
-  // submit work the way a client does: a directory entry and a message in the agent's inbox
-  const bus = await openBus({ natsUrl: nats.url, dataDir: dataCli, logger: pino({ level: 'silent' }) });
-  const agentId = newId('agent');
-  const now = new Date().toISOString();
-  try {
-    await bus.directory.put({
-      actorId: agentId, kind: 'agent', parentId: null, rootId: agentId, status: 'running', title: 'fix it', workspace: ws,
-      createdAt: now, updatedAt: now, labels: {},
-    });
-    await publishInbox(bus.js, {
-      id: newId('message'), from: 'client:test', to: agentId, kind: 'user_message', target: 'next_turn', wakeup: true,
-      content: 'fix the failing test', sentAt: now,
-      request: {
-        model: `scripted:${script}`, baseUrl: null, workspace: ws, tools: null, instructions: null, approvalMode: 'auto-edit',
-        maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
-      },
-    });
-  } finally {
-    await bus.close();
-  }
+  const agentId = await submit(dataCli, ws, script);
 
   const events = async () => parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
   // one host claims the agent and runs a few steps
@@ -99,17 +80,10 @@ test('kill -9 the host running an agent mid-turn: the other host takes it over a
   });
   const epoch1 = firstEpochEvents[0]!.epoch;
   // which host holds the agent: its lease says (the epoch of the log is the lease revision)
-  const probe = await openBus({ natsUrl: nats.url, dataDir: dataCli, logger: pino({ level: 'silent' }) });
-  let holder: string | undefined;
-  try {
-    const leases = createKvLeaseStore(await new Kvm(probe.js).open('leases'), { ttlMs: 2_000 });
-    const lease = await leases.get(agentId, Date.now());
-    holder = lease?.host;
-    // renewals move the revision on; the log keeps the revision the lease was taken at
-    expect(lease?.epoch).toBeGreaterThanOrEqual(epoch1);
-  } finally {
-    await probe.close();
-  }
+  const lease = await leaseOf(agentId, dataCli);
+  const holder = lease?.host;
+  // renewals move the revision on; the log keeps the revision the lease was taken at
+  expect(lease?.epoch).toBeGreaterThanOrEqual(epoch1);
   expect(['host-a', 'host-b']).toContain(holder);
   const victim = holder === 'host-a' ? a : b;
   const survivor = victim === a ? b : a;
@@ -157,7 +131,7 @@ test('a zombie host (SIGSTOP past its lease) is fenced: the other host takes ove
     return log.filter((e) => e.type === 'step/start').length >= 2 ? log : null;
   });
   const epoch1 = before[0]!.epoch;
-  const holder = await holderOf(agentId, dataCli);
+  const holder = (await leaseOf(agentId, dataCli))?.host;
   const zombie = holder === 'zombie-a' ? a : b;
   const survivor = zombie === a ? b : a;
 
@@ -207,12 +181,12 @@ async function submit(dataDir: string, ws: string, script: string): Promise<stri
   return agentId;
 }
 
-/** The name of the host whose lease covers the agent. */
-async function holderOf(agentId: string, dataDir: string): Promise<string | undefined> {
+/** The live lease on the agent: which host holds it, at which revision. */
+async function leaseOf(agentId: string, dataDir: string): Promise<Lease | null> {
   const probe = await openBus({ natsUrl: nats.url, dataDir, logger: pino({ level: 'silent' }) });
   try {
     const leases = createKvLeaseStore(await new Kvm(probe.js).open('leases'), { ttlMs: 2_000 });
-    return (await leases.get(agentId, Date.now()))?.host;
+    return await leases.get(agentId, Date.now());
   } finally {
     await probe.close();
   }
