@@ -115,12 +115,15 @@ export const UNKNOWN_OUTCOME_QUESTION =
 /**
  * Asks a person: commits `approval/requested` bound to the tool, its version, the plan digest,
  * scope and expiry. `confirmUnknown`: the question is whether the turn may go on after a crash
- * left the call's outcome unknown.
+ * left the call's outcome unknown (`reconcileReason`: why its tool's reconcile could not tell).
  */
-export function requestApproval(a: AgentActor, callId: string, confirmUnknown = false): void {
+export function requestApproval(a: AgentActor, callId: string, confirmUnknown = false, reconcileReason?: string): void {
   const call = openCall(a, callId);
   const planned = planCall(a, call);
-  const last = confirmUnknown ? { rule: 'recovery:outcome-unknown', reason: UNKNOWN_OUTCOME_QUESTION } : call.decided;
+  const question = reconcileReason === undefined
+    ? UNKNOWN_OUTCOME_QUESTION
+    : `${call.name}'s reconcile could not tell whether it took effect (${reconcileReason}); ${UNKNOWN_OUTCOME_QUESTION}`;
+  const last = confirmUnknown ? { rule: 'recovery:outcome-unknown', reason: question } : call.decided;
   a.stage({
     type: 'approval/requested',
     ...scope(a),
