@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResourceKey } from '../tool.js';
@@ -70,4 +71,39 @@ export function lineMatcher(pattern: string): (line: string) => number {
   } catch {
     return (line) => line.indexOf(pattern);
   }
+}
+
+/**
+ * Which file a path names right now, as JSON (for `tool/start`'s preimage): device, inode, size,
+ * modification and change times, or `{exists: false}`. `replaceFileAtomic` renames a new inode
+ * over the old one, so a file with the same identity later was never replaced. Synchronous: one
+ * stat, taken in the tick a start is staged. Errors other than "no such file" throw.
+ */
+export function fileIdentity(file: string): FileIdentity {
+  try {
+    const st = statSync(file, { bigint: true });
+    return { exists: true, dev: String(st.dev), ino: String(st.ino), size: String(st.size), mtimeNs: String(st.mtimeNs), ctimeNs: String(st.ctimeNs) };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { exists: false };
+    throw err;
+  }
+}
+
+/** A file's identity as `fileIdentity` records it. */
+export type FileIdentity =
+  | { exists: false }
+  | { exists: true; dev: string; ino: string; size: string; mtimeNs: string; ctimeNs: string };
+
+/** True when `recorded` is a file identity (a preimage from an older tool version may not be). */
+export function isFileIdentity(recorded: unknown): recorded is FileIdentity {
+  if (recorded === null || typeof recorded !== 'object') return false;
+  const r = recorded as Record<string, unknown>;
+  if (r.exists === false) return true;
+  return r.exists === true && ['dev', 'ino', 'size', 'mtimeNs', 'ctimeNs'].every((k) => typeof r[k] === 'string');
+}
+
+/** True when two identities name the same, unchanged file (or both say there is none). */
+export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  if (!a.exists || !b.exists) return a.exists === b.exists;
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
