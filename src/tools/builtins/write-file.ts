@@ -26,9 +26,10 @@ export const writeFileTool: ToolDefinition<WriteFileInput> = {
   // the file's identity before the write: the write renames a new inode over it, so an unchanged
   // identity later proves it never landed
   preimage: (input, { workspace }) => {
-    const file = path.resolve(workspace, input.path);
+    const root = path.resolve(workspace);
+    const file = path.resolve(root, input.path);
     // a path outside is refused when the call runs: nothing to record
-    return isInside(path.resolve(workspace), file) ? fileIdentity(file) : undefined;
+    return isInside(root, file) ? fileIdentity(file, root) : undefined;
   },
   reconcile,
   timeoutMs: 30_000,
@@ -48,11 +49,13 @@ export const writeFileTool: ToolDefinition<WriteFileInput> = {
 
 /**
  * After a crash between `tool/start` and its result: `applied` when the file holds exactly the
- * content the call was to write; `not_applied` when it is the very file it was before the call
- * (same inode, size and times as the preimage in `tool/start`, or still absent), so running the
- * call again writes it once; otherwise `unknown` (something else changed it). Reads only.
+ * content the call was to write; `not_applied` when nothing happened to it since the preimage in
+ * `tool/start` (the same inode, size and times; or still absent, its directory unchanged), so
+ * running the call again writes it once; otherwise `unknown` (it changed, but not to this
+ * content). Reads only.
  */
 async function reconcile(input: WriteFileInput, ctx: { workspace: string; preimage: unknown }): Promise<ReconcileVerdict> {
+  const root = path.resolve(ctx.workspace);
   const file = await resolveInWorkspace(ctx.workspace, input.path);
   const intended = Buffer.from(input.content, 'utf8');
   const current = await readFile(file).catch((err: NodeJS.ErrnoException) => {
@@ -63,6 +66,7 @@ async function reconcile(input: WriteFileInput, ctx: { workspace: string; preima
   if (!isFileIdentity(ctx.preimage)) {
     return { status: 'unknown', reason: `${input.path} does not hold the content the call was to write, and its start recorded no preimage to tell whether it ran` };
   }
-  if (sameIdentity(ctx.preimage, fileIdentity(file))) return { status: 'not_applied' };
+  // the same lexical path the preimage was taken of (the read above resolved links, inside the workspace)
+  if (sameIdentity(ctx.preimage, fileIdentity(path.resolve(root, input.path), root))) return { status: 'not_applied' };
   return { status: 'unknown', reason: `${input.path} changed since the call started, but not to the content the call was to write` };
 }
