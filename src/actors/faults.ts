@@ -2,7 +2,12 @@ import type { Logger } from 'pino';
 import { ActorloopError, ConfigError } from '../protocol/errors.js';
 import type { FaultRecords } from './fault-records.js';
 
-/** Named places in the code where a fault can be injected (design §7). */
+/**
+ * Named places in the code where a fault can be injected (design §7), each reached by a clean
+ * run of a scenario (chaos sweeps them). Points only a recovery reaches besides
+ * `during:recovery` are not listed but can be named: `during:reconcile` (a reconciling tool has
+ * answered, its verdict not yet staged).
+ */
 export const FAULT_POINTS = [
   'after:turn/start',
   'after:step/start',

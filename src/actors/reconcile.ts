@@ -32,6 +32,8 @@ export async function reconcileCall(a: AgentActor, callId: string): Promise<void
   if (!call || call.observation !== null) return;
   const started = performance.now();
   const verdict = await ask(a, call);
+  // the tool has answered and nothing of it is staged yet: a crash here must ask again
+  a.ports.faults.hit('during:reconcile', a.actorId);
   // an abort while the tool looked closed the call already (as unknown): its late answer is dropped
   if (a.isHalted || a.machines.states().calls[callId] !== 'reconciling') return;
   const t = a.ports.tooling;

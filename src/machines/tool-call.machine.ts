@@ -41,7 +41,8 @@ type Decided = Extract<MachineEvent, { type: 'policy/decided' }>;
 const decision = (value: 'allow' | 'ask' | 'deny') => ({ event }: { event: Decided }) => event.data.decision === value;
 function unknownReason(tool: string, reconcile: string | null = null): string {
   const base = `the process stopped after ${tool} started and before its result was recorded; it may or may not have taken effect`;
-  return reconcile === null ? base : `${base}; reconcile could not tell: ${reconcile}`;
+  // a machine restored from a snapshot written before reconcile existed has no reason at all
+  return reconcile ? `${base}; reconcile could not tell: ${reconcile}` : base;
 }
 
 type Reconciled = Extract<MachineEvent, { type: 'tool/reconciled' }>;
@@ -52,7 +53,7 @@ const unknownOf = ({ context }: { context: ToolCallContext }) => unknownReason(c
 const confirmParams = ({ context }: { context: ToolCallContext }) => ({
   callId: context.callId,
   confirmUnknown: true,
-  ...(context.reconcileReason !== null ? { reason: context.reconcileReason } : {}),
+  ...(context.reconcileReason ? { reason: context.reconcileReason } : {}),
 });
 
 /** The deny reason an event carries (the policy's or the person's). */
