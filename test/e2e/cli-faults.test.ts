@@ -68,6 +68,12 @@ function ofType<T extends ActorEvent['type']>(log: ActorEvent[], type: T): Array
   return log.filter((e): e is Extract<ActorEvent, { type: T }> => e.type === type);
 }
 
+function only<T extends ActorEvent['type']>(log: ActorEvent[], type: T): Extract<ActorEvent, { type: T }> {
+  const found = ofType(log, type);
+  if (found.length !== 1) throw new Error(`expected one ${type}, found ${found.length}`);
+  return found[0]!;
+}
+
 /**
  * What a fault case leaves behind for the write_file call (the 5th tool call, the only effectful
  * one): it completed before the crash, or recovery reconciled it — the file untouched, so it ran
@@ -184,6 +190,40 @@ describe.concurrent('actorloop run --fault, then resume', () => {
       expect(starts[1]!.data.requestDigest).toBe(starts[0]!.data.requestDigest);
     }
   });
+});
+
+test('a kill while write_file is reconciled: the next resume asks again; one verdict, both kills noted', async ({ expect, onTestFinished }) => {
+  const { ws, cli, common } = await setup(onTestFinished);
+  const crashed = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, '--json', '--fault', 'after:tool/start@5', ...common]);
+  expect({ code: crashed.code, signal: crashed.signal }, show(crashed)).toEqual({ code: null, signal: 'SIGKILL' });
+  const agentId = lines(crashed.stderr)[0] ?? '';
+  const before = parseEvents(crashed.stdout);
+  // the first resume dies after the tool answered, before its verdict is committed
+  const dying = await cli.run(['resume', agentId, '--json', '--fault', 'during:reconcile', ...common]);
+  expect({ code: dying.code, signal: dying.signal }, show(dying)).toEqual({ code: null, signal: 'SIGKILL' });
+  expect(parseEvents(dying.stdout)).toEqual([]);
+  const resumed = await cli.run(['resume', agentId, '--json', ...common]);
+  expectExit(expect, resumed, 0);
+  const log = await readLog(expect, cli, common, agentId);
+  expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+  // the recovery that died wrote nothing: the log holds one recovery, one verdict
+  for (const type of ['actor/rehydrated', 'recovery/started', 'tool/reconciled', 'recovery/continuation'] as const) {
+    expect(ofType(log, type), type).toHaveLength(1);
+  }
+  expect(only(log, 'tool/reconciled').data.verdict).toBe('not_applied');
+  // both deaths, in order: the run's at its point, then the first resume's during its recovery
+  const killed = ofType(log, 'actor/killed');
+  expect(killed.map((e) => e.data.point)).toEqual(['after:tool/start', 'during:reconcile']);
+  expect(killed.map((e) => e.data.lastSeq)).toEqual([before.length, before.length]);
+  expect(killed[0]!.data.epoch).toBe(before.at(-1)!.epoch);
+  expect(killed[1]!.data.epoch).toBeGreaterThan(killed[0]!.data.epoch);
+  expect(ofType(log, 'tool/start').filter((e) => e.data.name === 'write_file').map((e) => e.data.rerun)).toEqual([false, true]);
+  expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toBe(fixedSlug);
+  const verified = await cli.run(['verify', agentId, ...common]);
+  expectExit(expect, verified, 0);
+  const timeline = await cli.run(['events', agentId, ...common]);
+  expect(timeline.stdout).toMatch(/actor\/killed\s+epoch \d+ died after seq \d+ · at during:reconcile · fault record \(kill\)/);
+  expect(timeline.stdout).toMatch(/tool\/reconciled\s+not applied/);
 });
 
 test('run --json with no fault: only NDJSON events, the last turn/end completed; runs --json lists the agent', async ({ expect, onTestFinished }) => {
