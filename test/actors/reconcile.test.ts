@@ -193,6 +193,28 @@ describe('reconcile recovery', () => {
     expect(only(log, 'tool/reconciled').data).toMatchObject({ verdict: 'unknown', reason: "append_line's reconcile gave no answer within 2000 ms" });
   });
 
+  it('resumed by a runtime without the tool: unknown (nobody to ask), and a person is still asked', async () => {
+    const dropped = await dropAt('before:tool/result=drop');
+    const other = await openTestRuntime({ natsUrl: nats.url, script: SCRIPT });
+    try {
+      const sup = other.supervisor();
+      let ended!: Promise<TurnEnded>;
+      const { actor } = await sup.hydrate(dropped.actorId, (a) => (ended = a.whenTurnEnds()));
+      const [approvalId] = await actor.whenAwaitingApproval();
+      const approval = actor.projection.approvals![approvalId!]!;
+      expect(approval).toMatchObject({ tool: 'append_line', toolVersion: 'unresolved', rule: 'recovery:outcome-unknown' });
+      await sup.send(approvalMessage(actor.actorId, approvalId!, approval.planDigest, { decision: 'approve', always: false }));
+      expect(await ended).toMatchObject({ outcome: 'completed' });
+      const log = await readLog(sup, actor.rootId, actor.actorId);
+      expect(only(log, 'tool/reconciled').data).toMatchObject({ verdict: 'unknown', reason: expect.stringMatching(/no longer resolves: unknown tool "append_line"/) });
+      expect(only(log, 'tool/outcome_unknown').data.reason).toMatch(/a person checked/);
+      expect(asked).toEqual([]);
+      expectClean(log, actor);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a crash while the tool is asked commits nothing of that recovery: the next one asks again, and the log holds it once', async () => {
     const dropped = await dropAt('after:tool/start=drop');
     let release!: () => void;
