@@ -170,7 +170,8 @@ test('SIGTERM drains a host mid-turn: it commits actor/released, and the agent r
   const common = ['--nats', nats.url, '--data-dir', dataCli];
   const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<Record<string, unknown>> };
   const script = join(ws, '..', `slow-${newId('message')}.json`);
-  await writeFile(script, JSON.stringify({ responses: demo.responses.map((r) => ({ ...r, delay_ms: 500 })) }));
+  // slow enough that the turn is still open when the drain lands, even on a loaded machine
+  await writeFile(script, JSON.stringify({ responses: demo.responses.map((r) => ({ ...r, delay_ms: 1_500 })) }));
   dirs.push(script);
   const a = startHost('drain-a', dataA);
   await until('the host up', async () => a.stderr().includes('hosting agents'));
