@@ -3,6 +3,7 @@
 export { AgentActor, type AgentPorts, type TurnEnded } from './actors/agent-actor.js';
 export { Supervisor, type SupervisorOptions } from './actors/supervisor.js';
 export { createFaultInjector, parseFaultSpecs, FAULT_POINTS, type FaultSpec, type FaultInjector } from './actors/faults.js';
+export { createFileFaultRecords, createMemoryFaultRecords, type FaultRecord, type FaultRecords } from './actors/fault-records.js';
 export { verifyLog, formatViolations, type Violation } from './actors/verify.js';
 export { openBus, type Bus } from './bus/connection.js';
 export { startNatsServer, type NatsServerHandle } from './bus/nats-server.js';
@@ -34,4 +35,4 @@ export { createLmdbBlobStore, type BlobStore } from './store/blob-port.js';
 export { emptyProjection, foldEvent, type Projection } from './store/projection.js';
 export { createToolRegistry, type ToolRegistry } from './tools/registry.js';
 export { builtinTools } from './tools/builtins/index.js';
-export type { ToolDefinition, ToolResult, ToolContext, ExecutionSemantics } from './tools/tool.js';
+export type { ToolDefinition, ToolResult, ToolContext, ExecutionSemantics, ReconcileContext, ReconcileVerdict } from './tools/tool.js';

@@ -8,6 +8,7 @@ import { callModel } from './model-call.js';
 import type { ApprovalMode } from '../protocol/events.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
 import { answerApproval, decideCall, expireApproval, requestApproval } from './tool-policy.js';
+import { reconcileCall, settleReconciled } from './reconcile.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
 export { DEFAULT_INSTRUCTIONS, MAX_OBSERVATION_BYTES, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
@@ -110,7 +111,7 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
     case 'decidePolicy':
       return decideCall(a, p.callId, p.recheck === true);
     case 'requestApproval':
-      return requestApproval(a, p.callId, p.confirmUnknown === true);
+      return requestApproval(a, p.callId, p.confirmUnknown === true, p.reason);
     case 'expireApproval':
       return expireApproval(a, p.callId, p.approvalId);
     case 'answerApproval':
@@ -132,6 +133,10 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
     case 'cancelCall':
       a.stage({ type: 'tool/cancelled', ...scope(a), call: p.callId, data: { reason: p.reason } });
       return;
+    case 'reconcileCall':
+      return reconcileCall(a, p.callId);
+    case 'settleReconciled':
+      return settleReconciled(a, p.callId, p.output);
     case 'markOutcomeUnknown':
       a.stage({ type: 'tool/outcome_unknown', ...scope(a), call: p.callId, data: { reason: p.reason } });
       a.noteRecovered(`call ${p.callId} outcome unknown`);
@@ -152,7 +157,7 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
 type EffectName =
   | 'startTurn' | 'turnEnded' | 'startStep' | 'prepareRequest' | 'startAttempt' | 'callModel'
   | 'interruptAttempt' | 'dispatchCalls' | 'decidePolicy' | 'requestApproval' | 'expireApproval' | 'answerApproval'
-  | 'startTool' | 'rejectCall' | 'denyCall'
+  | 'startTool' | 'rejectCall' | 'denyCall' | 'reconcileCall' | 'settleReconciled'
   | 'cancelCall' | 'markOutcomeUnknown' | 'endStep' | 'endTurn';
 
 function dispatchCalls(a: AgentActor, calls: Array<{ id: string; name: string; arguments: string }>, budget: number | null): void {
@@ -188,9 +193,13 @@ function dispatchCalls(a: AgentActor, calls: Array<{ id: string; name: string; a
 
 /**
  * Whether a crash mid-call makes the turn wait for a person: `manual: block` always; `manual:
- * ask` when the run mode asks about effects at all (auto-edit and full-auto said not to ask).
+ * ask` when the run mode asks about effects at all (auto-edit and full-auto said not to ask);
+ * `reconcile` always, for the outcome its tool could not tell (as `manual: block`: the tool was
+ * asked and has no answer, so a person looks before the model is told).
  */
 function confirmsUnknown(semantics: ExecutionSemantics, mode: ApprovalMode): boolean {
-  if (semantics.effects !== 'possible' || semantics.recovery.kind !== 'manual') return false;
+  if (semantics.effects !== 'possible') return false;
+  if (semantics.recovery.kind === 'reconcile') return true;
+  if (semantics.recovery.kind !== 'manual') return false;
   return semantics.recovery.on === 'block' || mode === 'ask';
 }

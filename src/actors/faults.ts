@@ -1,7 +1,13 @@
 import type { Logger } from 'pino';
 import { ActorloopError, ConfigError } from '../protocol/errors.js';
+import type { FaultRecords } from './fault-records.js';
 
-/** Named places in the code where a fault can be injected (design §7). */
+/**
+ * Named places in the code where a fault can be injected (design §7), each reached by a clean
+ * run of a scenario (chaos sweeps them). Points only a recovery reaches besides
+ * `during:recovery` are not listed but can be named: `during:reconcile` (a reconciling tool has
+ * answered, its verdict not yet staged).
+ */
 export const FAULT_POINTS = [
   'after:turn/start',
   'after:step/start',
@@ -53,16 +59,23 @@ export class ActorDropped extends ActorloopError {
 
 /** Checks fault points as the code passes them. */
 export interface FaultInjector {
-  /** Called at a named point; may SIGKILL the process or throw ActorDropped. */
-  hit(point: string, actorId: string): void;
+  /**
+   * Called at a named point by the incarnation of `actorId` with `epoch` (when the caller knows
+   * it); may SIGKILL the process or throw ActorDropped.
+   */
+  hit(point: string, actorId: string, epoch?: number): void;
 }
 
-/** A fault injector for the given specs; `kill` SIGKILLs this process, as a crash would. */
-export function createFaultInjector(specs: FaultSpec[], logger?: Logger): FaultInjector {
+/**
+ * A fault injector for the given specs; `kill` SIGKILLs this process, as a crash would. Before
+ * it fires it adds a record to `records` (when given), which names the point in the
+ * `actor/killed` the recovering incarnation commits.
+ */
+export function createFaultInjector(specs: FaultSpec[], logger?: Logger, records?: FaultRecords): FaultInjector {
   if (specs.length === 0) return { hit() {} };
   const counts = new Map<FaultSpec, number>();
   return {
-    hit(point, actorId) {
+    hit(point, actorId, epoch) {
       for (const spec of specs) {
         if (spec.point !== point) continue;
         if (spec.actorId !== null && spec.actorId !== actorId) continue;
@@ -70,6 +83,12 @@ export function createFaultInjector(specs: FaultSpec[], logger?: Logger): FaultI
         counts.set(spec, n);
         if (n !== spec.nth) continue;
         logger?.warn({ point, actorId, action: spec.action }, 'fault injected');
+        try {
+          records?.add({ actorId, point, action: spec.action, epoch: epoch ?? null, pid: process.pid, at: new Date().toISOString() });
+        } catch (err) {
+          // the fault fires all the same; recovery then says the point is not known
+          logger?.warn({ err, actorId }, 'fault record not written');
+        }
         if (spec.action === 'kill') {
           process.kill(process.pid, 'SIGKILL');
         }

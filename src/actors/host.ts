@@ -121,7 +121,7 @@ export class Host {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.opts.supervisor.quiesceTools(this.opts.drainToolsMs ?? 30_000);
-    await this.opts.supervisor.stop();
+    await this.opts.supervisor.stop(`host ${this.opts.name} drained`);
     for (const lease of this.held.values()) await this.opts.leases.release(lease).catch(() => {});
     this.held.clear();
   }

@@ -19,6 +19,8 @@ import type { SnapshotStore } from '../store/snapshots.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { AgentActor } from './agent-actor.js';
 import { ActorDropped, type FaultInjector } from './faults.js';
+import { createMemoryFaultRecords, type FaultRecords } from './fault-records.js';
+import { commitRelease, killNotes } from './incarnation-end.js';
 import { lazyChild } from './lazy-logger.js';
 import type { MachineSnapshots } from './machine-set.js';
 import { defaultTooling, type ToolingPorts } from './tooling.js';
@@ -33,6 +35,8 @@ export interface SupervisorOptions {
   tooling?: ToolingPorts;
   modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
   faults: FaultInjector;
+  /** Where faults left records of the points that killed actors (default: this process's memory). */
+  faultRecords?: FaultRecords;
   logger: Logger;
   /** Delivery settings of every hosted actor's inbox (max_deliver, backoff); default: inbox.ts's. */
   inbox?: InboxConsumerOptions;
@@ -75,12 +79,14 @@ export class Supervisor {
   /** A host's claim hook: mail arrived for an actor this process does not host. */
   private onUnhostedMail: ((actorId: string) => void) | null = null;
   private readonly tooling: ToolingPorts;
+  private readonly faultRecords: FaultRecords;
   private stopped = false;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.reader = createLogReader({ js: opts.bus.js, jsm: opts.bus.jsm });
     this.clock = opts.clock ?? { nowMs: () => Date.now() };
     this.tooling = opts.tooling ?? defaultTooling();
+    this.faultRecords = opts.faultRecords ?? createMemoryFaultRecords();
   }
 
   /**
@@ -158,10 +164,15 @@ export class Supervisor {
     onHydrated?.(actor);
     actor.open();
     let recovered = false;
+    const records = this.faultRecords.list(actorId);
     if (actor.machines.hasOpenTurn() || actor.machines.isClaiming()) {
-      actor.stage({ type: 'actor/rehydrated', data: { snapshotSeq: r.snapshotSeq, tailEvents: r.tail.length } });
+      // first in the recovery batch: how the incarnations before this one ended
+      for (const note of killNotes(r.state, records)) actor.stage(note);
+      const rehydrated = actor.stage({ type: 'actor/rehydrated', data: { snapshotSeq: r.snapshotSeq, tailEvents: r.tail.length } });
+      // the records are spent once the notes are in the log (a crash before that reads them again)
+      if (records.length > 0) actor.afterCommit(rehydrated.seq, { run: () => this.faultRecords.clear(actorId), drop: () => {} });
       try {
-        this.opts.faults.hit('during:recovery', actorId);
+        this.opts.faults.hit('during:recovery', actorId, epoch);
       } catch (err) {
         // dropped mid-recovery: nothing of it was committed; the next incarnation starts over
         if (!(err instanceof ActorDropped)) throw err;
@@ -169,6 +180,9 @@ export class Supervisor {
         return { actor, recovered: true, entry };
       }
       recovered = actor.recover('the previous incarnation stopped with a turn open');
+    } else if (records.length > 0) {
+      // nothing open: no recovery will ever need them
+      this.faultRecords.clear(actorId);
     }
     await this.serve(actor);
     return { actor, recovered, entry };
@@ -209,7 +223,8 @@ export class Supervisor {
         modelFor: this.opts.modelFor,
         clock: this.clock,
         ...(this.opts.pricing ? { pricing: this.opts.pricing } : {}),
-        faults: this.opts.faults,
+        // the actor's points name its epoch, for the fault record recovery reads
+        faults: { hit: (point, id) => this.opts.faults.hit(point, id, epoch) },
         logger,
         onHalt: () => life.abort(),
         onCommit: (events) => this.opts.onCommit?.(actorId, events),
@@ -297,11 +312,11 @@ export class Supervisor {
       if (this.stopped) return delivery.nak();
       let taken = false;
       try {
-        this.opts.faults.hit('before:inbox-receive', actor.actorId);
+        actor.ports.faults.hit('before:inbox-receive', actor.actorId);
         // Include before ack: a crash between the two redelivers, and the message ID dedupes it.
         await actor.receive(delivery.message);
         taken = true;
-        this.opts.faults.hit('before:inbox-ack', actor.actorId);
+        actor.ports.faults.hit('before:inbox-ack', actor.actorId);
         await delivery.ack();
       } catch (err) {
         if (err instanceof ActorDropped) actor.fail(err);
@@ -348,15 +363,24 @@ export class Supervisor {
     }
   }
 
-  /** Stops hosting every actor: inbox reads end, in-flight work is aborted, nothing is closed in the log. */
-  async stop(): Promise<void> {
+  /**
+   * Stops hosting every actor: inbox reads end, in-flight work is aborted, nothing is closed in
+   * the log. An actor left with work open gets `actor/released` (with `reason`), so the next
+   * incarnation knows it was let go, not killed.
+   */
+  async stop(reason = 'its host process stopped hosting it'): Promise<void> {
     this.stopped = true;
     this.wakeups?.unsubscribe();
     this.wakeups = null;
+    const releases: Array<Promise<void>> = [];
     for (const h of this.hosted.values()) {
       if (h.retry) clearTimeout(h.retry);
-      h.actor.stop();
+      const a = h.actor;
+      const open = !a.isHalted && (a.machines.hasOpenTurn() || a.machines.isClaiming());
+      a.stop();
+      if (open) releases.push(commitRelease(a, reason));
     }
     this.hosted.clear();
+    await Promise.all(releases);
   }
 }

@@ -115,12 +115,15 @@ export const UNKNOWN_OUTCOME_QUESTION =
 /**
  * Asks a person: commits `approval/requested` bound to the tool, its version, the plan digest,
  * scope and expiry. `confirmUnknown`: the question is whether the turn may go on after a crash
- * left the call's outcome unknown.
+ * left the call's outcome unknown (`reconcileReason`: why its tool's reconcile could not tell).
  */
-export function requestApproval(a: AgentActor, callId: string, confirmUnknown = false): void {
+export function requestApproval(a: AgentActor, callId: string, confirmUnknown = false, reconcileReason?: string): void {
   const call = openCall(a, callId);
-  const planned = planCall(a, call);
-  const last = confirmUnknown ? { rule: 'recovery:outcome-unknown', reason: UNKNOWN_OUTCOME_QUESTION } : call.decided;
+  const planned: ApprovalSubject = confirmUnknown ? planOrRecorded(a, call) : planCall(a, call);
+  const question = reconcileReason === undefined
+    ? UNKNOWN_OUTCOME_QUESTION
+    : `${call.name}'s reconcile could not tell whether it took effect (${reconcileReason}); ${UNKNOWN_OUTCOME_QUESTION}`;
+  const last = confirmUnknown ? { rule: 'recovery:outcome-unknown', reason: question } : call.decided;
   a.stage({
     type: 'approval/requested',
     ...scope(a),
@@ -137,6 +140,24 @@ export function requestApproval(a: AgentActor, callId: string, confirmUnknown = 
     },
   });
 }
+
+/**
+ * The plan a confirmation of an unknown outcome is bound to: the call's plan, or, when the tool
+ * no longer resolves (a resume with another registry), the call as the log recorded it. The
+ * person must still be asked: the call may have run.
+ */
+function planOrRecorded(a: AgentActor, call: OpenCall): ApprovalSubject {
+  try {
+    return planCall(a, call);
+  } catch (err) {
+    if (!(err instanceof ToolError)) throw err;
+    const plan: ExecutionPlan = { tool: call.name, version: 'unresolved', paths: [], network: false, input: call.arguments };
+    return { tool: { name: call.name, version: 'unresolved' }, plan, digest: planDigest(plan), resources: [] };
+  }
+}
+
+/** What an approval is bound to: the tool and version, the plan and its digest, the resources. */
+type ApprovalSubject = { tool: { name: string; version: string } } & Pick<CallPlan, 'plan' | 'digest' | 'resources'>;
 
 /** The answer a client sends in an `approval_response` inbox message. */
 interface ApprovalAnswer {

@@ -8,6 +8,18 @@ import { abortReason, scope, settings } from './effect-helpers.js';
 import { planCall, type CallPlan } from './tool-policy.js';
 import { ToolError } from '../protocol/errors.js';
 
+/** The tool's record of what a call is about to change (undefined: it keeps none, or could not take it). */
+function capturePreimage(a: AgentActor, planned: CallPlan, workspace: string): unknown {
+  if (!planned.tool.preimage) return undefined;
+  try {
+    return planned.tool.preimage(planned.input, { workspace }) ?? undefined;
+  } catch (err) {
+    // nothing recorded: reconcile can then only tell "applied" from "unknown"
+    a.ports.logger.warn({ err, tool: planned.tool.name }, 'preimage not recorded');
+    return undefined;
+  }
+}
+
 /** True when two resource keys overlap and at least one of them writes (design §8). */
 export function conflicts(x: ResourceKey, y: ResourceKey): boolean {
   if (x.mode === 'read' && y.mode === 'read') return false;
@@ -127,10 +139,20 @@ export class ToolRunner {
     }
     const key = idempotencyKey(call.callId, call.name, planned.input);
     const ids = { ...scope(a), call: call.callId };
-    const effects = planned.tool.executionSemantics(planned.input, { workspace: settings(a).workspace }).effects;
-    const e = a.stage({ type: 'tool/start', ...ids, data: { name: call.name, input: planned.input, effects, idempotencyKey: key, rerun } });
+    const workspace = settings(a).workspace;
+    const semantics = planned.tool.executionSemantics(planned.input, { workspace });
+    const effects = semantics.effects;
+    // taken in the tick the start is staged: no call of this actor touching the same resource runs in between
+    const preimage = capturePreimage(a, planned, workspace);
+    const e = a.stage({
+      type: 'tool/start',
+      ...ids,
+      data: { name: call.name, input: planned.input, effects, idempotencyKey: key, rerun, ...(preimage !== undefined ? { preimage } : {}) },
+    });
     if (rerun) {
-      const why = effects === 'none' ? 'it has no side effects' : `it is idempotent under key ${key}`;
+      const why = semantics.effects === 'none' ? 'it has no side effects'
+        : semantics.recovery.kind === 'reconcile' ? `reconcile found it not applied (key ${key})`
+        : `it is idempotent under key ${key}`;
       a.noteRecovered(`call ${call.callId} (${call.name}) run again: ${why}`);
     }
     let release!: () => void;

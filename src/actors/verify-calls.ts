@@ -16,16 +16,22 @@ interface CallState {
   flagged: boolean;
   /** The last policy decision on the call; a first start needs `allow`. */
   decision: string | null;
+  /** The `tool/reconciled` verdict on the call's last start, if recovery asked its tool. */
+  reconciled: { verdict: string; seq: number } | null;
 }
 
 const ENDS = new Set(['tool/result', 'tool/denied', 'tool/cancelled', 'tool/outcome_unknown']);
-const CALL_SCOPED = new Set([...ENDS, 'tool/call', 'tool/start', 'policy/decided', 'approval/requested', 'approval/granted', 'approval/denied']);
+const CALL_SCOPED = new Set([
+  ...ENDS, 'tool/call', 'tool/start', 'tool/reconciled', 'policy/decided', 'approval/requested', 'approval/granted', 'approval/denied',
+]);
 
 /**
  * Tool calls: every call ends exactly once, a started one never as denied; no `tool/start`
  * without a valid `tool/call` before it; no result of a valid call without a `tool/start` (its
  * effect would have run unrecorded); an effectful call starts once, unless it is idempotent and
- * reruns with the same key.
+ * reruns with the same key, or its tool reconciled it as not applied (`tool/reconciled`) and it
+ * reruns with the same key. A call is reconciled only when its recovery says reconcile, only
+ * between a start and its end, once per start; after `not_applied` its result needs a new start.
  */
 export function createCallCheck(report: Report): Check {
   const calls = new Map<string, CallState>();
@@ -40,7 +46,7 @@ export function createCallCheck(report: Report): Check {
   function intent(e: EventOf<'tool/call'>, id: string): void {
     const first = calls.get(id);
     if (first) return report('call.duplicate', e.seq, `call ${id} was already recorded at seq ${first.seq}`);
-    const c: CallState = { id, seq: e.seq, intent: e.data, starts: 0, key: null, ended: null, flagged: false, decision: null };
+    const c: CallState = { id, seq: e.seq, intent: e.data, starts: 0, key: null, ended: null, flagged: false, decision: null, reconciled: null };
     calls.set(id, c);
     if (e.turn === undefined) return;
     const list = byTurn.get(e.turn);
@@ -65,16 +71,35 @@ export function createCallCheck(report: Report): Check {
     const effectful = c.intent.effects === 'possible' || e.data.effects === 'possible';
     if (c.starts > 0 && effectful) {
       const sameKey = e.data.idempotencyKey === c.key;
-      const allowed = e.data.rerun && sameKey && c.intent.recovery === 'idempotent';
+      const notApplied = c.intent.recovery === 'reconcile' && c.reconciled?.verdict === 'not_applied';
+      const allowed = e.data.rerun && sameKey && (c.intent.recovery === 'idempotent' || notApplied);
       if (!allowed) {
         const why = !sameKey ? 'with a different idempotency key'
           : !e.data.rerun ? 'without rerun'
+          : c.intent.recovery === 'reconcile' ? `though its tool's reconcile did not find it not applied (${c.reconciled?.verdict ?? 'never asked'})`
           : `though its recovery is ${c.intent.recovery ?? 'unknown'}, not idempotent`;
         report('call.effect_twice', e.seq, `effectful call ${id} (${c.intent.name}) starts a second time ${why}`);
       }
     }
     c.starts += 1;
     c.key ??= e.data.idempotencyKey;
+    c.reconciled = null;
+  }
+
+  function reconciled(e: EventOf<'tool/reconciled'>, id: string): void {
+    const c = calls.get(id);
+    if (!c) return report('call.reconcile_without_start', e.seq, `tool/reconciled of call ${id}, which has no tool/call`);
+    if (c.intent.recovery !== 'reconcile') {
+      return report('call.reconcile_without_start', e.seq, `call ${id} (${c.intent.name}) is reconciled though its recovery is ${c.intent.recovery ?? 'unknown'}`);
+    }
+    if (c.starts === 0 || c.ended) {
+      const why = c.ended ? `after its ${c.ended.type} at seq ${c.ended.seq}` : 'before any tool/start';
+      return report('call.reconcile_without_start', e.seq, `call ${id} (${c.intent.name}) is reconciled ${why}: there is nothing to settle`);
+    }
+    if (c.reconciled) {
+      return report('call.reconciled_twice', e.seq, `call ${id} was already reconciled (${c.reconciled.verdict}) at seq ${c.reconciled.seq} with no start since`);
+    }
+    c.reconciled = { verdict: e.data.verdict, seq: e.seq };
   }
 
   function finish(e: ActorEvent, id: string): void {
@@ -89,6 +114,10 @@ export function createCallCheck(report: Report): Check {
     // Invalid calls answer the model directly; a valid one has a result only if it ran.
     if (e.type === 'tool/result' && c.intent.status === 'valid' && c.starts === 0) {
       report('call.result_without_start', e.seq, `tool/result of valid call ${id} with no tool/start: its effect ran unrecorded`);
+    }
+    // reconcile said it never took effect: a result now would be of a run nobody recorded
+    if (e.type === 'tool/result' && c.reconciled?.verdict === 'not_applied') {
+      report('call.result_without_start', e.seq, `tool/result of call ${id} after reconcile found it not applied at seq ${c.reconciled.seq}, with no tool/start since`);
     }
   }
 
@@ -119,6 +148,7 @@ export function createCallCheck(report: Report): Check {
       if (e.call === undefined) return report('scope.call', e.seq, `${e.type} has no call ID`);
       if (e.type === 'tool/call') intent(e, e.call);
       else if (e.type === 'tool/start') start(e, e.call);
+      else if (e.type === 'tool/reconciled') reconciled(e, e.call);
       else if (ENDS.has(e.type)) finish(e, e.call);
       else if (e.type === 'policy/decided') {
         const c = calls.get(e.call);

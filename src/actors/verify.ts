@@ -40,12 +40,15 @@ export const VIOLATION_CODES = [
   'call.end_without_intent',
   'call.ended_twice',
   'call.denied_after_start',
+  'call.reconcile_without_start',
+  'call.reconciled_twice',
   'call.unended',
   'inbox.received_twice',
   'inbox.claim_unreceived',
   'inbox.included_twice',
   'recovery.unclosed',
   'recovery.continuation_without_start',
+  'recovery.killed_inconsistent',
 ] as const;
 
 /** One of `VIOLATION_CODES`. */
@@ -185,13 +188,22 @@ function createInboxCheck(report: Report): Check {
   };
 }
 
-/** Every `recovery/started` is followed by its `recovery/continuation` before another recovery. */
+/**
+ * Every `recovery/started` is followed by its `recovery/continuation` before another recovery.
+ * An `actor/killed` names an incarnation no newer than the one writing it, and a seq before its own.
+ */
 function createRecoveryCheck(report: Report): Check {
   let open: number | null = null;
   const unclosed = (seq: number, until: string) =>
     report('recovery.unclosed', seq, `recovery started at seq ${seq} has no recovery/continuation ${until}`);
   return {
     event(e) {
+      // an incarnation that died before writing leaves its epoch unused: without a lease to hand
+      // out epochs, the next one takes the same number, so the note's epoch may equal its own
+      if (e.type === 'actor/killed' && (e.data.epoch > e.epoch || e.data.lastSeq >= e.seq)) {
+        report('recovery.killed_inconsistent', e.seq,
+          `actor/killed of epoch ${e.data.epoch} after seq ${e.data.lastSeq} is written by epoch ${e.epoch} at seq ${e.seq}: it must name an incarnation no newer than its writer and a seq before its own`);
+      }
       if (e.type === 'recovery/started') {
         if (open !== null) unclosed(open, `before the next recovery at seq ${e.seq}`);
         open = e.seq;

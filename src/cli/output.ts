@@ -18,6 +18,11 @@ function clip(text: string, max = 80): string {
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }
 
+/** What an `actor/killed` says, in words: which incarnation, where its log stopped, what killed it. */
+function killedText(d: Extract<ActorEvent, { type: 'actor/killed' }>['data']): string {
+  return `epoch ${d.epoch} died after seq ${d.lastSeq} · ${d.point === null ? 'point not known' : `at ${d.point}`} · ${d.detectedBy}`;
+}
+
 /** A one-line, human summary of an event, for `events` and non-TTY progress. */
 export function describeEvent(e: ActorEvent): string {
   const head = `${String(e.seq).padStart(5)}  ${e.at.slice(11, 23)}  ${e.type.padEnd(22)}`;
@@ -44,6 +49,12 @@ export function describeEvent(e: ActorEvent): string {
       return `${head} ${e.data.outcome}${e.data.reason ? ` (${e.data.reason})` : ''} · ${e.data.steps} steps · ${e.data.toolCalls} tool calls`;
     case 'recovery/continuation':
       return `${head} closed: ${e.data.closed.join('; ') || 'nothing'} · resume ${e.data.resume}`;
+    case 'tool/reconciled':
+      return `${head} ${e.data.verdict.replace('_', ' ')}${e.data.reason ? ` (${clip(e.data.reason, 60)})` : ''}`;
+    case 'actor/killed':
+      return `${head} ${killedText(e.data)}`;
+    case 'actor/released':
+      return `${head} ${clip(e.data.reason)}`;
     case 'tool/outcome_unknown':
     case 'tool/cancelled':
     case 'tool/denied':
@@ -109,6 +120,10 @@ export class RunPrinter {
         break;
       case 'step/end':
         if (!tty) this.out.stdout.write(`step ${this.step}: ${e.data.outcome}${e.data.reason ? ` (${e.data.reason})` : ''}${e.data.toolCalls ? ` · ${e.data.toolCalls} tool call(s)` : ''}\n`);
+        break;
+      case 'actor/killed':
+        this.endLine();
+        this.out.stdout.write(`killed: ${killedText(e.data)}\n`);
         break;
       case 'recovery/continuation':
         this.endLine();

@@ -1,6 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { openBus, type Bus } from '../bus/connection.js';
 import { createFaultInjector, parseFaultSpecs, type FaultInjector } from '../actors/faults.js';
+import { createFileFaultRecords } from '../actors/fault-records.js';
 import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
 import { environmentOf, redactedValues, secretOf, type EffectiveConfig } from '../config/config.js';
 import { homedir } from 'node:os';
@@ -61,7 +62,9 @@ export function createLogger(config: EffectiveConfig): Logger {
 
 /** Opens the bus (embedded nats-server unless a URL is set), LMDB, and the tools. */
 export async function openRuntime(config: EffectiveConfig, logger: Logger, opts: { leaseTtlMs?: number } = {}): Promise<Runtime> {
-  const faults = createFaultInjector(parseFaultSpecs(config.faults), logger);
+  // a kill leaves the point it fired at in the data dir; whoever recovers the agent here reads it
+  const faultRecords = createFileFaultRecords(join(config.dataDir, 'faults'));
+  const faults = createFaultInjector(parseFaultSpecs(config.faults), logger, faultRecords);
   const bus = await openBus({
     natsUrl: config.natsUrl,
     dataDir: config.dataDir,
@@ -137,6 +140,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
         tools,
         tooling,
         faults,
+        faultRecords,
         logger,
         snapshotEvery: config.snapshotEvery,
         pricing: (model) => priceFor(model, config.pricing),

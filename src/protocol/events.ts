@@ -214,6 +214,25 @@ export const EventDataSchemas = {
     effects: EffectsSchema,
     idempotencyKey: z.string(),
     rerun: z.boolean(),
+    /**
+     * What the tool's `preimage` recorded of the world it is about to change (e.g. a file's
+     * identity), taken just before this start: `reconcile` compares the world with it after a crash.
+     */
+    preimage: z.unknown().optional(),
+  }),
+  /**
+   * Recovery asked a tool with `reconcile` semantics what became of a call a crash left started:
+   * `applied` (its result follows, carrying `output`), `not_applied` (it runs again) or
+   * `unknown` (it ends `tool/outcome_unknown` with `reason`, after a person confirmed).
+   */
+  'tool/reconciled': z.object({
+    verdict: z.enum(['applied', 'not_applied', 'unknown']),
+    /** Why the outcome is unknown (the tool's answer, or the error it threw). */
+    reason: z.string().nullable(),
+    /** The observation of an applied call, redacted and within the observation budget. */
+    output: z.string().nullable(),
+    durationMs: z.number().int().nonnegative(),
+    redactions: z.number().int().nonnegative().optional(),
   }),
   'tool/result': z.object({
     ok: z.boolean(),
@@ -261,7 +280,23 @@ export const EventDataSchemas = {
     snapshotSeq: z.number().int().nonnegative(),
     tailEvents: z.number().int().nonnegative(),
   }),
-  'actor/killed': z.object({ point: z.string().nullable(), detectedBy: z.string() }),
+  /**
+   * Committed by the recovering incarnation, first in its recovery: the previous one died (it left
+   * work open and never released the actor). `epoch`: the incarnation that died; `lastSeq`: the
+   * last seq of the log when it died (the last it wrote, or found if it wrote none); `point`: the
+   * fault point that killed it when a fault record names one, else null (not known).
+   */
+  'actor/killed': z.object({
+    point: z.string().nullable(),
+    detectedBy: z.string(),
+    epoch: z.number().int().nonnegative(),
+    lastSeq: z.number().int().nonnegative(),
+  }),
+  /**
+   * An incarnation let go of the actor on purpose with work still open (a host draining, a command
+   * leaving a turn that waits for a person): what is open was left for the next one, not by a crash.
+   */
+  'actor/released': z.object({ reason: z.string() }),
   'actor/stopped': z.object({ reason: z.string() }),
 } as const;
 

@@ -36,6 +36,8 @@ export interface OpenCall {
   grant?: { network: boolean; envAllow: string[] };
   /** Its observation is untrusted (tool output): the history holds untrusted content once the step closes. */
   untrusted?: boolean;
+  /** What the tool's `preimage` recorded in the call's last `tool/start`, for `reconcile`. */
+  preimage?: unknown;
 }
 
 /** An approval asked for (design §8): bound to one call, one plan digest, one tool version, an expiry. */
@@ -103,6 +105,11 @@ export interface Projection {
   artifacts?: Record<string, string>;
   /** Untrusted content (tool output) entered the history since the last user message. */
   untrusted?: boolean;
+  /**
+   * Set while the log's last event is `actor/released`: its incarnation let go of the actor on
+   * purpose, so what is open was not left by a crash. Any later event clears it.
+   */
+  released?: { epoch: number; reason: string };
 }
 
 /** The projection of an empty log. */
@@ -154,6 +161,7 @@ function endCall(p: Projection, callId: string | undefined, observation: string)
  */
 export function foldEvent(p: Projection, e: ActorEvent): Projection {
   p.seq = e.seq;
+  if (p.released !== undefined) delete p.released;
   if (e.epoch > p.epoch) p.epoch = e.epoch;
   switch (e.type) {
     case 'inbox/received':
@@ -214,7 +222,11 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     case 'tool/start': {
       const call = p.pending.calls.find((c) => c.callId === e.call);
-      if (call) call.started = true;
+      if (call) {
+        call.started = true;
+        if (e.data.preimage !== undefined) call.preimage = e.data.preimage;
+        else if (call.preimage !== undefined) delete call.preimage;
+      }
       const approval = call?.approvalId ? p.approvals?.[call.approvalId] : undefined;
       if (approval?.state === 'granted') approval.state = 'used';
       if (p.openTurn && !e.data.rerun) p.openTurn.toolCalls += 1;
@@ -247,6 +259,9 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     case 'actor/stopped':
       p.stopped = true;
+      break;
+    case 'actor/released':
+      p.released = { epoch: e.epoch, reason: e.data.reason };
       break;
     case 'assistant/rejected':
       // the refused answer and why stay in the history: the next step answers again knowing both
@@ -302,6 +317,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'recovery/continuation':
     case 'actor/rehydrated':
     case 'actor/killed':
+    case 'tool/reconciled':
       break;
     default:
       assertNever(e, 'event');

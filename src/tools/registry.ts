@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ToolSpec } from '../model/model-port.js';
 import type { ExecutionSemantics, PlanContext, ToolDefinition } from './tool.js';
 import { valueAt } from '../protocol/value-at.js';
+import { ConfigError } from '../protocol/errors.js';
 
 /** A model's tool call after resolution: ready to run, or an observation the model must see. */
 export type ResolvedCall =
@@ -22,11 +23,41 @@ export interface ToolRegistry {
 
 const MAX_ISSUES = 3;
 
-/** Builds a registry; duplicate names throw, since a second definition would silently shadow the first. */
+/** A tool whose semantics say `reconcile` but that has no `reconcile` to ask: a definition error, never a call's. */
+function noReconcile(tool: ToolDefinition<any>): ConfigError {
+  return new ConfigError('tool.reconcile_missing', `tool "${tool.name}" declares reconcile recovery but has no reconcile function`, {
+    hint: 'give it reconcile(input, ctx) answering applied, not_applied or unknown, or declare idempotent or manual recovery',
+  });
+}
+
+function reconciles(s: ExecutionSemantics): boolean {
+  return s.effects === 'possible' && s.recovery.kind === 'reconcile';
+}
+
+/**
+ * At registration: semantics that do not depend on the input are asked once with none (a tool
+ * whose semantics read its input throws here and is checked at each call instead).
+ */
+function checkReconcile(tool: ToolDefinition<any>): void {
+  if (tool.reconcile) return;
+  let semantics: ExecutionSemantics;
+  try {
+    semantics = tool.executionSemantics(undefined, { workspace: '.' });
+  } catch {
+    return;
+  }
+  if (semantics && reconciles(semantics)) throw noReconcile(tool);
+}
+
+/**
+ * Builds a registry; duplicate names throw, since a second definition would silently shadow the
+ * first, and so does a tool with reconcile semantics and no `reconcile` (a ConfigError).
+ */
 export function createToolRegistry(tools: ToolDefinition<any>[]): ToolRegistry {
   const byName = new Map<string, ToolDefinition<any>>();
   for (const tool of tools) {
     if (byName.has(tool.name)) throw new Error(`duplicate tool name "${tool.name}" in the tool registry`);
+    checkReconcile(tool);
     byName.set(tool.name, tool);
   }
   const sortedNames = [...byName.keys()].sort();
@@ -64,7 +95,10 @@ export function createToolRegistry(tools: ToolDefinition<any>[]): ToolRegistry {
       if (!result.success) {
         return { status: 'invalid_arguments', error: describeIssues(tool.name, result.error.issues, parsed.value) };
       }
-      return { status: 'valid', tool, input: result.data, effects: tool.executionSemantics(result.data, ctx) };
+      const effects = tool.executionSemantics(result.data, ctx);
+      // semantics that depend on the input could not be checked at registration
+      if (!tool.reconcile && reconciles(effects)) throw noReconcile(tool);
+      return { status: 'valid', tool, input: result.data, effects };
     },
   };
 }

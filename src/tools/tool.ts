@@ -106,6 +106,30 @@ export interface ToolResult {
   error?: { code: string; message: string };
 }
 
+/** What a tool's `reconcile` receives besides the call's input. */
+export interface ReconcileContext {
+  workspace: string;
+  callId: string;
+  /** The key the call started with (a rerun after `not_applied` keeps it). */
+  idempotencyKey: string;
+  /** The recovering incarnation's epoch, the fencing token `execute` would get. */
+  epoch: number;
+  /** What `preimage` recorded in the call's last `tool/start`; undefined when it recorded nothing. */
+  preimage: unknown;
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+/**
+ * What `reconcile` found: the call took effect (`output` is the observation its result carries),
+ * it did not (the runtime runs it again under the same key), or nobody can tell (`reason` says why;
+ * the call ends `tool/outcome_unknown` after a person confirmed).
+ */
+export type ReconcileVerdict =
+  | { status: 'applied'; output: string }
+  | { status: 'not_applied' }
+  | { status: 'unknown'; reason: string };
+
 /** A tool (design §8). `input` names are a contract with models and scripts. */
 export interface ToolDefinition<I = unknown> {
   name: string;
@@ -123,6 +147,19 @@ export interface ToolDefinition<I = unknown> {
    */
   plan?(input: I, ctx: PlanContext): ExecutionPlan;
   execute(input: I, ctx: ToolContext): Promise<ToolResult>;
+  /**
+   * Recovery `reconcile` (design §7): after a crash between `tool/start` and its end, looks at
+   * the world and says whether the call took effect. It must change nothing (it may run again
+   * if recovery itself is cut short). Required when `executionSemantics` can answer `reconcile`;
+   * a throw counts as `unknown` with its message.
+   */
+  reconcile?(input: I, ctx: ReconcileContext): Promise<ReconcileVerdict>;
+  /**
+   * A small JSON record of what the call is about to change (a file's identity, say), taken in
+   * the same tick its `tool/start` is staged and recorded in it, so `reconcile` can tell "never
+   * ran" from "ran". Synchronous and cheap (a stat): it runs on the actor's loop. A throw records nothing.
+   */
+  preimage?(input: I, ctx: PlanContext): unknown;
   /** Default timeout of one execution. */
   timeoutMs?: number;
 }

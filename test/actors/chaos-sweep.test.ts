@@ -78,13 +78,18 @@ async function crashAndFinish(specs: string[]): Promise<void> {
   // recovery commits nothing of it)
   const committedRecoveries = specs.filter((s) => !s.startsWith('during:recovery')).length;
   expect(ofType(log, 'recovery/continuation')).toHaveLength(committedRecoveries);
-  // the effectful write: started once, and the file holds the fix only if that start ran it
+  // the effectful write: started once, or again (same key, marked rerun) only right after its
+  // tool reconciled it as not applied; the file holds the fix unless the outcome is unknown
   const writes = ofType(log, 'tool/start').filter((e) => e.data.name === 'write_file');
-  expect(writes).toHaveLength(1);
+  const notApplied = ofType(log, 'tool/reconciled').filter((e) => e.call === writes[0]?.call && e.data.verdict === 'not_applied');
+  expect(writes).toHaveLength(1 + notApplied.length);
+  for (const again of writes.slice(1)) expect(again.data).toMatchObject({ rerun: true, idempotencyKey: writes[0]!.data.idempotencyKey });
   const content = await readFile(join(ws, 'src', 'slug.js'), 'utf8');
   const unknown = ofType(log, 'tool/outcome_unknown');
   if (unknown.length === 0) expect(content).toBe(fixed);
   else expect([fixed, content]).toContain(content);
+  // every drop is noted by the incarnation that recovered from it
+  expect(ofType(log, 'actor/killed').length).toBeGreaterThanOrEqual(committedRecoveries);
 }
 
 describe('chaos sweep in process', () => {

@@ -161,16 +161,37 @@ export class LogBuilder {
     return this;
   }
 
+  /** `tool/reconciled` of a call, with the verdict its tool gave. */
+  reconciled(call: string, verdict: 'applied' | 'not_applied' | 'unknown'): this {
+    this.push('tool/reconciled', {
+      verdict, reason: verdict === 'unknown' ? 'the file changed' : null, output: verdict === 'applied' ? 'wrote 5 bytes' : null, durationMs: 1,
+    }, { ...this.inStep, call });
+    return this;
+  }
+
+  /** `actor/released`: the incarnation let go of the actor with work open (a drained host). */
+  released(reason = 'host h1 drained'): this {
+    this.push('actor/released', { reason });
+    return this;
+  }
+
   /** `tool/outcome_unknown` of a call. */
   outcomeUnknown(call: string): this {
     this.push('tool/outcome_unknown', { reason: 'the process stopped after it started' }, { ...this.inStep, call });
     return this;
   }
 
-  /** A crash and the next incarnation: a higher epoch, `actor/rehydrated`, `recovery/started`. */
-  crash(): this {
+  /**
+   * A crash and the next incarnation: a higher epoch, `actor/rehydrated`, `recovery/started`;
+   * with `killed` (a point, or null: not known) first the `actor/killed` the runtime now writes.
+   */
+  crash(opts: { killed?: string | null } = {}): this {
+    const lastSeq = this.events.length;
     this.epoch += 1;
-    this.push('actor/rehydrated', { snapshotSeq: 0, tailEvents: this.events.length });
+    if (opts.killed !== undefined) {
+      this.push('actor/killed', { point: opts.killed, detectedBy: opts.killed ? 'fault record (kill)' : 'recovery found open work and no actor/released', epoch: this.epoch - 1, lastSeq });
+    }
+    this.push('actor/rehydrated', { snapshotSeq: 0, tailEvents: lastSeq });
     this.push('recovery/started', { fromSeq: this.events.length - 1, reason: 'the previous incarnation stopped with a turn open' });
     return this;
   }

@@ -28,6 +28,9 @@ afterAll(async () => {
 const rts = runtimes(() => nats.url);
 afterEach(async () => rts.closeAll());
 
+/** A patch that creates out.txt holding one line. */
+const CREATE_OUT = '--- /dev/null\n+++ b/out.txt\n@@ -0,0 +1 @@\n+x\n';
+
 const readThenAnswer: ScriptResponse[] = [
   { tool_calls: [{ id: 'c1', name: 'read_file', arguments: { path: 'src/a.txt' } }] },
   { content: 'a.txt holds alpha and beta.' },
@@ -35,7 +38,8 @@ const readThenAnswer: ScriptResponse[] = [
 
 /** Runs a turn on a supervisor whose faults drop the actor at `spec`; resolves once it was dropped. */
 async function runUntilDropped(rt: TestRuntime, spec: string, workspace = ws): Promise<AgentActor> {
-  const sup = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs(spec)) });
+  // the drop leaves a record of its point, as a kill does, for the recovery's actor/killed
+  const sup = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs(spec), undefined, rt.faultRecords) });
   const { actor, ended } = await startTurn(sup, 'what is in a.txt?', turnRequest(workspace));
   await expect(ended).rejects.toMatchObject({ code: 'actor.dropped' });
   expect(actor.failed).toMatchObject({ code: 'actor.dropped' });
@@ -87,6 +91,10 @@ describe('recovery in process', () => {
       expect.stringContaining('run again: it has no side effects'),
     ]);
     expect(only(log, 'actor/rehydrated').data).toEqual({ snapshotSeq: 0, tailEvents: before.length });
+    // first in the recovery: the note that the previous incarnation died, and where
+    expect(log[before.length]).toMatchObject({
+      type: 'actor/killed', epoch: 2, data: { point: 'after:tool/start', detectedBy: 'fault record (drop)', epoch: 1, lastSeq: before.length },
+    });
     // the new incarnation stamps a higher epoch
     expect(new Set(before.map((e) => e.epoch))).toEqual(new Set([1]));
     expect(new Set(log.slice(before.length).map((e) => e.epoch))).toEqual(new Set([2]));
@@ -96,10 +104,11 @@ describe('recovery in process', () => {
     expect(actor.projection).toEqual(replay(actor.actorId, log));
   });
 
-  it('closes a started write_file as outcome_unknown, never running it twice', async () => {
+  // apply_patch has manual recovery (write_file reconciles: see reconcile.test.ts)
+  it('closes a started apply_patch as outcome_unknown, never running it twice', async () => {
     const out = await tempDir('ws-write');
     const models = captureModels([
-      { tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'out.txt', content: 'x' } }] },
+      { tool_calls: [{ id: 'w1', name: 'apply_patch', arguments: { patch: CREATE_OUT } }] },
       { content: 'I may have written out.txt.' },
     ]);
     const rt = await rts.open({ models });
@@ -110,7 +119,7 @@ describe('recovery in process', () => {
     const log = await readLog(sup, actor.rootId, actor.actorId);
     // dropped after the commit of tool/start, before the tool ran; and it never ran afterwards
     await expect(stat(join(out, 'out.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
-    expect(only(log, 'tool/start').data).toMatchObject({ name: 'write_file', effects: 'possible', rerun: false });
+    expect(only(log, 'tool/start').data).toMatchObject({ name: 'apply_patch', effects: 'possible', rerun: false });
     const unknown = only(log, 'tool/outcome_unknown');
     expect(unknown.call).toBe(only(log, 'tool/call').call);
     expect(unknown.data.reason).toContain('may or may not have taken effect');
@@ -120,17 +129,17 @@ describe('recovery in process', () => {
     ]);
     // the model is told
     const next = models.requests().at(-1)!;
-    expect(next.request.messages.at(-1)).toMatchObject({ role: 'tool', callId: 'w1', name: 'write_file' });
-    expect(next.body).toContain('Outcome unknown: the process stopped after write_file started');
+    expect(next.request.messages.at(-1)).toMatchObject({ role: 'tool', callId: 'w1', name: 'apply_patch' });
+    expect(next.body).toContain('Outcome unknown: the process stopped after apply_patch started');
     expectClean(log);
     await rm(out, { recursive: true, force: true });
   });
 
-  it('does not run a write_file again that ran before the drop', async () => {
+  it('does not run an apply_patch again that ran before the drop', async () => {
     const out = await tempDir('ws-write');
     const rt = await rts.open({
       script: [
-        { tool_calls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'x' } }] },
+        { tool_calls: [{ name: 'apply_patch', arguments: { patch: CREATE_OUT } }] },
         { content: 'wrote it, maybe' },
       ],
     });
@@ -227,16 +236,20 @@ describe('stopping a host mid-turn', () => {
     // wait until the request is on its way
     for (let i = 0; i < 200 && models.requests().length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(models.requests()).toHaveLength(1);
-    await first.stop();
+    await first.stop('host test drained');
     await new Promise((r) => setTimeout(r, 100));
     const sup = rt.supervisor();
     const before = await readLog(sup, running.rootId, running.actorId);
-    // nothing was closed: the attempt is still open in the log
-    expect(before.at(-1)!.type).toBe('attempt/start');
+    // nothing was closed: the attempt is still open in the log, and the stop said it let go
+    expect(before.slice(-2).map((e) => e.type)).toEqual(['attempt/start', 'actor/released']);
+    expect(before.at(-1)!.data).toEqual({ reason: 'host test drained' });
     const { actor, ended } = await hydrateAndFinish(sup, running.actorId);
     expect(ended).toMatchObject({ outcome: 'completed', answer: 'slow answer' });
     const log = await readLog(sup, actor.rootId, actor.actorId);
     expect(ofType(log, 'attempt/end').map((e) => e.data.outcome)).toEqual(['interrupted', 'succeeded']);
+    // a clean stop is no kill
+    expect(ofType(log, 'actor/killed')).toEqual([]);
     expectClean(log);
+    expect(actor.projection).toEqual(replay(actor.actorId, log));
   });
 });

@@ -54,6 +54,36 @@ function rerun(effects: 'none' | 'possible', recovery: 'rerun' | 'idempotent'): 
 }
 
 /**
+ * A crash after a write_file (reconcile recovery) started, noted as a kill, and the verdict of
+ * its tool. Seqs 1-10 as `toolTurn` (write_file); 11 tool/start, 12 actor/killed, 13
+ * actor/rehydrated, 14 recovery/started, 15 tool/reconciled, then by verdict — applied: 16
+ * tool/result, 17 continuation; not_applied: 16 tool/start (rerun), 17 continuation, 18
+ * tool/result; unknown: 16 tool/outcome_unknown, 17 continuation. Then step 2 and turn/end.
+ */
+function reconciled(verdict: 'applied' | 'not_applied' | 'unknown'): ActorEvent[] {
+  const name = 'write_file';
+  const b = new LogBuilder();
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().endAttempt().acceptCall(name).call({ name, effects: 'possible', recovery: 'reconcile' });
+  const call = b.lastCall;
+  b.startTool(call, { name, effects: 'possible' }).crash({ killed: 'after:tool/start' }).reconciled(call, verdict);
+  if (verdict === 'applied') b.result(call).continuation(`call ${call} reconciled: applied`);
+  if (verdict === 'not_applied') b.startTool(call, { name, effects: 'possible', rerun: true }).continuation(`call ${call} run again`).result(call);
+  if (verdict === 'unknown') b.outcomeUnknown(call).continuation(`call ${call} outcome unknown`);
+  b.endStep('tool_calls', 1).startStep(2).answer('Done.').endStep('final');
+  return b.endTurn().events;
+}
+
+/** A host drained mid-attempt (`actor/released`), and the next incarnation carried on: no kill noted. */
+function drained(): ActorEvent[] {
+  const b = new LogBuilder();
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().released();
+  b.crash().endAttempt('interrupted').continuation(`attempt ${b.attempt} interrupted`);
+  b.startAttempt(2).endAttempt();
+  b.push('assistant/accepted', { content: 'Done.', toolCalls: [], finishReason: 'stop' }, { turn: b.turn, step: b.step, attempt: b.attempt });
+  return b.endStep('final').endTurn().events;
+}
+
+/**
  * `clean`, but the policy asked: seqs 10 policy/decided ask, 11 approval/requested, 12
  * approval/granted (a client), 13 policy/decided allow (the recheck), 14 tool/start, … 23 turn/end.
  */
@@ -120,6 +150,10 @@ describe('verifyLog on logs the runtime writes', () => {
     ['an invalid call answered without a start', invalidCall],
     ['a call approved by a person and allowed on the recheck', approved],
     ['a call approved by an answer from the inbox', approvedByMessage],
+    ['a reconciled call found applied: its result follows', () => reconciled('applied')],
+    ['a reconciled call found not applied: it runs again with its key', () => reconciled('not_applied')],
+    ['a reconciled call whose outcome its tool could not tell', () => reconciled('unknown')],
+    ['a drained host (actor/released) and the incarnation after it', drained],
   ])('finds nothing wrong in %s, complete or not', (_, log) => {
     expect(verifyLog(log())).toEqual([]);
     expect(verifyLog(log(), { complete: true })).toEqual([]);
@@ -255,6 +289,30 @@ const cases: Case[] = [
     log: () => mutate(approved(), (r) => { r[indexOf(r, 'approval/granted')]!.data.messageId = 'msg_9'; }),
   },
   { name: 'a message enters the history twice', code: 'inbox.included_twice', seq: 4, log: () => mutate(clean(), (r) => r.splice(3, 0, structuredClone(r[2]!))) },
+  {
+    name: 'a call is reconciled though its recovery is manual', code: 'call.reconcile_without_start', seq: 15,
+    log: () => mutate(reconciled('applied'), (r) => { r[indexOf(r, 'tool/call')]!.data.recovery = 'manual'; }),
+  },
+  {
+    name: 'a call is reconciled after its result', code: 'call.reconcile_without_start', seq: 17,
+    log: () => mutate(reconciled('applied'), (r) => r.splice(indexOf(r, 'tool/result') + 1, 0, structuredClone(r[indexOf(r, 'tool/reconciled')]!))),
+  },
+  {
+    name: 'a call is reconciled twice for one start', code: 'call.reconciled_twice', seq: 16,
+    log: () => mutate(reconciled('unknown'), (r) => r.splice(indexOf(r, 'tool/reconciled') + 1, 0, structuredClone(r[indexOf(r, 'tool/reconciled')]!))),
+  },
+  {
+    name: 'a reconciled call runs again though its tool found it applied', code: 'call.effect_twice', seq: 16,
+    log: () => mutate(reconciled('not_applied'), (r) => { r[indexOf(r, 'tool/reconciled')]!.data = { ...r[indexOf(r, 'tool/reconciled')]!.data, verdict: 'applied', output: 'x' }; }),
+  },
+  {
+    name: 'a result after reconcile found the call not applied, with no start since', code: 'call.result_without_start', seq: 17,
+    log: () => mutate(reconciled('not_applied'), (r) => r.splice(indexOf(r, 'tool/start', 2), 1)),
+  },
+  {
+    name: 'actor/killed names an incarnation newer than its writer', code: 'recovery.killed_inconsistent', seq: 12,
+    log: () => mutate(reconciled('applied'), (r) => { r[indexOf(r, 'actor/killed')]!.data.epoch = 5; }),
+  },
   {
     name: 'a recovery starts before the last one continued', code: 'recovery.unclosed', seq: 8,
     log: () => mutate(recovered(), (r) => r.splice(indexOf(r, 'recovery/continuation'), 1)),

@@ -68,8 +68,18 @@ function ofType<T extends ActorEvent['type']>(log: ActorEvent[], type: T): Array
   return log.filter((e): e is Extract<ActorEvent, { type: T }> => e.type === type);
 }
 
-/** What a fault case leaves behind for the write_file call (the 5th tool call, the only effectful one). */
-type WriteFate = 'completed' | 'unknown, never ran' | 'unknown, ran once';
+function only<T extends ActorEvent['type']>(log: ActorEvent[], type: T): Extract<ActorEvent, { type: T }> {
+  const found = ofType(log, type);
+  if (found.length !== 1) throw new Error(`expected one ${type}, found ${found.length}`);
+  return found[0]!;
+}
+
+/**
+ * What a fault case leaves behind for the write_file call (the 5th tool call, the only effectful
+ * one): it completed before the crash, or recovery reconciled it — the file untouched, so it ran
+ * again once; or the file written, so its result was recorded from the verdict.
+ */
+type WriteFate = 'completed' | 'reconciled: not applied, ran again' | 'reconciled: applied';
 
 interface FaultCase {
   fault: string;
@@ -87,9 +97,9 @@ const CASES: FaultCase[] = [
   // the world first commits what is staged), so this crash also leaves an attempt open.
   { fault: 'after:step/start', write: 'completed', rerun: null, interruptedAttempt: true },
   // The 5th tool start is write_file: the crash falls before it ran ...
-  { fault: 'after:tool/start@5', write: 'unknown, never ran', rerun: null, interruptedAttempt: false },
+  { fault: 'after:tool/start@5', write: 'reconciled: not applied, ran again', rerun: null, interruptedAttempt: false },
   // ... or after it ran and before its result was committed.
-  { fault: 'before:tool/result@5', write: 'unknown, ran once', rerun: null, interruptedAttempt: false },
+  { fault: 'before:tool/result@5', write: 'reconciled: applied', rerun: null, interruptedAttempt: false },
 ];
 
 // Concurrent: each case has its own workspace and data dir, and spends most of its time waiting
@@ -129,20 +139,33 @@ describe.concurrent('actorloop run --fault, then resume', () => {
 
     expect(ofType(log, 'recovery/started')).toHaveLength(1);
     expect(ofType(log, 'recovery/continuation')).toHaveLength(1);
+    // the resuming process notes the kill first, naming the point from the record the fault left
+    const killed = ofType(log, 'actor/killed');
+    expect(killed).toHaveLength(1);
+    expect(log[before.length]).toBe(killed[0]);
+    expect(killed[0]!.data).toEqual({ point: c.fault.replace(/@\d+$/, ''), detectedBy: 'fault record (kill)', epoch: before.at(-1)!.epoch, lastSeq: before.length });
+    expect(ofType(log, 'actor/released')).toEqual([]);
 
-    // 5. write_file started exactly once, whatever the crash; how it ended depends on where.
+    // 5. write_file ran once, whatever the crash: started once, or started again only after its
+    //    reconcile found the file untouched; it always ends with a result.
     const writeStarts = ofType(log, 'tool/start').filter((e) => e.data.name === 'write_file');
-    expect(writeStarts).toHaveLength(1);
+    const reconciled = ofType(log, 'tool/reconciled');
+    expect(reconciled.map((e) => e.data.verdict)).toEqual(
+      c.write === 'completed' ? [] : [c.write === 'reconciled: applied' ? 'applied' : 'not_applied'],
+    );
+    expect(writeStarts.map((e) => e.data.rerun)).toEqual(c.write === 'reconciled: not applied, ran again' ? [false, true] : [false]);
     const writeCall = writeStarts[0]!.call;
     expect(writeCall).toBeDefined();
+    expect(reconciled.every((e) => e.call === writeCall)).toBe(true);
     const writeEnds = log.filter((e) => e.call === writeCall && ['tool/result', 'tool/outcome_unknown', 'tool/cancelled'].includes(e.type));
-    expect(writeEnds.map((e) => e.type)).toEqual([c.write === 'completed' ? 'tool/result' : 'tool/outcome_unknown']);
-    expect(ofType(log, 'tool/outcome_unknown')).toHaveLength(c.write === 'completed' ? 0 : 1);
+    expect(writeEnds.map((e) => e.type)).toEqual(['tool/result']);
+    expect(ofType(log, 'tool/outcome_unknown')).toHaveLength(0);
     const slug = await readFile(join(ws, 'src', 'slug.js'), 'utf8');
-    expect(slug).toBe(c.write === 'unknown, never ran' ? buggySlug : fixedSlug);
+    expect(slug).toBe(fixedSlug);
 
-    // 6. A read-only call the crash left open runs again, marked so; nothing else reruns.
-    const reruns = ofType(log, 'tool/start').filter((e) => e.data.rerun);
+    // 6. A read-only call the crash left open runs again, marked so; nothing else reruns (but
+    //    a write_file its reconcile found not applied, checked above).
+    const reruns = ofType(log, 'tool/start').filter((e) => e.data.rerun && e.data.name !== 'write_file');
     if (c.rerun === null) {
       expect(reruns).toEqual([]);
     } else {
@@ -167,6 +190,40 @@ describe.concurrent('actorloop run --fault, then resume', () => {
       expect(starts[1]!.data.requestDigest).toBe(starts[0]!.data.requestDigest);
     }
   });
+});
+
+test('a kill while write_file is reconciled: the next resume asks again; one verdict, both kills noted', async ({ expect, onTestFinished }) => {
+  const { ws, cli, common } = await setup(onTestFinished);
+  const crashed = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, '--json', '--fault', 'after:tool/start@5', ...common]);
+  expect({ code: crashed.code, signal: crashed.signal }, show(crashed)).toEqual({ code: null, signal: 'SIGKILL' });
+  const agentId = lines(crashed.stderr)[0] ?? '';
+  const before = parseEvents(crashed.stdout);
+  // the first resume dies after the tool answered, before its verdict is committed
+  const dying = await cli.run(['resume', agentId, '--json', '--fault', 'during:reconcile', ...common]);
+  expect({ code: dying.code, signal: dying.signal }, show(dying)).toEqual({ code: null, signal: 'SIGKILL' });
+  expect(parseEvents(dying.stdout)).toEqual([]);
+  const resumed = await cli.run(['resume', agentId, '--json', ...common]);
+  expectExit(expect, resumed, 0);
+  const log = await readLog(expect, cli, common, agentId);
+  expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+  // the recovery that died wrote nothing: the log holds one recovery, one verdict
+  for (const type of ['actor/rehydrated', 'recovery/started', 'tool/reconciled', 'recovery/continuation'] as const) {
+    expect(ofType(log, type), type).toHaveLength(1);
+  }
+  expect(only(log, 'tool/reconciled').data.verdict).toBe('not_applied');
+  // both deaths, in order: the run's at its point, then the first resume's during its recovery
+  const killed = ofType(log, 'actor/killed');
+  expect(killed.map((e) => e.data.point)).toEqual(['after:tool/start', 'during:reconcile']);
+  expect(killed.map((e) => e.data.lastSeq)).toEqual([before.length, before.length]);
+  expect(killed[0]!.data.epoch).toBe(before.at(-1)!.epoch);
+  expect(killed[1]!.data.epoch).toBeGreaterThan(killed[0]!.data.epoch);
+  expect(ofType(log, 'tool/start').filter((e) => e.data.name === 'write_file').map((e) => e.data.rerun)).toEqual([false, true]);
+  expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toBe(fixedSlug);
+  const verified = await cli.run(['verify', agentId, ...common]);
+  expectExit(expect, verified, 0);
+  const timeline = await cli.run(['events', agentId, ...common]);
+  expect(timeline.stdout).toMatch(/actor\/killed\s+epoch \d+ died after seq \d+ · at during:reconcile · fault record \(kill\)/);
+  expect(timeline.stdout).toMatch(/tool\/reconciled\s+not applied/);
 });
 
 test('run --json with no fault: only NDJSON events, the last turn/end completed; runs --json lists the agent', async ({ expect, onTestFinished }) => {

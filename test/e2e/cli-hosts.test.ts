@@ -99,6 +99,11 @@ test('kill -9 the host running an agent mid-turn: the other host takes it over a
   const later = log.filter((e) => e.epoch > epoch1);
   expect(later.length, survivor.stderr()).toBeGreaterThan(0);
   expect(later.map((e) => e.type)).toContain('recovery/continuation');
+  // the survivor notes the kill first; no fault named a point, and its data dir has no record anyway
+  expect(later[0]).toMatchObject({
+    type: 'actor/killed',
+    data: { point: null, detectedBy: 'recovery found open work and no actor/released', epoch: epoch1, lastSeq: later[0]!.seq - 1 },
+  });
   // epochs never go back: everything after the takeover carries the new epoch
   const firstLater = log.findIndex((e) => e.epoch > epoch1);
   expect(log.slice(firstLater).every((e) => e.epoch > epoch1)).toBe(true);
@@ -155,6 +160,41 @@ test('a zombie host (SIGSTOP past its lease) is fenced: the other host takes ove
   for (const h of [survivor, zombie]) h.child.kill('SIGTERM');
   expect(await survivor.exited).toBe(0);
   expect(await zombie.exited).toBe(0);
+}, 90_000);
+
+test('SIGTERM drains a host mid-turn: it commits actor/released, and the agent resumed after it notes no kill', async ({ onTestFinished }) => {
+  const ws = await demoWorkspace();
+  const [dataA, dataCli] = [await tempDir('host-a'), await tempDir('cli')];
+  dirs.push(ws, dataA, dataCli);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataCli));
+  const common = ['--nats', nats.url, '--data-dir', dataCli];
+  const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<Record<string, unknown>> };
+  const script = join(ws, '..', `slow-${newId('message')}.json`);
+  // slow enough that the turn is still open when the drain lands, even on a loaded machine
+  await writeFile(script, JSON.stringify({ responses: demo.responses.map((r) => ({ ...r, delay_ms: 1_500 })) }));
+  dirs.push(script);
+  const a = startHost('drain-a', dataA);
+  await until('the host up', async () => a.stderr().includes('hosting agents'));
+  const agentId = await submit(dataCli, ws, script);
+  const events = async () => parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+  await until('the turn under way', async () => ((await events()).filter((e) => e.type === 'step/start').length >= 2 ? true : null));
+
+  a.child.kill('SIGTERM');
+  expect(await a.exited, a.stderr()).toBe(0);
+  const drained = await events();
+  expect(drained.some((e) => e.type === 'turn/end')).toBe(false);
+  expect(drained.at(-1)).toMatchObject({ type: 'actor/released', data: { reason: 'host drain-a drained' } });
+
+  // the lease was released: resume takes the agent at once and finishes the turn
+  const resumed = await cli.run(['resume', agentId, '--json', ...common]);
+  expect(resumed.code, show(resumed)).toBe(0);
+  const log = await events();
+  expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+  expect(log.filter((e) => e.type === 'actor/killed')).toEqual([]);
+  expect(log.filter((e) => e.type === 'actor/released')).toHaveLength(1);
+  expect(log.filter((e) => e.type === 'recovery/started')).toHaveLength(1);
+  const verify = await cli.run(['verify', agentId, ...common]);
+  expect(verify.code, show(verify)).toBe(0);
 }, 90_000);
 
 /** Submits work the way a client does: a directory entry and a message in the agent's inbox. */

@@ -1,7 +1,9 @@
 import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
 import { createFaultInjector, type FaultInjector } from '../../src/actors/faults.js';
+import { createFileFaultRecords, type FaultRecords } from '../../src/actors/fault-records.js';
 import { Supervisor, type SupervisorOptions } from '../../src/actors/supervisor.js';
 import { openBus, type Bus } from '../../src/bus/connection.js';
 import type { ModelAdapter } from '../../src/model/model-port.js';
@@ -25,6 +27,8 @@ export interface TestRuntime {
   snapshots: SnapshotStore;
   tools: ToolRegistry;
   dataDir: string;
+  /** Where this runtime's faults leave records and its supervisors read them (`<dataDir>/faults`). */
+  faultRecords: FaultRecords;
   /** Every commit seen, per actor, in order. */
   commits: Map<string, ActorEvent[][]>;
   /** A supervisor whose models come from `models` (by actor ID) or `script`. */
@@ -57,6 +61,7 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
   const modelFor =
     opts.modelFor ??
     (async (_s: TurnSettings, cursor: number) => createScriptedModel({ responses: opts.script ?? [], cursor }));
+  const faultRecords = createFileFaultRecords(join(dataDir, 'faults'));
   return {
     bus,
     lmdb,
@@ -64,6 +69,7 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
     snapshots,
     tools,
     dataDir,
+    faultRecords,
     commits,
     supervisor(o = {}) {
       const s = new Supervisor({
@@ -73,6 +79,7 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
         tools,
         logger,
         faults: o.faults ?? createFaultInjector([]),
+        faultRecords,
         snapshotEvery: o.snapshotEvery ?? 64,
         modelFor,
         onCommit: (id, events) => {

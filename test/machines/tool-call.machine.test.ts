@@ -67,7 +67,9 @@ describe('tool-call machine', () => {
     it('asks the policy about a valid call within budget', () => {
       const [s, actions] = initialTransition(toolCallMachine, INPUT);
       expect(s.value).toBe('deciding');
-      expect(s.context).toEqual({ ...INPUT, starts: 0, approvalId: null, approvalExpiresAt: null, denyReason: null });
+      expect(s.context).toEqual({
+        ...INPUT, starts: 0, approvalId: null, approvalExpiresAt: null, denyReason: null, reconcileReason: null, reconciledOutput: null,
+      });
       expect(effects(actions)).toEqual([{ type: 'decidePolicy', params: { callId: 'call-1', recheck: false } }]);
     });
   });
@@ -263,8 +265,8 @@ describe('tool-call machine', () => {
       expect(fx).toEqual([]);
     });
 
-    it.each<CallRecovery>(['manual', 'reconcile'])('marks the outcome unknown on recover when recovery is %s', (recovery) => {
-      const [s, fx] = step(started(recovery), { type: 'recover' });
+    it('marks the outcome unknown on recover when recovery is manual', () => {
+      const [s, fx] = step(started('manual'), { type: 'recover' });
       expect(s.value).toBe('started');
       expect(fx).toHaveLength(1);
       expect(fx[0]!.type).toBe('markOutcomeUnknown');
@@ -275,6 +277,74 @@ describe('tool-call machine', () => {
     it('ends outcome_unknown once marked', () => {
       const s = fold(started('manual'), { type: 'recover' }, unknown());
       expect(s.value).toBe('outcome_unknown');
+    });
+  });
+
+  describe('reconciling', () => {
+    const reconciled = (verdict: EventData<'tool/reconciled'>['verdict'], over: Partial<EventData<'tool/reconciled'>> = {}) =>
+      ev('tool/reconciled', { verdict, reason: verdict === 'unknown' ? 'the file changed' : null, output: verdict === 'applied' ? 'wrote 3 bytes' : null, durationMs: 2, ...over }, scope);
+    const reconciling = (input: Partial<ToolCallInput> = {}) =>
+      fold(start({ recovery: 'reconcile', ...input }), decided('allow'), toolStart(), { type: 'recover' });
+
+    it('asks the tool on recover, and again on a recover before its verdict is in the log', () => {
+      const [s, fx] = step(started('reconcile'), { type: 'recover' });
+      expect(s.value).toBe('reconciling');
+      expect(fx).toEqual([{ type: 'reconcileCall', params: { callId: 'call-1' } }]);
+      const [again, fx2] = step(s, { type: 'recover' });
+      expect(again.value).toBe('reconciling');
+      expect(fx2).toEqual([{ type: 'reconcileCall', params: { callId: 'call-1' } }]);
+    });
+
+    it('applied: records the result with the output reconcile gave, then ends', () => {
+      const [s, fx] = step(reconciling(), reconciled('applied'));
+      expect(s.value).toBe('settling');
+      expect(fx).toEqual([{ type: 'settleReconciled', params: { callId: 'call-1', output: 'wrote 3 bytes' } }]);
+      expect(step(s, { type: 'recover' })[1]).toEqual(fx);
+      expect(fold(s, result()).value).toBe('result');
+    });
+
+    it('not applied: starts it again as a rerun, counted as a second start', () => {
+      const [s, fx] = step(reconciling(), reconciled('not_applied'));
+      expect(s.value).toBe('restarting');
+      expect(fx).toEqual([{ type: 'startTool', params: { callId: 'call-1', rerun: true } }]);
+      expect(step(s, { type: 'recover' })[1]).toEqual(fx);
+      const again = fold(s, toolStart(true));
+      expect(again.value).toBe('started');
+      expect(again.context.starts).toBe(2);
+      // a crash in the rerun asks the tool again
+      expect(step(again, { type: 'recover' })[1]).toEqual([{ type: 'reconcileCall', params: { callId: 'call-1' } }]);
+    });
+
+    it('not applied, then an abort before it started again: cancelled (nothing ran)', () => {
+      const s = fold(reconciling(), reconciled('not_applied'));
+      const [c, fx] = step(s, { type: 'abort', reason: 'deadline' });
+      expect(c.value).toBe('cancelling_abort');
+      expect(fx).toEqual([{ type: 'cancelCall', params: { callId: 'call-1', reason: 'aborted' } }]);
+    });
+
+    it('unknown with a person to confirm: asks, naming what reconcile said, then ends outcome_unknown with it', () => {
+      const [s, fx] = step(reconciling({ confirmUnknown: true }), reconciled('unknown'));
+      expect(s.value).toEqual({ confirming: 'requesting' });
+      expect(fx).toEqual([{ type: 'requestApproval', params: { callId: 'call-1', confirmUnknown: true, reason: 'the file changed' } }]);
+      const [, done] = step(fold(s, requested()), granted());
+      expect(done).toEqual([{
+        type: 'markOutcomeUnknown',
+        params: { callId: 'call-1', reason: expect.stringMatching(/may or may not have taken effect; reconcile could not tell: the file changed; a person checked/) },
+      }]);
+    });
+
+    it('unknown with nobody to ask: ends outcome_unknown with the reason, re-emitted on recover', () => {
+      const [s, fx] = step(reconciling(), reconciled('unknown', { reason: 'boom' }));
+      expect(s.value).toBe('closing_unknown');
+      expect(fx).toEqual([{ type: 'markOutcomeUnknown', params: { callId: 'call-1', reason: expect.stringMatching(/reconcile could not tell: boom$/) } }]);
+      expect(step(s, { type: 'recover' })[1]).toEqual(fx);
+      expect(fold(s, unknown()).value).toBe('outcome_unknown');
+    });
+
+    it('an abort while the tool is asked ends outcome_unknown: it may have run', () => {
+      const [s, fx] = step(reconciling(), { type: 'abort', reason: 'interrupted' });
+      expect(s.value).toBe('closing_unknown');
+      expect(fx).toEqual([{ type: 'markOutcomeUnknown', params: { callId: 'call-1', reason: expect.stringMatching(/may or may not have taken effect$/) } }]);
     });
   });
 

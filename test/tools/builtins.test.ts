@@ -53,8 +53,9 @@ describe('builtinTools', () => {
     expect(readFileTool.executionSemantics({ path: 'a' }, { workspace: ws })).toEqual({ effects: 'none', retry: 'auto' });
     expect(writeFileTool.executionSemantics({ path: 'a', content: '' }, { workspace: ws })).toEqual({
       effects: 'possible',
-      recovery: { kind: 'manual', on: 'ask' },
+      recovery: { kind: 'reconcile' },
     });
+    expect(typeof writeFileTool.reconcile).toBe('function');
     expect(readFileTool.resources({ path: 'src/../src/a.ts' }, { workspace: ws })).toEqual([{ key: `path:${ws}/src/a.ts`, mode: 'read' }]);
     expect(writeFileTool.resources({ path: 'x.txt', content: '' }, { workspace: ws })).toEqual([{ key: `path:${ws}/x.txt`, mode: 'write' }]);
   });

@@ -30,6 +30,44 @@ describe('createToolRegistry', () => {
   it('refuses duplicate names', () => {
     expect(() => createToolRegistry([...builtinTools(), builtinTools()[0]!])).toThrow(/duplicate tool name "read_file"/);
   });
+
+  describe('reconcile semantics without a reconcile function', () => {
+    const base: ToolDefinition<{ mode: string }> = {
+      name: 'sync_remote',
+      version: '1',
+      description: 'Push to a remote',
+      input: z.strictObject({ mode: z.string() }),
+      level: 'network',
+      executionSemantics: () => ({ effects: 'possible', recovery: { kind: 'reconcile' } }),
+      resources: () => [],
+      execute: async () => ({ ok: true, output: 'pushed' }),
+    };
+
+    it('is a registration error that names the tool and what to do', () => {
+      let err: unknown;
+      try {
+        createToolRegistry([...builtinTools(), base]);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toMatchObject({ name: 'ConfigError', code: 'tool.reconcile_missing', message: 'tool "sync_remote" declares reconcile recovery but has no reconcile function' });
+      expect((err as { userMessage(): string }).userMessage()).toMatch(/give it reconcile\(input, ctx\)/);
+      // with one, it registers
+      expect(() => createToolRegistry([{ ...base, reconcile: async () => ({ status: 'not_applied' }) }])).not.toThrow();
+    });
+
+    it('semantics that read the input are checked when a call resolves to reconcile', () => {
+      const byInput: ToolDefinition<{ mode: string }> = {
+        ...base,
+        executionSemantics: (input) => (input.mode === 'dry'
+          ? { effects: 'none', retry: 'auto' }
+          : { effects: 'possible', recovery: { kind: 'reconcile' } }),
+      };
+      const r = createToolRegistry([byInput]);
+      expect(r.resolveCall('sync_remote', '{"mode":"dry"}', null)).toMatchObject({ status: 'valid' });
+      expect(() => r.resolveCall('sync_remote', '{"mode":"push"}', null)).toThrow(/declares reconcile recovery but has no reconcile function/);
+    });
+  });
 });
 
 describe('resolveCall', () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResourceKey } from '../tool.js';
@@ -70,4 +71,74 @@ export function lineMatcher(pattern: string): (line: string) => number {
   } catch {
     return (line) => line.indexOf(pattern);
   }
+}
+
+/** A directory entry's identity: where it is, its inode, and when it (or its entries) last changed. */
+export interface PathStamp {
+  path: string;
+  dev: string;
+  ino: string;
+  mtimeNs: string;
+  ctimeNs: string;
+}
+
+/**
+ * Which file a path names right now, as JSON (for `tool/start`'s preimage). An existing file:
+ * its inode, size and times; `replaceFileAtomic` renames a new inode over the old one, so the
+ * same identity later means it was never replaced. An absent one: the stamp of its nearest
+ * existing directory (up to `root`), whose times change when an entry is added to or removed
+ * from it, so the same stamp later means nothing was created there (and then deleted) either.
+ * Synchronous: a few stats, taken in the tick a start is staged. Errors other than "no such
+ * file" throw.
+ */
+export function fileIdentity(file: string, root: string): FileIdentity {
+  const st = statOrNull(file);
+  if (st) return { exists: true, path: file, dev: String(st.dev), ino: String(st.ino), size: String(st.size), mtimeNs: String(st.mtimeNs), ctimeNs: String(st.ctimeNs) };
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    const d = statOrNull(dir);
+    if (d) return { exists: false, dir: { path: dir, dev: String(d.dev), ino: String(d.ino), mtimeNs: String(d.mtimeNs), ctimeNs: String(d.ctimeNs) } };
+    if (dir === root || path.dirname(dir) === dir) return { exists: false, dir: null };
+  }
+}
+
+function statOrNull(p: string) {
+  try {
+    return statSync(p, { bigint: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw err;
+  }
+}
+
+/** A file's identity as `fileIdentity` records it. */
+export type FileIdentity =
+  | ({ exists: true; size: string } & PathStamp)
+  | { exists: false; dir: PathStamp | null };
+
+const STAMP_KEYS = ['path', 'dev', 'ino', 'mtimeNs', 'ctimeNs'] as const;
+
+function isStamp(v: unknown): v is PathStamp {
+  return v !== null && typeof v === 'object' && STAMP_KEYS.every((k) => typeof (v as Record<string, unknown>)[k] === 'string');
+}
+
+/** True when `recorded` is a file identity (a preimage some other tool version wrote may not be). */
+export function isFileIdentity(recorded: unknown): recorded is FileIdentity {
+  if (recorded === null || typeof recorded !== 'object') return false;
+  const r = recorded as Record<string, unknown>;
+  if (r.exists === false) return r.dir === null || isStamp(r.dir);
+  return r.exists === true && typeof r.size === 'string' && isStamp(r);
+}
+
+const sameStamp = (a: PathStamp, b: PathStamp): boolean => STAMP_KEYS.every((k) => a[k] === b[k]);
+
+/**
+ * True when two identities prove nothing happened between them: the same unchanged file, or no
+ * file and the same unchanged directory where it would be. An absent file with no directory
+ * stamp proves nothing.
+ */
+export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  if (a.exists && b.exists) return a.size === b.size && sameStamp(a, b);
+  if (!a.exists && !b.exists) return a.dir !== null && b.dir !== null && sameStamp(a.dir, b.dir);
+  return false;
 }
