@@ -75,6 +75,14 @@ export class LeaseKeeper {
     }
   }
 
+  /** Releases one agent's lease (a host is to take it); a lease not held here is no error. */
+  async release(actorId: string): Promise<void> {
+    const lease = this.held.get(actorId);
+    if (!lease) return;
+    this.held.delete(actorId);
+    await this.leases.release(lease);
+  }
+
   /** Releases every lease (the command is done with its agents). */
   async releaseAll(): Promise<void> {
     if (this.timer) clearInterval(this.timer);

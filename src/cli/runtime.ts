@@ -11,6 +11,7 @@ import { findBubblewrap } from '../tools/sandbox.js';
 import { Kvm } from '@nats-io/kv';
 import { BUCKETS } from '../bus/subjects.js';
 import { createKvLeaseStore, DEFAULT_LEASE_TTL_MS, ensureLeaseBucket, type Lease, type LeaseStore } from '../bus/leases.js';
+import { createKvHostPresence, ensureHostsBucket, type HostPresence } from '../bus/hosts.js';
 import { LeaseKeeper, localHolder } from '../actors/lease-keeper.js';
 import { ConfigError, NotFoundError } from '../protocol/errors.js';
 import { createModelAdapter } from '../model/factory.js';
@@ -39,6 +40,8 @@ export interface Runtime {
   faults: FaultInjector;
   /** Leases of the `leases` bucket: which process hosts which agent. */
   leases: LeaseStore;
+  /** The `hosts` bucket: which `actorloop host` processes run and take work. */
+  hosts: HostPresence;
   /**
    * Takes the lease of an agent this command hosts in-process and keeps it until `close`; a
    * ConfigError naming the holder when a host process (or another command) runs the agent.
@@ -46,6 +49,8 @@ export interface Runtime {
   pin(actorId: string): Promise<Lease>;
   /** `pin` for an agent this command is about to create (not in the directory yet). */
   pinNew(actorId: string): Promise<Lease>;
+  /** Releases a lease `pin` took, so a host may take the agent at once. */
+  unpin(actorId: string): Promise<void>;
   /** A supervisor hosting agents in this process. */
   supervisor(extra?: Partial<SupervisorOptions>): Supervisor;
   close(): Promise<void>;
@@ -83,13 +88,14 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
   const reader = createLogReader({ js: bus.js, jsm: bus.jsm });
   const supervisors: Supervisor[] = [];
   let leases: LeaseStore;
+  let hosts: HostPresence;
   try {
-    // Only a host sets the bucket's TTL; every other command reads it (the bus created the bucket).
-    const kv = opts.leaseTtlMs
-      ? await ensureLeaseBucket(new Kvm(bus.js), opts.leaseTtlMs, logger)
-      : await new Kvm(bus.js).open(BUCKETS.leases);
+    // Only a host sets the buckets' TTL; every other command reads it (the bus created the buckets).
+    const kvm = new Kvm(bus.js);
+    const kv = opts.leaseTtlMs ? await ensureLeaseBucket(kvm, opts.leaseTtlMs, logger) : await kvm.open(BUCKETS.leases);
     const ttlMs = opts.leaseTtlMs ?? ((await kv.status()).ttl || DEFAULT_LEASE_TTL_MS);
     leases = createKvLeaseStore(kv, { ttlMs, logger });
+    hosts = createKvHostPresence(opts.leaseTtlMs ? await ensureHostsBucket(kvm, opts.leaseTtlMs, logger) : await kvm.open(BUCKETS.hosts), logger);
   } catch (err) {
     await bus.close();
     await lmdb.close();
@@ -111,6 +117,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     tooling,
     faults,
     leases,
+    hosts,
     async pin(actorId) {
       if (!(await bus.directory.get(actorId))) {
         throw new NotFoundError('actor.not_found', `no agent ${actorId} in this data dir`, {
@@ -128,6 +135,9 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
       const lease = await keeper.take(actorId);
       if (!lease) throw new ConfigError('cli.hosted_elsewhere', `${actorId} is already leased`, { hint: 'this is a bug: a new agent ID was taken' });
       return lease;
+    },
+    unpin(actorId) {
+      return keeper.release(actorId);
     },
     supervisor(extra = {}) {
       const s = new Supervisor({
