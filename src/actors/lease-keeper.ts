@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Lease, LeaseStore } from '../bus/leases.js';
 import { hostname } from 'node:os';
+import { localProcessGone } from '../bus/hosts.js';
 import { BusError } from '../protocol/errors.js';
 
 /** The holder name of a command or host started without `--name`: `<hostname>:<pid>`. */
@@ -9,17 +10,9 @@ export function localHolder(pid: number = process.pid): string {
 }
 
 /** True when `holder` names a process of this machine that is gone (signal 0 finds no such process). */
-function deadLocalHolder(holder: string): boolean {
+export function deadLocalHolder(holder: string): boolean {
   const m = /^(.*):(\d+)$/.exec(holder);
-  if (!m || m[1] !== hostname()) return false;
-  const pid = Number(m[2]);
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return m !== null && localProcessGone(m[1]!, Number(m[2]));
 }
 
 /**

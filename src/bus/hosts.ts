@@ -42,6 +42,8 @@ export interface HostPresence {
   withdraw(name: string): Promise<void>;
   /** Hosts whose record is live at `nowMs`; a process of this machine that is gone is not. */
   live(nowMs: number): Promise<HostRecord[]>;
+  /** A host's record while the bucket keeps it, live or not: was `name` a host at all? */
+  known(name: string): Promise<HostRecord | null>;
 }
 
 /** Creates (or opens) the `hosts` bucket with max age = `ttlMs` (the lease TTL). */
@@ -99,6 +101,14 @@ export function createKvHostPresence(kv: KV, logger: Logger = pino({ level: 'sil
         await kv.delete(hostKey(name));
       } catch (err) {
         throw failed(`cannot withdraw host ${name}`, err);
+      }
+    },
+    async known(name) {
+      try {
+        const e = await kv.get(hostKey(name));
+        return e ? decode(e) : null;
+      } catch (err) {
+        throw failed(`cannot read host ${name}`, err);
       }
     },
     async live(nowMs) {

@@ -128,7 +128,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
       if (lease) return lease;
       const other = await keeper.holderOf(actorId);
       throw new ConfigError('cli.hosted_elsewhere', `${actorId} is being run by ${other?.host ?? 'another process'}`, {
-        hint: `follow it with: actorloop events ${actorId} --follow (its lease lapses ${Math.round(leases.ttlMs / 1000)} s after its holder stops)`,
+        hint: `follow it with: actorloop events ${actorId} --follow, or \`actorloop resume ${actorId}\` without --in-process when a host runs it (its lease lapses ${Math.round(leases.ttlMs / 1000)} s after its holder stops)`,
       });
     },
     async pinNew(actorId) {
