@@ -14,7 +14,7 @@ import type { Runtime } from './runtime.js';
 
 /** Who runs an agent now, as far as a command can tell from its lease and the `hosts` bucket. */
 export type Placement =
-  /** A host holds its lease (alive, or dead with a lease not yet lapsed: another host follows it). */
+  /** A host holds its lease (alive, or dead with its lease not lapsed yet: another host takes it over then). */
   | { kind: 'host'; host: string; hosts: HostRecord[] }
   /** Another live process holds it, a command hosting it in-process. */
   | { kind: 'other'; holder: string; hosts: HostRecord[] }
@@ -41,7 +41,7 @@ export async function entryOf(rt: Runtime, agentId: string): Promise<DirectoryEn
   return entry;
 }
 
-/** An agent's state folded from its whole log, and the seq it was folded to. */
+/** An agent's state folded from its whole log (its `seq` is where the log ended). */
 export async function foldLog(rt: Runtime, entry: DirectoryEntry): Promise<Projection> {
   const p = emptyProjection(entry.actorId);
   for await (const { event } of rt.reader.read(entry.rootId, entry.actorId, { afterSeq: 0 })) foldEvent(p, event);
