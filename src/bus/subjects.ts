@@ -19,6 +19,14 @@ export function inboxSubject(actorId: string): string {
   return `inbox.${actorId}`;
 }
 
+/**
+ * Core NATS subject (not persisted) on which a command asks the live hosts to claim an actor it
+ * handed over with no new mail: each host tries its lease, exactly one wins.
+ */
+export function claimSubject(actorId: string): string {
+  return `claim.${actorId}`;
+}
+
 /** Name of the durable pull consumer that reads an actor's inbox. */
 export function inboxConsumerName(actorId: string): string {
   return `inbox_${actorId}`;

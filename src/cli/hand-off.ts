@@ -2,6 +2,7 @@ import { deadLocalHolder } from '../actors/lease-keeper.js';
 import type { DirectoryEntry } from '../bus/directory.js';
 import type { HostRecord } from '../bus/hosts.js';
 import { ensureInboxConsumer, openInbox, publishInbox } from '../bus/inbox.js';
+import { claimSubject } from '../bus/subjects.js';
 import { NotFoundError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import { emptyProjection, foldEvent, type Projection } from '../store/projection.js';
@@ -67,8 +68,9 @@ export async function submitToHosts(rt: Runtime, entry: Omit<DirectoryEntry, 'cr
 
 /**
  * Lets a live host take an agent nobody live holds: a lease left by a process of this machine that
- * is gone is released at once (taken from it by CAS, then deleted), and an agent with work is
- * marked `running` in the directory, which a host's next pass claims (every lease TTL / 3).
+ * is gone is released at once (taken from it by CAS, then deleted), the agent is marked `running`
+ * in the directory (a host's periodic pass claims such an agent), and the live hosts are asked to
+ * claim it now (`claim.<agentId>`, core NATS: a request lost on the way waits for that pass).
  */
 export async function releaseToHosts(rt: Runtime, entry: DirectoryEntry): Promise<void> {
   const lease = await rt.leases.get(entry.actorId, Date.now());
@@ -79,4 +81,6 @@ export async function releaseToHosts(rt: Runtime, entry: DirectoryEntry): Promis
   if (entry.status !== 'running' && entry.status !== 'waiting') {
     await rt.bus.directory.put({ ...entry, status: 'running', updatedAt: new Date().toISOString() });
   }
+  rt.bus.nc.publish(claimSubject(entry.actorId));
+  await rt.bus.nc.flush();
 }

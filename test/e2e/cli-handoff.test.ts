@@ -3,10 +3,9 @@
 // keeps the old behaviour. One real `actorloop host` on a real nats-server serves the file; every
 // CLI is a real process with a data dir of its own (the host keeps its LMDB elsewhere).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
-import { newId } from '../../src/protocol/ids.js';
 import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
@@ -26,7 +25,7 @@ beforeAll(async () => {
   buggySlug = await readFile(join(REPO_ROOT, 'examples', 'demo', 'workspace', 'src', 'slug.js'), 'utf8');
   const dataDir = await tempDir('host');
   dirs.push(dataDir);
-  host = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', HOST, '--lease-ttl', '2000', '--nats', nats.url, '--data-dir', dataDir], {
+  host = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', HOST, '--lease-ttl', '10000', '--nats', nats.url, '--data-dir', dataDir], {
     cwd: REPO_ROOT,
     env: cliEnv(dataDir),
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -62,14 +61,24 @@ function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
 }
 
-/** The demo's script with every response slowed, so a process can be killed mid-turn. */
-async function slowScript(delayMs: number): Promise<string> {
-  const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<Record<string, unknown>> };
-  const dir = await tempDir('script');
-  dirs.push(dir);
-  const file = join(dir, `slow-${newId('message')}.json`);
-  await writeFile(file, JSON.stringify({ responses: demo.responses.map((r) => ({ ...r, delay_ms: delayMs })) }));
-  return file;
+/** Runs `cmd` on a pseudo-terminal (`script`), as a person's shell would, answering "y" to the first approval prompt. */
+async function onTerminal(cmd: string, dataDir: string, onTestFinished: (fn: () => Promise<void>) => void): Promise<{ text: string; code: number | null }> {
+  const child = spawn('script', ['-qfec', cmd, '/dev/null'], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(child);
+  onTestFinished(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let text = '';
+  let answered = false;
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    text += chunk;
+    if (!answered && text.includes('allow? [y]es once')) {
+      answered = true;
+      child.stdin.write('y\r');
+    }
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { text, code };
 }
 
 describe('with a host running', () => {
@@ -129,31 +138,28 @@ describe('with a host running', () => {
     expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
   });
 
-  test('resume follows an agent the host is running; with nothing open it says so', async ({ expect, onTestFinished }) => {
+  test('resume follows an agent the host runs: exit 4 while it waits, on a terminal it asks and follows to the end', async ({ expect, onTestFinished }) => {
     const { ws, dataDir, cli, common } = await setup(onTestFinished);
-    const script = await slowScript(300);
-    // a run that hands the agent over, killed while it follows: the turn goes on on the host
-    const follower = spawn(process.execPath, ['bin/actorloop.js', 'run', TASK, '--model', `scripted:${script}`, '--approve', 'auto-edit', '--cwd', ws, '--json', ...common], {
-      cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(follower);
-    let out = '';
-    let err = '';
-    follower.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
-    follower.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
-    await until('the turn under way on the host', async () => out.split('\n').filter((l) => l.includes('"step/start"')).length >= 2);
-    follower.kill('SIGKILL');
-    const agentId = lines(err.slice(0, err.indexOf('\n') + 1))[0]!;
-    expect(agentId).toMatch(AGENT_ID);
+    // the host keeps the agent waiting for the write's approval: nothing races the commands below
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
+    expectExit(expect, run, 4);
+    const agentId = lines(run.stderr)[0]!;
+    const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
 
-    const resumed = await cli.run(['resume', agentId, '--json', ...common]);
-    expectExit(expect, resumed, 0);
-    expect(resumed.stderr).toContain(`${agentId} is run by ${HOST}; following its events`);
-    const events = parseEvents(resumed.stdout);
-    // the events after the log's end when it started following, then the turn's end
-    expect(events[0]!.seq).toBeGreaterThan(2);
-    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
-    expect(events.map((e) => e.type)).not.toContain('recovery/started');
+    const waiting = await cli.run(['resume', agentId, '--json', ...common]);
+    expectExit(expect, waiting, 4);
+    expect(waiting.stderr).toContain(`${agentId} is run by ${HOST}; following its events`);
+    expect(waiting.stderr).toContain(`approve: actorloop approve ${agentId} ${approvalId}`);
+    // it printed nothing of the log it had already seen
+    expect(waiting.stdout).toBe('');
+
+    const cmd = ['node', 'bin/actorloop.js', 'resume', agentId, ...common].join(' ');
+    const screen = await onTerminal(cmd, dataDir, onTestFinished);
+    expect(screen.text).toContain(`${agentId} is run by ${HOST}; following its events`);
+    expect(screen.text).toContain(`write_file (version 1) asks for approval ${approvalId}`);
+    expect(screen.text).toMatch(/completed · [\d,]+ tokens/);
+    expect(screen.code, screen.text).toBe(0);
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
 
     const again = await cli.run(['resume', agentId, ...common]);
     expectExit(expect, again, 0);
@@ -162,6 +168,9 @@ describe('with a host running', () => {
     const here = await cli.run(['resume', agentId, '--in-process', ...common]);
     expectExit(expect, here, 2);
     expect(here.stderr).toMatch(new RegExp(`^actorloop: ${agentId} is being run by ${HOST}\\. follow it with`));
+    // the host ran all of it: one incarnation, never one of the commands
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(new Set(log.map((e) => e.epoch)).size).toBe(1);
   });
 
   test('resume of an agent whose in-process run died mid-turn hands it to the host, which recovers and finishes it', async ({ expect, onTestFinished }) => {
@@ -185,22 +194,11 @@ describe('with a host running', () => {
   test('on a terminal, a handed-over run asks inline, answers through the inbox, and the host goes on after "y"', async ({ expect, onTestFinished }) => {
     const { ws, dataDir, common } = await setup(onTestFinished);
     const cmd = ['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common].join(' ');
-    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
-    children.add(child);
-    let screen = '';
-    let answered = false;
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      screen += chunk;
-      if (!answered && screen.includes('allow? [y]es once')) {
-        answered = true;
-        child.stdin.write('y\r');
-      }
-    });
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    expect(screen).toContain(`to host ${HOST}; following its events`);
-    expect(screen).toContain('write_file (version 1) asks for approval apr_');
-    expect(screen).toMatch(/completed · [\d,]+ tokens/);
-    expect(code, screen).toBe(0);
+    const screen = await onTerminal(cmd, dataDir, onTestFinished);
+    expect(screen.text).toContain(`to host ${HOST}; following its events`);
+    expect(screen.text).toContain('write_file (version 1) asks for approval apr_');
+    expect(screen.text).toMatch(/completed · [\d,]+ tokens/);
+    expect(screen.code, screen.text).toBe(0);
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
   });
 });
