@@ -5,7 +5,7 @@ import { pino, type Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
 import { DEFAULT_LEASE_TTL_MS } from './leases.js';
 import { BUCKETS } from './subjects.js';
-import { ensureTtlBucket } from './ttl-bucket.js';
+import { bucketKeys, ensureTtlBucket } from './ttl-bucket.js';
 
 // Host presence on KV `hosts` (design §6, §7): each running `actorloop host` puts a record under
 // its name every TTL/3 and deletes it when it drains, so a command can tell whether a live host
@@ -112,11 +112,8 @@ export function createKvHostPresence(kv: KV, logger: Logger = pino({ level: 'sil
       }
     },
     async live(nowMs) {
-      const keys: string[] = [];
       try {
-        // keys() skips deleted keys and ends even when the bucket ages out while it is read
-        for await (const k of await kv.keys()) keys.push(k);
-        const entries = await Promise.all(keys.map((k) => kv.get(k)));
+        const entries = await Promise.all((await bucketKeys(kv)).map((k) => kv.get(k)));
         return entries
           .map((e) => (e ? decode(e) : null))
           .filter((h): h is HostRecord => h !== null && h.expiresAt > nowMs && !localProcessGone(h.hostname, h.pid))

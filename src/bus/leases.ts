@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { pino, type Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
 import { BUCKETS } from './subjects.js';
-import { ensureTtlBucket } from './ttl-bucket.js';
+import { bucketKeys, ensureTtlBucket } from './ttl-bucket.js';
 
 // Leases on KV `leases` (design §6, §7): actor → host, with the KV revision as the epoch.
 //
@@ -209,11 +209,11 @@ export function createKvLeaseStore(kv: KV, opts: KvLeaseStoreOptions): LeaseStor
     },
 
     async list(nowMs) {
-      // keys() skips deleted keys and ends on the consumer's heartbeat even when the bucket
-      // empties (ages out) while it is being read; then one direct get per key, in parallel.
-      const keys: string[] = [];
+      // the keys from the stream's subjects (kv.keys() could wait forever on a bucket whose
+      // leases are being renewed), then one direct get per key, in parallel
+      let keys: string[];
       try {
-        for await (const k of await kv.keys()) keys.push(k);
+        keys = await bucketKeys(kv);
       } catch (err) {
         throw failed('cannot list leases', err);
       }

@@ -69,6 +69,26 @@ describe('host presence', () => {
     await hosts.withdraw('alive');
   });
 
+  it('lists hosts while they announce themselves, every listing ending (kv.keys() could wait forever here)', async () => {
+    const announcing = setInterval(() => {
+      void hosts.announce(identity('busy-a'), Date.now());
+      void hosts.announce(identity('busy-b'), Date.now());
+    }, 20);
+    try {
+      for (let i = 0; i < 150; i++) {
+        const listed = await Promise.race([
+          hosts.live(Date.now()),
+          new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 3_000)),
+        ]);
+        expect(listed, `listing ${i}`).not.toBe('hung');
+      }
+    } finally {
+      clearInterval(announcing);
+      await hosts.withdraw('busy-a');
+      await hosts.withdraw('busy-b');
+    }
+  });
+
   it('names that are no KV key are escaped, and different names stay different keys', () => {
     expect(hostKey('host-a_1')).toBe('host-a_1');
     expect(hostKey('box:123')).toBe('box=3a123');

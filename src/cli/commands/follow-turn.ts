@@ -12,6 +12,8 @@ import { printTurnEnd, printWaiting, type TurnOutput } from './host-turn.js';
 /** How often the follower looks at who holds the agent: often until a host took it, then less. */
 const HOLDER_POLL_FIRST_MS = 200;
 const HOLDER_POLL_MS = 1_000;
+/** How long the look before the turn's end may take: a slow bus must not hold the answer back. */
+const LAST_LOOK_MS = 2_000;
 /** The follower's clock: how often it looks whether the agent waits for a person. */
 const TICK_MS = 100;
 /** No event for this long with only approvals left open: the agent waits for a person. */
@@ -80,7 +82,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
           lastEventAt = Date.now();
           continue;
         }
-        await watch.poll(now, lastEventAt, p);
+        watch.look(now, lastEventAt, p);
         if (watch.overdue(now, p)) return EXIT.stopped;
         continue;
       }
@@ -100,7 +102,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
       }
       o.printer.commit([event]);
       if (event.type === 'turn/end') {
-        await watch.poll(Date.now(), lastEventAt, p, true);
+        await watch.last(p);
         return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, turnEnded(event));
       }
     }
@@ -143,7 +145,22 @@ async function askAll(o: FollowTurnOptions, p: Projection, waiting: string[], an
   }
 }
 
-/** Says on stderr who holds the agent as that changes, and what the follower still waits for. */
+/** Resolves when `p` settles or after `ms`, whichever is first. */
+function bounded(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    void p.finally(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Says on stderr who holds the agent as that changes, and what the follower still waits for. Its
+ * looks run beside the follower, one at a time, never in its way: a slow bus must not hold back
+ * the events or the turn's end.
+ */
 class HolderWatch {
   /** The holder last seen; undefined before the first look. */
   private holder: string | null | undefined = undefined;
@@ -152,6 +169,7 @@ class HolderWatch {
   private lastNoticeAt = Date.now();
   private saidDead: string | null = null;
   private saidNoHost = false;
+  private looking: Promise<void> | null = null;
 
   constructor(private readonly o: FollowTurnOptions) {}
 
@@ -160,10 +178,20 @@ class HolderWatch {
     this.o.out.stderr.write(`${line}\n`);
   }
 
-  /** Looks at the agent's lease and the live hosts (at most once a poll interval unless `force`). */
-  async poll(now: number, lastEventAt: number, p: Projection, force = false): Promise<void> {
-    if (!force && now - this.lastPollAt < (this.seen ? HOLDER_POLL_MS : HOLDER_POLL_FIRST_MS)) return;
+  /** Starts a look at the agent's lease and the live hosts when one is due and none is running. */
+  look(now: number, lastEventAt: number, p: Projection): void {
+    if (this.looking || now - this.lastPollAt < (this.seen ? HOLDER_POLL_MS : HOLDER_POLL_FIRST_MS)) return;
     this.lastPollAt = now;
+    this.looking = this.poll(now, lastEventAt, p, false).finally(() => (this.looking = null));
+  }
+
+  /** Before the turn's end is printed: the look under way, and one more if no holder was seen yet (bounded). */
+  async last(p: Projection): Promise<void> {
+    if (this.looking) await bounded(this.looking, LAST_LOOK_MS);
+    if (!this.seen) await bounded(this.poll(Date.now(), Date.now(), p, true), LAST_LOOK_MS);
+  }
+
+  private async poll(now: number, lastEventAt: number, p: Projection, last: boolean): Promise<void> {
     let place: Placement;
     try {
       place = await placementOf(this.o.rt, this.o.entry.actorId);
@@ -189,7 +217,7 @@ class HolderWatch {
       this.saidDead = place.host;
       this.say(`host ${place.host} is gone; another host takes ${id} over once its lease lapses (within ${Math.ceil(this.o.rt.leases.ttlMs / 1000)} s)`);
     }
-    if (place.kind === 'free' && place.hosts.length === 0 && !this.saidNoHost && !force) {
+    if (place.kind === 'free' && place.hosts.length === 0 && !this.saidNoHost && !last) {
       this.saidNoHost = true;
       this.say(`no host is running to take ${id}: start \`actorloop host\`, or \`actorloop resume ${id} --in-process\` hosts it here; still following (Ctrl-C stops)`);
     }
