@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ActorDirectory } from '../bus/directory.js';
+import type { HostIdentity, HostPresence } from '../bus/hosts.js';
 import type { Lease, LeaseStore } from '../bus/leases.js';
 import { ActorloopError, BusError } from '../protocol/errors.js';
 import type { Supervisor } from './supervisor.js';
@@ -15,6 +16,8 @@ export interface HostOptions {
   clock?: { nowMs(): number };
   /** How long a drain waits for running tools to reach a recordable end. */
   drainToolsMs?: number;
+  /** Where this host announces itself (every pass) so commands hand it their work; absent: silent. */
+  presence?: { store: HostPresence; identity: HostIdentity };
 }
 
 /** Directory statuses of actors that have work a host should run. */
@@ -45,15 +48,29 @@ export class Host {
     return [...this.held.keys()];
   }
 
-  /** Starts claiming: mail for an actor nobody hosts claims it; a periodic pass renews and takes over. */
+  /**
+   * Starts claiming: mail for an actor nobody hosts claims it; a periodic pass renews, announces
+   * this host and takes over. Announced only once mail is listened for: a command that sees the
+   * record may hand work over at once.
+   */
   async start(): Promise<void> {
     await this.opts.supervisor.listenForMail((actorId) => void this.claim(actorId, 'mail'));
+    await this.announce();
     await this.tick();
     const every = Math.max(200, Math.floor(this.opts.leases.ttlMs / 3));
     this.timer = setInterval(() => void this.tick(), every);
   }
 
-  /** One pass: renew what this host holds, then take actors whose lease is gone and that have work. */
+  /** Puts this host's presence record again (it lapses after the lease TTL unless renewed). */
+  private async announce(): Promise<void> {
+    const p = this.opts.presence;
+    if (!p || this.draining) return;
+    await p.store.announce(p.identity, this.clock.nowMs()).catch((err: unknown) => {
+      this.opts.logger.warn({ err }, 'host presence not announced; retrying at the next pass');
+    });
+  }
+
+  /** One pass: renew what this host holds, announce it, then take actors whose lease is gone and that have work. */
   private async tick(): Promise<void> {
     if (this.draining) return;
     const now = this.clock.nowMs();
@@ -65,6 +82,7 @@ export class Host {
         else this.opts.logger.warn({ err, actorId }, 'lease renewal failed; retrying at the next pass');
       }
     }
+    await this.announce();
     let entries;
     try {
       entries = await this.opts.directory.list();
@@ -113,13 +131,18 @@ export class Host {
   }
 
   /**
-   * Drains (SIGTERM): stops claiming and renewing, waits (bounded) for running tools to reach a
-   * recordable end, stops every actor without closing anything, and releases the leases.
+   * Drains (SIGTERM): withdraws its presence (commands stop handing it work), stops claiming and
+   * renewing, waits (bounded) for running tools to reach a recordable end, stops every actor
+   * without closing anything, and releases the leases.
    */
   async drain(): Promise<void> {
     this.draining = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    const p = this.opts.presence;
+    await p?.store.withdraw(p.identity.name).catch((err: unknown) => {
+      this.opts.logger.warn({ err }, 'host presence not withdrawn; it lapses after the lease TTL');
+    });
     await this.opts.supervisor.quiesceTools(this.opts.drainToolsMs ?? 30_000);
     await this.opts.supervisor.stop(`host ${this.opts.name} drained`);
     for (const lease of this.held.values()) await this.opts.leases.release(lease).catch(() => {});

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Lease, LeaseStore } from '../bus/leases.js';
 import { hostname } from 'node:os';
+import { localProcessGone } from '../bus/hosts.js';
 import { BusError } from '../protocol/errors.js';
 
 /** The holder name of a command or host started without `--name`: `<hostname>:<pid>`. */
@@ -9,17 +10,9 @@ export function localHolder(pid: number = process.pid): string {
 }
 
 /** True when `holder` names a process of this machine that is gone (signal 0 finds no such process). */
-function deadLocalHolder(holder: string): boolean {
+export function deadLocalHolder(holder: string): boolean {
   const m = /^(.*):(\d+)$/.exec(holder);
-  if (!m || m[1] !== hostname()) return false;
-  const pid = Number(m[2]);
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return m !== null && localProcessGone(m[1]!, Number(m[2]));
 }
 
 /**
@@ -73,6 +66,14 @@ export class LeaseKeeper {
         } else this.logger.warn({ err, actorId }, 'lease renewal failed; retrying');
       }
     }
+  }
+
+  /** Releases one agent's lease (a host is to take it); a lease not held here is no error. */
+  async release(actorId: string): Promise<void> {
+    const lease = this.held.get(actorId);
+    if (!lease) return;
+    this.held.delete(actorId);
+    await this.leases.release(lease);
   }
 
   /** Releases every lease (the command is done with its agents). */

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Bus } from '../bus/connection.js';
 import type { DirectoryEntry } from '../bus/directory.js';
 import { ensureInboxConsumer, openInbox, publishInbox, type Inbox, type InboxConsumerOptions } from '../bus/inbox.js';
-import { inboxSubject, liveSubject } from '../bus/subjects.js';
+import { claimSubject, inboxSubject, liveSubject } from '../bus/subjects.js';
 import type { Subscription } from '@nats-io/nats-core';
 import { NotFoundError } from '../protocol/errors.js';
 import type { TurnSettings } from '../protocol/events.js';
@@ -76,6 +76,7 @@ export class Supervisor {
   private readonly hosted = new Map<string, Hosted>();
   private readonly clock: { nowMs(): number; sleep?(ms: number, signal: AbortSignal): Promise<void> };
   private wakeups: Subscription | null = null;
+  private claims: Subscription | null = null;
   /** A host's claim hook: mail arrived for an actor this process does not host. */
   private onUnhostedMail: ((actorId: string) => void) | null = null;
   private readonly tooling: ToolingPorts;
@@ -340,9 +341,19 @@ export class Supervisor {
     h.retry.unref?.();
   }
 
-  /** Listens for inbox mail now, calling `onUnhosted` for mail to an actor this process does not host. */
+  /**
+   * Listens for inbox mail now, calling `onUnhosted` for mail to an actor this process does not
+   * host, and for a command's request that a host claim an actor (`claim.<actorId>`).
+   */
   async listenForMail(onUnhosted: (actorId: string) => void): Promise<void> {
     this.onUnhostedMail = onUnhosted;
+    const prefix = claimSubject('');
+    this.claims ??= this.opts.bus.nc.subscribe(claimSubject('>'), {
+      callback: (_err, msg) => {
+        const actorId = msg.subject.slice(prefix.length);
+        if (!this.stopped && !this.hosted.has(actorId)) onUnhosted(actorId);
+      },
+    });
     await this.listen();
   }
 
@@ -372,6 +383,8 @@ export class Supervisor {
     this.stopped = true;
     this.wakeups?.unsubscribe();
     this.wakeups = null;
+    this.claims?.unsubscribe();
+    this.claims = null;
     const releases: Array<Promise<void>> = [];
     for (const h of this.hosted.values()) {
       if (h.retry) clearTimeout(h.retry);

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { JetStreamApiCodes, JetStreamApiError, StorageType } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { Kvm, KV, KvEntry } from '@nats-io/kv';
-import { nanos } from '@nats-io/nats-core';
 import { z } from 'zod';
 import { pino, type Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
 import { BUCKETS } from './subjects.js';
+import { bucketKeys, ensureTtlBucket } from './ttl-bucket.js';
 
 // Leases on KV `leases` (design §6, §7): actor → host, with the KV revision as the epoch.
 //
@@ -90,27 +90,7 @@ const KEY_RE = /^[A-Za-z0-9_-]+$/;
 export async function ensureLeaseBucket(
   kvm: Kvm, ttlMs: number = DEFAULT_LEASE_TTL_MS, logger: Logger = pino({ level: 'silent' }),
 ): Promise<KV> {
-  // history 1: only the current holder matters, and the old value must not outlive a renewal.
-  // Kvm.create opens the bucket unchanged when it exists, so the TTL (a bucket property fixed at
-  // creation) is compared below: the deployment's TTL wins by updating the stream config. All
-  // hosts of one deployment must use the same TTL or they will keep rewriting it.
-  const kv = await kvm.create(BUCKETS.leases, { history: 1, storage: StorageType.File, ttl: ttlMs });
-  const status = await kv.status();
-  const config = status.streamInfo.config;
-  if (config.max_age === nanos(ttlMs) && config.max_msgs_per_subject === 1) return kv;
-  logger.info({ bucket: BUCKETS.leases, from: status.ttl, to: ttlMs }, 'lease bucket settings differ; updating');
-  try {
-    const jsm = await kvm.js.jetstreamManager();
-    // the server refuses a duplicate window longer than max_age, so shrink it along with the TTL
-    const duplicateWindow = Math.min(config.duplicate_window, nanos(ttlMs));
-    await jsm.streams.update(config.name, {
-      ...config, max_age: nanos(ttlMs), max_msgs_per_subject: 1, duplicate_window: duplicateWindow,
-    });
-  } catch (err) {
-    throw new BusError(LEASE_CODES.failed, `cannot update the ${BUCKETS.leases} bucket TTL: ${message(err)}`,
-      { cause: err, retryable: true });
-  }
-  return kv;
+  return ensureTtlBucket(kvm, BUCKETS.leases, ttlMs, LEASE_CODES.failed, logger);
 }
 
 /** A lease store over an open `leases` bucket. */
@@ -229,11 +209,11 @@ export function createKvLeaseStore(kv: KV, opts: KvLeaseStoreOptions): LeaseStor
     },
 
     async list(nowMs) {
-      // keys() skips deleted keys and ends on the consumer's heartbeat even when the bucket
-      // empties (ages out) while it is being read; then one direct get per key, in parallel.
-      const keys: string[] = [];
+      // the keys from the stream's subjects (kv.keys() could wait forever on a bucket whose
+      // leases are being renewed), then one direct get per key, in parallel
+      let keys: string[];
       try {
-        for await (const k of await kv.keys()) keys.push(k);
+        keys = await bucketKeys(kv);
       } catch (err) {
         throw failed('cannot list leases', err);
       }

@@ -6,6 +6,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { nanos } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
+import { ensureHostsBucket } from './hosts.js';
 import { DEFAULT_LEASE_TTL_MS, ensureLeaseBucket } from './leases.js';
 import { BUCKETS, maxDeliveriesAdvisorySubject, STREAMS } from './subjects.js';
 
@@ -67,15 +68,17 @@ export interface EnsuredBus {
   actors: KV;
   /** The `leases` bucket (actor → host, epoch). */
   leases: KV;
+  /** The `hosts` bucket (running hosts, announced by themselves). */
+  hosts: KV;
 }
 
 /** Options of `ensureStreams`. */
 export interface EnsureStreamsOptions {
-  /** Lease TTL = the `leases` bucket's max age; a different value updates the bucket. Unset: keep it. */
+  /** Lease TTL = the `leases` and `hosts` buckets' max age; a different value updates them. Unset: keep it. */
   leaseTtlMs?: number;
 }
 
-/** Creates the streams and the `actors` and `leases` KV buckets, or updates them when their settings differ. */
+/** Creates the streams and the `actors`, `leases` and `hosts` KV buckets, or updates them when their settings differ. */
 export async function ensureStreams(
   jsm: JetStreamManager, logger: Logger = pino({ level: 'silent' }), opts: EnsureStreamsOptions = {},
 ): Promise<EnsuredBus> {
@@ -88,7 +91,10 @@ export async function ensureStreams(
   const leases = opts.leaseTtlMs === undefined
     ? await kvm.create(BUCKETS.leases, { history: 1, storage: StorageType.File, ttl: DEFAULT_LEASE_TTL_MS })
     : await ensureLeaseBucket(kvm, opts.leaseTtlMs, logger);
-  return { actors, leases };
+  const hosts = opts.leaseTtlMs === undefined
+    ? await kvm.create(BUCKETS.hosts, { history: 1, storage: StorageType.File, ttl: DEFAULT_LEASE_TTL_MS })
+    : await ensureHostsBucket(kvm, opts.leaseTtlMs, logger);
+  return { actors, leases, hosts };
 }
 
 /** Creates one stream, or updates it when a wanted setting differs. */

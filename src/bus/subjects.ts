@@ -2,7 +2,7 @@
 export const STREAMS = { logs: 'LOGS', inbox: 'INBOX', idem: 'IDEM', dlq: 'DLQ' } as const;
 
 /** KV bucket names (design §6). */
-export const BUCKETS = { actors: 'actors', leases: 'leases' } as const;
+export const BUCKETS = { actors: 'actors', leases: 'leases', hosts: 'hosts' } as const;
 
 /** Subject of one actor's append-only log: `log.<rootId>.<actorId>`. */
 export function logSubject(rootId: string, actorId: string): string {
@@ -17,6 +17,14 @@ export function runLogFilter(rootId: string): string {
 /** Subject of an actor's durable inbox. */
 export function inboxSubject(actorId: string): string {
   return `inbox.${actorId}`;
+}
+
+/**
+ * Core NATS subject (not persisted) on which a command asks the live hosts to claim an actor it
+ * handed over with no new mail: each host tries its lease, exactly one wins.
+ */
+export function claimSubject(actorId: string): string {
+  return `claim.${actorId}`;
 }
 
 /** Name of the durable pull consumer that reads an actor's inbox. */

@@ -13,7 +13,7 @@ export interface RunReport {
   kills: number;
   /** Starts refused right after a kill (the dead process's lease not yet lapsed), tried again. */
   refusals: number;
-  /** The processes of the run in order, `run`, `resume`, `approve`, each with how it ended. */
+  /** The processes of the run in the order they ended, `run`, `resume`, `approve`, `host <name>`, each with how it ended. */
   processes: string[];
   recoveredInMs: number | null;
   elapsedMs: number;
@@ -48,6 +48,8 @@ export interface ChaosSummary {
   ok: boolean;
   script: string;
   seed: number | null;
+  /** `actorloop host` processes each run was spread over; 1: none (each command hosts the agent). */
+  hosts: number;
   points: number;
   runs: number;
   passed: number;
@@ -68,7 +70,7 @@ export function runReport(plan: Pick<RunPlan, 'run' | 'faults'>, r: ScenarioResu
     passed,
     kills: r.kills,
     refusals: r.refusals,
-    processes: r.processes.map((p) => `${p.command}${p.fault ? ` --fault ${p.fault}` : ''}: ${p.signal ?? `exit ${p.code}`}`),
+    processes: r.processes.map((p) => `${p.command}${p.name ? ` ${p.name}` : ''}${p.fault ? ` --fault ${p.fault}` : ''}: ${p.signal ?? `exit ${p.code}`}`),
     recoveredInMs: r.recoveredInMs,
     elapsedMs: r.elapsedMs,
     interrupted: r.interrupted,
@@ -121,7 +123,7 @@ export function printReport(out: Out, json: boolean, points: PointReport[], summ
     return;
   }
   const lines: string[] = [];
-  lines.push(`chaos ${summary.script} · seed ${summary.seed ?? 'none (first occurrences)'}`);
+  lines.push(`chaos ${summary.script} · seed ${summary.seed ?? 'none (first occurrences)'}${summary.hosts > 1 ? ` · ${summary.hosts} hosts` : ''}`);
   for (const b of summary.baselines) {
     const how = b.interrupted ? 'interrupted' : b.passed ? 'passed' : 'FAILED';
     lines.push(`baseline ${b.mode}: ${how} · ${b.effectLines} effect line(s) · ${b.elapsedMs} ms · ${b.agentId ?? 'no agent'}`);

@@ -1,53 +1,17 @@
-import { spawn } from 'node:child_process';
 import { cp, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyLog, type Violation } from '../actors/verify.js';
-import type { ActorDirectory } from '../bus/directory.js';
-import { EventSchema, type ActorEvent } from '../protocol/events.js';
-import type { LogReader } from '../store/log-port.js';
+import type { ActorEvent } from '../protocol/events.js';
+import {
+  agentOf, pendingApprovals, printedEvents, readLog, sleep, spawnCli, tail,
+  type ChaosContext, type Driven, type ProcessRecord, type Scenario,
+} from './chaos-child.js';
 import { checkEffects, effectLines, EFFECT_FILE } from './chaos-effects.js';
-import { faultSpecFor, type ChaosMode, type PlannedFault } from './chaos-plan.js';
+import { driveWithHosts } from './chaos-hosts.js';
+import { faultSpecFor, type PlannedFault } from './chaos-plan.js';
 
-/** What every run of a chaos session shares: how to start the CLI, and where to read logs. */
-export interface ChaosContext {
-  /** The CLI's entry script (`bin/actorloop.js`), run with this process's node. */
-  cliEntry: string;
-  /** `--data-dir` and `--nats` of the session: every child shares its one nats-server. */
-  common: string[];
-  env: NodeJS.ProcessEnv;
-  reader: LogReader;
-  directory: ActorDirectory;
-  /** Aborting kills the child that is running and ends the run. */
-  signal: AbortSignal;
-  /** A child still running after this long is SIGKILLed and the run fails. */
-  childTimeoutMs: number;
-}
-
-/** One run of the scenario to drive. */
-export interface Scenario {
-  /** Absolute path of the script (`--model scripted:<file>`). */
-  scriptPath: string;
-  /** A directory copied into the fresh workspace, or null for an empty one. */
-  template: string | null;
-  task: string;
-  mode: ChaosMode;
-  /** Kills in the order they must fire; empty for a clean (baseline) run. */
-  faults: PlannedFault[];
-  /** The effect lines a clean run wrote, to catch effects a successful call lost. */
-  expectedLines: string[];
-}
-
-/** One CLI process of a run. */
-export interface ProcessRecord {
-  command: 'run' | 'resume' | 'approve';
-  fault: string | null;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** It SIGKILLed itself at its fault (not killed by the chaos command for taking too long). */
-  killedByFault: boolean;
-  ms: number;
-}
+export type { ChaosContext, ProcessRecord, Scenario } from './chaos-child.js';
 
 /** How a run went: its processes, the log and effect file it left, and what broke. */
 export interface ScenarioResult {
@@ -75,95 +39,12 @@ const MAX_PROCESSES = 12;
  */
 const REFUSED_FOR_MS = 30_000;
 const REFUSED_RETRY_MS = 1_000;
-const AGENT_LINE = /^agt_[0-9A-HJKMNP-TV-Z]{26}$/;
-
-interface Exited {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  exitedAt: number;
-  ms: number;
-  timedOut: boolean;
-}
-
-function spawnCli(ctx: ChaosContext, args: string[]): Promise<Exited> {
-  const started = Date.now();
-  const child = spawn(process.execPath, [ctx.cliEntry, ...args, ...ctx.common], { env: ctx.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  let timedOut = false;
-  let exitedAt = 0;
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  // the kill time is when it died, not when its pipes were read to the end
-  child.once('exit', () => (exitedAt = Date.now()));
-  const kill = (): void => {
-    child.kill('SIGKILL');
-  };
-  const timer = setTimeout(() => {
-    timedOut = true;
-    kill();
-  }, ctx.childTimeoutMs);
-  ctx.signal.addEventListener('abort', kill, { once: true });
-  return new Promise((resolve, reject) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      ctx.signal.removeEventListener('abort', kill);
-    };
-    child.once('error', (err) => {
-      done();
-      reject(err);
-    });
-    child.once('close', (code, signal) => {
-      done();
-      exitedAt ||= Date.now();
-      resolve({ code, signal, stdout, stderr, exitedAt, ms: exitedAt - started, timedOut });
-    });
-  });
-}
-
-/** NDJSON events a child printed; a line that is not one (there should be none) is skipped. */
-function printedEvents(stdout: string): ActorEvent[] {
-  const out: ActorEvent[] = [];
-  for (const line of stdout.split('\n')) {
-    if (line.trim() === '') continue;
-    try {
-      const parsed = EventSchema.safeParse(JSON.parse(line));
-      if (parsed.success) out.push(parsed.data as ActorEvent);
-    } catch {
-      // not JSON: nothing of the log
-    }
-  }
-  return out;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-function pendingApprovals(log: readonly ActorEvent[]): string[] {
-  const answered = new Set(log.flatMap((e) => (e.type === 'approval/granted' || e.type === 'approval/denied' ? [e.data.approvalId] : [])));
-  return log.flatMap((e) => (e.type === 'approval/requested' && !answered.has(e.data.approvalId) ? [e.data.approvalId] : []));
-}
-
-function tail(text: string): string {
-  return text.trim().split('\n').slice(-3).join(' | ').slice(0, 400) || '(nothing on stderr)';
-}
 
 /**
  * Drives one run: `run` with the first kill, then `resume` after every kill and `approve` for
  * every approval asked, each with the next kill still due, until a process ends the turn.
  */
-async function drive(ctx: ChaosContext, s: Scenario, workspace: string) {
+async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise<Driven> {
   const processes: ProcessRecord[] = [];
   const violations: Violation[] = [];
   const log: ActorEvent[] = [];
@@ -183,7 +64,8 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string) {
     let fault: string | null = null;
     while (due[0] && (fault = faultSpecFor(due[0], log)) === null) missed.push(due.shift()!);
     const command = next[0] as ProcessRecord['command'];
-    const r = await spawnCli(ctx, [...next, '--json', ...(fault ? ['--fault', fault] : [])]);
+    // --in-process: each process hosts the agent itself, even if a host shares the server
+    const r = await spawnCli(ctx, [...next, '--json', '--in-process', ...(fault ? ['--fault', fault] : [])]);
     const printed = printedEvents(r.stdout);
     if (command !== 'run' && r.code === 2 && printed.length === 0 && lastKillAt !== null && r.exitedAt - lastKillAt < REFUSED_FOR_MS) {
       // refused, not failed: try the same command again once the dead process lets go
@@ -194,7 +76,7 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string) {
     const killedByFault = r.signal === 'SIGKILL' && !r.timedOut && !ctx.signal.aborted;
     processes.push({ command, fault, code: r.code, signal: r.signal, killedByFault, ms: r.ms });
     log.push(...printed);
-    agentId ??= r.stderr.split('\n').find((l) => AGENT_LINE.test(l)) ?? null;
+    agentId ??= agentOf(r.stderr);
     if (r.timedOut) {
       violations.push({ code: 'chaos.process_timeout', seq: null, message: `${command} ran longer than ${ctx.childTimeoutMs} ms and was killed: ${tail(r.stderr)}` });
       break;
@@ -226,13 +108,6 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string) {
   return { agentId, processes, violations, firstKillAt, refusals };
 }
 
-async function readLog(ctx: ChaosContext, agentId: string): Promise<ActorEvent[]> {
-  const entry = await ctx.directory.get(agentId);
-  const events: ActorEvent[] = [];
-  for await (const { event } of ctx.reader.read(entry?.rootId ?? agentId, agentId, { afterSeq: 0 })) events.push(event);
-  return events;
-}
-
 /**
  * One run of the scenario in a fresh workspace, driven to the end of its turn through kills,
  * resumes and approvals; then its log (read from JetStream, as `actorloop verify` reads it) is
@@ -243,7 +118,7 @@ export async function runScenario(ctx: ChaosContext, s: Scenario): Promise<Scena
   const started = Date.now();
   const workspace = await mkdtemp(join(tmpdir(), 'actorloop-chaos-'));
   if (s.template) await cp(s.template, workspace, { recursive: true });
-  const driven = await drive(ctx, s, workspace);
+  const driven = ctx.hosts > 1 ? await driveWithHosts(ctx, s, workspace) : await drive(ctx, s, workspace);
   const violations = [...driven.violations];
   let events: ActorEvent[] = [];
   let recoveredInMs: number | null = null;

@@ -77,7 +77,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     async (...args: A): Promise<void> => setCode(await fn(...args));
 
   common(program.command('run').argument('<task>', 'what the agent should do'))
-    .description('start an agent on a task and host it until the turn ends')
+    .description('start an agent on a task: hand it to a running host and follow it, else host it here, until the turn ends')
     .option('--model <spec>', 'scripted:<file.json> or openai:<model> (default with OPENAI_API_KEY: openai:gpt-4.1-mini)')
     .option('--base-url <url>', 'an OpenAI-compatible endpoint for openai: models (default: OPENAI_BASE_URL)')
     .option('--output-schema <file.json>', 'a JSON Schema the final answer must match (structured output)')
@@ -93,26 +93,30 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
       new Option('--approve <mode>', 'what may run without asking: ask (reads only), auto-edit (+ workspace edits), full-auto (+ sandboxed shell), deny-all')
         .choices(ApprovalModeSchema.options),
     )
-    .addOption(new Option('--fault <spec>', 'inject a fault: <point>[:<agentId>][@<n>][=kill|drop]'))
+    .option('--in-process', 'host the agent in this process even when a host is running')
+    .addOption(new Option('--fault <spec>', 'inject a fault here (the agent is then hosted in this process): <point>[:<agentId>][@<n>][=kill|drop]'))
     .action(act(async (task: string, o) => runCommand(task, o, loadConfig(flags(o)), out)));
 
   common(program.command('approve').argument('<agentId>').argument('<approvalId>'))
-    .description('approve a pending tool call and host the agent to the end of its turn')
+    .description('approve a pending tool call and follow (or host) the agent to the end of its turn')
     .option('--always', 'also allow this exact plan (tool and arguments) again for this agent without asking')
     .option('--json', 'print only NDJSON events on stdout')
+    .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'approve', o, loadConfig(flags(o)), out)));
 
   common(program.command('deny').argument('<agentId>').argument('<approvalId>'))
-    .description('deny a pending tool call (the model is told why) and host the agent to the end of its turn')
+    .description('deny a pending tool call (the model is told why) and follow (or host) the agent to the end of its turn')
     .option('--reason <text>', 'why, for the model')
     .option('--json', 'print only NDJSON events on stdout')
+    .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'deny', o, loadConfig(flags(o)), out)));
 
   common(program.command('resume').argument('<agentId>'))
-    .description('rehydrate an agent, close what a crash left open, and finish its turn')
+    .description('finish an agent\'s turn: follow it on the host that runs it, hand it to a running host, or rehydrate it here')
     .option('--json', 'print only NDJSON events on stdout')
+    .option('--in-process', 'rehydrate and host the agent in this process even when a host is running')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .action(act(async (id: string, o) => resumeCommand(id, o, loadConfig(flags(o)), out)));
 
@@ -158,7 +162,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .option('--points <list>', 'all (default) or a comma-separated list of fault points')
     .option('--runs <n>', 'runs per point (default 1)')
     .option('--seed <n>', "kill at occurrences drawn by a seeded PRNG (default: each point's first occurrence)")
-    .option('--hosts <k>', 'host processes to spread runs over (only 1 exists yet)')
+    .option('--hosts <k>', 'host processes: 1 (default) kills `run`; K > 1 starts K `actorloop host` processes and kills them')
     .option('--json', 'one JSON object per point, then a summary')
     .action(act(async (script: string, o) => chaosCommand(script, o, loadConfig(flags(o)), out)));
 

@@ -12,6 +12,7 @@ import { findBubblewrap } from '../tools/sandbox.js';
 import { Kvm } from '@nats-io/kv';
 import { BUCKETS } from '../bus/subjects.js';
 import { createKvLeaseStore, DEFAULT_LEASE_TTL_MS, ensureLeaseBucket, type Lease, type LeaseStore } from '../bus/leases.js';
+import { createKvHostPresence, ensureHostsBucket, type HostPresence } from '../bus/hosts.js';
 import { LeaseKeeper, localHolder } from '../actors/lease-keeper.js';
 import { ConfigError, NotFoundError } from '../protocol/errors.js';
 import { createModelAdapter } from '../model/factory.js';
@@ -40,6 +41,8 @@ export interface Runtime {
   faults: FaultInjector;
   /** Leases of the `leases` bucket: which process hosts which agent. */
   leases: LeaseStore;
+  /** The `hosts` bucket: which `actorloop host` processes run and take work. */
+  hosts: HostPresence;
   /**
    * Takes the lease of an agent this command hosts in-process and keeps it until `close`; a
    * ConfigError naming the holder when a host process (or another command) runs the agent.
@@ -47,6 +50,8 @@ export interface Runtime {
   pin(actorId: string): Promise<Lease>;
   /** `pin` for an agent this command is about to create (not in the directory yet). */
   pinNew(actorId: string): Promise<Lease>;
+  /** Releases a lease `pin` took, so a host may take the agent at once. */
+  unpin(actorId: string): Promise<void>;
   /** A supervisor hosting agents in this process. */
   supervisor(extra?: Partial<SupervisorOptions>): Supervisor;
   close(): Promise<void>;
@@ -86,13 +91,14 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
   const reader = createLogReader({ js: bus.js, jsm: bus.jsm });
   const supervisors: Supervisor[] = [];
   let leases: LeaseStore;
+  let hosts: HostPresence;
   try {
-    // Only a host sets the bucket's TTL; every other command reads it (the bus created the bucket).
-    const kv = opts.leaseTtlMs
-      ? await ensureLeaseBucket(new Kvm(bus.js), opts.leaseTtlMs, logger)
-      : await new Kvm(bus.js).open(BUCKETS.leases);
+    // Only a host sets the buckets' TTL; every other command reads it (the bus created the buckets).
+    const kvm = new Kvm(bus.js);
+    const kv = opts.leaseTtlMs ? await ensureLeaseBucket(kvm, opts.leaseTtlMs, logger) : await kvm.open(BUCKETS.leases);
     const ttlMs = opts.leaseTtlMs ?? ((await kv.status()).ttl || DEFAULT_LEASE_TTL_MS);
     leases = createKvLeaseStore(kv, { ttlMs, logger });
+    hosts = createKvHostPresence(opts.leaseTtlMs ? await ensureHostsBucket(kvm, opts.leaseTtlMs, logger) : await kvm.open(BUCKETS.hosts), logger);
   } catch (err) {
     await bus.close();
     await lmdb.close();
@@ -114,6 +120,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     tooling,
     faults,
     leases,
+    hosts,
     async pin(actorId) {
       if (!(await bus.directory.get(actorId))) {
         throw new NotFoundError('actor.not_found', `no agent ${actorId} in this data dir`, {
@@ -124,13 +131,16 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
       if (lease) return lease;
       const other = await keeper.holderOf(actorId);
       throw new ConfigError('cli.hosted_elsewhere', `${actorId} is being run by ${other?.host ?? 'another process'}`, {
-        hint: `follow it with: actorloop events ${actorId} --follow (its lease lapses ${Math.round(leases.ttlMs / 1000)} s after its holder stops)`,
+        hint: `follow it with: actorloop events ${actorId} --follow, or \`actorloop resume ${actorId}\` without --in-process when a host runs it (its lease lapses ${Math.round(leases.ttlMs / 1000)} s after its holder stops)`,
       });
     },
     async pinNew(actorId) {
       const lease = await keeper.take(actorId);
       if (!lease) throw new ConfigError('cli.hosted_elsewhere', `${actorId} is already leased`, { hint: 'this is a bug: a new agent ID was taken' });
       return lease;
+    },
+    unpin(actorId) {
+      return keeper.release(actorId);
     },
     supervisor(extra = {}) {
       const s = new Supervisor({

@@ -13,6 +13,7 @@ import type { ChaosSummary, PointReport } from '../../src/cli/chaos-report.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { AGENT_ID, CliPool, REPO_ROOT, cliEnv, lines, show, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/nats.js';
+import { killMarked, processesWith } from '../helpers/processes.js';
 
 const SCRIPT = join(REPO_ROOT, 'examples', 'chaos', 'script.json');
 const pool = new CliPool();
@@ -24,6 +25,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await pool.killAll();
+  // nor the host processes it started (their data dirs are under the session's)
+  await killMarked([dataDir]);
   // a chaos process killed midway (a failed test) cannot stop the nats-server it started
   const state = join(dataDir, 'nats', 'server.json');
   if (existsSync(state)) {
@@ -81,12 +84,37 @@ test(
   SESSION_MS,
 );
 
+test(
+  'chaos --hosts 2: the host running the agent is killed at each point, the other takes over, every run passes',
+  async (ctx) => {
+    const r = await chaos(ctx, [SCRIPT, '--points', 'after:tool/start,before:tool/result', '--hosts', '2', '--json'], SESSION_MS - 10_000);
+    expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 0, signal: null });
+    const objects = lines(r.stdout).map((l) => JSON.parse(l) as PointReport | ChaosSummary);
+    const summary = objects.at(-1) as ChaosSummary;
+    expect(summary, show(r)).toMatchObject({ type: 'summary', ok: true, hosts: 2, runs: 2, passed: 2, violations: 0 });
+    for (const p of objects.filter((o): o is PointReport => o.type === 'point')) {
+      const run = p.results[0]!;
+      expect(run.kills, JSON.stringify(run)).toBe(1);
+      // the kill lands on a host; `run` handed the agent over and it (or an `approve`) followed it to the end
+      expect(run.processes.find((x) => x.endsWith('SIGKILL')), JSON.stringify(run)).toMatch(new RegExp(`^host \\S+ --fault ${p.point}@1=kill: SIGKILL$`));
+      expect(run.processes.filter((x) => /^(run|approve): exit 0$/.test(x)), JSON.stringify(run)).toHaveLength(1);
+      // every host the run started (the killed one again too) was stopped at its end
+      expect(run.processes.filter((x) => x.startsWith('host ')).length).toBeGreaterThanOrEqual(3);
+      expect(typeof run.recoveredInMs).toBe('number');
+    }
+    expect(existsSync(join(dataDir, 'nats', 'server.json'))).toBe(false);
+    // no host outlives the session (each kept its data dir under the session's)
+    expect(await processesWith(dataDir)).toEqual([]);
+  },
+  SESSION_MS,
+);
+
 // Concurrent: each case is one short CLI process that must stop before opening anything.
 describe.concurrent('a mistake in the flags: one line on stderr, exit 2, nothing run', () => {
   const cases: Array<[string, string[], RegExp]> = [
     ['an unknown point', ['--points', 'after:tool/start,after:nothing'], /--points: unknown point "after:nothing".*after:turn\/start/],
     ['no point at all', ['--points', ','], /--points: no point given/],
-    ['more than one host', ['--hosts', '2'], /--hosts 2: chaos across several host processes is not built yet.*--hosts 1/],
+    ['no host', ['--hosts', '0'], /--hosts takes a whole number from 1 to 16, got "0"/],
     ['zero runs', ['--runs', '0'], /--runs takes a whole number from 1/],
     ['a seed that is not a number', ['--seed', 'x'], /--seed takes a whole number from 0 to 4294967295, got "x"/],
   ];

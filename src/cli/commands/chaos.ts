@@ -29,7 +29,7 @@ export interface ChaosOptions {
   runs?: string | number;
   /** Seeds the choice of which occurrence of a point to kill at; absent: always the first. */
   seed?: string | number;
-  /** Host processes to spread the scenario over; only 1 exists yet. */
+  /** 1 (default): each run's `run`/`resume` processes host the agent; K > 1: K `actorloop host` processes do. */
   hosts?: string | number;
   json?: boolean;
 }
@@ -37,6 +37,8 @@ export interface ChaosOptions {
 /** A child still running after this long is stuck: a scripted run takes about a second. */
 const CHILD_TIMEOUT_MS = 30_000;
 const MAX_RUNS = 1_000;
+/** More hosts than this on one machine tell nothing more, and each costs a process. */
+const MAX_HOSTS = 16;
 
 function wholeNumber(flag: string, value: string | number | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
@@ -55,16 +57,12 @@ interface ChaosSettings {
   points: ChaosPoint[];
   runs: number;
   seed: number | null;
+  hosts: number;
   json: boolean;
 }
 
 async function settingsOf(scriptPath: string, opts: ChaosOptions): Promise<ChaosSettings> {
-  const hosts = wholeNumber('--hosts', opts.hosts, 1, 1, Number.MAX_SAFE_INTEGER);
-  if (hosts !== 1) {
-    throw new ConfigError('config.chaos_hosts', `--hosts ${hosts}: chaos across several host processes is not built yet`, {
-      hint: 'run with --hosts 1 (the default): each run is one CLI process, killed and resumed',
-    });
-  }
+  const hosts = wholeNumber('--hosts', opts.hosts, 1, 1, MAX_HOSTS);
   const points = parsePoints(opts.points);
   const runs = wholeNumber('--runs', opts.runs, 1, 1, MAX_RUNS);
   const seed = opts.seed === undefined ? null : wholeNumber('--seed', opts.seed, 0, 0, 0xffffffff);
@@ -73,7 +71,7 @@ async function settingsOf(scriptPath: string, opts: ChaosOptions): Promise<Chaos
   // a `workspace/` next to the script is the scenario's starting workspace, copied for each run
   const template = join(dirname(script), 'workspace');
   const hasTemplate = (await stat(template).catch(() => null))?.isDirectory() === true;
-  return { script, template: hasTemplate ? template : null, points, runs, seed, json: opts.json === true };
+  return { script, template: hasTemplate ? template : null, points, runs, seed, hosts, json: opts.json === true };
 }
 
 /** The CLI's entry script, next to this package's `dist/`: children run the same build as we do. */
@@ -91,8 +89,10 @@ function childEnv(config: EffectiveConfig): NodeJS.ProcessEnv {
  * `actorloop chaos <script.json>`: runs the scenario once clean per run mode it needs (the
  * baseline: how often each point is reached, which effect lines a clean run writes), then for
  * every point and run kills a `run` child at that point, resumes (and approves) until the turn
- * ends, and checks the log's invariants and the effect file against the log. One nats-server
- * serves the whole session and is stopped at its end. Exit 1 on any violation.
+ * ends, and checks the log's invariants and the effect file against the log. With `--hosts K`
+ * (K > 1) each run starts K `actorloop host` processes, `run` hands the agent to them, and the
+ * host running it is the one killed (see `driveWithHosts`). One nats-server serves the whole
+ * session and is stopped at its end, as is every child. Exit 1 on any violation.
  */
 export async function chaosCommand(scriptPath: string, opts: ChaosOptions, config: EffectiveConfig, out: Out): Promise<number> {
   const s = await settingsOf(scriptPath, opts);
@@ -116,6 +116,9 @@ export async function chaosCommand(scriptPath: string, opts: ChaosOptions, confi
     const ctx: ChaosContext = {
       cliEntry: cliEntry(),
       common: ['--data-dir', config.dataDir, '--nats', bus.url],
+      natsUrl: bus.url,
+      dataDir: config.dataDir,
+      hosts: s.hosts,
       env: childEnv(config),
       reader: createLogReader({ js: bus.js, jsm: bus.jsm, logger }),
       directory: bus.directory,
@@ -159,6 +162,7 @@ export async function chaosCommand(scriptPath: string, opts: ChaosOptions, confi
       ok: violations === 0 && !interrupted(),
       script: s.script,
       seed: s.seed,
+      hosts: s.hosts,
       points: points.length,
       runs: runs.length,
       passed: runs.filter((r) => r.report.passed).length,

@@ -2,6 +2,7 @@ import type { AgentActor, TurnEnded } from '../../actors/agent-actor.js';
 import type { ActorDirectory, ActorStatus } from '../../bus/directory.js';
 import type { TurnOutcome } from '../../protocol/events.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
+import type { Projection } from '../../store/projection.js';
 import { exitCodeFor, EXIT } from '../exit-codes.js';
 import type { Out, RunPrinter } from '../output.js';
 import { approvalMessage, describeApproval, type Prompt } from './approvals.js';
@@ -19,14 +20,24 @@ export async function setStatus(directory: ActorDirectory, actorId: string, stat
   if (entry) await directory.put({ ...entry, status, updatedAt: new Date().toISOString() });
 }
 
-/** What `awaitTurn` needs to host a turn to its end. */
-export interface AwaitTurnOptions {
-  actor: AgentActor;
-  ended: Promise<TurnEnded>;
+/** Where a turn's end (or its wait for a person) is printed, and its directory status kept. */
+export interface TurnOutput {
   directory: ActorDirectory;
   printer: RunPrinter;
   out: Out;
   json: boolean;
+}
+
+/** The agent whose turn is printed: its ID and its state as the log has it. */
+export interface TurnSubject {
+  actorId: string;
+  projection: Projection;
+}
+
+/** What `awaitTurn` needs to host a turn to its end. */
+export interface AwaitTurnOptions extends TurnOutput {
+  actor: AgentActor;
+  ended: Promise<TurnEnded>;
   /** Delivers an answer to the agent's inbox (approvals answered inline). */
   send(msg: InboxMessage): Promise<void>;
   /** Asks a person on a TTY; absent: approvals make the command exit 4 for `actorloop approve`. */
@@ -56,10 +67,10 @@ export async function awaitTurn(opts: AwaitTurnOptions): Promise<number> {
         opts.ended.then((ended) => ({ ended, waiting: null })),
         actor.whenAwaitingApproval().then((waiting) => ({ ended: null, waiting })),
       ]);
-      if (next.ended) return await finish(opts, next.ended);
+      if (next.ended) return await printTurnEnd(opts, actor, next.ended);
       opts.printer.endLine();
       const waiting = next.waiting!;
-      if (!opts.prompt) return await leaveWaiting(opts, waiting);
+      if (!opts.prompt) return await printWaiting(opts, actor, waiting);
       for (const approvalId of waiting) {
         const approval = actor.projection.approvals?.[approvalId];
         if (!approval || approval.state !== 'pending') continue;
@@ -73,13 +84,13 @@ export async function awaitTurn(opts: AwaitTurnOptions): Promise<number> {
   }
 }
 
-async function finish(opts: AwaitTurnOptions, ended: TurnEnded): Promise<number> {
-  const { actor, out } = opts;
-  await setStatus(opts.directory, actor.actorId, STATUS[ended.outcome]);
-  opts.printer.endLine();
-  if (!opts.json) {
-    const p = actor.projection;
-    const usage = p.usage;
+/** Records the outcome in the directory, prints the answer and the outcome line, and returns the exit code. */
+export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: TurnEnded): Promise<number> {
+  const { out } = o;
+  await setStatus(o.directory, agent.actorId, STATUS[ended.outcome]);
+  o.printer.endLine();
+  if (!o.json) {
+    const usage = agent.projection.usage;
     const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
     if (ended.answer) out.stdout.write(`\n${ended.answer}\n\n`);
     const cost = ended.costUsd === null ? 'cost unknown' : `$${ended.costUsd.toFixed(4)}`;
@@ -88,22 +99,21 @@ async function finish(opts: AwaitTurnOptions, ended: TurnEnded): Promise<number>
   return exitCodeFor(ended.outcome);
 }
 
-/** No one to ask here: say what waits and how to answer it, and leave with exit 4. */
-async function leaveWaiting(opts: AwaitTurnOptions, waiting: string[]): Promise<number> {
-  const { actor, out } = opts;
-  await setStatus(opts.directory, actor.actorId, 'waiting');
+/** No one to ask here: say what waits and how to answer it, and return exit 4. */
+export async function printWaiting(o: TurnOutput, agent: TurnSubject, waiting: string[]): Promise<number> {
+  await setStatus(o.directory, agent.actorId, 'waiting');
   const lines: string[] = [];
   for (const approvalId of waiting) {
-    const approval = actor.projection.approvals?.[approvalId];
+    const approval = agent.projection.approvals?.[approvalId];
     if (!approval) continue;
     lines.push(`waiting for approval ${approvalId}`, ...describeApproval(approvalId, approval).map((l) => `  ${l}`));
   }
   const first = waiting[0]!;
   lines.push(
-    `approve: actorloop approve ${actor.actorId} ${first}`,
-    `deny:    actorloop deny ${actor.actorId} ${first} [--reason "<why>"]`,
+    `approve: actorloop approve ${agent.actorId} ${first}`,
+    `deny:    actorloop deny ${agent.actorId} ${first} [--reason "<why>"]`,
   );
-  out.stderr.write(`${lines.join('\n')}\n`);
+  o.out.stderr.write(`${lines.join('\n')}\n`);
   return EXIT.stopped;
 }
 

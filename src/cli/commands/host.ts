@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { localHolder } from '../../actors/lease-keeper.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { Host } from '../../actors/host.js';
@@ -14,7 +15,8 @@ export interface HostCommandOptions {
 
 /**
  * `actorloop host`: a long-running host. It claims a lease for every agent that needs a host
- * (mail in its inbox, or a lease that lapsed with its holder), runs it, renews its leases, and on
+ * (mail in its inbox, or a lease that lapsed with its holder), runs it, renews its leases,
+ * announces itself in the `hosts` bucket (so `run` and `resume` hand it their work), and on
  * SIGTERM or Ctrl-C drains (running tools reach a recordable end, leases are released) and exits 0.
  */
 export async function hostCommand(opts: HostCommandOptions, config: EffectiveConfig, out: Out): Promise<number> {
@@ -27,7 +29,10 @@ export async function hostCommand(opts: HostCommandOptions, config: EffectiveCon
         if (opts.json) for (const e of events) out.stdout.write(eventLine(e));
       },
     });
-    const host = new Host({ name, supervisor, leases: rt.leases, directory: rt.bus.directory, logger });
+    const identity = { name, hostname: hostname(), pid: process.pid, startedAt: new Date().toISOString(), leaseTtlMs: rt.leases.ttlMs };
+    const host = new Host({
+      name, supervisor, leases: rt.leases, directory: rt.bus.directory, logger, presence: { store: rt.hosts, identity },
+    });
     const stopped = new Promise<string>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));

@@ -7,6 +7,10 @@ import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import type { Supervisor } from '../../actors/supervisor.js';
 import { approvalMessage, ttyPrompt, type ApprovalAnswer, type Prompt } from './approvals.js';
 import { awaitTurn, whenAnswered } from './host-turn.js';
+import { followTurn } from './follow-turn.js';
+import { entryOf, foldLog, inboxPending, placementOf, releaseToHosts } from '../hand-off.js';
+import { publishInbox } from '../../bus/inbox.js';
+import { pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
 
 /** A person to ask on this terminal, or null (not a TTY, or stdout belongs to `--json`). */
 export function promptFor(out: Out, json: boolean): Prompt | null {
@@ -56,24 +60,62 @@ function awaitHosted(h: Hosted, json: boolean, out: Out): Promise<number> {
   });
 }
 
+/** Options of `actorloop resume`. */
+export interface ResumeOptions {
+  json?: boolean;
+  /** Host the agent here even when a host is running (refused while a host holds it). */
+  inProcess?: boolean;
+}
+
 /**
- * `actorloop resume`: rehydrates an agent from its LMDB snapshot plus log tail, closes what a
- * crash left open, commits `recovery/continuation`, and hosts it to the end of the turn.
+ * `actorloop resume`: when a host holds the agent, follows its turn there; when nobody does but a
+ * host is running, hands the agent to it (a lease left by a dead local process is released, the
+ * directory says it has work) and follows. Otherwise rehydrates it here from its LMDB snapshot
+ * plus log tail, closes what a crash left open, commits `recovery/continuation`, and hosts it to
+ * the end of the turn.
  */
-export async function resumeCommand(agentId: string, opts: { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
+export async function resumeCommand(agentId: string, opts: ResumeOptions, config: EffectiveConfig, out: Out): Promise<number> {
   const rt = await openRuntime(config, createLogger(config));
   try {
     const json = opts.json === true;
+    if (opts.inProcess !== true) {
+      const code = await resumeOnHost(rt, agentId, json, out);
+      if (code !== null) return code;
+    }
     const h = await hostExisting(agentId, json, config, out, rt);
     // A message sent but never taken (the run died before committing it) starts the turn now.
     if (h.recovered || (await h.supervisor.inboxPending(agentId)) > 0) return await awaitHosted(h, json, out);
-    const last = h.actor.projection.lastTurn;
-    const what = last ? `its last turn ended ${last.outcome}${last.reason ? ` (${last.reason})` : ''}` : 'it has run no turn';
-    out.stderr.write(`${agentId} has no open turn to resume: ${what}\n`);
-    return last ? exitCodeFor(last.outcome) : EXIT.completed;
+    return noOpenTurn(agentId, h.actor.projection, out);
   } finally {
     await rt.close();
   }
+}
+
+/** Says that an agent has no turn to resume, and exits with its last turn's code. */
+function noOpenTurn(agentId: string, p: Projection, out: Out): number {
+  const last = p.lastTurn;
+  const what = last ? `its last turn ended ${last.outcome}${last.reason ? ` (${last.reason})` : ''}` : 'it has run no turn';
+  out.stderr.write(`${agentId} has no open turn to resume: ${what}\n`);
+  return last ? exitCodeFor(last.outcome) : EXIT.completed;
+}
+
+/** True when the log holds work a host would carry on: an open turn, or a received message that starts one. */
+function hasWork(p: Projection): boolean {
+  return p.openTurn !== null || Object.values(p.inbox).some((i) => i.state === 'pending' && (i.kind === 'user_message' || i.kind === 'follow_up'));
+}
+
+/** `resume` through a host: follows it there, or null when no host takes it (it is hosted here). */
+async function resumeOnHost(rt: Runtime, agentId: string, json: boolean, out: Out): Promise<number | null> {
+  const entry = await entryOf(rt, agentId);
+  const place = await placementOf(rt, agentId);
+  if (place.kind === 'other' || (place.kind === 'free' && place.hosts.length === 0)) return null;
+  const p = await foldLog(rt, entry);
+  if (!hasWork(p) && (await inboxPending(rt, agentId)) === 0) return noOpenTurn(agentId, p, out);
+  if (place.kind === 'free') await releaseToHosts(rt, entry);
+  return followTurn({
+    rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
+    prompt: promptFor(out, json), handedOver: place.kind === 'free',
+  });
 }
 
 /** Options of `actorloop approve` and `actorloop deny`. */
@@ -81,13 +123,15 @@ export interface AnswerOptions {
   json?: boolean;
   always?: boolean;
   reason?: string;
+  /** Host the agent here even when a host is running (refused while a host holds it). */
+  inProcess?: boolean;
 }
 
 /**
  * `actorloop approve|deny <agentId> <approvalId>`: delivers the answer through the agent's inbox
- * (as a client command: only those may answer) and hosts the agent to the end of its turn, as
- * `resume` does. The answer names the plan digest it approves; the agent refuses it if the plan
- * it would run is another.
+ * (as a client command: only those may answer) and follows the turn to its end: on the host that
+ * holds the agent or takes it on this mail, else hosting it here as `resume` does. The answer
+ * names the plan digest it approves; the agent refuses it if the plan it would run is another.
  */
 export async function answerCommand(
   agentId: string,
@@ -100,31 +144,58 @@ export async function answerCommand(
   const rt = await openRuntime(config, createLogger(config));
   try {
     const json = opts.json === true;
-    const h = await hostExisting(agentId, json, config, out, rt);
-    const approval = h.actor.projection.approvals?.[approvalId];
-    if (!approval && !h.actor.projection.openTurn) {
-      const last = h.actor.projection.lastTurn;
-      throw new NotFoundError('cli.approval_not_found', `${agentId} has no open turn, so approval ${approvalId} has nothing to answer`, {
-        hint: last ? `its last turn ended ${last.outcome}; an approval belongs to the turn that asked for it` : 'it has run no turn',
-      });
-    }
-    if (!approval) {
-      const pending = h.actor.waitingApprovals();
-      throw new NotFoundError('cli.approval_not_found', `${agentId} has no approval ${approvalId} in its open turn`, {
-        hint: pending.length > 0 ? `pending approvals: ${pending.join(', ')}` : `actorloop events ${agentId} shows its approval/requested events`,
-      });
-    }
-    if (approval.state !== 'pending') {
-      throw new ConfigError('cli.approval_answered', `approval ${approvalId} is already ${approval.state}`, {
-        hint: 'an approval is answered once; the agent asks again if it needs to',
-      });
-    }
     const answer: ApprovalAnswer =
       decision === 'approve' ? { decision, always: opts.always === true } : { decision, reason: opts.reason ?? null };
+    if (opts.inProcess !== true) {
+      const code = await answerOnHost(rt, agentId, approvalId, answer, json, out);
+      if (code !== null) return code;
+    }
+    const h = await hostExisting(agentId, json, config, out, rt);
+    const approval = approvalToAnswer(agentId, approvalId, h.actor.projection);
     await h.supervisor.send(approvalMessage(agentId, approvalId, approval.planDigest, answer));
     await whenAnswered(h.actor, approvalId);
     return await awaitHosted(h, json, out);
   } finally {
     await rt.close();
   }
+}
+
+/** `approve|deny` through a host: answers and follows there, or null when no host takes the agent. */
+async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, answer: ApprovalAnswer, json: boolean, out: Out): Promise<number | null> {
+  const entry = await entryOf(rt, agentId);
+  const place = await placementOf(rt, agentId);
+  if (place.kind === 'other' || (place.kind === 'free' && place.hosts.length === 0)) return null;
+  const p = await foldLog(rt, entry);
+  const approval = approvalToAnswer(agentId, approvalId, p);
+  // nobody holds it: the answer is mail, which a host claims the agent for
+  if (place.kind === 'free') await releaseToHosts(rt, entry);
+  const msg = approvalMessage(agentId, approvalId, approval.planDigest, answer);
+  await publishInbox(rt.bus.js, msg);
+  return followTurn({
+    rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
+    prompt: promptFor(out, json), answered: new Map([[approvalId, msg.id]]), handedOver: place.kind === 'free',
+  });
+}
+
+/** The pending approval `approvalId` of the agent's open turn; a clear error when there is none to answer. */
+function approvalToAnswer(agentId: string, approvalId: string, p: Projection): ApprovalRecord {
+  const approval = p.approvals?.[approvalId];
+  if (!approval && !p.openTurn) {
+    const last = p.lastTurn;
+    throw new NotFoundError('cli.approval_not_found', `${agentId} has no open turn, so approval ${approvalId} has nothing to answer`, {
+      hint: last ? `its last turn ended ${last.outcome}; an approval belongs to the turn that asked for it` : 'it has run no turn',
+    });
+  }
+  if (!approval) {
+    const pending = pendingApprovals(p).map((a) => a.approvalId);
+    throw new NotFoundError('cli.approval_not_found', `${agentId} has no approval ${approvalId} in its open turn`, {
+      hint: pending.length > 0 ? `pending approvals: ${pending.join(', ')}` : `actorloop events ${agentId} shows its approval/requested events`,
+    });
+  }
+  if (approval.state !== 'pending') {
+    throw new ConfigError('cli.approval_answered', `approval ${approvalId} is already ${approval.state}`, {
+      hint: 'an approval is answered once; the agent asks again if it needs to',
+    });
+  }
+  return approval;
 }

@@ -10,6 +10,10 @@ import { newId } from '../../protocol/ids.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { RunPrinter, type Out } from '../output.js';
 import { awaitTurn } from './host-turn.js';
+import { followTurn } from './follow-turn.js';
+import { submitToHosts } from '../hand-off.js';
+import { emptyProjection } from '../../store/projection.js';
+import type { InboxMessage } from '../../protocol/inbox.js';
 import { promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
 
@@ -27,6 +31,8 @@ export interface RunOptions {
   effort?: string;
   maxOutputTokens?: number;
   approve?: ApprovalMode;
+  /** Host the agent in this process even when a host is running. */
+  inProcess?: boolean;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -122,7 +128,13 @@ async function readOutputSchema(path: string): Promise<Record<string, unknown>> 
   return schema as Record<string, unknown>;
 }
 
-/** `actorloop run`: starts an agent, sends it the task through its inbox, hosts it to the turn's end. */
+/**
+ * `actorloop run`: starts an agent and sends it the task through its inbox. With a live host
+ * (`actorloop host`) it hands the agent over, creating its directory entry and inbox without
+ * taking its lease, and follows its events; otherwise, or with `--in-process` or a fault spec
+ * (meant for the process that hosts the agent), it hosts the agent here. Either way it prints the
+ * same output and exits with the same code at the turn's end.
+ */
 export async function runCommand(
   task: string,
   opts: RunOptions,
@@ -136,21 +148,17 @@ export async function runCommand(
   try {
     const json = opts.json === true;
     const printer = new RunPrinter(out, json);
-    const supervisor = rt.supervisor({ onCommit: (_id, events) => printer.commit(events) });
     const actorId = newId('agent');
-    (json ? out.stderr : out.stdout).write(`${actorId}\n`);
-    onAgent?.(actorId);
-    const actor = await supervisor.create({
+    const entry = {
       actorId,
-      kind: 'agent',
+      kind: 'agent' as const,
       parentId: null,
       rootId: actorId,
       title: task.trim().slice(0, 120),
       workspace: request.workspace,
       labels: {},
-    }, { epoch: (await rt.pinNew(actorId)).epoch });
-    const ended = actor.whenTurnEnds();
-    await supervisor.send({
+    };
+    const message: InboxMessage = {
       id: newId('message'),
       from: 'cli',
       to: actorId,
@@ -160,7 +168,22 @@ export async function runCommand(
       content: task,
       request,
       sentAt: new Date().toISOString(),
-    });
+    };
+    const handOff = opts.inProcess !== true && config.faults === null && (await rt.hosts.live(Date.now())).length > 0;
+    (json ? out.stderr : out.stdout).write(`${actorId}\n`);
+    onAgent?.(actorId);
+    if (handOff) {
+      const deadlineAt = request.deadlineSeconds === null ? null : Date.now() + request.deadlineSeconds * 1000;
+      await submitToHosts(rt, entry, message);
+      return await followTurn({
+        rt, entry, from: emptyProjection(actorId), directory: rt.bus.directory, printer, out, json,
+        prompt: promptFor(out, json), handedOver: true, deadlineAt,
+      });
+    }
+    const supervisor = rt.supervisor({ onCommit: (_id, events) => printer.commit(events) });
+    const actor = await supervisor.create(entry, { epoch: (await rt.pinNew(actorId)).epoch });
+    const ended = actor.whenTurnEnds();
+    await supervisor.send(message);
     return await awaitTurn({
       actor,
       ended,

@@ -1,0 +1,243 @@
+import type { TurnEnded } from '../../actors/agent-actor.js';
+import type { DirectoryEntry } from '../../bus/directory.js';
+import { publishInbox } from '../../bus/inbox.js';
+import type { ActorEvent } from '../../protocol/events.js';
+import { foldEvent, pendingApprovals, type Projection } from '../../store/projection.js';
+import { EXIT } from '../exit-codes.js';
+import { placementOf, type Placement } from '../hand-off.js';
+import type { Runtime } from '../runtime.js';
+import { approvalMessage, describeApproval, type Prompt } from './approvals.js';
+import { printTurnEnd, printWaiting, type TurnOutput } from './host-turn.js';
+
+/** How often the follower looks at who holds the agent: often until a host took it, then less. */
+const HOLDER_POLL_FIRST_MS = 200;
+const HOLDER_POLL_MS = 1_000;
+/** How long the look before the turn's end may take: a slow bus must not hold the answer back. */
+const LAST_LOOK_MS = 2_000;
+/** The follower's clock: how often it looks whether the agent waits for a person. */
+const TICK_MS = 100;
+/** No event for this long with only approvals left open: the agent waits for a person. */
+const SETTLE_MS = 200;
+/** With no event for this long, the follower says again what it waits for. */
+const QUIET_NOTICE_MS = 30_000;
+
+/** What `followTurn` needs: the agent, its state so far, and where its turn is printed. */
+export interface FollowTurnOptions extends TurnOutput {
+  rt: Runtime;
+  entry: Pick<DirectoryEntry, 'actorId' | 'rootId'>;
+  /** The agent's state folded from its log so far; the events after its `seq` are printed. */
+  from: Projection;
+  /** Asks a person on a TTY; null: an approval makes the command exit 4. */
+  prompt: Prompt | null;
+  /** Approvals this command answered (approval ID → message ID): their answers are on the way. */
+  answered?: Map<string, string>;
+  /** `run` handed the agent over (says so once a host took it); else the command follows a host's agent. */
+  handedOver: boolean;
+  /** When the turn must have ended (ms), before its `turn/start` says so; null: no deadline. */
+  deadlineAt?: number | null;
+}
+
+/**
+ * Follows the next end of a turn of an agent a host runs, printing what the in-process path
+ * prints: the events as they are committed (RunPrinter), then the answer and the outcome, with
+ * the same exit code. An approval left for a person is asked on a TTY and answered through the
+ * inbox, or printed with exit 4. A host that dies does not end the following: another host (or a
+ * later `resume`) takes the agent over and its events go on; changes of holder, a long silence
+ * and a turn deadline long past are said on stderr, the last with exit 4. Ctrl-C stops following
+ * (exit 130); the turn goes on on its host.
+ */
+export async function followTurn(o: FollowTurnOptions): Promise<number> {
+  const { rt, entry, out } = o;
+  const p = o.from;
+  const answered = new Map(o.answered ?? []);
+  const watch = new HolderWatch(o);
+  const stop = new AbortController();
+  let onSigint = (): void => {};
+  const interrupted = new Promise<{ kind: 'interrupt' }>((resolve) => (onSigint = () => resolve({ kind: 'interrupt' })));
+  process.once('SIGINT', onSigint);
+  const follow = () => rt.reader.follow(entry.rootId, entry.actorId, { afterSeq: p.seq, signal: stop.signal })[Symbol.asyncIterator]();
+  let events = follow();
+  const pull = () => events.next().then((r) => ({ kind: 'event' as const, r }));
+  let next = pull();
+  let tick: Promise<{ kind: 'tick' }> | null = null;
+  let lastEventAt = Date.now();
+  o.printer.seed(p.openStep?.index ?? p.openTurn?.steps ?? 0, p.usage.inputTokens + p.usage.outputTokens);
+  try {
+    for (;;) {
+      tick ??= new Promise((resolve) => setTimeout(() => resolve({ kind: 'tick' }), TICK_MS));
+      const r = await Promise.race([next, tick, interrupted]);
+      if (r.kind === 'interrupt') {
+        o.printer.endLine();
+        out.stderr.write(`\nstopped following ${entry.actorId}; its turn goes on on its host (\`actorloop resume ${entry.actorId}\` follows it again)\n`);
+        return EXIT.interrupted;
+      }
+      if (r.kind === 'tick') {
+        tick = null;
+        const now = Date.now();
+        const waiting = now - lastEventAt >= SETTLE_MS ? awaitingPerson(p, answered) : [];
+        if (waiting.length > 0) {
+          o.printer.endLine();
+          if (!o.prompt) return await printWaiting(o, { actorId: entry.actorId, projection: p }, waiting);
+          await askAll(o, p, waiting, answered);
+          lastEventAt = Date.now();
+          continue;
+        }
+        watch.look(now, lastEventAt, p);
+        if (watch.overdue(now, p)) return EXIT.stopped;
+        continue;
+      }
+      if (r.r.done) {
+        // the follower's consumer ended without being asked to (the server lost it): follow on from here
+        events = follow();
+        next = pull();
+        continue;
+      }
+      next = pull();
+      const { event } = r.r.value;
+      lastEventAt = Date.now();
+      foldEvent(p, event);
+      if (event.type === 'inbox/cancelled') {
+        // an answer of ours the agent refused: the approval is a person's to answer again
+        for (const [approvalId, messageId] of answered) if (messageId === event.data.messageId) answered.delete(approvalId);
+      }
+      o.printer.commit([event]);
+      if (event.type === 'turn/end') {
+        await watch.last(p);
+        return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, turnEnded(event));
+      }
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+    stop.abort();
+    void events.return?.(undefined);
+  }
+}
+
+function turnEnded(e: Extract<ActorEvent, { type: 'turn/end' }>): TurnEnded {
+  return { turnId: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer, costUsd: e.data.costUsd ?? null };
+}
+
+/**
+ * The approvals a person must answer before the open turn can go on, from the log alone: some
+ * are pending, and every call of the open step has ended or waits on one of them (one whose answer
+ * this command sent is still on its way, so the agent is not idle yet). Empty otherwise.
+ */
+export function awaitingPerson(p: Projection, answered: ReadonlyMap<string, string>): string[] {
+  if (!p.openTurn) return [];
+  const pending = pendingApprovals(p).map((a) => a.approvalId).filter((id) => !answered.has(id));
+  if (pending.length === 0) return [];
+  const busy = p.pending.calls.some((c) => {
+    if (c.observation !== null) return false;
+    const held = c.approvalId !== undefined && p.approvals?.[c.approvalId]?.state === 'pending' && !answered.has(c.approvalId);
+    return !held;
+  });
+  return busy ? [] : pending;
+}
+
+async function askAll(o: FollowTurnOptions, p: Projection, waiting: string[], answered: Map<string, string>): Promise<void> {
+  for (const approvalId of waiting) {
+    const approval = p.approvals?.[approvalId];
+    if (!approval || approval.state !== 'pending') continue;
+    const answer = await o.prompt!(describeApproval(approvalId, approval));
+    const msg = approvalMessage(o.entry.actorId, approvalId, approval.planDigest, answer);
+    await publishInbox(o.rt.bus.js, msg);
+    answered.set(approvalId, msg.id);
+  }
+}
+
+/** Resolves when `p` settles or after `ms`, whichever is first. */
+function bounded(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    void p.finally(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Says on stderr who holds the agent as that changes, and what the follower still waits for. Its
+ * looks run beside the follower, one at a time, never in its way: a slow bus must not hold back
+ * the events or the turn's end.
+ */
+class HolderWatch {
+  /** The holder last seen; undefined before the first look. */
+  private holder: string | null | undefined = undefined;
+  private seen = false;
+  private lastPollAt = 0;
+  private lastNoticeAt = Date.now();
+  private saidDead: string | null = null;
+  private saidNoHost = false;
+  private looking: Promise<void> | null = null;
+
+  constructor(private readonly o: FollowTurnOptions) {}
+
+  private say(line: string): void {
+    this.o.printer.endLine();
+    this.o.out.stderr.write(`${line}\n`);
+  }
+
+  /** Starts a look at the agent's lease and the live hosts when one is due and none is running. */
+  look(now: number, lastEventAt: number, p: Projection): void {
+    if (this.looking || now - this.lastPollAt < (this.seen ? HOLDER_POLL_MS : HOLDER_POLL_FIRST_MS)) return;
+    this.lastPollAt = now;
+    this.looking = this.poll(now, lastEventAt, p, false).finally(() => (this.looking = null));
+  }
+
+  /** Before the turn's end is printed: the look under way, and one more if no holder was seen yet (bounded). */
+  async last(p: Projection): Promise<void> {
+    if (this.looking) await bounded(this.looking, LAST_LOOK_MS);
+    if (!this.seen) await bounded(this.poll(Date.now(), Date.now(), p, true), LAST_LOOK_MS);
+  }
+
+  private async poll(now: number, lastEventAt: number, p: Projection, last: boolean): Promise<void> {
+    let place: Placement;
+    try {
+      place = await placementOf(this.o.rt, this.o.entry.actorId);
+    } catch {
+      // NATS restarting: the log follower waits for it too; look again at the next poll
+      return;
+    }
+    const id = this.o.entry.actorId;
+    const holder = place.kind === 'host' ? place.host : place.kind === 'other' ? place.holder : null;
+    if (holder !== this.holder) {
+      if (holder && !this.seen) {
+        this.say(this.o.handedOver ? `handed ${id} to host ${holder}; following its events` : `${id} is run by ${holder}; following its events`);
+      } else if (holder) {
+        this.say(`${id} was taken over by ${holder}`);
+      } else if (this.holder) {
+        this.say(`${this.holder} no longer holds ${id}; waiting for a host to take it over`);
+      }
+      this.seen ||= holder !== null;
+      this.holder = holder;
+      this.saidDead = null;
+    }
+    if (place.kind === 'host' && !place.hosts.some((h) => h.name === place.host) && this.saidDead !== place.host) {
+      this.saidDead = place.host;
+      this.say(`host ${place.host} is gone; another host takes ${id} over once its lease lapses (within ${Math.ceil(this.o.rt.leases.ttlMs / 1000)} s)`);
+    }
+    if (place.kind === 'free' && place.hosts.length === 0 && !this.saidNoHost && !last) {
+      this.saidNoHost = true;
+      this.say(`no host is running to take ${id}: start \`actorloop host\`, or \`actorloop resume ${id} --in-process\` hosts it here; still following (Ctrl-C stops)`);
+    }
+    if (place.hosts.length > 0) this.saidNoHost = false;
+    if (now - lastEventAt >= QUIET_NOTICE_MS && now - this.lastNoticeAt >= QUIET_NOTICE_MS) {
+      this.lastNoticeAt = now;
+      const where = holder ? `${holder} holds it` : 'no host holds it';
+      this.say(`${id}: no event for ${Math.round((now - lastEventAt) / 1000)} s (${where}${p.openStep ? `, step ${p.openStep.index} open` : ''}); still following`);
+    }
+  }
+
+  /**
+   * True (and said) when the turn's deadline passed long ago and no host ended the turn: a host
+   * ends it at its deadline, so past two lease TTLs and ten seconds more, nobody runs it.
+   */
+  overdue(now: number, p: Projection): boolean {
+    const deadlineAt = p.openTurn ? p.openTurn.settings.budgets.deadlineAt : (this.o.deadlineAt ?? null);
+    if (deadlineAt === null || now < deadlineAt + 2 * this.o.rt.leases.ttlMs + 10_000) return false;
+    const id = this.o.entry.actorId;
+    this.say(`${id}: its turn's deadline passed at ${new Date(deadlineAt).toISOString()} and no host ended the turn; \`actorloop resume ${id}\` ends it`);
+    return true;
+  }
+}

@@ -1,0 +1,204 @@
+// `run`, `resume` and `approve` with a host running: they hand the agent to the host and follow
+// its log, printing what the in-process path prints and exiting with its codes; `--in-process`
+// keeps the old behaviour. One real `actorloop host` on a real nats-server serves the file; every
+// CLI is a real process with a data dir of its own (the host keeps its LMDB elsewhere).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+
+const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
+const HOST = 'handoff-host';
+
+let nats: TestNats;
+let host: ChildProcess;
+let hostErr = '';
+let buggySlug: string;
+const dirs: string[] = [];
+const children = new Set<ChildProcess>();
+const pool = new CliPool();
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  buggySlug = await readFile(join(REPO_ROOT, 'examples', 'demo', 'workspace', 'src', 'slug.js'), 'utf8');
+  const dataDir = await tempDir('host');
+  dirs.push(dataDir);
+  host = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', HOST, '--lease-ttl', '10000', '--nats', nats.url, '--data-dir', dataDir], {
+    cwd: REPO_ROOT,
+    env: cliEnv(dataDir),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  host.stderr!.setEncoding('utf8').on('data', (s: string) => (hostErr += s));
+  await until('the host to start', async () => hostErr.includes('hosting agents'));
+});
+
+afterAll(async () => {
+  for (const c of [host, ...children]) if (c && c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await pool.killAll();
+  await nats?.stop();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; host stderr:\n${hostErr}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function setup(onTestFinished: (fn: () => Promise<void>) => void) {
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('cli');
+  dirs.push(ws, dataDir);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  return { ws, dataDir, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
+}
+
+function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
+  expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
+}
+
+/** Runs `cmd` on a pseudo-terminal (`script`), as a person's shell would, answering "y" to the first approval prompt. */
+async function onTerminal(cmd: string, dataDir: string, onTestFinished: (fn: () => Promise<void>) => void): Promise<{ text: string; code: number | null }> {
+  const child = spawn('script', ['-qfec', cmd, '/dev/null'], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(child);
+  onTestFinished(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let text = '';
+  let answered = false;
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    text += chunk;
+    if (!answered && text.includes('allow? [y]es once')) {
+      answered = true;
+      child.stdin.write('y\r');
+    }
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { text, code };
+}
+
+describe('with a host running', () => {
+  test('run hands the agent to the host and prints and exits as in-process; --in-process hosts it here', async ({ expect, onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, '--json', ...common]);
+    expectExit(expect, run, 0);
+    const agentId = lines(run.stderr)[0]!;
+    expect(agentId).toMatch(AGENT_ID);
+    expect(run.stderr).toContain(`handed ${agentId} to host ${HOST}; following its events`);
+    const events = parseEvents(run.stdout);
+    // every event of the log, from its first, as the in-process run prints them
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(events).toEqual(log);
+
+    // the same task hosted here: the same human output, line for line, but for the agent ID
+    const ws2 = await demoWorkspace();
+    dirs.push(ws2);
+    const [handed, local] = await Promise.all([
+      cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, ...common]),
+      cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws2, '--in-process', ...common]),
+    ]);
+    expectExit(expect, handed, 0);
+    expectExit(expect, local, 0);
+    const [handedId, localId] = [lines(handed.stdout)[0]!, lines(local.stdout)[0]!];
+    expect(handed.stdout.replace(handedId, '<id>')).toBe(local.stdout.replace(localId, '<id>'));
+    expect(handed.stderr).toContain(`handed ${handedId} to host ${HOST}`);
+    expect(local.stderr).toBe('');
+    expect(lines(local.stdout).at(-1)).toMatch(/^completed · [\d,]+ tokens/);
+  });
+
+  test('an approval without a TTY: run exits 4 with the approve line; approve answers through the inbox and the host finishes', async ({ expect, onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
+    expectExit(expect, run, 4);
+    const agentId = lines(run.stderr)[0]!;
+    const requested = parseEvents(run.stdout).find((e) => e.type === 'approval/requested');
+    const approvalId = requested?.type === 'approval/requested' ? requested.data.approvalId : '';
+    expect(approvalId).toMatch(/^apr_/);
+    expect(run.stderr).toContain(`waiting for approval ${approvalId}`);
+    expect(run.stderr).toContain(`approve: actorloop approve ${agentId} ${approvalId}`);
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toBe(buggySlug);
+
+    const approved = await cli.run(['approve', agentId, approvalId, '--json', ...common]);
+    expectExit(expect, approved, 0);
+    expect(approved.stderr).toContain(`${agentId} is run by ${HOST}; following its events`);
+    const events = parseEvents(approved.stdout);
+    expect(events.map((e) => e.type)).toContain('approval/granted');
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+    // the host ran all of it: one incarnation, never one of the commands
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(new Set(log.map((e) => e.epoch)).size).toBe(1);
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
+    expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
+  });
+
+  test('resume follows an agent the host runs: exit 4 while it waits, on a terminal it asks and follows to the end', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, cli, common } = await setup(onTestFinished);
+    // the host keeps the agent waiting for the write's approval: nothing races the commands below
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
+    expectExit(expect, run, 4);
+    const agentId = lines(run.stderr)[0]!;
+    const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
+
+    const waiting = await cli.run(['resume', agentId, '--json', ...common]);
+    expectExit(expect, waiting, 4);
+    expect(waiting.stderr).toContain(`${agentId} is run by ${HOST}; following its events`);
+    expect(waiting.stderr).toContain(`approve: actorloop approve ${agentId} ${approvalId}`);
+    // it printed nothing of the log it had already seen
+    expect(waiting.stdout).toBe('');
+
+    const cmd = ['node', 'bin/actorloop.js', 'resume', agentId, ...common].join(' ');
+    const screen = await onTerminal(cmd, dataDir, onTestFinished);
+    expect(screen.text).toContain(`${agentId} is run by ${HOST}; following its events`);
+    expect(screen.text).toContain(`write_file (version 1) asks for approval ${approvalId}`);
+    expect(screen.text).toMatch(/completed · [\d,]+ tokens/);
+    expect(screen.code, screen.text).toBe(0);
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
+
+    const again = await cli.run(['resume', agentId, ...common]);
+    expectExit(expect, again, 0);
+    expect(again.stderr).toContain(`${agentId} has no open turn to resume: its last turn ended completed`);
+    // hosting it here while the host holds it is still refused, saying how to follow it
+    const here = await cli.run(['resume', agentId, '--in-process', ...common]);
+    expectExit(expect, here, 2);
+    expect(here.stderr).toMatch(new RegExp(`^actorloop: ${agentId} is being run by ${HOST}\\. follow it with`));
+    // the host ran all of it: one incarnation, never one of the commands
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(new Set(log.map((e) => e.epoch)).size).toBe(1);
+  });
+
+  test('resume of an agent whose in-process run died mid-turn hands it to the host, which recovers and finishes it', async ({ expect, onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    // write_file is the 5th tool start of the demo: killed with its effect's outcome unknown
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, '--json', '--in-process', '--fault', 'after:tool/start@5', ...common]);
+    expect(run.signal, show(run)).toBe('SIGKILL');
+    const agentId = lines(run.stderr)[0]!;
+    expect(run.stderr).not.toContain('handed');
+
+    // its lease is held by a dead process of this machine: released at once, and the host takes it
+    const resumed = await cli.run(['resume', agentId, '--json', ...common]);
+    expectExit(expect, resumed, 0);
+    expect(resumed.stderr).toContain(`handed ${agentId} to host ${HOST}; following its events`);
+    const events = parseEvents(resumed.stdout);
+    expect(events.map((e) => e.type)).toContain('recovery/continuation');
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+    expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
+  });
+
+  test('on a terminal, a handed-over run asks inline, answers through the inbox, and the host goes on after "y"', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, common } = await setup(onTestFinished);
+    const cmd = ['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common].join(' ');
+    const screen = await onTerminal(cmd, dataDir, onTestFinished);
+    expect(screen.text).toContain(`to host ${HOST}; following its events`);
+    expect(screen.text).toContain('write_file (version 1) asks for approval apr_');
+    expect(screen.text).toMatch(/completed · [\d,]+ tokens/);
+    expect(screen.code, screen.text).toBe(0);
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
+  });
+});
