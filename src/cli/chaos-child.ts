@@ -199,3 +199,14 @@ export async function readLog(ctx: ChaosContext, agentId: string): Promise<Actor
   for await (const { event } of ctx.reader.read(entry?.rootId ?? agentId, agentId, { afterSeq: 0 })) events.push(event);
   return events;
 }
+
+/** Why a child's end stops the run (it hung, or never named its agent), or null when it does not. */
+export function exitViolation(ctx: ChaosContext, command: string, r: Exited, agentId: string | null): Violation | null {
+  if (r.timedOut) {
+    return { code: 'chaos.process_timeout', seq: null, message: `${command} ran longer than ${ctx.childTimeoutMs} ms and was killed: ${tail(r.stderr)}` };
+  }
+  if (agentId === null) {
+    return { code: 'chaos.no_agent', seq: null, message: `${command} exited (${r.code ?? r.signal}) without printing an agent ID: ${tail(r.stderr)}` };
+  }
+  return null;
+}

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Violation } from '../actors/verify.js';
 import type { ActorEvent } from '../protocol/events.js';
 import {
-  agentOf, pendingApprovals, readLog, sleep, startChild, tail,
+  agentOf, exitViolation, pendingApprovals, readLog, sleep, startChild, tail,
   type ChaosContext, type Child, type Driven, type Exited, type ProcessRecord, type Scenario,
 } from './chaos-child.js';
 import { faultSpecFor } from './chaos-plan.js';
@@ -179,12 +179,9 @@ export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: 
       const r = ev.r;
       processes.push({ command, fault: null, code: r.code, signal: r.signal, killedByFault: false, ms: r.ms });
       agentId ??= agentOf(r.stderr);
-      if (r.timedOut) {
-        violations.push({ code: 'chaos.process_timeout', seq: null, message: `${command} ran longer than ${ctx.childTimeoutMs} ms and was killed: ${tail(r.stderr)}` });
-        break;
-      }
-      if (agentId === null) {
-        violations.push({ code: 'chaos.no_agent', seq: null, message: `${command} exited (${r.code ?? r.signal}) without printing an agent ID: ${tail(r.stderr)}` });
+      const stop = exitViolation(ctx, command, r, agentId);
+      if (stop !== null || agentId === null) {
+        if (stop) violations.push(stop);
         break;
       }
       const approval = r.code === 4 ? pendingApprovals(await logSoFar())[0] : undefined;

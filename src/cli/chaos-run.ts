@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { verifyLog, type Violation } from '../actors/verify.js';
 import type { ActorEvent } from '../protocol/events.js';
 import {
-  agentOf, pendingApprovals, printedEvents, readLog, sleep, spawnCli, tail,
+  agentOf, exitViolation, pendingApprovals, printedEvents, readLog, sleep, spawnCli, tail,
   type ChaosContext, type Driven, type ProcessRecord, type Scenario,
 } from './chaos-child.js';
 import { checkEffects, effectLines, EFFECT_FILE } from './chaos-effects.js';
@@ -77,12 +77,9 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
     processes.push({ command, fault, code: r.code, signal: r.signal, killedByFault, ms: r.ms });
     log.push(...printed);
     agentId ??= agentOf(r.stderr);
-    if (r.timedOut) {
-      violations.push({ code: 'chaos.process_timeout', seq: null, message: `${command} ran longer than ${ctx.childTimeoutMs} ms and was killed: ${tail(r.stderr)}` });
-      break;
-    }
-    if (agentId === null) {
-      violations.push({ code: 'chaos.no_agent', seq: null, message: `${command} exited (${r.code ?? r.signal}) without printing an agent ID: ${tail(r.stderr)}` });
+    const stop = exitViolation(ctx, command, r, agentId);
+    if (stop !== null || agentId === null) {
+      if (stop) violations.push(stop);
       break;
     }
     if (killedByFault) {
