@@ -61,7 +61,8 @@ export interface SupervisorHooks {
   snapshotEvery?: number;
 }
 
-async function tempDir(prefix: string, cleanup: Cleanup): Promise<string> {
+/** A fresh temp dir, removed by `cleanup`. */
+export async function tempDir(prefix: string, cleanup: Cleanup): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), `actorloop-bench-${prefix}-`));
   cleanup.add(`remove ${dir}`, () => rm(dir, { recursive: true, force: true }));
   return dir;
