@@ -188,7 +188,10 @@ async function takeover(cleanup: Cleanup, spec: TakeoverSpec, logger: Logger): P
     if (e.outcome === 'completed') completed += 1;
   });
   await b.ready;
-  const heldByA = (await leases.list(Date.now())).filter((l) => l.host === 'A').length;
+  // one get per agent, not leases.list(): listing the keys of a bucket whose keys A keeps renewing
+  // can wait out a 30 s heartbeat, and can name a key twice
+  const holders = await pool(ids, 64, async (id) => (await leases.get(id, Date.now()))?.host);
+  const heldByA = holders.filter((h) => h === 'A').length;
   const claimedEarly = b.hosted.size;
   const openAtKill = onA.openAttempts();
   const endedAtKill = onA.agents('turn/end');
