@@ -53,7 +53,7 @@ export async function runTakeoverSection(cleanup: Cleanup, rt: BenchRuntime, o: 
   const configs = specs(o);
   if (stale) console.log(`skipped: the hosts run the built CLI, and ${stale}`);
   else if (configs.length > 0) await takeovers(cleanup, configs, o);
-  if (o.rehydrateEvents.length > 0) await rehydrates(rt, o);
+  if (o.rehydrateEvents.length > 0 && !cleanup.closing) await rehydrates(rt, o);
 }
 
 async function takeovers(cleanup: Cleanup, configs: TakeoverSpec[], o: TakeoverSectionOptions): Promise<void> {
@@ -61,8 +61,9 @@ async function takeovers(cleanup: Cleanup, configs: TakeoverSpec[], o: TakeoverS
   const runs = new Map<string, TakeoverRun[]>(configs.map((c) => [label(c), []]));
   const failures: string[] = [];
   const started = Date.now();
-  for (let r = 0; r < o.runs; r++) {
+  for (let r = 0; r < o.runs && !cleanup.closing; r++) {
     for (const spec of configs) {
+      if (cleanup.closing) return;
       try {
         runs.get(label(spec))!.push(await runTakeover(cleanup, spec, logger));
       } catch (err) {
@@ -128,7 +129,7 @@ async function takeovers(cleanup: Cleanup, configs: TakeoverSpec[], o: TakeoverS
 }
 
 async function rehydrates(rt: BenchRuntime, o: TakeoverSectionOptions): Promise<void> {
-  const runs = Math.max(5, o.runs);
+  const runs = Math.max(9, o.runs);
   const results: RehydrateResult[] = [];
   for (const events of o.rehydrateEvents) {
     results.push(await runRehydrate(rt, events, runs));
