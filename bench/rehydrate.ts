@@ -1,37 +1,42 @@
 import { createFaultInjector } from '../src/actors/faults.js';
 import { Supervisor } from '../src/actors/supervisor.js';
+import type { ModelAdapter } from '../src/model/model-port.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';
 import { newId } from '../src/protocol/ids.js';
 import { benchTurnRequest, type BenchRuntime } from './harness.js';
 import { median, nowMs } from './stats.js';
 
-/** What rehydrating one agent with a log of about `events` events cost. */
-export interface RehydrateResult {
+/** One agent's log, built for timing its rehydration. */
+export interface BuiltLog {
+  actorId: string;
   /** Events in the log (a whole number of turns, so slightly over the length asked for). */
   events: number;
   turns: number;
-  /** The snapshot hydrate found: its seq, and its size as JSON bytes. */
+  /** The snapshot hydrate finds: its seq, and its size as JSON bytes. */
   snapshotSeq: number;
   snapshotBytes: number;
-  /** Events read after the snapshot. */
-  tailEvents: number;
   /** Model-visible history messages of the projection (part of the snapshot). */
   historyMessages: number;
-  /** `Supervisor.hydrate`, ms: each the median over runs. */
+  buildMs: number;
+  modelFor(settings: unknown, cursor: number): Promise<ModelAdapter>;
+}
+
+/** What rehydrating one agent cost: `Supervisor.hydrate`, ms, the median over runs. */
+export interface RehydrateResult extends BuiltLog {
+  /** Events read after the snapshot. */
+  tailEvents: number;
   withSnapshotMs: number;
   logOnlyMs: number;
-  buildMs: number;
 }
 
 const SNAPSHOT_EVERY = 64;
 
 /**
  * Builds one agent's log of at least `events` events from short turns (a user message, one
- * step, a one-word answer: the real commit path, snapshots every 64 events), then times
- * `Supervisor.hydrate` of it on a fresh supervisor, with the LMDB snapshot and without.
+ * step, a one-word answer), through the real commit path with a snapshot every 64 events.
  */
-export async function runRehydrate(rt: BenchRuntime, events: number, runs: number): Promise<RehydrateResult> {
+export async function buildLog(rt: BenchRuntime, events: number): Promise<BuiltLog> {
   const turnsAtMost = Math.ceil(events / 4) + 1;
   const script: ScriptResponse[] = Array.from({ length: turnsAtMost }, (_, i) => ({
     content: `pong ${i + 1}`, usage: { input_tokens: 20, output_tokens: 2 },
@@ -61,42 +66,52 @@ export async function runRehydrate(rt: BenchRuntime, events: number, runs: numbe
   // snapshot saves are not awaited by the actor: let the last one land
   await new Promise((r) => setTimeout(r, 200));
   const snap = await rt.snapshots.load(actorId);
-  const buildMs = nowMs() - t0;
-
-  const hydrateOnce = async (snapshots: boolean): Promise<{ ms: number; tail: number }> => {
-    const sup = new Supervisor({
-      bus: rt.bus, blobs: rt.blobs, snapshots: snapshots ? rt.snapshots : null, tools: rt.tools, logger: rt.logger,
-      faults: createFaultInjector([]), snapshotEvery: SNAPSHOT_EVERY, modelFor,
-    });
-    // the supervisor's one-time wake-up subscription is not part of an actor's cost
-    await sup.listenForMail(() => {});
-    try {
-      const start = nowMs();
-      const { actor: a } = await sup.hydrate(actorId);
-      const ms = nowMs() - start;
-      return { ms, tail: a.projection.seq - (snapshots ? (snap?.seq ?? 0) : 0) };
-    } finally {
-      await sup.stop();
-      // let the inbox look that serve started settle before the next run
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  const timed = async (snapshots: boolean): Promise<{ ms: number; tail: number }> => {
-    await hydrateOnce(snapshots); // warm-up: JIT, LMDB pages, the server's view of the subject
-    const samples: { ms: number; tail: number }[] = [];
-    for (let r = 0; r < runs; r++) samples.push(await hydrateOnce(snapshots));
-    return { ms: median(samples.map((s) => s.ms)), tail: samples[0]!.tail };
-  };
-  const withSnap = await timed(true);
-  const logOnly = await timed(false);
   return {
-    events: logEvents, turns,
+    actorId, events: logEvents, turns, historyMessages, modelFor,
     snapshotSeq: snap?.seq ?? 0,
     snapshotBytes: snap ? JSON.stringify(snap).length : 0,
-    tailEvents: withSnap.tail,
-    historyMessages,
-    withSnapshotMs: withSnap.ms,
-    logOnlyMs: logOnly.ms,
-    buildMs,
+    buildMs: nowMs() - t0,
   };
+}
+
+/** Times `Supervisor.hydrate` of the log's agent once, on a fresh supervisor with or without snapshots. */
+async function hydrateOnce(rt: BenchRuntime, log: BuiltLog, snapshots: boolean): Promise<{ ms: number; tail: number }> {
+  const sup = new Supervisor({
+    bus: rt.bus, blobs: rt.blobs, snapshots: snapshots ? rt.snapshots : null, tools: rt.tools, logger: rt.logger,
+    faults: createFaultInjector([]), snapshotEvery: SNAPSHOT_EVERY, modelFor: log.modelFor,
+  });
+  // the supervisor's one-time wake-up subscription is not part of an agent's cost
+  await sup.listenForMail(() => {});
+  try {
+    const start = nowMs();
+    const { actor } = await sup.hydrate(log.actorId);
+    const ms = nowMs() - start;
+    return { ms, tail: actor.projection.seq - (snapshots ? log.snapshotSeq : 0) };
+  } finally {
+    await sup.stop();
+    // let the inbox look that hydrate started settle before the next run
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Times the rehydration of every log, with the LMDB snapshot and from the log alone, `runs`
+ * times each after a warm-up, interleaved so drift on the machine touches every one alike.
+ */
+export async function timeRehydrations(rt: BenchRuntime, logs: BuiltLog[], runs: number): Promise<RehydrateResult[]> {
+  const samples = logs.map(() => ({ snap: [] as number[], full: [] as number[], tail: 0 }));
+  for (let r = -1; r < runs; r++) {
+    for (const [i, log] of logs.entries()) {
+      const withSnap = await hydrateOnce(rt, log, true);
+      const logOnly = await hydrateOnce(rt, log, false);
+      // run -1 warms up: JIT, LMDB pages, the server's view of the subject
+      if (r < 0) continue;
+      samples[i]!.snap.push(withSnap.ms);
+      samples[i]!.full.push(logOnly.ms);
+      samples[i]!.tail = withSnap.tail;
+    }
+  }
+  return logs.map((log, i) => ({
+    ...log, tailEvents: samples[i]!.tail, withSnapshotMs: median(samples[i]!.snap), logOnlyMs: median(samples[i]!.full),
+  }));
 }

@@ -1,6 +1,6 @@
 import type { Cleanup, BenchRuntime } from './harness.js';
 import { staleBuild } from './host-process.js';
-import { runRehydrate, type RehydrateResult } from './rehydrate.js';
+import { buildLog, timeRehydrations, type BuiltLog } from './rehydrate.js';
 import { fmtMs, median, table } from './stats.js';
 import { MID_DELAY_MS, MID_STEPS, runTakeover, takeoverLogger, type TakeoverRun, type TakeoverSpec } from './takeover.js';
 
@@ -105,8 +105,8 @@ async function takeovers(cleanup: Cleanup, configs: TakeoverSpec[], o: TakeoverS
     '  SIGKILLed. "running" = B logged `hosting actor` (lease taken, snapshot + log tail rehydrated, inbox consumer ready) AND',
     '  committed that agent\'s `recovery/started` under its own epoch; times are the hosts\' own timestamps minus the kill.',
     '  idle = parked on a pending approval (write_file under approval mode `ask`): no model call or tool in flight, but the turn is',
-    '  open and only a host can take the answer in, commit it, and expire the approval, so a host must run it again. A turn-less',
-    '  agent would be idle too, but a host only claims agents the directory marks running/waiting, and costs the same to hydrate.',
+    '  open and only a host can take the answer in, commit it, and expire the approval, so a host must run it again. (An agent',
+    '  whose turn ended would be taken over too, since a host leaves its directory status `running`, but nothing waits on it.)',
     `  mid-turn = inside a scripted model call (${MID_STEPS} list_dir steps and an answer, ${MID_DELAY_MS / 1000} s per response); B closes the open`,
     '  attempt as interrupted, continues, and "kill→turns ended" is when the last turn ended (every one `completed`).',
     '  A renews every TTL/3, so its leases lapse between 2/3·TTL and TTL after the kill, and B looks every TTL/3: "after TTL" can',
@@ -130,11 +130,12 @@ async function takeovers(cleanup: Cleanup, configs: TakeoverSpec[], o: TakeoverS
 
 async function rehydrates(rt: BenchRuntime, o: TakeoverSectionOptions): Promise<void> {
   const runs = Math.max(9, o.runs);
-  const results: RehydrateResult[] = [];
+  const logs: BuiltLog[] = [];
   for (const events of o.rehydrateEvents) {
-    results.push(await runRehydrate(rt, events, runs));
-    process.stderr.write(`rehydrate ${events} events done\n`);
+    logs.push(await buildLog(rt, events));
+    process.stderr.write(`rehydrate: a log of ${events} events built\n`);
   }
+  const results = await timeRehydrations(rt, logs, runs);
   console.log('');
   console.log('== rehydrating one agent: Supervisor.hydrate by log length ==');
   console.log(table(
@@ -145,7 +146,7 @@ async function rehydrates(rt: BenchRuntime, o: TakeoverSectionOptions): Promise<
     ]),
   ));
   console.log([
-    `notes: in-process, on the bench's nats-server and LMDB; median of ${runs} after a warm-up, each on a fresh supervisor (its`,
+    `notes: in-process, on the bench's nats-server and LMDB; median of ${runs} after a warm-up, interleaved, each on a fresh supervisor (its`,
     '  one-time subscription excluded): directory entry, log end, snapshot, tail through an ordered consumer, projection fold,',
     '  machine replay, inbox consumer. The log is short turns (message, one step, one-word answer) with a snapshot every 64',
     '  events; the snapshot holds the projection, so it grows with the history (and the inbox items) the turns leave behind.',
