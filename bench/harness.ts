@@ -19,15 +19,23 @@ export class Cleanup {
   private readonly steps: Array<{ what: string; run: () => Promise<unknown> }> = [];
   private running: Promise<void> | undefined;
 
+  /** True once `run` has started (Ctrl-C): a section should start nothing more. */
+  get closing(): boolean {
+    return this.running !== undefined;
+  }
+
   /** Registers an undo step. */
   add(what: string, run: () => Promise<unknown>): void {
     this.steps.push({ what, run });
   }
 
-  /** Runs every step (later ones first); a failing step is reported and the rest still run. */
+  /**
+   * Runs every step (later ones first); a failing step is reported and the rest still run. A step
+   * added while this runs (a piece that was still starting when Ctrl-C came) is run too.
+   */
   run(): Promise<void> {
     this.running ??= (async () => {
-      for (const step of this.steps.reverse()) {
+      for (let step = this.steps.pop(); step; step = this.steps.pop()) {
         try {
           await step.run();
         } catch (err) {
@@ -61,7 +69,8 @@ export interface SupervisorHooks {
   snapshotEvery?: number;
 }
 
-async function tempDir(prefix: string, cleanup: Cleanup): Promise<string> {
+/** A fresh temp dir, removed by `cleanup`. */
+export async function tempDir(prefix: string, cleanup: Cleanup): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), `actorloop-bench-${prefix}-`));
   cleanup.add(`remove ${dir}`, () => rm(dir, { recursive: true, force: true }));
   return dir;

@@ -3,10 +3,17 @@
  * a final answer, on actorloop and on two floors (a bare in-memory loop; the same loop with two
  * acked JetStream publishes per step), then the memory of agents parked mid-turn, then the
  * overhead per model attempt through a fake OpenAI server against the bare `openai` client, then
- * the tool pipeline's cost per call against calling the tool directly.
- * Prints tables; never asserts. Flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000
- * --model-steps 20 --model-agents 1,10 (--skip-model leaves the model section out)
- * --pipeline-steps 300 (0 leaves the pipeline section out).
+ * the tool pipeline's cost per call against calling the tool directly, then host takeover: two
+ * real `actorloop host` processes, the one holding N agents SIGKILLed, the time until the other
+ * runs them all again, and the cost of rehydrating one agent by the length of its log.
+ * Prints tables; never asserts. Flags: --agents 1,10,100 (0 leaves the tool loop out) --steps 20
+ * --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 (--skip-model leaves the model
+ * section out) --pipeline-steps 300 (0 leaves the pipeline section out)
+ * --takeover 10,100,1000 (idle agents per takeover; 0 leaves the whole takeover section out)
+ * --takeover-mid 100 (agents killed mid-turn; 0: none) --takeover-ttl 3000 (the hosts' lease TTL, ms)
+ * --rehydrate-events 100,10000 (log lengths whose rehydration is timed; 0: none).
+ * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
+ * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
  */
 import { cpus, loadavg, platform, release } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -20,6 +27,7 @@ import { runActorloop, toolLoopScript, type RunResult } from './workload.js';
 import { runActorloopNoIo } from './no-io.js';
 import { runModelOverhead } from './model-overhead.js';
 import { runToolPipelineBench } from './tool-pipeline.js';
+import { runTakeoverSection } from './takeover-report.js';
 
 const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
@@ -33,6 +41,10 @@ interface Flags {
   modelAgents: number[];
   skipModel: boolean;
   pipelineSteps: number;
+  takeover: number[];
+  takeoverMid: number;
+  takeoverTtl: number;
+  rehydrateEvents: number[];
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -49,12 +61,16 @@ const FLAG_OPTIONS = {
   'model-agents': { type: 'string', default: '1,10' },
   'skip-model': { type: 'boolean', default: false },
   'pipeline-steps': { type: 'string', default: '300' },
+  takeover: { type: 'string', default: '10,100,1000' },
+  'takeover-mid': { type: 'string', default: '100' },
+  'takeover-ttl': { type: 'string', default: '3000' },
+  'rehydrate-events': { type: 'string', default: '100,10000' },
 } as const;
 
 function parseFlags(): Flags {
   let values: {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'skip-model': boolean;
-    'pipeline-steps': string;
+    'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -66,8 +82,10 @@ function parseFlags(): Flags {
     if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer ≥ ${min}, got "${v}"`);
     return n;
   };
+  // "0" turns a list off
+  const list = (name: string, v: string): number[] => (v.trim() === '0' ? [] : v.split(',').map((s) => int(name, s.trim(), 1)));
   return {
-    agents: values.agents.split(',').map((s) => int('agents', s.trim(), 1)),
+    agents: list('agents', values.agents),
     steps: int('steps', values.steps, 1),
     runs: int('runs', values.runs, 1),
     park: int('park', values.park, 0),
@@ -75,6 +93,10 @@ function parseFlags(): Flags {
     modelAgents: values['model-agents'].split(',').map((s) => int('model-agents', s.trim(), 1)),
     skipModel: values['skip-model'],
     pipelineSteps: int('pipeline-steps', values['pipeline-steps'], 0),
+    takeover: list('takeover', values.takeover),
+    takeoverMid: int('takeover-mid', values['takeover-mid'], 0),
+    takeoverTtl: int('takeover-ttl', values['takeover-ttl'], 200),
+    rehydrateEvents: list('rehydrate-events', values['rehydrate-events']),
   };
 }
 
@@ -213,22 +235,8 @@ function printPark(p: ParkResult): void {
   console.log(`target (issue): ≤ 32 KB heap per parked agent beyond its history [${heapBeyondKb.toFixed(1)} KB: ${verdict(heapBeyondKb <= 32)}]`);
 }
 
-async function main(cleanup: Cleanup): Promise<void> {
-  const flags = parseFlags();
-  const rt = await openBenchRuntime(cleanup);
-  await ensureFloorStream(rt);
-  const cpu = cpus();
-  console.log(
-    `actorloop tool-loop bench: node ${process.version}, nats-server ${await natsServerVersion()}, ${cpu.length} CPU(s) ` +
-      `(${cpu[0]?.model.trim() ?? '?'}), ${platform()} ${release()}`,
-  );
-  console.log(
-    `agents ${flags.agents.join(',')}; ${flags.steps} echo steps + a final answer each; ${flags.runs} run(s), median reported; ` +
-      `snapshots every 64 events; park ${flags.park}; ` +
-      (flags.skipModel ? 'model section skipped' : `model: ${flags.modelSteps} steps, agents ${flags.modelAgents.join(',')}`),
-  );
-  console.log(`load average at start: ${loadavg().map((x) => x.toFixed(2)).join(' ')} (other processes share these CPUs)`);
-  const started = Date.now();
+/** The tool-loop section: every implementation at every agent count, runs interleaved. */
+async function toolLoop(rt: BenchRuntime, flags: Flags, started: number): Promise<void> {
   // warm-up (not reported): JIT, schemas, the streams' first pages
   for (const impl of IMPLS) await runOnce(rt, impl, Math.min(10, Math.max(...flags.agents)), flags.steps);
 
@@ -248,6 +256,25 @@ async function main(cleanup: Cleanup): Promise<void> {
   console.log('');
   console.log('== tool loop ==');
   printLoop(flags, results, msgBytes);
+}
+
+async function main(cleanup: Cleanup): Promise<void> {
+  const flags = parseFlags();
+  const rt = await openBenchRuntime(cleanup);
+  await ensureFloorStream(rt);
+  const cpu = cpus();
+  console.log(
+    `actorloop tool-loop bench: node ${process.version}, nats-server ${await natsServerVersion()}, ${cpu.length} CPU(s) ` +
+      `(${cpu[0]?.model.trim() ?? '?'}), ${platform()} ${release()}`,
+  );
+  console.log(
+    `agents ${flags.agents.join(',') || 'none'}; ${flags.steps} echo steps + a final answer each; ${flags.runs} run(s), median reported; ` +
+      `snapshots every 64 events; park ${flags.park}; ` +
+      (flags.skipModel ? 'model section skipped' : `model: ${flags.modelSteps} steps, agents ${flags.modelAgents.join(',')}`),
+  );
+  console.log(`load average at start: ${loadavg().map((x) => x.toFixed(2)).join(' ')} (other processes share these CPUs)`);
+  const started = Date.now();
+  if (flags.agents.length > 0) await toolLoop(rt, flags, started);
 
   if (flags.park > 0) {
     const p = await runPark(rt, flags.park);
@@ -261,6 +288,12 @@ async function main(cleanup: Cleanup): Promise<void> {
   }
   if (flags.pipelineSteps > 0) {
     await runToolPipelineBench({ steps: flags.pipelineSteps, runs: flags.runs, workspace: rt.workspace });
+  }
+  if (flags.takeover.length > 0) {
+    await runTakeoverSection(cleanup, rt, {
+      idle: flags.takeover, midTurn: flags.takeoverMid, leaseTtlMs: flags.takeoverTtl, ownDir: true, runs: flags.runs,
+      rehydrateEvents: flags.rehydrateEvents,
+    });
   }
   console.log('');
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s; load average at end: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
@@ -278,7 +311,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --skip-model)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000)\n`);
     code = 2;
   } else {
     process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

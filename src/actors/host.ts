@@ -23,6 +23,11 @@ export interface HostOptions {
 /** Directory statuses of actors that have work a host should run. */
 const NEEDS_HOST = new Set(['running', 'waiting']);
 
+/** Lease renewals one host has in flight at once. */
+const RENEWALS_IN_FLIGHT = 64;
+/** Actors one host claims and rehydrates at once. */
+const CLAIMS_IN_FLIGHT = 16;
+
 /**
  * A long-running host (design §7): claims a lease for every actor that needs a host — mail in
  * its inbox, or a lease that expired with its holder — rehydrates it with the lease revision as
@@ -36,6 +41,10 @@ export class Host {
   private readonly held = new Map<string, Lease>();
   private readonly claiming = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
+  private renewing: Promise<void> | null = null;
+  private scanning: Promise<void> | null = null;
+  private claimsRunning = 0;
+  private readonly claimQueue: Array<() => void> = [];
   private draining = false;
   private readonly clock: { nowMs(): number };
 
@@ -70,30 +79,55 @@ export class Host {
     });
   }
 
-  /** One pass: renew what this host holds, announce it, then take actors whose lease is gone and that have work. */
-  private async tick(): Promise<void> {
-    if (this.draining) return;
-    const now = this.clock.nowMs();
-    for (const [actorId, lease] of [...this.held]) {
+  /**
+   * One pass: renew what this host holds (and announce it), and take actors whose lease is gone and that have work.
+   * The two run apart, and neither starts again while its previous pass still runs: two renewal
+   * passes at once CAS the same lease twice and take the loser for lost (a pass over 1,000 leases
+   * outlasted TTL/3), and a long claim pass (a takeover) must not hold back the renewals of the
+   * leases it has already taken.
+   */
+  private tick(): Promise<void> {
+    if (this.draining) return Promise.resolve();
+    this.renewing ??= this.renewAll().finally(() => (this.renewing = null));
+    this.scanning ??= this.claimLapsed().finally(() => (this.scanning = null));
+    return Promise.all([this.renewing, this.scanning]).then(() => {});
+  }
+
+  // Renewals are independent per actor: a bounded number run at once, since one round trip
+  // after another took a pass over 1,000 leases past TTL/3.
+  private async renewAll(): Promise<void> {
+    await inParallel([...this.held.keys()], RENEWALS_IN_FLIGHT, async (actorId) => {
+      const lease = this.held.get(actorId);
+      if (!lease || this.draining) return;
       try {
-        this.held.set(actorId, await this.opts.leases.renew(lease, now));
+        const renewed = await this.opts.leases.renew(lease, this.clock.nowMs());
+        // lost and taken again meanwhile: the newer lease stays
+        if (this.held.get(actorId) === lease) this.held.set(actorId, renewed);
       } catch (err) {
-        if (err instanceof BusError && err.code === 'bus.lease_lost') this.lost(actorId, err);
-        else this.opts.logger.warn({ err, actorId }, 'lease renewal failed; retrying at the next pass');
+        if (err instanceof BusError && err.code === 'bus.lease_lost') {
+          if (this.held.get(actorId) === lease) this.lost(actorId, err);
+        } else this.opts.logger.warn({ err, actorId }, 'lease renewal failed; retrying at the next pass');
       }
-    }
+    });
     await this.announce();
-    let entries;
-    try {
-      entries = await this.opts.directory.list();
-    } catch (err) {
-      this.opts.logger.warn({ err }, 'directory unreadable; retrying at the next pass');
-      return;
-    }
-    const live = new Set((await this.opts.leases.list(now).catch(() => [])).map((l) => l.actorId));
-    for (const e of entries) {
-      if (!NEEDS_HOST.has(e.status) || this.held.has(e.actorId) || live.has(e.actorId)) continue;
-      await this.claim(e.actorId, 'lease expired');
+  }
+
+  // No listing of the leases first: take() reads each one and leaves a live lease alone, while a
+  // key listing of the bucket waits out a 30 s consumer heartbeat when a key changes under it
+  // (every renewal does) — and one pass at a time, a wait like that left the host blind.
+  private async claimLapsed(): Promise<void> {
+    for (;;) {
+      let entries;
+      try {
+        entries = await this.opts.directory.list();
+      } catch (err) {
+        this.opts.logger.warn({ err }, 'directory unreadable; retrying at the next pass');
+        return;
+      }
+      const wanted = entries.filter((e) => NEEDS_HOST.has(e.status) && !this.held.has(e.actorId));
+      const taken = await Promise.all(wanted.map((e) => this.claim(e.actorId, 'lease expired')));
+      // a dead host's leases lapse over its last renewal pass: after taking some, look again at once
+      if (this.draining || !taken.includes(true)) return;
     }
   }
 
@@ -101,7 +135,12 @@ export class Host {
   async claim(actorId: string, why: string): Promise<boolean> {
     if (this.draining || this.held.has(actorId) || this.claiming.has(actorId)) return false;
     this.claiming.add(actorId);
+    // A few at a time: a thousand at once (mail for each, or a takeover) starve the event loop,
+    // and the renewals of the leases already taken then miss their TTL.
+    if (this.claimsRunning >= CLAIMS_IN_FLIGHT) await new Promise<void>((resolve) => this.claimQueue.push(resolve));
+    this.claimsRunning += 1;
     try {
+      if (this.draining) return false;
       const lease = await this.opts.leases.take(actorId, this.opts.name, this.clock.nowMs());
       if (!lease) return false;
       this.held.set(actorId, lease);
@@ -120,6 +159,8 @@ export class Host {
       return false;
     } finally {
       this.claiming.delete(actorId);
+      this.claimsRunning -= 1;
+      this.claimQueue.shift()?.();
     }
   }
 
@@ -139,6 +180,8 @@ export class Host {
     this.draining = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    // a renewal landing after the release would hold the lease for another TTL
+    await Promise.allSettled([this.renewing, this.scanning]);
     const p = this.opts.presence;
     await p?.store.withdraw(p.identity.name).catch((err: unknown) => {
       this.opts.logger.warn({ err }, 'host presence not withdrawn; it lapses after the lease TTL');
@@ -148,4 +191,13 @@ export class Host {
     for (const lease of this.held.values()) await this.opts.leases.release(lease).catch(() => {});
     this.held.clear();
   }
+}
+
+/** Runs `fn` (which handles its own errors) over `items` with at most `limit` calls in flight. */
+async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
