@@ -23,6 +23,25 @@ export type DirectoryEntry = z.infer<typeof DirectoryEntrySchema>;
 /** Lifecycle status shown in the directory. */
 export type ActorStatus = DirectoryEntry['status'];
 
+/** The status a turn's outcome leaves an actor in. */
+export const STATUS_AFTER_TURN: Record<'completed' | 'failed' | 'stopped' | 'cancelled', ActorStatus> = {
+  completed: 'completed',
+  failed: 'failed',
+  stopped: 'stopped',
+  cancelled: 'stopped',
+};
+
+/**
+ * The status a committed event moves an actor to, or null when it moves none: a turn starting
+ * (`running`), asking a person (`waiting`), ending (its outcome's status).
+ */
+export function statusAfter(e: { type: string; data?: unknown }): ActorStatus | null {
+  if (e.type === 'turn/start' || e.type === 'approval/granted' || e.type === 'approval/denied') return 'running';
+  if (e.type === 'approval/requested') return 'waiting';
+  if (e.type === 'turn/end') return STATUS_AFTER_TURN[(e.data as { outcome: keyof typeof STATUS_AFTER_TURN }).outcome] ?? null;
+  return null;
+}
+
 /** The directory of actors on KV `actors`: who exists, their kind, parent, root and status. */
 export interface ActorDirectory {
   /** Writes an entry (validated); returns the KV revision. */

@@ -232,3 +232,39 @@ test('drain stops the supervisor and releases every lease, none renewed after', 
   await sleep(300);
   expect([...leases.keys.keys()]).toEqual([]);
 });
+
+test("the directory follows a hosted actor's commits, so a finished actor is not taken over again", async () => {
+  const now = new Date().toISOString();
+  const store = new Map<string, DirectoryEntry>([['agt_a', {
+    actorId: 'agt_a', kind: 'agent', parentId: null, rootId: 'agt_a', status: 'running', title: 't', workspace: '/tmp', createdAt: now, updatedAt: now, labels: {},
+  }]]);
+  const writes: ActorStatus[] = [];
+  const directory: ActorDirectory = {
+    put: async (e) => {
+      await sleep(Math.random() * 5); // out-of-order completion would show as a wrong last status
+      writes.push(e.status);
+      store.set(e.actorId, e);
+      return writes.length;
+    },
+    get: async (id) => store.get(id),
+    list: async () => [...store.values()],
+  };
+  const leases = new FakeLeases(300);
+  const sup = new FakeSupervisor();
+  const first = startHost('h-first', leases, sup, directory);
+  first.committed('agt_a', [{ type: 'turn/start' }, { type: 'step/start' }]);
+  first.committed('agt_a', [{ type: 'tool/call' }, { type: 'approval/requested' }]);
+  first.committed('agt_a', [{ type: 'approval/granted' }]);
+  first.committed('agt_a', [{ type: 'step/end' }, { type: 'turn/end', data: { outcome: 'completed' } }]);
+  first.committed('agt_a', [{ type: 'tool/result' }]); // moves no status
+  await first.drain(); // waits for the writes
+  // 'running' at turn/start is skipped: the entry already says so
+  expect(writes).toEqual(['waiting', 'running', 'completed']);
+  expect(store.get('agt_a')?.status).toBe('completed');
+  // its lease lapsed with its host: another host has nothing to take over
+  leases.hold('agt_a', 'h-first', 50);
+  const second = startHost('h-second', leases, sup, directory);
+  await second.start();
+  await sleep(300);
+  expect(sup.hydrated.has('agt_a')).toBe(false);
+}, 20_000);

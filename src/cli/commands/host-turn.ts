@@ -1,5 +1,5 @@
 import type { AgentActor, TurnEnded } from '../../actors/agent-actor.js';
-import type { ActorDirectory, ActorStatus } from '../../bus/directory.js';
+import { STATUS_AFTER_TURN, type ActorDirectory, type ActorStatus } from '../../bus/directory.js';
 import type { TurnOutcome } from '../../protocol/events.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import type { Projection } from '../../store/projection.js';
@@ -7,12 +7,7 @@ import { exitCodeFor, EXIT } from '../exit-codes.js';
 import type { Out, RunPrinter } from '../output.js';
 import { approvalMessage, describeApproval, type Prompt } from './approvals.js';
 
-const STATUS: Record<TurnOutcome, ActorStatus> = {
-  completed: 'completed',
-  failed: 'failed',
-  stopped: 'stopped',
-  cancelled: 'stopped',
-};
+const STATUS: Record<TurnOutcome, ActorStatus> = STATUS_AFTER_TURN;
 
 /** Records an actor's status in the directory (a cache of its log, for `runs`). */
 export async function setStatus(directory: ActorDirectory, actorId: string, status: ActorStatus): Promise<void> {

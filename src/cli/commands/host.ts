@@ -24,13 +24,15 @@ export async function hostCommand(opts: HostCommandOptions, config: EffectiveCon
   const rt = await openRuntime(config, logger, opts.leaseTtl ? { leaseTtlMs: opts.leaseTtl } : {});
   const name = opts.name ?? localHolder();
   try {
+    let host: Host | undefined;
     const supervisor = rt.supervisor({
-      onCommit: (_id, events) => {
+      onCommit: (id, events) => {
         if (opts.json) for (const e of events) out.stdout.write(eventLine(e));
+        host?.committed(id, events);
       },
     });
     const identity = { name, hostname: hostname(), pid: process.pid, startedAt: new Date().toISOString(), leaseTtlMs: rt.leases.ttlMs };
-    const host = new Host({
+    host = new Host({
       name, supervisor, leases: rt.leases, directory: rt.bus.directory, logger, presence: { store: rt.hosts, identity },
     });
     const stopped = new Promise<string>((resolve) => {
