@@ -1,6 +1,6 @@
 import {
   DeliverPolicy, JetStreamApiCodes, JetStreamApiError,
-  type JetStreamClient, type JetStreamManager,
+  type JetStreamClient, type JetStreamManager, type MsgRequest,
 } from '@nats-io/jetstream';
 import { ClosedConnectionError, DrainingConnectionError } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
@@ -258,6 +258,9 @@ export function decodeCommit(data: Uint8Array, streamSeq: number, actorId?: stri
 }
 
 /** A reader of actor logs on the LOGS stream, through ordered consumers. */
+/** Commits a read takes by direct get before it makes a consumer for the rest. */
+const DIRECT_READS = 8;
+
 export function createLogReader(opts: LogReaderOptions): LogReader {
   const { js, jsm } = opts;
 
@@ -311,9 +314,22 @@ export function createLogReader(opts: LogReaderOptions): LogReader {
     async *read(rootId, actorId, o = {}) {
       const afterSeq = o.afterSeq ?? 0;
       // "to the end as of the call": the end is fixed first, and an empty tail costs no consumer
-      const end = await reader.end(rootId, actorId);
-      const start = o.fromStreamSeq ?? 1;
+      const end = o.end ?? (await reader.end(rootId, actorId));
+      let start = o.fromStreamSeq ?? 1;
       if (end.seq <= afterSeq || start > end.streamSeq) return;
+      // A short tail (a rehydrate after a snapshot) is a few commits: one direct get each costs
+      // less than making, pulling and deleting a consumer. A longer one goes on with a consumer.
+      const subject = logSubject(rootId, actorId);
+      for (let i = 0; i < DIRECT_READS; i++) {
+        // `next_by_subj` is in the server's MSG.GET since 2.9 (nats.js types it for direct gets only)
+        const m = await jsm.streams.getMessage(STREAMS.logs, { next_by_subj: subject, seq: start } as unknown as MsgRequest);
+        if (!m || m.seq > end.streamSeq) return;
+        for (const event of decodeCommit(m.data, m.seq, actorId)) {
+          if (event.seq > afterSeq) yield { event, streamSeq: m.seq };
+        }
+        if (m.seq >= end.streamSeq) return;
+        start = m.seq + 1;
+      }
       yield* consume(rootId, actorId, afterSeq, start, end.streamSeq);
     },
     async *follow(rootId, actorId, o) {

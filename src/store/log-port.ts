@@ -35,8 +35,11 @@ export interface ActorLogWriter {
 
 /** Reads actor logs. */
 export interface LogReader {
-  /** Events of one actor with `seq > afterSeq`, in order; `fromStreamSeq` is a hint to start there. */
-  read(rootId: string, actorId: string, opts?: { afterSeq?: number; fromStreamSeq?: number }): AsyncIterable<StoredEvent>;
+  /**
+   * Events of one actor with `seq > afterSeq`, in order, to the end as of the call (or `end`, when
+   * the caller just read it); `fromStreamSeq` is a hint to start there.
+   */
+  read(rootId: string, actorId: string, opts?: { afterSeq?: number; fromStreamSeq?: number; end?: LogPosition }): AsyncIterable<StoredEvent>;
   /** Like `read`, then keeps following live commits until `signal` aborts. */
   follow(rootId: string, actorId: string, opts: { afterSeq?: number; signal: AbortSignal }): AsyncIterable<StoredEvent>;
   /** Position of the end of an actor's log right now. */

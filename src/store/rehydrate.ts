@@ -45,7 +45,7 @@ export async function rehydrate<S>(opts: RehydrateOptions<S>): Promise<Rehydrate
     const out: { event: ActorEvent; streamSeq: number }[] = [];
     const afterSeq = snap?.seq ?? 0;
     if (end.seq <= afterSeq) return out; // nothing after the snapshot: no consumer needed
-    const o = hint === undefined ? { afterSeq } : { afterSeq, fromStreamSeq: hint };
+    const o = hint === undefined ? { afterSeq, end } : { afterSeq, fromStreamSeq: hint, end };
     for await (const stored of reader.read(rootId, actorId, o)) out.push(stored);
     return out;
   };

@@ -76,6 +76,31 @@ describe('JetStream log', () => {
     expect((await collect(reader.read(root, actor))).map((s) => s.event.seq)).toEqual([1, 2, 3, 4]);
   });
 
+  it('reads a log of many commits interleaved with another actor, past the direct reads, from any point', async () => {
+    const a = newId('agent');
+    const b = newId('agent');
+    const logA = createJetStreamLog({ js: bus.js, rootId: root, actorId: a, position: fresh(), epoch: 1 });
+    const logB = createJetStreamLog({ js: bus.js, rootId: root, actorId: b, position: fresh(), epoch: 1 });
+    const streamSeqs: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      await logA.commit([say(`a${i}`), say(`a${i}'`)]);
+      streamSeqs.push(logA.position().streamSeq);
+      await logB.commit([say(`b${i}`)]);
+    }
+    const seqs = (it: AsyncIterable<StoredEvent>) => collect(it).then((s) => s.map((e) => e.event.seq));
+    const all = Array.from({ length: 40 }, (_, i) => i + 1);
+    expect(await seqs(reader.read(root, a))).toEqual(all);
+    expect(await seqs(reader.read(root, b))).toEqual(all.slice(0, 20));
+    // a tail of a few commits (direct gets only), and one longer than them (then a consumer)
+    expect(await seqs(reader.read(root, a, { afterSeq: 35, fromStreamSeq: streamSeqs[17] }))).toEqual([36, 37, 38, 39, 40]);
+    expect(await seqs(reader.read(root, a, { afterSeq: 5, fromStreamSeq: streamSeqs[2] }))).toEqual(all.slice(5));
+    // the end as the caller read it: later commits are not part of this read
+    const end = await reader.end(root, a);
+    await logA.commit([say('after')]);
+    expect(await seqs(reader.read(root, a, { afterSeq: 38, end }))).toEqual([39, 40]);
+    expect(await seqs(reader.read(root, a, { afterSeq: 38 }))).toEqual([39, 40, 41]);
+  });
+
   it('refuses an invalid event, naming its type and field, and stores nothing', async () => {
     const actor = newId('agent');
     const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
