@@ -106,7 +106,7 @@ async function takeovers(cleanup: Cleanup, configs: TakeoverSpec[], o: TakeoverS
     '  committed that agent\'s `recovery/started` under its own epoch; times are the hosts\' own timestamps minus the kill.',
     '  idle = parked on a pending approval (write_file under approval mode `ask`): no model call or tool in flight, but the turn is',
     '  open and only a host can take the answer in, commit it, and expire the approval, so a host must run it again. (An agent',
-    '  whose turn ended would be taken over too, since a host leaves its directory status `running`, but nothing waits on it.)',
+    '  whose turn ended is not taken over: its host set its directory status to the outcome; mail wakes it on any host.)',
     `  mid-turn = inside a scripted model call (${MID_STEPS} list_dir steps and an answer, ${MID_DELAY_MS / 1000} s per response); B closes the open`,
     '  attempt as interrupted, continues, and "kill→turns ended" is when the last turn ended (every one `completed`).',
     '  A renews every TTL/3, so its leases lapse between 2/3·TTL and TTL after the kill, and B looks every TTL/3: "after TTL" can',

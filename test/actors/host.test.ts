@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterEach, expect, test } from 'vitest';
 import type { ActorDirectory, ActorStatus, DirectoryEntry } from '../../src/bus/directory.js';
 import type { Lease, LeaseStore } from '../../src/bus/leases.js';
-import { Host } from '../../src/actors/host.js';
+import { CLAIMS_IN_FLIGHT, Host } from '../../src/actors/host.js';
 import type { Supervisor } from '../../src/actors/supervisor.js';
 import { BusError } from '../../src/protocol/errors.js';
 
@@ -166,7 +166,7 @@ test('a host keeps hundreds of leases when one renewal after another would outla
 test('a takeover claims every lapsed actor that needs a host, a bounded number at once, each at its lease revision', async () => {
   const leases = new FakeLeases(300);
   const sup = new FakeSupervisor(20);
-  const lapsed = ids(100);
+  const lapsed = ids(CLAIMS_IN_FLIGHT + 40);
   const others = ['agt_live', 'agt_done', 'agt_stopped'];
   for (const id of lapsed) leases.hold(id, 'dead-host', 150);
   leases.hold('agt_live', 'other-host', 60_000);
@@ -180,7 +180,7 @@ test('a takeover claims every lapsed actor that needs a host, a bounded number a
   expect(sup.hydrated.size).toBe(0);
   await until('every lapsed actor hosted', () => sup.hydrated.size === lapsed.length);
   expect(sup.maxInFlight).toBeGreaterThan(1);
-  expect(sup.maxInFlight).toBeLessThanOrEqual(16);
+  expect(sup.maxInFlight).toBeLessThanOrEqual(CLAIMS_IN_FLIGHT);
   for (const id of lapsed) expect(sup.hydrated.get(id)).toBeGreaterThan(0);
   await sleep(400);
   // a live lease of another host, and actors with no work, stay where they are
@@ -192,12 +192,12 @@ test('a takeover claims every lapsed actor that needs a host, a bounded number a
 test('mail for many unhosted actors at once claims them a bounded number at a time', async () => {
   const leases = new FakeLeases(5_000);
   const sup = new FakeSupervisor(10);
-  const actors = ids(60);
+  const actors = ids(CLAIMS_IN_FLIGHT + 30);
   const host = startHost('h3', leases, sup, directoryOf([]));
   await host.start();
   const claimed = await Promise.all(actors.map((id) => host.claim(id, 'mail')));
   expect(claimed.every(Boolean)).toBe(true);
-  expect(sup.maxInFlight).toBeLessThanOrEqual(16);
+  expect(sup.maxInFlight).toBeLessThanOrEqual(CLAIMS_IN_FLIGHT);
   // a second claim of an actor this host holds does nothing
   expect(await host.claim(actors[0]!, 'mail')).toBe(false);
   expect(sup.hydrated.size).toBe(actors.length);
