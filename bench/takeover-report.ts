@@ -147,7 +147,7 @@ async function rehydrates(rt: BenchRuntime, o: TakeoverSectionOptions): Promise<
   ));
   console.log([
     `notes: in-process, on the bench's nats-server and LMDB; median of ${runs} after a warm-up, interleaved, each on a fresh supervisor (its`,
-    '  one-time subscription excluded): directory entry, log end, snapshot, tail through an ordered consumer, projection fold,',
+    '  one-time subscription excluded): directory entry, log end, snapshot, tail (direct gets, a consumer past 8 commits), fold,',
     '  machine replay, inbox consumer. The log is short turns (message, one step, one-word answer) with a snapshot every 64',
     '  events; the snapshot holds the projection, so it grows with the history (and the inbox items) the turns leave behind.',
     '  log only = the same supervisor without snapshots: every event read, validated, folded and replayed.',
