@@ -164,8 +164,11 @@ export class MachineSet {
     }
   }
 
-  /** Runs `fn` now, or after the transition in progress when called from one of its effects. */
-  private serial(e: MachineEvent, fn: () => void): void {
+  /**
+   * Handles one event now, or after the transition in progress when routed from one of its
+   * effects (in order, as an actor's mailbox would).
+   */
+  private handle(e: MachineEvent): void {
     if (this.stopped) return;
     if (this.running) {
       this.pending.push(e);
@@ -173,21 +176,22 @@ export class MachineSet {
     }
     this.running = true;
     try {
-      fn();
-      while (this.pending.length > 0 && !this.stopped) {
-        const next = this.pending.shift()!;
-        if (next.type === 'recover' || next.type === 'tick' || next.type === 'abort') this.signalNow(next as never);
-        else this.routeNow(next as ActorEvent);
-      }
+      this.dispatch(e);
+      while (this.pending.length > 0 && !this.stopped) this.dispatch(this.pending.shift()!);
     } finally {
       this.running = false;
       this.pending.length = 0;
     }
   }
 
+  private dispatch(e: MachineEvent): void {
+    if (e.type === 'recover' || e.type === 'tick' || e.type === 'abort') this.signalNow(e as Exclude<MachineEvent, ActorEvent>);
+    else this.routeNow(e as ActorEvent);
+  }
+
   /** Routes one log event: opens the machine it starts, then sends it to every open machine. */
   route(e: ActorEvent): void {
-    this.serial(e, () => this.routeNow(e));
+    this.handle(e);
   }
 
   private routeNow(e: ActorEvent): void {
@@ -237,7 +241,7 @@ export class MachineSet {
 
   /** Sends a runtime signal (`recover`, `tick`, `abort`) to the open machines, innermost first. */
   signal(e: Exclude<MachineEvent, ActorEvent>): void {
-    this.serial(e, () => this.signalNow(e));
+    this.handle(e);
   }
 
   private signalNow(e: Exclude<MachineEvent, ActorEvent>): void {
