@@ -1,17 +1,13 @@
-import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import { agentMachine } from '../machines/agent.machine.js';
 import { attemptMachine } from '../machines/attempt.machine.js';
+import { CompiledMachine, type CompiledSnapshot, type Effect } from '../machines/compiled-machine.js';
 import type { MachineEvent } from '../machines/machine-event.js';
 import { stepMachine } from '../machines/step.machine.js';
 import { toolCallMachine } from '../machines/tool-call.machine.js';
 import { turnMachine } from '../machines/turn.machine.js';
 import type { ActorEvent } from '../protocol/events.js';
 
-/** An effect a machine asked for: the name of its action slot and the params it computed. */
-export interface Effect {
-  name: string;
-  params: any;
-}
+export type { Effect } from '../machines/compiled-machine.js';
 
 /** Persisted snapshots of the machines of one agent; a cache of the log, like the projection. */
 export interface MachineSnapshots {
@@ -24,62 +20,19 @@ export interface MachineSnapshots {
 
 type Sink = (e: Effect) => void;
 
-/** What the machines' transitions receive as their actor scope: where their actions go, nothing else. */
-interface Scope {
-  self: object;
-  id: string;
-  sessionId: string;
-  system: object;
-  logger: (...args: unknown[]) => void;
-  defer: (fn: () => void) => void;
-  stopChild: () => void;
-  emit: () => void;
-  actionExecutor: (action: { type: string; params: unknown; exec?: unknown }) => void;
-}
-
-// The effect sink of the transition being computed. Transitions are synchronous and never nest
-// (a MachineSet queues an event routed while one of its transitions runs), so one slot suffices.
-let current: Sink | null = null;
-
-const noop = (): void => {};
-const inertSystem = { _sendInspectionEvent: noop, _unregister: noop, scheduler: { schedule: noop, cancel: noop, cancelAll: noop } };
-
-/**
- * The scope every transition of one machine runs with. The machines are pure: guards, `assign`
- * and named effect slots only (no timers, children or `sendTo`), so they need no XState actor —
- * an actor per machine per step (mailbox, system, observers) cost more than the transitions.
- * Named effect slots are handed to the current sink as data; built-in actions with an `exec` run.
- */
-function scopeFor(machine: AnyStateMachine): Scope {
-  const effects = new Set(Object.keys(machine.implementations.actions));
-  const scope: Scope = {
-    self: { id: machine.id, sessionId: machine.id },
-    id: machine.id,
-    sessionId: machine.id,
-    system: inertSystem,
-    logger: noop,
-    defer: (fn) => fn(),
-    stopChild: noop,
-    emit: noop,
-    actionExecutor: (action) => {
-      if (effects.has(action.type)) current?.({ name: action.type, params: action.params });
-      else if (typeof action.exec === 'function') (action.exec as (...a: unknown[]) => void)();
-    },
-  };
-  return scope;
-}
-
+// The machines are pure (guards, `assign` and named effect slots only), so they need no XState
+// actor: an actor per machine per step cost more than the transitions, and XState's general
+// transition algorithm cost more than all the rest of a step. Each definition is compiled once
+// and run by `CompiledMachine`, which is checked against XState's own `transition`.
 const KINDS = {
-  agent: agentMachine,
-  turn: turnMachine,
-  step: stepMachine,
-  attempt: attemptMachine,
-  call: toolCallMachine,
+  agent: new CompiledMachine(agentMachine),
+  turn: new CompiledMachine(turnMachine),
+  step: new CompiledMachine(stepMachine),
+  attempt: new CompiledMachine(attemptMachine),
+  call: new CompiledMachine(toolCallMachine),
 };
-const SCOPES = new Map<AnyStateMachine, Scope>(Object.values(KINDS).map((m) => [m as AnyStateMachine, scopeFor(m as AnyStateMachine)]));
 
-// The event types each machine handles: an event no state of a machine names is not sent to it,
-// which saves most of the routing cost (each send is a macrostep).
+// The event types each machine handles: an event no state of a machine names is not sent to it.
 const HANDLES = {
   agent: new Set<string>(agentMachine.events),
   turn: new Set<string>(turnMachine.events),
@@ -88,11 +41,11 @@ const HANDLES = {
   call: new Set<string>(toolCallMachine.events),
 };
 
-/** One machine's current snapshot; `send` computes the next one and hands its effects to the sink. */
+/** One machine's current snapshot. */
 class Cell {
   constructor(
-    readonly machine: AnyStateMachine,
-    public snapshot: AnyMachineSnapshot,
+    readonly machine: CompiledMachine,
+    public snapshot: CompiledSnapshot,
   ) {}
 
   get context(): any {
@@ -104,7 +57,7 @@ class Cell {
   }
 
   persisted(): unknown {
-    return this.machine.getPersistedSnapshot(this.snapshot);
+    return this.machine.persist(this.snapshot);
   }
 }
 
@@ -128,8 +81,7 @@ export class MachineSet {
 
   constructor(actorId: string, sink: Sink, snapshots: MachineSnapshots | null = null) {
     this.sink = sink;
-    const restore = (machine: AnyStateMachine, snapshot: unknown): Cell =>
-      new Cell(machine, machine.restoreSnapshot!(snapshot as never, SCOPES.get(machine) as never) as AnyMachineSnapshot);
+    const restore = (machine: CompiledMachine, snapshot: unknown): Cell => new Cell(machine, machine.restore(snapshot as never));
     if (snapshots) {
       this.agent = restore(KINDS.agent, snapshots.agent);
       if (snapshots.turn) this.turn = restore(KINDS.turn, snapshots.turn);
@@ -142,26 +94,14 @@ export class MachineSet {
   }
 
   /** Creates a machine's initial snapshot; its entry effects go to this set's sink. */
-  private open(machine: AnyStateMachine, input: object): Cell {
-    const prev = current;
-    current = this.stopped ? null : this.sink;
-    try {
-      return new Cell(machine, machine.getInitialSnapshot(SCOPES.get(machine) as never, input) as AnyMachineSnapshot);
-    } finally {
-      current = prev;
-    }
+  private open(machine: CompiledMachine, input: object): Cell {
+    return new Cell(machine, machine.initial(input, this.stopped ? null : this.sink));
   }
 
   /** One macrostep of one machine; its effects go to this set's sink. */
   private deliver(cell: Cell, e: MachineEvent): void {
     if (cell.done) return;
-    const prev = current;
-    current = this.sink;
-    try {
-      cell.snapshot = cell.machine.transition(cell.snapshot, e as never, SCOPES.get(cell.machine) as never) as AnyMachineSnapshot;
-    } finally {
-      current = prev;
-    }
+    cell.snapshot = cell.machine.transition(cell.snapshot, e, this.sink);
   }
 
   /**
