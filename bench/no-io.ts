@@ -28,8 +28,8 @@ export function memoryLog(actorId: string): ActorLogWriter {
     position: () => ({ seq, streamSeq: seq }),
     async commit(drafts: EventDraft[]) {
       const events = drafts.map((d) => {
-        const e = { ...d, v: EVENT_VERSION, seq: ++seq, id: newId('event'), at: d.at ?? new Date().toISOString(), epoch: 1, actor: actorId };
-        EventSchema.parse(e);
+        const e = Object.assign({}, d, { v: EVENT_VERSION, seq: ++seq, id: newId('event'), at: d.at ?? new Date().toISOString(), epoch: 1, actor: actorId });
+        if (!EventSchema.safeParse(e).success) throw new Error(`invalid ${d.type} event`);
         return e as ActorEvent;
       });
       JSON.stringify({ events });

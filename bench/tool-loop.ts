@@ -143,6 +143,12 @@ async function runOnce(rt: BenchRuntime, impl: Impl, agents: number, steps: numb
   return r;
 }
 
+/** Every run's steps/s, or min – max of them when there are many. */
+function spreadOf(perRun: number[]): string {
+  if (perRun.length <= 5) return perRun.map((x) => x.toFixed(0)).join(', ');
+  return `${Math.min(...perRun).toFixed(0)} – ${Math.max(...perRun).toFixed(0)} (${perRun.length} runs)`;
+}
+
 function pct(x: number): string {
   return `${x.toFixed(0)}%`;
 }
@@ -169,7 +175,7 @@ function printLoop(flags: Flags, results: Map<number, Map<Impl, Summary>>, msgBy
   console.log(
     [
       `notes: a step is one model response (${flags.steps} echo steps + the final answer = ${perSteps} per agent); every figure is`,
-      `  the median over ${flags.runs} run(s), each metric taken separately. steps/s = all agents' steps / wall time from the first`,
+      `  the median over ${flags.agents.map((a) => `${runsAt(flags, a)} at A=${a}`).join(', ')} runs, each metric taken separately. steps/s = all agents' steps / wall time from the first`,
       '  message sent to the last turn ended. Step latency: actorloop, from the host time the commit holding a step\'s',
       '  step/start was acked (supervisor onCommit) to the ack of the commit holding its step/end; durable floor, from',
       '  the ack of a step\'s first publish to the ack of the publish that ends it (the next step\'s first, or the final',
@@ -187,7 +193,7 @@ function printLoop(flags: Flags, results: Map<number, Map<Impl, Summary>>, msgBy
   console.log(`  mean stored message size (stream bytes / messages): ${bytesLine.join('; ')}`);
 
   const spread = [...results].flatMap(([a, byImpl]) =>
-    IMPLS.map((impl) => [String(a), impl, byImpl.get(impl)!.perRun.map((x) => x.toFixed(0)).join(', '), String(byImpl.get(impl)!.failed)]),
+    IMPLS.map((impl) => [String(a), impl, spreadOf(byImpl.get(impl)!.perRun), String(byImpl.get(impl)!.failed)]),
   );
   console.log('');
   console.log(table(['config (A)', 'impl', 'steps/s of each run', 'failed agents'], spread));
@@ -235,10 +241,18 @@ function printPark(p: ParkResult): void {
   console.log(`target (issue): ≤ 32 KB heap per parked agent beyond its history [${heapBeyondKb.toFixed(1)} KB: ${verdict(heapBeyondKb <= 32)}]`);
 }
 
+/** Runs per implementation at `a` agents: at least `--runs`, and at least 30 agents' turns in all. */
+function runsAt(flags: Flags, a: number): number {
+  return Math.max(flags.runs, Math.ceil(30 / a));
+}
+
 /** The tool-loop section: every implementation at every agent count, runs interleaved. */
 async function toolLoop(rt: BenchRuntime, flags: Flags, started: number): Promise<void> {
-  // warm-up (not reported): JIT, schemas, the streams' first pages
-  for (const impl of IMPLS) await runOnce(rt, impl, Math.min(10, Math.max(...flags.agents)), flags.steps);
+  // warm-up (not reported): JIT, schemas, the streams' first pages. Two runs at up to 100 agents
+  // (about 4,000 steps): with one run of 10 agents, V8 had not yet optimized the runtime's hot
+  // paths, and the A=1 runs (21 steps, ~40 ms each) measured the compiler, not the runtime.
+  const warm = Math.min(100, Math.max(...flags.agents));
+  for (let r = 0; r < 2; r++) for (const impl of IMPLS) await runOnce(rt, impl, warm, flags.steps);
 
   const results = new Map<number, Map<Impl, Summary>>();
   const msgBytes = new Map<number, Map<Impl, number[]>>();
@@ -246,7 +260,8 @@ async function toolLoop(rt: BenchRuntime, flags: Flags, started: number): Promis
     const runs = new Map<Impl, RunResult[]>(IMPLS.map((i) => [i, []]));
     const bytes = new Map<Impl, number[]>(IMPLS.map((i) => [i, []]));
     // interleaved, so drift on the machine touches every implementation alike
-    for (let r = 0; r < flags.runs; r++) {
+    // a run of few agents is short and noisy: take more of them (30 at A=1, 3 at A=10 and up)
+    for (let r = 0; r < runsAt(flags, a); r++) {
       for (const impl of IMPLS) runs.get(impl)!.push(await runOnce(rt, impl, a, flags.steps, bytes));
     }
     results.set(a, new Map(IMPLS.map((i) => [i, summarize(runs.get(i)!)])));

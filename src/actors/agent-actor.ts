@@ -283,8 +283,8 @@ export class AgentActor {
       rootId: this.rootId,
       seq: pos.seq,
       streamSeq: pos.streamSeq,
-      // Cloned now: the projection keeps changing while the write is in flight.
-      projection: structuredClone(this.projection),
+      // Not cloned: the store encodes it before `save` returns, and the projection changes after.
+      projection: this.projection,
       machines: this.machines.persist(),
       savedAt: new Date(this.ports.clock.nowMs()).toISOString(),
     };

@@ -57,7 +57,7 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
       // The blob is written off the step's critical path, in the blob store's next batch (a
       // synced LMDB commit costs ~1 ms of disk). A crash before it lands loses nothing: preparing
       // again from the log gives the same bytes, and the digest in request/prepared proves it.
-      a.ports.blobs.put(prepared.body).catch((err: unknown) =>
+      a.ports.blobs.put(prepared.body, prepared.digest).catch((err: unknown) =>
         a.ports.logger.warn({ err, digest: prepared.digest }, 'prepared request blob not stored'),
       );
       a.stage({
@@ -143,11 +143,11 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
       return;
     case 'endStep': {
       const open = a.projection.openStep!;
-      a.stage({ type: 'step/end', ...scope(a), data: { ...p, usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null } });
+      a.stage({ type: 'step/end', ...scope(a), data: Object.assign({}, p, { usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null }) });
       return;
     }
     case 'endTurn':
-      a.stage({ type: 'turn/end', turn: a.projection.openTurn!.id, data: { ...p, costUsd: a.projection.openTurn!.costUsd } });
+      a.stage({ type: 'turn/end', turn: a.projection.openTurn!.id, data: Object.assign({}, p, { costUsd: a.projection.openTurn!.costUsd }) });
       return;
     default:
       assertNever(name, 'effect');

@@ -12,7 +12,7 @@ import { abortReason, costFor, ensureModel, estimateUsage, prepare, scope, setti
 export async function callModel(a: AgentActor, attemptId: string, digest: string): Promise<void> {
   // Intent before act: the attempt (and the step that holds it) is in the log before any byte is sent.
   await a.flush();
-  const ids = { ...scope(a), attempt: attemptId };
+  const ids = Object.assign(scope(a), { attempt: attemptId });
   let prepared = a.prepared.get(digest);
   if (!prepared) {
     // After a rehydrate: the closed history has not changed since the step began, so preparing

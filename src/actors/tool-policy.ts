@@ -46,7 +46,7 @@ function openCall(a: AgentActor, callId: string): OpenCall {
 /** Decides a call: policy rules, run mode, remembered "always" answers, and (on recheck) the approval's binding. */
 export function decideCall(a: AgentActor, callId: string, recheck: boolean): void {
   const call = openCall(a, callId);
-  const ids = { ...scope(a), call: callId };
+  const ids = Object.assign(scope(a), { call: callId });
   let planned: CallPlan;
   try {
     planned = planCall(a, call);

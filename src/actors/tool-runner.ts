@@ -132,13 +132,13 @@ export class ToolRunner {
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
       // the tool went away (a resume with another registry): a rerun may have run before, a first start never did
-      const ids = { ...scope(a), call: call.callId };
+      const ids = Object.assign(scope(a), { call: call.callId });
       if (rerun) a.stage({ type: 'tool/outcome_unknown', ...ids, data: { reason: err.message } });
       else a.stage({ type: 'tool/cancelled', ...ids, data: { reason: err.message } });
       return;
     }
     const key = idempotencyKey(call.callId, call.name, planned.input);
-    const ids = { ...scope(a), call: call.callId };
+    const ids = Object.assign(scope(a), { call: call.callId });
     const workspace = settings(a).workspace;
     const semantics = planned.tool.executionSemantics(planned.input, { workspace });
     const effects = semantics.effects;

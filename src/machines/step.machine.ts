@@ -74,8 +74,13 @@ export const stepMachine = setup({
 }).createMachine({
   id: 'step',
   initial: 'assembling',
+  // Named one by one: an object literal that starts with a spread and adds properties after it
+  // takes a slow path in Node 20's V8 (about 1 µs per added property).
   context: ({ input }) => ({
-    ...input,
+    stepId: input.stepId,
+    index: input.index,
+    maxAttempts: input.maxAttempts,
+    toolBudgetLeft: input.toolBudgetLeft,
     attempts: 0,
     retryAt: null,
     expectedCalls: 0,

@@ -5,9 +5,10 @@ import type { LmdbStore } from './lmdb-store.js';
 export interface BlobStore {
   /**
    * Stores content and returns its digest once it is committed; storing existing content is a
-   * no-op. The content is readable through this store at once, before the commit.
+   * no-op. The content is readable through this store at once, before the commit. `digest`, when
+   * the caller already computed it from these very bytes (a prepared request), is not computed again.
    */
-  put(content: string | Uint8Array): Promise<string>;
+  put(content: string | Uint8Array, digest?: string): Promise<string>;
   /** The bytes of a blob, or undefined. */
   get(digest: string): Promise<Uint8Array | undefined>;
   /** A blob decoded as UTF-8, or undefined. */
@@ -78,8 +79,8 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
   };
 
   return {
-    async put(content) {
-      const digest = sha256Digest(content);
+    async put(content, known) {
+      const digest = known ?? sha256Digest(content);
       if (open?.writes.has(digest)) return open.done.then(() => digest);
       if (waiting(digest) || db.doesExist(digest)) return digest;
       if (!open) {

@@ -20,7 +20,10 @@ export type Snapshot = z.infer<typeof SnapshotSchema>;
 export interface SnapshotStore {
   /** The latest snapshot, or undefined (also when the stored one is unreadable). */
   load(actorId: string): Promise<Snapshot | undefined>;
-  /** Replaces the actor's snapshot; resolves once it is on disk. */
+  /**
+   * Replaces the actor's snapshot; resolves once it is on disk. The snapshot is encoded before
+   * this returns, so the caller may go on changing the objects it names (the live projection).
+   */
   save(snapshot: Snapshot): Promise<void>;
   /** Forgets the actor's snapshot. */
   delete(actorId: string): Promise<void>;
@@ -42,7 +45,8 @@ export function createLmdbSnapshots(store: LmdbStore, logger: Logger = pino({ le
       return parsed.data;
     },
     async save(snapshot) {
-      await durable(db.put(snapshot.actorId, SnapshotSchema.parse(snapshot)), db);
+      // lmdb encodes the value inside `put`, before it returns: that is the copy the contract promises
+      await durable(db.put(snapshot.actorId, snapshot), db);
     },
     async delete(actorId) {
       await durable(db.remove(actorId), db);

@@ -24,11 +24,8 @@ export async function executeTool<I>(
   timeoutMs: number,
 ): Promise<ExecutedToolResult> {
   const started = performance.now();
-  const done = (result: ToolResult, errorClass: ToolErrorClass): ExecutedToolResult => ({
-    ...result,
-    durationMs: Math.round(performance.now() - started),
-    errorClass,
-  });
+  const done = (result: ToolResult, errorClass: ToolErrorClass): ExecutedToolResult =>
+    Object.assign({}, result, { durationMs: Math.round(performance.now() - started), errorClass });
   const outer = ctx.signal;
   if (outer.aborted) return done(failure('cancelled', `${tool.name} was cancelled before it started`), 'cancelled');
 

@@ -61,6 +61,26 @@ describe('LMDB store', () => {
     expect(await snapshots.load('agt_A')).toBeUndefined();
   });
 
+  it('encodes a snapshot before save returns: the caller may change the live objects at once', async () => {
+    const snapshots = createLmdbSnapshots(store);
+    const projection = { history: [{ role: 'user', content: 'first' }], seq: 3 };
+    const saving = snapshots.save({
+      schemaVersion: 1, actorId: 'agt_live', rootId: 'agt_live', seq: 3, streamSeq: 3,
+      projection, machines: {}, savedAt: '2025-01-01T00:00:00.000Z',
+    });
+    projection.history.push({ role: 'assistant', content: 'later' });
+    projection.seq = 4;
+    await saving;
+    expect((await snapshots.load('agt_live'))?.projection).toEqual({ history: [{ role: 'user', content: 'first' }], seq: 3 });
+  });
+
+  it('takes a digest the caller already computed from the same bytes', async () => {
+    const blobs = createLmdbBlobStore(store);
+    const body = '{"model":"m","messages":[]}';
+    expect(await blobs.put(body, sha256Digest(body))).toBe(sha256Digest(body));
+    expect(await blobs.getText(sha256Digest(body))).toBe(body);
+  });
+
   it('survives reopening: writes are on disk', async () => {
     const dir2 = await tempDir('lmdb2');
     try {
