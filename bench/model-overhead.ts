@@ -24,7 +24,7 @@ import { createAgents } from './workload.js';
 const MODEL = 'test-model';
 const API_KEY = 'bench';
 const IMPLS = ['bare openai client', 'actorloop'] as const;
-type Impl = (typeof IMPLS)[number];
+export type Impl = (typeof IMPLS)[number];
 
 /** What one run of one side measured. */
 interface ModelRun {
@@ -36,6 +36,8 @@ interface ModelRun {
   /** Per-step latency samples, ms (see the notes printed with the table). */
   latencies: number[];
   failed: number;
+  /** CPU time of this process (all its threads) during the run, ms. */
+  cpuMs?: number;
 }
 
 /** The fake server, in its own process. */
@@ -45,7 +47,7 @@ interface FakeServer {
 }
 
 /** Starts bench/fake-server.ts as a child process and waits for its address; registers its stop on `cleanup`. */
-async function startFakeServer(steps: number, cleanup: Cleanup): Promise<FakeServer> {
+export async function startFakeServer(steps: number, cleanup: Cleanup): Promise<FakeServer> {
   const script = fileURLToPath(new URL('./fake-server.ts', import.meta.url));
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script, String(steps)], {
     stdio: ['pipe', 'pipe', 'inherit'],
@@ -215,8 +217,11 @@ async function runActorloopModel(rt: BenchRuntime, baseURL: string, agents: numb
   return { agents, steps: stepCount, wallMs, latencies, failed };
 }
 
-function runOnce(rt: BenchRuntime, baseURL: string, impl: Impl, agents: number, steps: number): Promise<ModelRun> {
-  return impl === 'actorloop' ? runActorloopModel(rt, baseURL, agents, steps) : runBare(baseURL, agents, steps);
+export async function runOnce(rt: BenchRuntime, baseURL: string, impl: Impl, agents: number, steps: number): Promise<ModelRun> {
+  const cpu0 = process.cpuUsage();
+  const run = await (impl === 'actorloop' ? runActorloopModel(rt, baseURL, agents, steps) : runBare(baseURL, agents, steps));
+  const cpu = process.cpuUsage(cpu0);
+  return Object.assign(run, { cpuMs: (cpu.user + cpu.system) / 1000 });
 }
 
 /** One side's figures at one A, each the median over runs. */

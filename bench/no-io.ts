@@ -9,6 +9,7 @@ import { newId } from '../src/protocol/ids.js';
 import type { BlobStore } from '../src/store/blob-port.js';
 import type { ActorLogWriter } from '../src/store/log-port.js';
 import { emptyProjection } from '../src/store/projection.js';
+import { encodeCommit } from '../src/store/commit-codec.js';
 import { createToolRegistry } from '../src/tools/registry.js';
 import { echoTool } from './echo-tool.js';
 import { benchTurnRequest } from './harness.js';
@@ -32,7 +33,7 @@ export function memoryLog(actorId: string): ActorLogWriter {
         if (!EventSchema.safeParse(e).success) throw new Error(`invalid ${d.type} event`);
         return e as ActorEvent;
       });
-      JSON.stringify({ events });
+      encodeCommit(events);
       await Promise.resolve();
       return events;
     },

@@ -6,7 +6,8 @@ import { ClosedConnectionError, DrainingConnectionError } from '@nats-io/nats-co
 import { pino, type Logger } from 'pino';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { StoreError, STORE_CODES } from '../protocol/errors.js';
-import { CommitSchema, EVENT_VERSION, EventSchema, type ActorEvent, type EventDraft } from '../protocol/events.js';
+import { EVENT_VERSION, EventSchema, type ActorEvent, type EventDraft } from '../protocol/events.js';
+import { decodeCommitValue, encodeCommit } from './commit-codec.js';
 import { newId } from '../protocol/ids.js';
 import { commitMsgId, logSubject, STREAMS } from '../bus/subjects.js';
 import type { ActorLogWriter, LogPosition, LogReader, StoredEvent } from './log-port.js';
@@ -205,7 +206,7 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
     const events = stamp(drafts);
     pending = {
       events,
-      payload: JSON.stringify({ events }),
+      payload: encodeCommit(events),
       msgId: commitMsgId(actorId, events[0]!.seq),
       expect: position.streamSeq,
       drafts,
@@ -244,14 +245,12 @@ export function decodeCommit(data: Uint8Array, streamSeq: number, actorId?: stri
   } catch (err) {
     throw new StoreError(STORE_CODES.invalidEvent, `log message at stream seq ${streamSeq} is not JSON`, { cause: err });
   }
-  const parsed = CommitSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+  const decoded = decodeCommitValue(raw);
+  if ('issue' in decoded) {
     throw new StoreError(STORE_CODES.invalidEvent,
-      `log message at stream seq ${streamSeq} is not a valid commit: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
-      { cause: parsed.error });
+      `log message at stream seq ${streamSeq} is not a valid commit: ${decoded.issue.path}: ${decoded.issue.message}`);
   }
-  const events = parsed.data.events as ActorEvent[];
+  const events = decoded.events;
   if (actorId !== undefined && events.some((e) => e.actor !== actorId)) {
     throw new StoreError(STORE_CODES.invalidEvent, `log message at stream seq ${streamSeq} holds events of another actor`);
   }

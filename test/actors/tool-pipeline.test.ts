@@ -128,7 +128,9 @@ describe('parallel calls', () => {
     const sup = await open([{ tool_calls: calls }, { content: 'done' }], { maxParallelCalls: 2 });
     const { ended } = await startTurn(sup, 'go', turnRequest(ws));
     await ended;
-    const most = Math.max(...intervals.map((a) => intervals.filter((b) => b.start < a.end && a.start < b.end).length));
+    // calls running at the moment each one starts (not intervals overlapping each one: under load a
+    // late timer stretches one call across two others that ran one after the other)
+    const most = Math.max(...intervals.map((a) => intervals.filter((b) => b.start <= a.start && a.start < b.end).length));
     expect(most).toBe(2);
   });
 });
