@@ -60,13 +60,14 @@ async function floorAgent(script: ScriptResponse[], latencies: number[], commit:
 let runCounter = 0;
 
 /** An acked JetStream publish per call, fenced and deduped exactly like a log commit. */
-function floorCommitter(js: JetStreamClient, run: string, agent: number): Commit {
+function floorCommitter(js: JetStreamClient, run: string, agent: number, padBytes: number): Commit {
   const subject = `benchfloor.${run}.a${agent}`;
+  const pad = 'x'.repeat(padBytes);
   let last = 0;
   let n = 0;
   return async (body) => {
     n += 1;
-    const ack = await js.publish(subject, JSON.stringify(body), {
+    const ack = await js.publish(subject, JSON.stringify(padBytes > 0 ? { body, pad } : body), {
       msgID: `${run}.${agent}:${n}`,
       expect: { lastSubjectSequence: last },
     });
@@ -74,11 +75,14 @@ function floorCommitter(js: JetStreamClient, run: string, agent: number): Commit
   };
 }
 
-/** Runs `agents` floor loops at once; `durable` adds the two acked publishes per step. */
-export async function runFloor(rt: BenchRuntime, agents: number, script: ScriptResponse[], durable: boolean): Promise<RunResult> {
+/**
+ * Runs `agents` floor loops at once; `durable` adds the two acked publishes per step, each
+ * padded by `padBytes` (`--floor-pad`: what message size alone costs the floor).
+ */
+export async function runFloor(rt: BenchRuntime, agents: number, script: ScriptResponse[], durable: boolean, padBytes = 0): Promise<RunResult> {
   const run = `r${++runCounter}`;
   const latencies: number[] = [];
-  const commits = Array.from({ length: agents }, (_, i) => (durable ? floorCommitter(rt.bus.js, run, i) : null));
+  const commits = Array.from({ length: agents }, (_, i) => (durable ? floorCommitter(rt.bus.js, run, i, padBytes) : null));
   forceGc();
   const rss = sampleRss();
   const t0 = nowMs();

@@ -11,7 +11,8 @@
  * section out) --pipeline-steps 300 (0 leaves the pipeline section out)
  * --takeover 10,100,1000 (idle agents per takeover; 0 leaves the whole takeover section out)
  * --takeover-mid 100 (agents killed mid-turn; 0: none) --takeover-ttl 3000 (the hosts' lease TTL, ms)
- * --rehydrate-events 100,10000 (log lengths whose rehydration is timed; 0: none).
+ * --rehydrate-events 100,10000 (log lengths whose rehydration is timed; 0: none) --floor-pad 0 (bytes of
+ * padding in each durable floor publish: what message size alone costs the floor).
  * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
  * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
  */
@@ -45,6 +46,8 @@ interface Flags {
   takeoverMid: number;
   takeoverTtl: number;
   rehydrateEvents: number[];
+  /** Bytes of padding in each durable floor publish (0: the floor's own small messages). */
+  floorPad: number;
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -65,12 +68,14 @@ const FLAG_OPTIONS = {
   'takeover-mid': { type: 'string', default: '100' },
   'takeover-ttl': { type: 'string', default: '3000' },
   'rehydrate-events': { type: 'string', default: '100,10000' },
+  'floor-pad': { type: 'string', default: '0' },
 } as const;
 
 function parseFlags(): Flags {
   let values: {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'skip-model': boolean;
     'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
+    'floor-pad': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -97,6 +102,7 @@ function parseFlags(): Flags {
     takeoverMid: int('takeover-mid', values['takeover-mid'], 0),
     takeoverTtl: int('takeover-ttl', values['takeover-ttl'], 200),
     rehydrateEvents: list('rehydrate-events', values['rehydrate-events']),
+    floorPad: int('floor-pad', values['floor-pad'], 0),
   };
 }
 
@@ -131,13 +137,13 @@ async function streamState(rt: BenchRuntime, name: string): Promise<{ messages: 
 }
 
 /** Runs one implementation once and adds what its stream grew by to `bytes`. */
-async function runOnce(rt: BenchRuntime, impl: Impl, agents: number, steps: number, bytes?: Map<Impl, number[]>): Promise<RunResult> {
+async function runOnce(rt: BenchRuntime, impl: Impl, agents: number, steps: number, floorPad: number, bytes?: Map<Impl, number[]>): Promise<RunResult> {
   const script = toolLoopScript(steps);
   if (impl === 'inmem floor') return runFloor(rt, agents, script, false);
   if (impl === 'actorloop, no I/O') return runActorloopNoIo(agents, script, rt.workspace);
   const stream = impl === 'actorloop' ? STREAMS.logs : FLOOR_STREAM;
   const s0 = await streamState(rt, stream);
-  const r = impl === 'actorloop' ? await runActorloop(rt, agents, script) : await runFloor(rt, agents, script, true);
+  const r = impl === 'actorloop' ? await runActorloop(rt, agents, script) : await runFloor(rt, agents, script, true, floorPad);
   const s1 = await streamState(rt, stream);
   if (s1.messages > s0.messages) bytes?.get(impl)?.push((s1.bytes - s0.bytes) / (s1.messages - s0.messages));
   return r;
@@ -190,7 +196,7 @@ function printLoop(flags: Flags, results: Map<number, Map<Impl, Summary>>, msgBy
     const fl = median(m.get('durable floor') ?? []);
     return `A=${a}: actorloop ${al.toFixed(0)} B, floor ${fl.toFixed(0)} B`;
   });
-  console.log(`  mean stored message size (stream bytes / messages): ${bytesLine.join('; ')}`);
+  console.log(`  mean stored message size (stream bytes / messages): ${bytesLine.join("; ")}${flags.floorPad > 0 ? ` (floor padded by ${flags.floorPad} B: --floor-pad)` : ""}`);
 
   const spread = [...results].flatMap(([a, byImpl]) =>
     IMPLS.map((impl) => [String(a), impl, spreadOf(byImpl.get(impl)!.perRun), String(byImpl.get(impl)!.failed)]),
@@ -252,7 +258,7 @@ async function toolLoop(rt: BenchRuntime, flags: Flags, started: number): Promis
   // (about 4,000 steps): with one run of 10 agents, V8 had not yet optimized the runtime's hot
   // paths, and the A=1 runs (21 steps, ~40 ms each) measured the compiler, not the runtime.
   const warm = Math.min(100, Math.max(...flags.agents));
-  for (let r = 0; r < 2; r++) for (const impl of IMPLS) await runOnce(rt, impl, warm, flags.steps);
+  for (let r = 0; r < 2; r++) for (const impl of IMPLS) await runOnce(rt, impl, warm, flags.steps, flags.floorPad);
 
   const results = new Map<number, Map<Impl, Summary>>();
   const msgBytes = new Map<number, Map<Impl, number[]>>();
@@ -262,7 +268,7 @@ async function toolLoop(rt: BenchRuntime, flags: Flags, started: number): Promis
     // interleaved, so drift on the machine touches every implementation alike
     // a run of few agents is short and noisy: take more of them (30 at A=1, 3 at A=10 and up)
     for (let r = 0; r < runsAt(flags, a); r++) {
-      for (const impl of IMPLS) runs.get(impl)!.push(await runOnce(rt, impl, a, flags.steps, bytes));
+      for (const impl of IMPLS) runs.get(impl)!.push(await runOnce(rt, impl, a, flags.steps, flags.floorPad, bytes));
     }
     results.set(a, new Map(IMPLS.map((i) => [i, summarize(runs.get(i)!)])));
     msgBytes.set(a, bytes);
