@@ -207,7 +207,7 @@ export class Supervisor {
     const logger = lazyChild(this.opts.logger, { actorId });
     // the writer retries an unknown commit until it is stored; a stopped actor's must give up
     const life = new AbortController();
-    const log = createJetStreamLog({ js: this.opts.bus.js, rootId, actorId, position, epoch, logger, signal: life.signal });
+    const log = createJetStreamLog({ js: this.opts.bus.logJs, rootId, actorId, position, epoch, logger, signal: life.signal });
     return new AgentActor({
       actorId,
       rootId,

@@ -1,5 +1,6 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { createLogPublisher, type LogPublisher } from './log-publisher.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
@@ -24,6 +25,8 @@ export interface OpenBusOptions {
 export interface Bus {
   nc: NatsConnection;
   js: JetStreamClient;
+  /** The acked publish the log writers use: `js.publish` without nats.js's per-request overhead. */
+  logJs: LogPublisher;
   jsm: JetStreamManager;
   url: string;
   /** True when the server is an embedded one (started here or reused). */
@@ -83,7 +86,7 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
     let closing: Promise<void> | undefined;
     logger.debug({ url, embedded: embedded !== undefined }, 'bus open');
     return {
-      nc, js, jsm, url, embedded: embedded !== undefined, directory,
+      nc, js, logJs: createLogPublisher(nc, js), jsm, url, embedded: embedded !== undefined, directory,
       close() {
         closing ??= (async () => {
           if (!nc.isClosed()) await nc.drain().catch((err: unknown) => logger.warn({ err }, 'drain failed'));

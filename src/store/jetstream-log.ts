@@ -10,11 +10,13 @@ import { EVENT_VERSION, EventSchema, type ActorEvent, type EventDraft } from '..
 import { decodeCommitValue, encodeCommit } from './commit-codec.js';
 import { newId } from '../protocol/ids.js';
 import { commitMsgId, logSubject, STREAMS } from '../bus/subjects.js';
+import type { LogPublisher } from '../bus/log-publisher.js';
 import type { ActorLogWriter, LogPosition, LogReader, StoredEvent } from './log-port.js';
 
 /** Options of `createJetStreamLog`. */
 export interface JetStreamLogOptions {
-  js: JetStreamClient;
+  /** `bus.logJs` on a host (or any JetStream client: the writer uses `publish` and `jetstreamManager`). */
+  js: LogPublisher;
   rootId: string;
   actorId: string;
   /** Where the log ended when this incarnation read it: the fence of the first commit. */

@@ -6,18 +6,8 @@ import { CompiledMachine, type Effect } from '../../src/machines/compiled-machin
 import { stepMachine } from '../../src/machines/step.machine.js';
 import { toolCallMachine } from '../../src/machines/tool-call.machine.js';
 import { turnMachine } from '../../src/machines/turn.machine.js';
-
-// A seeded generator, so a failing sequence can be replayed from its seed.
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// seeded, so a failing sequence can be replayed from its seed
+import { mulberry32 as prng } from '../../src/cli/chaos-plan.js';
 
 type Rand = () => number;
 const pick = <T,>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;

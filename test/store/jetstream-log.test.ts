@@ -51,7 +51,7 @@ describe('JetStream log', () => {
   it('stamps, validates and commits several events as ONE message', async () => {
     const actor = newId('agent');
     const at = new Date('2025-01-02T03:04:05.000Z');
-    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 3, now: () => at });
+    const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 3, now: () => at });
     const events = await log.commit([say('a'), say('b'), { ...say('c'), at: '2020-01-01T00:00:00.000Z' }]);
     expect(events.map((e) => [e.seq, e.v, e.epoch, e.actor, e.at])).toEqual([
       [1, EVENT_VERSION, 3, actor, at.toISOString()],
@@ -70,7 +70,7 @@ describe('JetStream log', () => {
 
   it('runs concurrent commits of one writer one after another', async () => {
     const actor = newId('agent');
-    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+    const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
     const results = await Promise.all([log.commit([say('1')]), log.commit([say('2'), say('3')]), log.commit([say('4')])]);
     expect(results.map((r) => r.map((e) => e.seq))).toEqual([[1], [2, 3], [4]]);
     expect((await collect(reader.read(root, actor))).map((s) => s.event.seq)).toEqual([1, 2, 3, 4]);
@@ -79,8 +79,8 @@ describe('JetStream log', () => {
   it('reads a log of many commits interleaved with another actor, past the direct reads, from any point', async () => {
     const a = newId('agent');
     const b = newId('agent');
-    const logA = createJetStreamLog({ js: bus.js, rootId: root, actorId: a, position: fresh(), epoch: 1 });
-    const logB = createJetStreamLog({ js: bus.js, rootId: root, actorId: b, position: fresh(), epoch: 1 });
+    const logA = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: a, position: fresh(), epoch: 1 });
+    const logB = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: b, position: fresh(), epoch: 1 });
     const streamSeqs: number[] = [];
     for (let i = 0; i < 20; i++) {
       await logA.commit([say(`a${i}`), say(`a${i}'`)]);
@@ -103,7 +103,7 @@ describe('JetStream log', () => {
 
   it('refuses an invalid event, naming its type and field, and stores nothing', async () => {
     const actor = newId('agent');
-    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+    const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
     const bad = { type: 'user/message', data: { messageId: 'm', content: 42 } } as unknown as EventDraft;
     const err = await log.commit([say('ok'), bad]).catch((e: unknown) => e);
     expect(hasCode(err, 'store.invalid_event')).toBe(true);
@@ -115,12 +115,12 @@ describe('JetStream log', () => {
 
   it('fences a stale writer: 10071 (or a foreign duplicate) makes it refuse every later commit', async () => {
     const actor = newId('agent');
-    const a = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 1 });
+    const a = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 1 });
     const first = await a.commit([say('a1')]);
     const start = a.position();
     // two writers from the same position: A (the lease holder) and B (a zombie)
-    const w1 = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: start, epoch: 2 });
-    const zombie = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: start, epoch: 1 });
+    const w1 = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: start, epoch: 2 });
+    const zombie = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: start, epoch: 1 });
     const won = await w1.commit([say('w1-a'), say('w1-b')]);
     const err = await zombie.commit([say('zombie-1'), say('zombie-2'), say('zombie-3')]).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'store.fenced', retryable: false });
@@ -140,8 +140,8 @@ describe('JetStream log', () => {
     const info = await bus.jsm.streams.info(STREAMS.logs);
     await bus.jsm.streams.update(STREAMS.logs, { ...info.config, duplicate_window: nanos(200) });
     try {
-      const a = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 1 });
-      const zombie = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+      const a = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 1 });
+      const zombie = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
       const won = await a.commit([say('a')]);
       await new Promise((r) => setTimeout(r, 1_000));
       const err = await zombie.commit([say('z1'), say('z2')]).catch((e: unknown) => e);
@@ -249,8 +249,8 @@ describe('JetStream log', () => {
     const other = newId('agent');
     expect(await reader.end(root, actor)).toEqual({ seq: 0, streamSeq: 0 });
     expect(await collect(reader.read(root, actor))).toEqual([]);
-    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
-    const noise = createJetStreamLog({ js: bus.js, rootId: root, actorId: other, position: fresh(), epoch: 0 });
+    const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+    const noise = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: other, position: fresh(), epoch: 0 });
     const c1 = await log.commit([say('1'), say('2')]);
     await noise.commit([say('other actor')]);
     const c2 = await log.commit([say('3')]);

@@ -7,6 +7,7 @@ import { logSubject } from '../../src/bus/subjects.js';
 import { draft, type EventDraft } from '../../src/protocol/events.js';
 import { newId } from '../../src/protocol/ids.js';
 import { createJetStreamLog, createLogReader } from '../../src/store/jetstream-log.js';
+import type { LogPublisher } from '../../src/bus/log-publisher.js';
 import type { LogReader, StoredEvent } from '../../src/store/log-port.js';
 import { startRestartableNats, type RestartableNats } from '../helpers/nats.js';
 
@@ -30,11 +31,11 @@ function reconnected(nc: NatsConnection): Promise<void> {
 }
 
 /** A JetStream client whose publish goes through `fake`; everything else is the real one. */
-function withPublish(js: JetStreamClient, fake: (real: JetStreamClient['publish'], ...a: Parameters<JetStreamClient['publish']>) => ReturnType<JetStreamClient['publish']>): JetStreamClient {
+function withPublish(js: LogPublisher, fake: (real: LogPublisher['publish'], ...a: Parameters<LogPublisher['publish']>) => ReturnType<LogPublisher['publish']>): LogPublisher {
   const real = js.publish.bind(js);
   return new Proxy(js, {
     get(target, prop) {
-      if (prop === 'publish') return (...a: Parameters<JetStreamClient['publish']>) => fake(real, ...a);
+      if (prop === 'publish') return (...a: Parameters<LogPublisher['publish']>) => fake(real, ...a);
       const v = Reflect.get(target, prop) as unknown;
       return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
     },
@@ -81,7 +82,7 @@ describe('JetStream log across a kill -9 of nats-server', () => {
 
   it('holds a commit made while NATS is down, warns, and stores it once after the restart', async () => {
     const actor = newId('agent');
-    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0, logger, publishTimeoutMs: 500 });
+    const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 0, logger, publishTimeoutMs: 500 });
     const before = await log.commit([say('before')]);
     const back = reconnected(bus.nc);
     await nats.kill();
@@ -107,7 +108,7 @@ describe('JetStream log across a kill -9 of nats-server', () => {
     const acks: Array<{ seq: number; duplicate: boolean }> = [];
     let onKilled!: () => void;
     const killed = new Promise<void>((r) => (onKilled = r));
-    const lossy = withPublish(bus.js, async (real, subj, data, o) => {
+    const lossy = withPublish(bus.logJs, async (real, subj, data, o) => {
       calls++;
       const ack = await real(subj, data, o);
       if (calls > 1) {
@@ -135,7 +136,7 @@ describe('JetStream log across a kill -9 of nats-server', () => {
     const actor = newId('agent');
     let calls = 0;
     // five attempts fail as a publish to an unreachable server does (five was the old bound)
-    const unreachable = withPublish(bus.js, async (real, subj, data, o) => {
+    const unreachable = withPublish(bus.logJs, async (real, subj, data, o) => {
       if (++calls <= 5) throw new TimeoutError();
       return real(subj, data, o);
     });
@@ -147,7 +148,7 @@ describe('JetStream log across a kill -9 of nats-server', () => {
 
   it('keeps a follower following: the consumer the restart lost is made again from where it was', async () => {
     const actor = newId('agent');
-    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
+    const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
     await log.commit([say('1')]);
     const ac = new AbortController();
     const seen: number[] = [];
@@ -172,7 +173,7 @@ describe('JetStream log across a kill -9 of nats-server', () => {
     const actor = newId('agent');
     const life = new AbortController();
     const log = createJetStreamLog({
-      js: bus.js, rootId: root, actorId: actor, position: fresh(), epoch: 0, logger, publishTimeoutMs: 500, signal: life.signal,
+      js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 0, logger, publishTimeoutMs: 500, signal: life.signal,
     });
     await nats.kill();
     try {

@@ -56,7 +56,7 @@ describe('rehydrate', () => {
 
   /** Commits 3 commits (seqs 1-2, 3-5, 6-7) and returns the writer. */
   async function seed(actorId: string) {
-    const log = createJetStreamLog({ js: bus.js, rootId: root, actorId, position: { seq: 0, streamSeq: 0 }, epoch: 0 });
+    const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId, position: { seq: 0, streamSeq: 0 }, epoch: 0 });
     const positions = [];
     await log.commit([say('a'), say('b')]);
     positions.push(log.position());
