@@ -5,7 +5,7 @@ import type { ScriptResponse } from '../src/model/script.js';
 import type { ToolContext } from '../src/tools/tool.js';
 import { echoTool, type EchoInput } from './echo-tool.js';
 import type { BenchRuntime } from './harness.js';
-import { forceGc, nowMs, sampleRss } from './stats.js';
+import { settleGc, nowMs, sampleRss } from './stats.js';
 import type { RunResult } from './workload.js';
 
 /** The floor's stream: the LOGS stream's settings on its own subjects. */
@@ -83,7 +83,7 @@ export async function runFloor(rt: BenchRuntime, agents: number, script: ScriptR
   const run = `r${++runCounter}`;
   const latencies: number[] = [];
   const commits = Array.from({ length: agents }, (_, i) => (durable ? floorCommitter(rt.bus.js, run, i, padBytes) : null));
-  forceGc();
+  settleGc();
   const rss = sampleRss();
   const t0 = nowMs();
   const settled = await Promise.allSettled(commits.map((c) => floorAgent(script, latencies, c)));

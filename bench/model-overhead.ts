@@ -18,7 +18,7 @@ import { createToolRegistry } from '../src/tools/registry.js';
 import { echoTool } from './echo-tool.js';
 import { benchTurnRequest, type BenchRuntime, type Cleanup } from './harness.js';
 import { fmtMs, median, percentile, table } from './stats.js';
-import { forceGc, nowMs } from './stats.js';
+import { settleGc, nowMs } from './stats.js';
 import { createAgents } from './workload.js';
 
 const MODEL = 'test-model';
@@ -149,7 +149,7 @@ async function bareLoop(baseURL: string, tools: ChatCompletionTool[], maxSteps: 
 async function runBare(baseURL: string, agents: number, steps: number): Promise<ModelRun> {
   const tools = wireTools();
   const latencies: number[] = [];
-  forceGc();
+  settleGc();
   const t0 = nowMs();
   const outcomes = await Promise.allSettled(Array.from({ length: agents }, () => bareLoop(baseURL, tools, steps + 2, latencies)));
   const wallMs = nowMs() - t0;
@@ -193,7 +193,7 @@ async function runActorloopModel(rt: BenchRuntime, baseURL: string, agents: numb
   const actors = await createAgents(sup, rt, agents);
   const ended = actors.map((a) => a.whenTurnEnds());
   const request = { ...benchTurnRequest(rt.workspace, steps + 2), model: `openai:${MODEL}`, baseUrl: baseURL };
-  forceGc();
+  settleGc();
   const t0 = nowMs();
   await Promise.all(
     actors.map((a) =>

@@ -13,7 +13,7 @@ import { encodeCommit } from '../src/store/commit-codec.js';
 import { createToolRegistry } from '../src/tools/registry.js';
 import { echoTool } from './echo-tool.js';
 import { benchTurnRequest } from './harness.js';
-import { forceGc, nowMs, sampleRss } from './stats.js';
+import { settleGc, nowMs, sampleRss } from './stats.js';
 import type { RunResult } from './workload.js';
 
 /**
@@ -101,7 +101,7 @@ export async function runActorloopNoIo(agents: number, script: ScriptResponse[],
     return actor;
   });
   const ended = actors.map((a) => a.whenTurnEnds());
-  forceGc();
+  settleGc();
   const rss = sampleRss();
   const t0 = nowMs();
   const request = benchTurnRequest(workspace, script.length + 1);

@@ -39,7 +39,17 @@ export function sampleRss(everyMs = 50): RssSampler {
 /** Milliseconds on the high-resolution monotonic clock. */
 export const nowMs = (): number => performance.now();
 
-/** Forces a full GC when node runs with `--expose-gc`; true when it could. */
+/**
+ * A regular major GC before a timed run (with `--expose-gc`), so garbage of the run before is not
+ * collected inside this one. Not `gc()`: that is a memory-reducing GC, which also flushes compiled
+ * code, and the next short run then measured V8 compiling the runtime again (about half the A=1
+ * throughput); the floors' few small functions barely noticed.
+ */
+export function settleGc(): void {
+  (globalThis as { gc?: (o: { type: 'major'; execution: 'sync' }) => void }).gc?.({ type: 'major', execution: 'sync' });
+}
+
+/** Forces a full, memory-reducing GC when node runs with `--expose-gc` (for heap readings); true when it could. */
 export function forceGc(): boolean {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) return false;

@@ -4,7 +4,7 @@ import { newId } from '../src/protocol/ids.js';
 import type { AgentActor } from '../src/actors/agent-actor.js';
 import type { Supervisor } from '../src/actors/supervisor.js';
 import { benchTurnRequest, pool, type BenchRuntime } from './harness.js';
-import { forceGc, nowMs, sampleRss } from './stats.js';
+import { settleGc, nowMs, sampleRss } from './stats.js';
 
 /** What one run of one implementation measured. */
 export interface RunResult {
@@ -89,7 +89,7 @@ export async function runActorloop(rt: BenchRuntime, agents: number, script: Scr
   });
   const actors = await createAgents(sup, rt, agents);
   const ended = actors.map((a) => a.whenTurnEnds());
-  forceGc();
+  settleGc();
   const rss = sampleRss();
   const t0 = nowMs();
   await sendTasks(sup, rt, actors, script.length + 1);
