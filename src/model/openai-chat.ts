@@ -15,6 +15,7 @@ import type {
 import { cancelledInfo, classifyOpenAIError, OpenAIModelError, toOpenAIModelError } from './openai-errors.js';
 import { estimateUsage } from './tokens.js';
 import { createOpenAIClient } from './openai-client.js';
+import { GrowingBody, writeBody, type BodyLayout, type WireItems } from './request-body.js';
 
 // Moved to openai-errors.ts (shared with openai-responses); re-exported so existing imports keep working.
 export { classifyOpenAIError, OpenAIModelError } from './openai-errors.js';
@@ -74,27 +75,31 @@ export function openAIModelCapabilities(model: string, overrides: Partial<ModelC
  * one's messages at the end, so provider prompt caches hit.
  */
 export function prepareOpenAIChat(request: ModelRequest): PreparedRequest {
-  const body: Record<string, unknown> = {
-    model: request.model,
-    messages: [{ role: 'system', content: request.instructions }, ...request.messages.map(toWireMessage)],
-  };
+  const text = writeBody(chatLayout(request), request.messages, chatWire);
+  return { body: text, digest: sha256Digest(text), request };
+}
+
+/** The layout `prepareOpenAIChat` writes (the adapter writes the same bytes step by step, `GrowingBody`). */
+function chatLayout(request: ModelRequest): BodyLayout {
+  const tail: Record<string, unknown> = {};
   if (request.tools.length > 0) {
-    body['tools'] = request.tools.map((t) => ({
+    tail['tools'] = request.tools.map((t) => ({
       type: 'function',
       function: { name: t.name, description: t.description, parameters: t.parameters },
     }));
   }
-  if (request.maxOutputTokens !== null) body['max_completion_tokens'] = request.maxOutputTokens;
-  if (request.effort) body['reasoning_effort'] = request.effort;
+  if (request.maxOutputTokens !== null) tail['max_completion_tokens'] = request.maxOutputTokens;
+  if (request.effort) tail['reasoning_effort'] = request.effort;
   // Structured output, natively: the runtime validates the answer against the schema either way.
   if (request.outputSchema) {
-    body['response_format'] = { type: 'json_schema', json_schema: { name: 'final_answer', schema: request.outputSchema, strict: false } };
+    tail['response_format'] = { type: 'json_schema', json_schema: { name: 'final_answer', schema: request.outputSchema, strict: false } };
   }
-  body['stream'] = true;
-  body['stream_options'] = { include_usage: true };
-  const text = JSON.stringify(body);
-  return { body: text, digest: sha256Digest(text), request };
+  tail['stream'] = true;
+  tail['stream_options'] = { include_usage: true };
+  return { head: { model: request.model }, key: 'messages', lead: [{ role: 'system', content: request.instructions }], tail };
 }
+
+const chatWire: WireItems = (item) => [toWireMessage(item)];
 
 function toWireMessage(item: HistoryItem): Record<string, unknown> {
   switch (item.role) {
@@ -116,6 +121,7 @@ function toWireMessage(item: HistoryItem): Record<string, unknown> {
 /** Builds the `openai-chat` adapter. */
 export function createOpenAIChatModel(opts: OpenAIChatModelOptions): OpenAIChatModel {
   const client = createOpenAIClient(opts);
+  const bodies = new GrowingBody(chatWire);
   const secrets = opts.apiKey ? [opts.apiKey] : [];
   const classify = (err: unknown): ModelErrorInfo => classifyOpenAIError(err, secrets);
 
@@ -157,7 +163,9 @@ export function createOpenAIChatModel(opts: OpenAIChatModelOptions): OpenAIChatM
     provider: 'openai-chat',
     model: opts.model,
     capabilities: (model) => openAIModelCapabilities(model, opts.capabilities),
-    prepare: prepareOpenAIChat,
+    prepare(request) {
+      return Object.assign(bodies.write(chatLayout(request), request.messages), { request });
+    },
     stream: (prepared, signal) => run(prepared, signal),
     classifyError: classify,
   };

@@ -16,6 +16,7 @@ import { openAIModelCapabilities } from './openai-chat.js';
 import { cancelledInfo, classifyOpenAIError, OpenAIModelError, toOpenAIModelError } from './openai-errors.js';
 import { estimateUsage } from './tokens.js';
 import { createOpenAIClient } from './openai-client.js';
+import { GrowingBody, writeBody, type BodyLayout } from './request-body.js';
 
 const LABEL = 'openai-responses';
 
@@ -44,21 +45,26 @@ export interface OpenAIResponsesModel extends ModelAdapter {
  * the log, not the provider, holds the conversation.
  */
 export function prepareOpenAIResponses(request: ModelRequest): PreparedRequest {
-  const body: Record<string, unknown> = { model: request.model, instructions: request.instructions };
+  const text = writeBody(responsesLayout(request), request.messages, toInputItems);
+  return { body: text, digest: sha256Digest(text), request };
+}
+
+/** The layout `prepareOpenAIResponses` writes (the adapter writes the same bytes step by step, `GrowingBody`). */
+function responsesLayout(request: ModelRequest): BodyLayout {
+  const head: Record<string, unknown> = { model: request.model, instructions: request.instructions };
   if (request.tools.length > 0) {
-    body['tools'] = request.tools.map((t) => ({ type: 'function', name: t.name, description: t.description, parameters: t.parameters, strict: false }));
+    head['tools'] = request.tools.map((t) => ({ type: 'function', name: t.name, description: t.description, parameters: t.parameters, strict: false }));
   }
-  body['input'] = request.messages.flatMap(toInputItems);
-  if (request.maxOutputTokens !== null) body['max_output_tokens'] = request.maxOutputTokens;
-  if (request.effort) body['reasoning'] = { effort: request.effort };
+  const tail: Record<string, unknown> = {};
+  if (request.maxOutputTokens !== null) tail['max_output_tokens'] = request.maxOutputTokens;
+  if (request.effort) tail['reasoning'] = { effort: request.effort };
   // Structured output, natively: the runtime validates the answer against the schema either way.
   if (request.outputSchema) {
-    body['text'] = { format: { type: 'json_schema', name: 'final_answer', schema: request.outputSchema, strict: false } };
+    tail['text'] = { format: { type: 'json_schema', name: 'final_answer', schema: request.outputSchema, strict: false } };
   }
-  body['stream'] = true;
-  body['store'] = false;
-  const text = JSON.stringify(body);
-  return { body: text, digest: sha256Digest(text), request };
+  tail['stream'] = true;
+  tail['store'] = false;
+  return { head, key: 'input', lead: [], tail };
 }
 
 function toInputItems(item: HistoryItem): Array<Record<string, unknown>> {
@@ -82,6 +88,7 @@ function toInputItems(item: HistoryItem): Array<Record<string, unknown>> {
 /** Builds the `openai-responses` adapter. */
 export function createOpenAIResponsesModel(opts: OpenAIResponsesModelOptions): OpenAIResponsesModel {
   const client = createOpenAIClient(opts);
+  const bodies = new GrowingBody(toInputItems);
   const secrets = opts.apiKey ? [opts.apiKey] : [];
   const ctx = { label: LABEL, secrets, timeoutMs: opts.timeoutMs };
   const classify = (err: unknown): ModelErrorInfo => classifyOpenAIError(err, secrets, LABEL);
@@ -123,7 +130,9 @@ export function createOpenAIResponsesModel(opts: OpenAIResponsesModelOptions): O
     provider: LABEL,
     model: opts.model,
     capabilities: (model) => openAIModelCapabilities(model, opts.capabilities),
-    prepare: prepareOpenAIResponses,
+    prepare(request) {
+      return Object.assign(bodies.write(responsesLayout(request), request.messages), { request });
+    },
     stream: (prepared, signal) => run(prepared, signal),
     classifyError: classify,
   };

@@ -1,4 +1,5 @@
 import { sha256Digest } from '../protocol/canonical-json.js';
+import { GrowingBody, writeBody, type BodyLayout, type WireItems } from './request-body.js';
 import { ConfigError, ModelError } from '../protocol/errors.js';
 import { ModelErrorClassSchema, type FinishReason, type ModelErrorClass } from '../protocol/events.js';
 import type { ToolCallRequest, Usage } from '../protocol/history.js';
@@ -65,6 +66,7 @@ export function createScriptedModel(opts: ScriptedModelOptions): ScriptedModel {
   const source = opts.source ?? '<inline>';
   const requests: PreparedRequest[] = [];
   let cursor = opts.cursor ?? 0;
+  const bodies = new GrowingBody(asIs);
 
   async function* run(prepared: PreparedRequest, signal: AbortSignal): AsyncGenerator<ModelStreamEvent> {
     const index = cursor;
@@ -131,7 +133,9 @@ export function createScriptedModel(opts: ScriptedModelOptions): ScriptedModel {
     },
     requests,
     capabilities: () => ({ ...CAPABILITIES }),
-    prepare: prepareScripted,
+    prepare(request) {
+      return Object.assign(bodies.write(scriptedLayout(request), request.messages), { request });
+    },
     stream(prepared, signal) {
       if (opts.record !== false) requests.push(prepared);
       return run(prepared, signal);
@@ -148,17 +152,24 @@ export function createScriptedModel(opts: ScriptedModelOptions): ScriptedModel {
   };
 }
 
-/** Builds the wire body with a fixed key order, stable parts first, so equal requests give equal bytes. */
-export function prepareScripted(request: ModelRequest): PreparedRequest {
-  const body = JSON.stringify({
+/** The wire body's layout: a fixed key order, stable parts first, so equal requests give equal bytes. */
+function scriptedLayout(request: ModelRequest): BodyLayout {
+  const head: Record<string, unknown> = {
     model: request.model,
     instructions: request.instructions,
     tools: request.tools,
     max_output_tokens: request.maxOutputTokens,
-    // only when asked for: bodies without a schema stay byte-identical to older recordings
-    ...(request.outputSchema ? { output_schema: request.outputSchema } : {}),
-    messages: request.messages,
-  });
+  };
+  // only when asked for: bodies without a schema stay byte-identical to older recordings
+  if (request.outputSchema) head['output_schema'] = request.outputSchema;
+  return { head, key: 'messages', lead: [], tail: {} };
+}
+
+const asIs: WireItems = (item) => [item];
+
+/** Builds the wire body at once (the adapter writes the same bytes step by step, `GrowingBody`). */
+export function prepareScripted(request: ModelRequest): PreparedRequest {
+  const body = writeBody(scriptedLayout(request), request.messages, asIs);
   return { body, digest: sha256Digest(body), request };
 }
 
