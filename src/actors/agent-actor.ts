@@ -17,6 +17,7 @@ import type { ToolingPorts } from './tooling.js';
 import { ToolRunner } from './tool-runner.js';
 import { ApprovalWatch } from './approval-watch.js';
 import { pendingApprovals } from '../store/projection.js';
+import { isoOf } from '../protocol/iso-time.js';
 import { toDraft, withContinuation, type CommitWaiter, type Launch, type RecoveryNote } from './commit-batch.js';
 
 /** The ports an agent actor acts through (design §2): everything outside the machines. */
@@ -216,7 +217,7 @@ export class AgentActor {
     const ms = this.ports.clock.nowMs();
     if (ms !== this.isoMs) {
       this.isoMs = ms;
-      this.iso = new Date(ms).toISOString();
+      this.iso = isoOf(ms);
     }
     return this.iso;
   }

@@ -106,10 +106,11 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
   };
 
   const stamp = (drafts: EventDraft[]): ActorEvent[] => {
-    const at = now().toISOString();
+    // the runtime stages every event with its time: the clock is read only for a draft without one
+    let at: string | undefined;
     return drafts.map((d, i) => {
       // Object.assign, not `{ ...d, v, … }`: that literal takes a slow path in Node 20's V8.
-      const raw = Object.assign({}, d, { v: EVENT_VERSION, seq: position.seq + 1 + i, id: newId('event'), at: d.at ?? at, epoch, actor: actorId });
+      const raw = Object.assign({}, d, { v: EVENT_VERSION, seq: position.seq + 1 + i, id: newId('event'), at: d.at ?? (at ??= now().toISOString()), epoch, actor: actorId });
       const parsed = EventSchema.safeParse(raw);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
