@@ -1,9 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
-import { openBus, type Bus } from '../../src/bus/connection.js';
+import { describe, expect, it } from 'vitest';
 import { openActorDirectory, type DirectoryEntry } from '../../src/bus/directory.js';
 import { newId } from '../../src/protocol/ids.js';
-import { startTestNats, type TestNats } from '../helpers/nats.js';
+import { useTestBus } from '../helpers/test-bus.js';
 
 function entry(over: Partial<DirectoryEntry> = {}): DirectoryEntry {
   const actorId = over.actorId ?? newId('agent');
@@ -15,39 +13,30 @@ function entry(over: Partial<DirectoryEntry> = {}): DirectoryEntry {
 }
 
 describe('ActorDirectory', () => {
-  let nats: TestNats;
-  let bus: Bus;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    bus = await openBus({ natsUrl: nats.url, dataDir: nats.storeDir, logger: pino({ level: 'silent' }) });
-  });
-  afterAll(async () => {
-    await bus?.close();
-    await nats?.stop();
-  });
+  const t = useTestBus();
 
   it('lists nothing when empty', async () => {
-    expect(await bus.directory.list()).toEqual([]);
+    expect(await t.bus.directory.list()).toEqual([]);
   });
 
   it('puts, gets and lists entries (last value per actor)', async () => {
     const root = entry();
     const child = entry({ kind: 'subagent', parentId: root.actorId, rootId: root.actorId });
-    await bus.directory.put(root);
-    await bus.directory.put(child);
-    await bus.directory.put({ ...root, status: 'running', updatedAt: '2025-01-01T00:00:01.000Z' });
+    await t.bus.directory.put(root);
+    await t.bus.directory.put(child);
+    await t.bus.directory.put({ ...root, status: 'running', updatedAt: '2025-01-01T00:00:01.000Z' });
 
-    expect(await bus.directory.get(root.actorId)).toEqual({ ...root, status: 'running', updatedAt: '2025-01-01T00:00:01.000Z' });
-    expect(await bus.directory.get(newId('agent'))).toBeUndefined();
-    const all = await bus.directory.list();
+    expect(await t.bus.directory.get(root.actorId)).toEqual({ ...root, status: 'running', updatedAt: '2025-01-01T00:00:01.000Z' });
+    expect(await t.bus.directory.get(newId('agent'))).toBeUndefined();
+    const all = await t.bus.directory.list();
     expect(all.map((e) => e.actorId).sort()).toEqual([root.actorId, child.actorId].sort());
     expect(all.find((e) => e.actorId === root.actorId)?.status).toBe('running');
 
-    const reopened = await openActorDirectory(bus.js);
+    const reopened = await openActorDirectory(t.bus.js);
     expect(await reopened.get(child.actorId)).toEqual(child);
   });
 
   it('refuses an invalid entry', async () => {
-    await expect(bus.directory.put({ ...entry(), status: 'bogus' as never })).rejects.toMatchObject({ code: 'bus.invalid_entry' });
+    await expect(t.bus.directory.put({ ...entry(), status: 'bogus' as never })).rejects.toMatchObject({ code: 'bus.invalid_entry' });
   });
 });

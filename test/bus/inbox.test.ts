@@ -1,12 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
-import { openBus, type Bus } from '../../src/bus/connection.js';
+import { describe, expect, it } from 'vitest';
 import { listDeadLetters } from '../../src/bus/dead-letters.js';
 import { ensureInboxConsumer, openInbox, publishInbox } from '../../src/bus/inbox.js';
 import { inboxConsumerName, inboxSubject, STREAMS } from '../../src/bus/subjects.js';
 import { newId } from '../../src/protocol/ids.js';
 import type { InboxMessage } from '../../src/protocol/inbox.js';
-import { startTestNats, type TestNats } from '../helpers/nats.js';
+import { useTestBus } from '../helpers/test-bus.js';
 
 function message(to: string, content: string): InboxMessage {
   return {
@@ -16,40 +14,31 @@ function message(to: string, content: string): InboxMessage {
 }
 
 describe('inbox', () => {
-  let nats: TestNats;
-  let bus: Bus;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    bus = await openBus({ natsUrl: nats.url, dataDir: nats.storeDir, logger: pino({ level: 'silent' }) });
-  });
-  afterAll(async () => {
-    await bus?.close();
-    await nats?.stop();
-  });
+  const t = useTestBus();
 
   it('stores a message published twice with the same ID once', async () => {
     const actor = newId('agent');
     const msg = message(actor, 'hello');
-    const first = await publishInbox(bus.js, msg);
-    const second = await publishInbox(bus.js, msg);
+    const first = await publishInbox(t.bus.js, msg);
+    const second = await publishInbox(t.bus.js, msg);
     expect(first.duplicate).toBe(false);
     expect(second).toEqual({ seq: first.seq, duplicate: true });
-    const info = await bus.jsm.streams.info(STREAMS.inbox, { subjects_filter: inboxSubject(actor) });
+    const info = await t.bus.jsm.streams.info(STREAMS.inbox, { subjects_filter: inboxSubject(actor) });
     expect(info.state.subjects?.[inboxSubject(actor)]).toBe(1);
   });
 
   it('refuses an invalid message before publishing it', async () => {
     const bad = { ...message(newId('agent'), 'x'), id: 'not-a-msg-id' };
-    await expect(publishInbox(bus.js, bad)).rejects.toMatchObject({ code: 'bus.invalid_message' });
+    await expect(publishInbox(t.bus.js, bad)).rejects.toMatchObject({ code: 'bus.invalid_message' });
   });
 
   it('delivers, redelivers after nak, and forgets after ack', async () => {
     const actor = newId('agent');
-    const inbox = await openInbox(bus.js, bus.jsm, actor, { consumer: { backoffMs: [] } });
+    const inbox = await openInbox(t.bus.js, t.bus.jsm, actor, { consumer: { backoffMs: [] } });
     expect(await inbox.next({ expiresMs: 1_000 })).toBeNull();
 
     const msg = message(actor, 'work');
-    await publishInbox(bus.js, msg);
+    await publishInbox(t.bus.js, msg);
     expect(await inbox.pending()).toBe(1);
     const d1 = await inbox.next({ expiresMs: 2_000 });
     expect(d1?.message).toEqual(msg);
@@ -66,38 +55,38 @@ describe('inbox', () => {
 
   it('sets invalid messages aside, keeps reading, and dead-letters them after max_deliver', async () => {
     const actor = newId('agent');
-    const inbox = await openInbox(bus.js, bus.jsm, actor, { consumer: { maxDeliver: 2, backoffMs: [300] } });
-    await bus.js.publish(inboxSubject(actor), '{"not":"an inbox message"}');
-    await bus.js.publish(inboxSubject(actor), 'not even json');
+    const inbox = await openInbox(t.bus.js, t.bus.jsm, actor, { consumer: { maxDeliver: 2, backoffMs: [300] } });
+    await t.bus.js.publish(inboxSubject(actor), '{"not":"an inbox message"}');
+    await t.bus.js.publish(inboxSubject(actor), 'not even json');
     const good = message(actor, 'after the junk');
-    await publishInbox(bus.js, good);
+    await publishInbox(t.bus.js, good);
     const d = await inbox.next({ expiresMs: 3_000 });
     expect(d?.message).toEqual(good);
     await d!.ack();
     // their redeliveries are the last: recorded as dead letters and terminated, never returned
     expect(await inbox.next({ expiresMs: 1_500 })).toBeNull();
     expect(await inbox.pending()).toBe(0);
-    const letters = await listDeadLetters(bus, { actorId: actor });
+    const letters = await listDeadLetters(t.bus, { actorId: actor });
     expect(letters.map((l) => [l.deliveries, l.error.code])).toEqual([[2, 'inbox.invalid_message'], [2, 'inbox.invalid_message']]);
   });
 
   it('creates the durable consumer as specified, idempotently', async () => {
     const actor = newId('agent');
-    await ensureInboxConsumer(bus.jsm, actor, { maxDeliver: 4, backoffMs: [1_000, 2_000] });
-    await ensureInboxConsumer(bus.jsm, actor, { maxDeliver: 4, backoffMs: [1_000, 2_000] });
-    const info = await bus.jsm.consumers.info(STREAMS.inbox, inboxConsumerName(actor));
+    await ensureInboxConsumer(t.bus.jsm, actor, { maxDeliver: 4, backoffMs: [1_000, 2_000] });
+    await ensureInboxConsumer(t.bus.jsm, actor, { maxDeliver: 4, backoffMs: [1_000, 2_000] });
+    const info = await t.bus.jsm.consumers.info(STREAMS.inbox, inboxConsumerName(actor));
     expect(info.config.durable_name).toBe(inboxConsumerName(actor));
     expect(info.config.filter_subject).toBe(inboxSubject(actor));
     expect(info.config.ack_policy).toBe('explicit');
     expect(info.config.max_deliver).toBe(4);
     expect(info.config.backoff).toEqual([1e9, 2e9]);
 
-    await ensureInboxConsumer(bus.jsm, actor, { maxDeliver: 6, backoffMs: [1_000] });
-    const updated = await bus.jsm.consumers.info(STREAMS.inbox, inboxConsumerName(actor));
+    await ensureInboxConsumer(t.bus.jsm, actor, { maxDeliver: 6, backoffMs: [1_000] });
+    const updated = await t.bus.jsm.consumers.info(STREAMS.inbox, inboxConsumerName(actor));
     expect(updated.config.max_deliver).toBe(6);
     expect(updated.config.backoff).toEqual([1e9]);
 
-    await expect(ensureInboxConsumer(bus.jsm, actor, { maxDeliver: 2, backoffMs: [1, 2, 3] }))
+    await expect(ensureInboxConsumer(t.bus.jsm, actor, { maxDeliver: 2, backoffMs: [1, 2, 3] }))
       .rejects.toMatchObject({ code: 'bus.invalid_consumer' });
   });
 });

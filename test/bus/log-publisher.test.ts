@@ -1,25 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { ClosedConnectionError, NoRespondersError, TimeoutError } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
-import { pino } from 'pino';
-import { openBus, type Bus } from '../../src/bus/connection.js';
 import { createLogPublisher } from '../../src/bus/log-publisher.js';
 import { logSubject, STREAMS } from '../../src/bus/subjects.js';
 import { newId } from '../../src/protocol/ids.js';
-import { startTestNats, type TestNats } from '../helpers/nats.js';
+import { useTestBus } from '../helpers/test-bus.js';
 
 describe('log publisher (acked JetStream publish on one reply subscription)', () => {
-  let nats: TestNats;
-  let bus: Bus;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    bus = await openBus({ natsUrl: nats.url, dataDir: nats.storeDir, logger: pino({ level: 'silent' }) });
-  });
-  afterAll(async () => {
-    await bus?.close();
-    await nats?.stop();
-  });
+  const t = useTestBus();
 
   const subjectOf = () => {
     const actor = newId('agent');
@@ -28,41 +17,41 @@ describe('log publisher (acked JetStream publish on one reply subscription)', ()
 
   it('stores a message with its headers and answers with the PubAck; a repeated ID is a duplicate of the same seq', async () => {
     const subject = subjectOf();
-    const ack = await bus.logJs.publish(subject, '{"n":1}', { msgID: 'm-1', expect: { lastSubjectSequence: 0 } });
+    const ack = await t.bus.logJs.publish(subject, '{"n":1}', { msgID: 'm-1', expect: { lastSubjectSequence: 0 } });
     expect(ack).toMatchObject({ stream: STREAMS.logs, duplicate: false });
-    const stored = await bus.jsm.streams.getMessage(STREAMS.logs, { seq: ack.seq });
+    const stored = await t.bus.jsm.streams.getMessage(STREAMS.logs, { seq: ack.seq });
     expect(stored?.subject).toBe(subject);
     expect(stored?.string()).toBe('{"n":1}');
     expect(stored?.header.get('Nats-Msg-Id')).toBe('m-1');
-    const again = await bus.logJs.publish(subject, '{"n":1}', { msgID: 'm-1', expect: { lastSubjectSequence: 0 } });
+    const again = await t.bus.logJs.publish(subject, '{"n":1}', { msgID: 'm-1', expect: { lastSubjectSequence: 0 } });
     expect(again).toMatchObject({ seq: ack.seq, duplicate: true });
   });
 
   it('answers many publishes at once, each with its own ack', async () => {
     const subjects = Array.from({ length: 50 }, subjectOf);
-    const acks = await Promise.all(subjects.map((s, i) => bus.logJs.publish(s, String(i), { msgID: `many-${i}`, expect: { lastSubjectSequence: 0 } })));
+    const acks = await Promise.all(subjects.map((s, i) => t.bus.logJs.publish(s, String(i), { msgID: `many-${i}`, expect: { lastSubjectSequence: 0 } })));
     for (const [i, ack] of acks.entries()) {
-      expect((await bus.jsm.streams.getMessage(STREAMS.logs, { seq: ack.seq }))?.string()).toBe(String(i));
+      expect((await t.bus.jsm.streams.getMessage(STREAMS.logs, { seq: ack.seq }))?.string()).toBe(String(i));
     }
     expect(new Set(acks.map((a) => a.seq)).size).toBe(50);
   });
 
   it('refuses a stale fence with the JetStream API error 10071, naming the last sequence', async () => {
     const subject = subjectOf();
-    const first = await bus.logJs.publish(subject, 'a', { msgID: 'f-1', expect: { lastSubjectSequence: 0 } });
-    const err = await bus.logJs.publish(subject, 'b', { msgID: 'f-2', expect: { lastSubjectSequence: 0 } }).catch((e: unknown) => e);
+    const first = await t.bus.logJs.publish(subject, 'a', { msgID: 'f-1', expect: { lastSubjectSequence: 0 } });
+    const err = await t.bus.logJs.publish(subject, 'b', { msgID: 'f-2', expect: { lastSubjectSequence: 0 } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JetStreamApiError);
     expect((err as JetStreamApiError).code).toBe(JetStreamApiCodes.StreamWrongLastSequence);
     expect((err as Error).message).toContain(`wrong last sequence: ${first.seq}`);
   });
 
   it('says no stream listens (no responders), and times out when nothing answers', async () => {
-    await expect(bus.logJs.publish('nostream.here', 'x', { msgID: 'n-1' })).rejects.toBeInstanceOf(NoRespondersError);
+    await expect(t.bus.logJs.publish('nostream.here', 'x', { msgID: 'n-1' })).rejects.toBeInstanceOf(NoRespondersError);
     // a core subscriber that never answers: a responder exists, so only the timeout ends the wait
-    const silent = bus.nc.subscribe('silent.subject', { callback: () => {} });
+    const silent = t.bus.nc.subscribe('silent.subject', { callback: () => {} });
     try {
       const t0 = Date.now();
-      await expect(bus.logJs.publish('silent.subject', 'x', { msgID: 's-1', timeout: 300 })).rejects.toBeInstanceOf(TimeoutError);
+      await expect(t.bus.logJs.publish('silent.subject', 'x', { msgID: 's-1', timeout: 300 })).rejects.toBeInstanceOf(TimeoutError);
       expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
     } finally {
       silent.unsubscribe();
@@ -70,10 +59,10 @@ describe('log publisher (acked JetStream publish on one reply subscription)', ()
   });
 
   it('fails what waits, and what comes after, once its connection closes', async () => {
-    const nc = await connect({ servers: nats.url, noAsyncTraces: true });
-    const publisher = createLogPublisher(nc, bus.js);
-    const silent = bus.nc.subscribe('silent.close', { callback: () => {} });
-    await bus.nc.flush();
+    const nc = await connect({ servers: t.nats.url, noAsyncTraces: true });
+    const publisher = createLogPublisher(nc, t.bus.js);
+    const silent = t.bus.nc.subscribe('silent.close', { callback: () => {} });
+    await t.bus.nc.flush();
     try {
       const waiting = publisher.publish('silent.close', 'x', { msgID: 'c-1', timeout: 10_000 }).catch((e: unknown) => e);
       await nc.flush();

@@ -1,26 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
-import { pino } from 'pino';
-import { openBus, type Bus } from '../../src/bus/connection.js';
 import { ensureStreams } from '../../src/bus/streams.js';
 import { BUCKETS, STREAMS } from '../../src/bus/subjects.js';
-import { startTestNats, type TestNats } from '../helpers/nats.js';
+import { useTestBus } from '../helpers/test-bus.js';
 
 describe('ensureStreams', () => {
-  let nats: TestNats;
-  let bus: Bus;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    bus = await openBus({ natsUrl: nats.url, dataDir: nats.storeDir, logger: pino({ level: 'silent' }) });
-  });
-  afterAll(async () => {
-    await bus?.close();
-    await nats?.stop();
-  });
+  const t = useTestBus();
 
   it('creates the streams with the settings of design §6', async () => {
-    const logs = (await bus.jsm.streams.info(STREAMS.logs)).config;
+    const logs = (await t.bus.jsm.streams.info(STREAMS.logs)).config;
     expect(logs.subjects).toEqual(['log.>']);
     expect(logs.storage).toBe(StorageType.File);
     expect(logs.retention).toBe(RetentionPolicy.Limits);
@@ -29,41 +18,41 @@ describe('ensureStreams', () => {
     expect(logs.deny_purge).toBe(true);
     expect(logs.duplicate_window).toBe(nanos(120_000));
 
-    const inbox = (await bus.jsm.streams.info(STREAMS.inbox)).config;
+    const inbox = (await t.bus.jsm.streams.info(STREAMS.inbox)).config;
     expect(inbox.subjects).toEqual(['inbox.>']);
     expect(inbox.storage).toBe(StorageType.File);
     expect(inbox.retention).toBe(RetentionPolicy.Limits);
     expect(inbox.discard).toBe(DiscardPolicy.New);
     expect(inbox.duplicate_window).toBe(nanos(600_000));
 
-    const idem = (await bus.jsm.streams.info(STREAMS.idem)).config;
+    const idem = (await t.bus.jsm.streams.info(STREAMS.idem)).config;
     expect(idem.subjects).toEqual(['idem.>']);
     expect(idem.max_msgs_per_subject).toBe(1);
     expect(idem.discard).toBe(DiscardPolicy.New);
     expect(idem.discard_new_per_subject).toBe(true);
 
-    const kv = (await bus.jsm.streams.info(`KV_${BUCKETS.actors}`)).config;
+    const kv = (await t.bus.jsm.streams.info(`KV_${BUCKETS.actors}`)).config;
     expect(kv.max_msgs_per_subject).toBe(1);
     expect(kv.storage).toBe(StorageType.File);
   });
 
   it('is idempotent, and restores settings that drifted', async () => {
-    const before = await bus.jsm.streams.info(STREAMS.inbox);
-    await ensureStreams(bus.jsm);
-    await ensureStreams(bus.jsm);
-    const after = await bus.jsm.streams.info(STREAMS.inbox);
+    const before = await t.bus.jsm.streams.info(STREAMS.inbox);
+    await ensureStreams(t.bus.jsm);
+    await ensureStreams(t.bus.jsm);
+    const after = await t.bus.jsm.streams.info(STREAMS.inbox);
     expect(after.created).toBe(before.created);
     expect(after.config).toEqual(before.config);
 
-    await bus.jsm.streams.update(STREAMS.inbox, { ...after.config, duplicate_window: nanos(60_000) });
-    await ensureStreams(bus.jsm);
-    expect((await bus.jsm.streams.info(STREAMS.inbox)).config.duplicate_window).toBe(nanos(600_000));
+    await t.bus.jsm.streams.update(STREAMS.inbox, { ...after.config, duplicate_window: nanos(60_000) });
+    await ensureStreams(t.bus.jsm);
+    expect((await t.bus.jsm.streams.info(STREAMS.inbox)).config.duplicate_window).toBe(nanos(600_000));
   });
 
   it('keeps one record per idempotency key (discard new per subject)', async () => {
-    await bus.js.publish('idem.k1', 'first');
-    await expect(bus.js.publish('idem.k1', 'second')).rejects.toThrow(/maximum messages per subject/);
-    const m = await bus.jsm.streams.getMessage(STREAMS.idem, { last_by_subj: 'idem.k1' });
+    await t.bus.js.publish('idem.k1', 'first');
+    await expect(t.bus.js.publish('idem.k1', 'second')).rejects.toThrow(/maximum messages per subject/);
+    const m = await t.bus.jsm.streams.getMessage(STREAMS.idem, { last_by_subj: 'idem.k1' });
     expect(m?.string()).toBe('first');
   });
 });
