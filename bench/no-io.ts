@@ -4,7 +4,8 @@ import { AgentActor } from '../src/actors/agent-actor.js';
 import { createFaultInjector } from '../src/actors/faults.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';
-import { EVENT_VERSION, EventSchema, type ActorEvent, type EventDraft } from '../src/protocol/events.js';
+import { EVENT_VERSION, type ActorEvent, type EventDraft } from '../src/protocol/events.js';
+import { eventCheck } from '../src/store/event-check.js';
 import { newId } from '../src/protocol/ids.js';
 import type { BlobStore } from '../src/store/blob-port.js';
 import type { ActorLogWriter } from '../src/store/log-port.js';
@@ -22,6 +23,7 @@ import type { RunResult } from './workload.js';
  */
 export function memoryLog(actorId: string): ActorLogWriter {
   let seq = 0;
+  const check = eventCheck();
   return {
     actorId,
     rootId: actorId,
@@ -30,7 +32,7 @@ export function memoryLog(actorId: string): ActorLogWriter {
     async commit(drafts: EventDraft[]) {
       const events = drafts.map((d) => {
         const e = Object.assign({}, d, { v: EVENT_VERSION, seq: ++seq, id: newId('event'), at: d.at ?? new Date().toISOString(), epoch: 1, actor: actorId });
-        if (!EventSchema.safeParse(e).success) throw new Error(`invalid ${d.type} event`);
+        if (check(e)) throw new Error(`invalid ${d.type} event`);
         return e as ActorEvent;
       });
       encodeCommit(events);
