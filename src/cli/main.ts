@@ -178,6 +178,17 @@ export async function main(
 ): Promise<number> {
   let code: number = EXIT.completed;
   const program = buildProgram(out, (c) => (code = c));
+  // Whoever read our output went away (`actorloop events <id> | head`): without a listener the
+  // EPIPE would end the process on the spot, before it stops the embedded nats-server it started.
+  // Stop as Ctrl-C stops (a follower ends, a host drains); what is left to write goes nowhere.
+  let readerGone = false;
+  const onOutputError = (err: NodeJS.ErrnoException): void => {
+    if (err.code !== 'EPIPE') throw err;
+    if (readerGone) return;
+    readerGone = true;
+    process.emit('SIGINT');
+  };
+  out.stdout.on('error', onOutputError);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return code;
@@ -187,5 +198,8 @@ export async function main(
       return EXIT.usage;
     }
     return reportError(err, out, debugEnabled());
+  } finally {
+    // an EPIPE can still come from a write already queued: keep ignoring it
+    if (!readerGone) out.stdout.off('error', onOutputError);
   }
 }

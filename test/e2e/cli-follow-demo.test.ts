@@ -97,6 +97,41 @@ test('demo runs on the embedded nats-server, prints where the data is, and stops
   expect(verify.code, show(verify)).toBe(0);
 });
 
+test('a reader that goes away (events | head) ends the command, and the nats-server it started stops', async ({ onTestFinished }) => {
+  const dataDir = await tempDir('pipe-data');
+  dirs.push(dataDir);
+  const env = cliEnv(dataDir);
+  const cli = pool.forTest({ onTestFinished }, env);
+  const demo = await cli.run(['demo']);
+  expect(demo.code, show(demo)).toBe(0);
+  dirs.push(/^demo workspace: (.+)$/m.exec(demo.stdout)![1]!);
+  const agentId = lines(demo.stdout).find((l) => AGENT_ID.test(l))!;
+  const serverPids = async (): Promise<number[]> => [
+    ...new Set([...(await readFile(join(dataDir, 'nats', 'server.log'), 'utf8')).matchAll(/^\[(\d+)\]/gm)].map((m) => Number(m[1]))),
+  ];
+  for (const args of [['events', agentId], ['events', agentId, '--follow']]) {
+    const before = new Set(await serverPids());
+    const reader = spawn(process.execPath, ['bin/actorloop.js', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    onTestFinished(async () => {
+      if (reader.exitCode === null) reader.kill('SIGKILL');
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      reader.on('exit', (code, signal) => resolve({ code, signal })),
+    );
+    // read the first line, then hang up, as `head -1` does
+    await new Promise<void>((resolve) => reader.stdout.once('data', () => resolve()));
+    reader.stdout.destroy();
+    const ended = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 15_000))]);
+    expect(ended, `${args.join(' ')} still runs after its reader left`).not.toBeNull();
+    expect(ended!.signal).toBeNull();
+    const started = (await serverPids()).filter((pid) => !before.has(pid));
+    // if it did not stop, the test does not leave it running either
+    onTestFinished(async () => started.filter(pidAlive).forEach((pid) => process.kill(pid, 'SIGKILL')));
+    expect(started.length, args.join(' ')).toBe(1);
+    expect(pidAlive(started[0]!), `the nats-server of ${args.join(' ')}`).toBe(false);
+  }
+});
+
 test('resume starts the turn of a message the agent never took (its run died before committing it)', async ({ onTestFinished }) => {
   const ws = await demoWorkspace();
   const dataDir = await tempDir('data');
