@@ -1,28 +1,11 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/actors/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { readLog, runTurn, turnRequest } from '../helpers/runtime.js';
-import { captureModels, ofType, only, runtimes } from './harness.js';
+import { captureModels, ofType, only, actorTestWorld } from './harness.js';
 
-let nats: TestNats;
-let ws: string;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  ws = await tempDir('ws');
-  await mkdir(join(ws, 'src'));
-  await writeFile(join(ws, 'src', 'a.txt'), 'alpha\nbeta\n');
-});
-afterAll(async () => {
-  await nats.stop();
-  await rm(ws, { recursive: true, force: true });
-});
-
-const rts = runtimes(() => nats.url);
-afterEach(async () => rts.closeAll());
+const world = actorTestWorld();
+const rts = world.rts;
 
 const readA: ScriptResponse = { tool_calls: [{ name: 'read_file', arguments: { path: 'src/a.txt' } }] };
 
@@ -30,7 +13,7 @@ describe('agent actor', () => {
   it('runs a tool step and a final answer in two commits per step', async () => {
     const rt = await rts.open({ script: [readA, { content: 'a.txt holds alpha and beta.' }] });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'what is in a.txt?', turnRequest(ws));
+    const { actor, ended } = await runTurn(sup, 'what is in a.txt?', turnRequest(world.ws));
     expect(ended.outcome).toBe('completed');
     expect(ended.answer).toBe('a.txt holds alpha and beta.');
     const log = await readLog(sup, actor.rootId, actor.actorId);
@@ -49,7 +32,7 @@ describe('agent actor', () => {
   it('commits about twice per step over a 10-step tool loop', async () => {
     const rt = await rts.open({ script: [...Array.from({ length: 10 }, () => readA), { content: 'read it ten times' }] });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'read a.txt ten times', turnRequest(ws));
+    const { actor, ended } = await runTurn(sup, 'read a.txt ten times', turnRequest(world.ws));
     expect(ended.outcome).toBe('completed');
     const log = await readLog(sup, actor.rootId, actor.actorId);
     const steps = ofType(log, 'step/start').length;
@@ -69,7 +52,7 @@ describe('budgets', () => {
   it('stops the turn with step_budget after exactly maxSteps steps', async () => {
     const rt = await rts.open({ script: [readA, readA, readA, readA] });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'keep reading', turnRequest(ws, { maxSteps: 2 }));
+    const { actor, ended } = await runTurn(sup, 'keep reading', turnRequest(world.ws, { maxSteps: 2 }));
     expect(ended).toMatchObject({ outcome: 'stopped', reason: 'step_budget', answer: null });
     const log = await readLog(sup, actor.rootId, actor.actorId);
     expect(ofType(log, 'step/start')).toHaveLength(2);
@@ -92,7 +75,7 @@ describe('budgets', () => {
       ],
     });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'read and list', turnRequest(ws, { maxToolCalls: 1 }));
+    const { actor, ended } = await runTurn(sup, 'read and list', turnRequest(world.ws, { maxToolCalls: 1 }));
     expect(ended).toMatchObject({ outcome: 'stopped', reason: 'tool_budget' });
     const log = await readLog(sup, actor.rootId, actor.actorId);
     const [first, second] = ofType(log, 'tool/call');
@@ -112,7 +95,7 @@ describe('budgets', () => {
     const rt = await rts.open({ script: [{ content: 'too late', delay_ms: 5000 }] });
     const sup = rt.supervisor();
     const t0 = Date.now();
-    const { actor, ended } = await runTurn(sup, 'answer slowly', turnRequest(ws, { deadlineSeconds: 0.3 }));
+    const { actor, ended } = await runTurn(sup, 'answer slowly', turnRequest(world.ws, { deadlineSeconds: 0.3 }));
     const elapsedMs = Date.now() - t0;
     expect(ended).toMatchObject({ outcome: 'stopped', reason: 'deadline', answer: null });
     // far sooner than the 5 s the response takes (a generous bound: no timing figure is asserted)
@@ -138,7 +121,7 @@ describe('observations', () => {
     ]);
     const rt = await rts.open({ models });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'delete it', turnRequest(ws));
+    const { actor, ended } = await runTurn(sup, 'delete it', turnRequest(world.ws));
     expect(ended.outcome).toBe('completed');
     const log = await readLog(sup, actor.rootId, actor.actorId);
     const call = only(log, 'tool/call');
@@ -168,7 +151,7 @@ describe('observations', () => {
     ]);
     const rt = await rts.open({ models });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'write it', turnRequest(ws));
+    const { actor, ended } = await runTurn(sup, 'write it', turnRequest(world.ws));
     expect(ended.outcome).toBe('completed');
     const log = await readLog(sup, actor.rootId, actor.actorId);
     expect(only(log, 'tool/call').data).toMatchObject({ name: 'write_file', arguments: '{not json', status: 'invalid_arguments' });
@@ -193,7 +176,7 @@ describe('observations', () => {
     ]);
     const rt = await rts.open({ models });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'list src', turnRequest(ws, { tools: ['read_file'] }));
+    const { actor, ended } = await runTurn(sup, 'list src', turnRequest(world.ws, { tools: ['read_file'] }));
     expect(ended.outcome).toBe('completed');
     const log = await readLog(sup, actor.rootId, actor.actorId);
     const [hidden, missing] = ofType(log, 'tool/call');
@@ -222,7 +205,7 @@ describe('model errors', () => {
     const models = captureModels([{ error: { type: 'rate_limit', retry_after_ms: 50 } }, { content: 'done' }]);
     const rt = await rts.open({ models });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'answer', turnRequest(ws));
+    const { actor, ended } = await runTurn(sup, 'answer', turnRequest(world.ws));
     expect(ended).toMatchObject({ outcome: 'completed', answer: 'done' });
     const log = await readLog(sup, actor.rootId, actor.actorId);
     const prepared = only(log, 'request/prepared');
@@ -252,7 +235,7 @@ describe('model errors', () => {
   it('fails the turn when the script runs out', async () => {
     const rt = await rts.open({ script: [] });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'answer', turnRequest(ws));
+    const { actor, ended } = await runTurn(sup, 'answer', turnRequest(world.ws));
     expect(ended.outcome).toBe('failed');
     expect(ended.reason).toContain('ran out');
     const log = await readLog(sup, actor.rootId, actor.actorId);
@@ -264,7 +247,7 @@ describe('model errors', () => {
   it('fails on context_overflow without a retry', async () => {
     const rt = await rts.open({ script: [{ error: { type: 'context_overflow' } }, { content: 'never asked for' }] });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'answer', turnRequest(ws));
+    const { actor, ended } = await runTurn(sup, 'answer', turnRequest(world.ws));
     expect(ended.outcome).toBe('failed');
     expect(ended.reason).toContain('context_overflow');
     const log = await readLog(sup, actor.rootId, actor.actorId);

@@ -1,4 +1,6 @@
-import { expect } from 'vitest';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
 import type { Supervisor } from '../../src/actors/supervisor.js';
 import { createScriptedModel, type ScriptedModel } from '../../src/model/scripted-model.js';
@@ -7,6 +9,7 @@ import type { ActorEvent, EventOf, EventType, TurnRequest, TurnSettings } from '
 import type { InboxKind, InboxMessage } from '../../src/protocol/inbox.js';
 import { newId } from '../../src/protocol/ids.js';
 import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { openTestRuntime, readLog, type TestRuntime } from '../helpers/runtime.js';
 
 /** Scripted models built for the turns of a runtime, in the order they were built. */
@@ -106,4 +109,34 @@ export async function waitForLog(
     if (Date.now() > until) throw new Error(`log never reached the expected state; it holds ${log.map((e) => e.type).join(', ')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * The setting most actor tests share, for the file that calls it: a nats-server, a workspace
+ * holding `src/a.txt` ("alpha\nbeta\n"), and runtimes closed after each test.
+ */
+export function actorTestWorld() {
+  let nats: TestNats | undefined;
+  let ws = '';
+  beforeAll(async () => {
+    nats = await startTestNats();
+    ws = await tempDir('ws');
+    await mkdir(join(ws, 'src'));
+    await writeFile(join(ws, 'src', 'a.txt'), 'alpha\nbeta\n');
+  });
+  afterAll(async () => {
+    await nats?.stop();
+    await rm(ws, { recursive: true, force: true });
+  });
+  const rts = runtimes(() => nats!.url);
+  afterEach(async () => rts.closeAll());
+  return {
+    rts,
+    get ws(): string {
+      return ws;
+    },
+    get natsUrl(): string {
+      return nats!.url;
+    },
+  };
 }

@@ -1,32 +1,18 @@
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
 import type { Supervisor } from '../../src/actors/supervisor.js';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { tempDir } from '../helpers/nats.js';
 import { readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
-import { captureModels, ofType, only, replay, runtimes, startTurn } from './harness.js';
+import { captureModels, ofType, only, replay, startTurn, actorTestWorld } from './harness.js';
 
-let nats: TestNats;
-let ws: string;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  ws = await tempDir('ws');
-  await mkdir(join(ws, 'src'));
-  await writeFile(join(ws, 'src', 'a.txt'), 'alpha\nbeta\n');
-});
-afterAll(async () => {
-  await nats.stop();
-  await rm(ws, { recursive: true, force: true });
-});
-
-const rts = runtimes(() => nats.url);
-afterEach(async () => rts.closeAll());
+const world = actorTestWorld();
+const rts = world.rts;
 
 /** A patch that creates out.txt holding one line. */
 const CREATE_OUT = '--- /dev/null\n+++ b/out.txt\n@@ -0,0 +1 @@\n+x\n';
@@ -37,7 +23,7 @@ const readThenAnswer: ScriptResponse[] = [
 ];
 
 /** Runs a turn on a supervisor whose faults drop the actor at `spec`; resolves once it was dropped. */
-async function runUntilDropped(rt: TestRuntime, spec: string, workspace = ws): Promise<AgentActor> {
+async function runUntilDropped(rt: TestRuntime, spec: string, workspace = world.ws): Promise<AgentActor> {
   // the drop leaves a record of its point, as a kill does, for the recovery's actor/killed
   const sup = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs(spec), undefined, rt.faultRecords) });
   const { actor, ended } = await startTurn(sup, 'what is in a.txt?', turnRequest(workspace));
@@ -232,7 +218,7 @@ describe('stopping a host mid-turn', () => {
     const models = captureModels([{ content: 'slow answer', delay_ms: 2000 }]);
     const rt = await rts.open({ models });
     const first = rt.supervisor();
-    const { actor: running } = await startTurn(first, 'answer slowly', turnRequest(ws));
+    const { actor: running } = await startTurn(first, 'answer slowly', turnRequest(world.ws));
     // wait until the request is on its way
     for (let i = 0; i < 200 && models.requests().length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(models.requests()).toHaveLength(1);

@@ -1,7 +1,5 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TurnEnded } from '../../src/actors/agent-actor.js';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
 import type { Supervisor } from '../../src/actors/supervisor.js';
@@ -11,26 +9,11 @@ import type { ActorEvent } from '../../src/protocol/events.js';
 import { emptyProjection, foldEvent, PROJECTION_VERSION, type Projection } from '../../src/store/projection.js';
 import { rehydrate } from '../../src/store/rehydrate.js';
 import type { Snapshot } from '../../src/store/snapshots.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { readLog, runTurn, turnRequest, type TestRuntime } from '../helpers/runtime.js';
-import { message, only, ofType, replay, runtimes, startTurn, waitForLog } from './harness.js';
+import { message, only, ofType, replay, startTurn, waitForLog, actorTestWorld } from './harness.js';
 
-let nats: TestNats;
-let ws: string;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  ws = await tempDir('ws');
-  await mkdir(join(ws, 'src'));
-  await writeFile(join(ws, 'src', 'a.txt'), 'alpha\nbeta\n');
-});
-afterAll(async () => {
-  await nats.stop();
-  await rm(ws, { recursive: true, force: true });
-});
-
-const rts = runtimes(() => nats.url);
-afterEach(async () => rts.closeAll());
+const world = actorTestWorld();
+const rts = world.rts;
 
 const read = (n: number): ScriptResponse[] =>
   Array.from({ length: n }, (_, i) => ({ tool_calls: [{ id: `r${i}`, name: 'read_file', arguments: { path: 'src/a.txt' } }] }));
@@ -66,7 +49,7 @@ describe('snapshots', () => {
   it('rehydrates from snapshot + tail to the projection of a full replay, and without the snapshot too', async () => {
     const rt = await rts.open({ script: [...read(4), { content: 'read four times' }, { content: 'second answer' }] });
     const first = rt.supervisor({ snapshotEvery: 5 });
-    const { actor: ran, ended } = await runTurn(first, 'read a.txt four times', turnRequest(ws));
+    const { actor: ran, ended } = await runTurn(first, 'read a.txt four times', turnRequest(world.ws));
     expect(ended.outcome).toBe('completed');
     await ran.idle();
     const log = await readLog(first, ran.rootId, ran.actorId);
@@ -114,7 +97,7 @@ describe('snapshots', () => {
   ])('recovers a turn dropped mid-way %s', async (_, deleteSnapshot) => {
     const rt = await rts.open({ script: [...read(4), { content: 'read four times' }] });
     const first = rt.supervisor({ snapshotEvery: 5, faults: createFaultInjector(parseFaultSpecs('after:tool/start@3=drop')) });
-    const { actor: ran, ended } = await startTurn(first, 'read a.txt four times', turnRequest(ws));
+    const { actor: ran, ended } = await startTurn(first, 'read a.txt four times', turnRequest(world.ws));
     await expect(ended).rejects.toMatchObject({ code: 'actor.dropped' });
     const snap = await snapshotOf(rt, ran.actorId);
     const before = await readLog(first, ran.rootId, ran.actorId);

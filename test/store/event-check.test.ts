@@ -1,26 +1,12 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EventSchema, type ActorEvent } from '../../src/protocol/events.js';
 import { compileEventValidator, createEventCheck } from '../../src/store/event-check.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { runTurn, turnRequest } from '../helpers/runtime.js';
-import { runtimes } from '../actors/harness.js';
+import { actorTestWorld } from '../actors/harness.js';
 
-let nats: TestNats;
-let ws: string;
-beforeAll(async () => {
-  nats = await startTestNats();
-  ws = await tempDir('ws');
-  await mkdir(join(ws, 'src'));
-  await writeFile(join(ws, 'src', 'a.txt'), 'alpha\nbeta\n');
-});
-afterAll(async () => {
-  await nats.stop();
-  await rm(ws, { recursive: true, force: true });
-});
-const rts = runtimes(() => nats.url);
-afterEach(async () => rts.closeAll());
+const world = actorTestWorld();
+const rts = world.rts;
 
 /** Every event of a turn that reads, writes, calls an unknown tool, sends bad arguments and answers, as committed. */
 async function committedEvents(): Promise<ActorEvent[]> {
@@ -32,7 +18,7 @@ async function committedEvents(): Promise<ActorEvent[]> {
     ],
   });
   const sup = rt.supervisor();
-  const { actor, ended } = await runTurn(sup, 'read, write, and answer', turnRequest(ws));
+  const { actor, ended } = await runTurn(sup, 'read, write, and answer', turnRequest(world.ws));
   expect(ended.outcome).toBe('completed');
   return rt.commits.get(actor.actorId)!.flat();
 }
