@@ -51,6 +51,12 @@ export class ToolRunner {
   private readonly waiting: Waiting[] = [];
   private readonly running = new Map<string, { keys: ResourceKey[]; done: Promise<void> }>();
   private readonly keys = new Map<string, ResourceKey[]>();
+  /**
+   * Plans made for `keysOf`, kept until the call starts: its tool and input are a function of the
+   * call's name and arguments, so the start need not resolve, validate and digest them again.
+   * (The policy's own plan, at decision and after an approval, is always made afresh.)
+   */
+  private readonly plans = new Map<string, CallPlan>();
 
   constructor(private readonly a: AgentActor) {}
 
@@ -75,6 +81,7 @@ export class ToolRunner {
   reset(): void {
     this.waiting.length = 0;
     this.keys.clear();
+    this.plans.clear();
   }
 
   /** Starts every waiting call that may start now. */
@@ -102,7 +109,9 @@ export class ToolRunner {
     let keys = this.keys.get(call.callId);
     if (!keys) {
       try {
-        keys = planCall(this.a, call).resources;
+        const plan = planCall(this.a, call);
+        this.plans.set(call.callId, plan);
+        keys = plan.resources;
       } catch {
         // a call that cannot be planned never runs; it conflicts with nothing
         keys = [];
@@ -128,7 +137,8 @@ export class ToolRunner {
     const a = this.a;
     let planned: CallPlan;
     try {
-      planned = planCall(a, call);
+      planned = this.plans.get(call.callId) ?? planCall(a, call);
+      this.plans.delete(call.callId);
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
       // the tool went away (a resume with another registry): a rerun may have run before, a first start never did
