@@ -1,21 +1,73 @@
 import { createHash } from 'node:crypto';
 
-/** JSON with object keys sorted at every level, so equal values give equal bytes. */
+/**
+ * JSON with object keys sorted at every level (array-index keys first, as a JS object orders
+ * them), so equal values give equal bytes. Written in one
+ * pass, as `JSON.stringify` of a key-sorted copy would write it (the copy cost an allocation per
+ * object and array, on every plan digest and idempotency key): undefined and function values are
+ * left out of objects and written `null` in arrays, non-finite numbers are `null`, and any other
+ * object (a Date, a Map) is a plain object of its own enumerable keys.
+ */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
+  return write(value, false) as string;
 }
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) {
-      const v = (value as Record<string, unknown>)[key];
-      if (v !== undefined) out[key] = sortKeys(v);
+/**
+ * The keys in the order the key-sorted copy had them: a JS object lists array-index keys first,
+ * in numeric order, then the others in the order they were added (here: sorted). Digests made
+ * with that order are in logs and approvals, so it stays.
+ */
+function orderedKeys(value: object): string[] {
+  const keys = Object.keys(value).sort();
+  let indices: string[] | null = null;
+  for (const k of keys) if (isIndex(k)) (indices ??= []).push(k);
+  if (indices === null) return keys;
+  indices.sort((x, y) => Number(x) - Number(y));
+  return [...indices, ...keys.filter((k) => !isIndex(k))];
+}
+
+function isIndex(key: string): boolean {
+  const c = key.charCodeAt(0);
+  // most keys start with a letter: no regex for them
+  if (!(c >= 48 && c <= 57)) return false;
+  return /^(?:0|[1-9]\d*)$/.test(key) && Number(key) < 4_294_967_295;
+}
+
+/** One value as canonical JSON; undefined when it has none (undefined, a function, a symbol). */
+function write(value: unknown, inArray: boolean): string | undefined {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return JSON.stringify(value);
+    case 'number':
+      return Number.isFinite(value) ? JSON.stringify(value) : 'null';
+    case 'bigint':
+      // as JSON.stringify does
+      return JSON.stringify(value);
+    case 'object': {
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i++) {
+          if (i > 0) out += ',';
+          out += write(value[i], true) ?? 'null';
+        }
+        return `${out}]`;
+      }
+      const keys = orderedKeys(value);
+      let out = '{';
+      let first = true;
+      for (const key of keys) {
+        const v = write((value as Record<string, unknown>)[key], false);
+        if (v === undefined) continue;
+        out += `${first ? '' : ','}${JSON.stringify(key)}:${v}`;
+        first = false;
+      }
+      return `${out}}`;
     }
-    return out;
+    default:
+      return inArray ? 'null' : undefined;
   }
-  return value;
 }
 
 /** `sha256:<hex>` of a string or bytes: the name of a content-addressed blob. */
