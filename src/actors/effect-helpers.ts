@@ -22,18 +22,6 @@ export function cutObservation(text: string): string {
   return `${head}\n[output cut at ${MAX_OBSERVATION_BYTES} bytes of ${Buffer.byteLength(text)}; read a narrower range]`;
 }
 
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (ms <= 0 || signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 export function abortReason(a: AgentActor): string {
   const r: unknown = a.turnAbort.signal.reason;

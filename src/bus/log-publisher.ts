@@ -50,9 +50,10 @@ export function createLogPublisher(nc: NatsConnection, js: JetStreamClient): Log
   };
 
   const answer = (msg: Msg): void => {
-    const w = waiting.get(msg.subject.slice(prefix.length));
+    const token = msg.subject.slice(prefix.length);
+    const w = waiting.get(token);
     if (!w) return;
-    waiting.delete(msg.subject.slice(prefix.length));
+    waiting.delete(token);
     if (msg.data.length === 0 && msg.headers?.code === 503) return w.reject(new NoRespondersError(msg.subject));
     let body: { error?: ConstructorParameters<typeof JetStreamApiError>[0]; stream?: string; seq?: number; duplicate?: boolean };
     try {

@@ -160,18 +160,6 @@ export function printedEvents(stdout: string): ActorEvent[] {
   return out;
 }
 
-/** Waits `ms`, or less when `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /** Approvals asked for in `log` and not answered yet, in the order they were asked. */
 export function pendingApprovals(log: readonly ActorEvent[]): string[] {

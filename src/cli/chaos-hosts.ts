@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import type { Violation } from '../actors/verify.js';
 import type { ActorEvent } from '../protocol/events.js';
 import {
-  agentOf, exitViolation, pendingApprovals, readLog, sleep, startChild, tail,
+  agentOf, exitViolation, pendingApprovals, readLog, startChild, tail,
   type ChaosContext, type Child, type Driven, type Exited, type ProcessRecord, type Scenario,
 } from './chaos-child.js';
 import { faultSpecFor } from './chaos-plan.js';
+import { sleep } from '../protocol/sleep.js';
 
 /** The lease TTL of a session's hosts: a killed host's agent moves to another after this long. */
 export const CHAOS_HOST_LEASE_TTL_MS = 2_000;

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { verifyLog, type Violation } from '../actors/verify.js';
 import type { ActorEvent } from '../protocol/events.js';
 import {
-  agentOf, exitViolation, pendingApprovals, printedEvents, readLog, sleep, spawnCli, tail,
+  agentOf, exitViolation, pendingApprovals, printedEvents, readLog, spawnCli, tail,
   type ChaosContext, type Driven, type ProcessRecord, type Scenario,
 } from './chaos-child.js';
 import { checkEffects, effectLines, EFFECT_FILE } from './chaos-effects.js';
 import { driveWithHosts } from './chaos-hosts.js';
 import { faultSpecFor, type PlannedFault } from './chaos-plan.js';
+import { sleep } from '../protocol/sleep.js';
 
 export type { ChaosContext, ProcessRecord, Scenario } from './chaos-child.js';
 

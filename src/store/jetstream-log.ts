@@ -10,6 +10,7 @@ import { EVENT_VERSION, type ActorEvent, type EventDraft } from '../protocol/eve
 import { eventCheck } from './event-check.js';
 import { decodeCommitValue, encodeCommit } from './commit-codec.js';
 import { newId } from '../protocol/ids.js';
+import { sleep } from '../protocol/sleep.js';
 import { commitMsgId, logSubject, STREAMS } from '../bus/subjects.js';
 import type { LogPublisher } from '../bus/log-publisher.js';
 import type { ActorLogWriter, LogPosition, LogReader, StoredEvent } from './log-port.js';
@@ -67,18 +68,6 @@ function transientApiError(err: JetStreamApiError): boolean {
   return err.status === 503;
 }
 
-/** Waits `ms`, or less when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * The JetStream writer of one actor's log: one message per commit, fenced by
@@ -166,7 +155,7 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
       const waitMs = BACKOFF_MS[Math.min(i - 1, BACKOFF_MS.length - 1)]!;
       logger.warn({ actorId, msgId: p.msgId, attempt: p.attempts, waitMs, err: last.cause },
         'commit outcome unknown (NATS unreachable?); retrying with the same ID');
-      await pause(waitMs, signal);
+      await sleep(waitMs, signal);
       if (!signal?.aborted) last = await attempt(p);
     }
     switch (last.kind) {
