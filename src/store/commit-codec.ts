@@ -29,15 +29,15 @@ const CompactSchema = z.object({
 
 type Shared = 'turn' | 'step';
 
-/** The value most events of the commit have for `key` (undefined when most have none). */
+/** The value most events of the commit have for `key` (undefined when most have none); the first wins a tie. */
 function common(events: ActorEvent[], key: Shared | 'at'): string | undefined {
-  const counts = new Map<string | undefined, number>();
+  // a commit holds a handful of events: counting pairwise allocates nothing
   let best: string | undefined;
   let bestCount = 0;
-  for (const e of events) {
-    const value = e[key];
-    const n = (counts.get(value) ?? 0) + 1;
-    counts.set(value, n);
+  for (let i = 0; i < events.length; i++) {
+    const value = events[i]![key];
+    let n = 0;
+    for (let k = i; k < events.length; k++) if (events[k]![key] === value) n++;
     if (n > bestCount) {
       best = value;
       bestCount = n;
