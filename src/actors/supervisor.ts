@@ -232,7 +232,7 @@ export class Supervisor {
         onDelta: (d) => {
           // Live only (core NATS, not persisted): clients see tokens as they come; the log
           // records the accepted output alone.
-          this.opts.bus.nc.publish(liveSubject(rootId, actorId), JSON.stringify(d));
+          this.opts.bus.live.publish(liveSubject(rootId, actorId), JSON.stringify(d));
           this.opts.onDelta?.(actorId, d);
         },
       },

@@ -1,6 +1,6 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { createLogPublisher, type LogPublisher } from './log-publisher.js';
+import { createLivePublisher, createLogPublisher, type LivePublisher, type LogPublisher } from './log-publisher.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
@@ -32,6 +32,8 @@ export interface Bus {
   /** True when the server is an embedded one (started here or reused). */
   embedded: boolean;
   directory: ActorDirectory;
+  /** Core NATS messages for live watchers (model deltas), sent along with the next log commit. */
+  live: LivePublisher;
   /** Drains the connection and releases the embedded server when this process started it. */
   close(): Promise<void>;
 }
@@ -84,11 +86,13 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
     const { actors } = await ensureStreams(jsm, logger);
     const directory = createActorDirectory(actors, js, logger);
     let closing: Promise<void> | undefined;
+    const live = createLivePublisher(nc);
     logger.debug({ url, embedded: embedded !== undefined }, 'bus open');
     return {
-      nc, js, logJs: createLogPublisher(nc, js), jsm, url, embedded: embedded !== undefined, directory,
+      nc, js, logJs: createLogPublisher(nc, js, live), live, jsm, url, embedded: embedded !== undefined, directory,
       close() {
         closing ??= (async () => {
+          live.flush();
           if (!nc.isClosed()) await nc.drain().catch((err: unknown) => logger.warn({ err }, 'drain failed'));
           await embedded?.release();
         })();

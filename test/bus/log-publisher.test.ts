@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { ClosedConnectionError, NoRespondersError, TimeoutError } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
-import { createLogPublisher } from '../../src/bus/log-publisher.js';
+import { createLivePublisher, createLogPublisher } from '../../src/bus/log-publisher.js';
 import { logSubject, STREAMS } from '../../src/bus/subjects.js';
 import { newId } from '../../src/protocol/ids.js';
 import { useTestBus } from '../helpers/test-bus.js';
@@ -72,5 +72,60 @@ describe('log publisher (acked JetStream publish on one reply subscription)', ()
     } finally {
       silent.unsubscribe();
     }
+  });
+
+  describe('live messages', () => {
+    const received = async (subject: string, n: number) => {
+      const nc = await connect({ servers: t.nats.url, noAsyncTraces: true });
+      const got: string[] = [];
+      const sub = nc.subscribe(subject, { callback: (_e, m) => got.push(m.string()) });
+      await nc.flush();
+      return {
+        got,
+        done: async () => {
+          for (let i = 0; i < 100 && got.length < n; i++) await new Promise((r) => setTimeout(r, 10));
+          sub.unsubscribe();
+          await nc.close();
+          return got;
+        },
+      };
+    };
+
+    it('leave with the next commit, before it and in order, without a write of their own', async () => {
+      const live = createLivePublisher(t.bus.nc);
+      const publisher = createLogPublisher(t.bus.nc, t.bus.js, live);
+      const watch = await received('live.test.a', 2);
+      const before = t.bus.nc.stats().outMsgs;
+      live.publish('live.test.a', 'd1');
+      live.publish('live.test.a', 'd2');
+      // held: nothing handed to the connection yet
+      expect(t.bus.nc.stats().outMsgs).toBe(before);
+      const acked = publisher.publish(subjectOf(), 'commit', { msgID: newId('event'), expect: { lastSubjectSequence: 0 } });
+      // both deltas and the commit were handed over in the same tick
+      expect(t.bus.nc.stats().outMsgs).toBe(before + 3);
+      await acked;
+      expect(await watch.done()).toEqual(['d1', 'd2']);
+    });
+
+    it('leave on their own at the end of the event loop turn when no commit comes', async () => {
+      const live = createLivePublisher(t.bus.nc);
+      const watch = await received('live.test.b', 1);
+      const before = t.bus.nc.stats().outMsgs;
+      live.publish('live.test.b', 'alone');
+      expect(t.bus.nc.stats().outMsgs).toBe(before);
+      await new Promise((r) => setImmediate(r));
+      expect(t.bus.nc.stats().outMsgs).toBe(before + 1);
+      expect(await watch.done()).toEqual(['alone']);
+    });
+
+    it('are dropped, never thrown, once the connection is closed', async () => {
+      const nc = await connect({ servers: t.nats.url, noAsyncTraces: true });
+      const live = createLivePublisher(nc);
+      await nc.close();
+      live.publish('live.test.c', 'late');
+      expect(() => live.flush()).not.toThrow();
+      await new Promise((r) => setImmediate(r));
+      expect(nc.stats().outMsgs).toBe(0);
+    });
   });
 });
