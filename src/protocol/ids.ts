@@ -1,4 +1,5 @@
-import { createHash, randomFillSync } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
+import { sha256Bytes } from './canonical-json.js';
 import { z } from 'zod';
 
 /** Every kind of entity that has a stable, prefixed, sortable ID (design §3). */
@@ -89,7 +90,7 @@ export function newId<K extends IdKind>(kind: K, nowMs?: number): Id<K> {
  * always give the same ID. The body is 26 Crockford base32 characters of a SHA-256.
  */
 export function derivedId<K extends IdKind>(kind: K, ...parts: string[]): Id<K> {
-  const digest = createHash('sha256').update(parts.join('\u0000')).digest();
+  const digest = sha256Bytes(parts.join('\u0000'));
   let out = '';
   for (let i = 0; i < 26; i++) out += CROCKFORD[digest[i]! & 31];
   return `${ID_PREFIXES[kind]}_${out}` as Id<K>;

@@ -29,12 +29,30 @@ export async function executeTool<I>(
   const outer = ctx.signal;
   if (outer.aborted) return done(failure('cancelled', `${tool.name} was cancelled before it started`), 'cancelled');
 
-  const inner = new AbortController();
+  // The tool's own signal (the caller's, or the timeout) is made when the tool first reads it:
+  // an AbortSignal costs ~5 µs to make, and most calls end without one being read.
+  let inner: AbortController | null = null;
+  let abortedWith: { reason: unknown } | null = null;
+  const abortInner = (reason: unknown): void => {
+    abortedWith ??= { reason };
+    inner?.abort(reason);
+  };
+  const toolCtx = Object.assign({}, ctx) as ToolContext;
+  Object.defineProperty(toolCtx, 'signal', {
+    enumerable: true,
+    get(): AbortSignal {
+      if (!inner) {
+        inner = new AbortController();
+        if (abortedWith) inner.abort(abortedWith.reason);
+      }
+      return inner.signal;
+    },
+  });
   let timedOut = false;
   let onEnd!: (reason: 'timeout' | 'cancelled') => void;
   const ended = new Promise<'timeout' | 'cancelled'>((resolve) => (onEnd = resolve));
   const onAbort = (): void => {
-    inner.abort(outer.reason);
+    abortInner(outer.reason);
     onEnd('cancelled');
   };
   outer.addEventListener('abort', onAbort, { once: true });
@@ -42,14 +60,14 @@ export async function executeTool<I>(
     Number.isFinite(timeoutMs) && timeoutMs > 0
       ? setTimeout(() => {
           timedOut = true;
-          inner.abort(new ToolError('timeout', `${tool.name} timed out after ${timeoutMs} ms`));
+          abortInner(new ToolError('timeout', `${tool.name} timed out after ${timeoutMs} ms`));
           onEnd('timeout');
         }, Math.min(timeoutMs, MAX_TIMER_MS))
       : undefined;
 
   // Settle into a value, so a tool that rejects after being abandoned is not an unhandled rejection.
   const run: Promise<Settled> = Promise.resolve()
-    .then(() => tool.execute(input, { ...ctx, signal: inner.signal }))
+    .then(() => tool.execute(input, toolCtx))
     .then(
       (result): Settled => ({ kind: 'returned', result }),
       (error: unknown): Settled => ({ kind: 'threw', error }),

@@ -78,7 +78,7 @@ describe('log publisher (acked JetStream publish on one reply subscription)', ()
     const received = async (subject: string, n: number) => {
       const nc = await connect({ servers: t.nats.url, noAsyncTraces: true });
       const got: string[] = [];
-      const sub = nc.subscribe(subject, { callback: (_e, m) => got.push(m.string()) });
+      const sub = nc.subscribe(subject, { callback: (_e, m) => { got.push(m.string()); } });
       await nc.flush();
       return {
         got,

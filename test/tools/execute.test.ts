@@ -63,6 +63,29 @@ describe('executeTool', () => {
     expect(already.errorClass).toBe('cancelled');
   });
 
+  it('gives a tool that reads its signal only after the abort an already aborted signal, with the reason', async () => {
+    const controller = new AbortController();
+    let seen: { aborted: boolean; reason: unknown } | null = null;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const tool = toolThat(async (_input, ctx) => {
+      await gate;
+      seen = { aborted: ctx.signal.aborted, reason: ctx.signal.reason };
+      return { ok: true, output: 'read late' };
+    });
+    const running = executeTool(tool, { n: 1 }, toolContext('/tmp', controller.signal), 10_000);
+    await sleep(5);
+    controller.abort('operator stop');
+    const result = await running;
+    expect(result.errorClass).toBe('cancelled');
+    release();
+    await sleep(5);
+    expect(seen).toEqual({ aborted: true, reason: 'operator stop' });
+    // the same signal each time it is read, and the other context fields pass through
+    const same = toolThat(async (_input, ctx) => ({ ok: ctx.signal === ctx.signal && ctx.workspace === '/tmp', output: 'x' }));
+    expect((await executeTool(same, { n: 1 }, toolContext('/tmp'), 1000)).ok).toBe(true);
+  });
+
   it('turns a ToolError into a business failure the model sees', async () => {
     const tool = toolThat(async () => {
       throw new ToolError('tool.not_found', 'no such file: a.txt');
