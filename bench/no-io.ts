@@ -31,7 +31,11 @@ export function memoryLog(actorId: string): ActorLogWriter {
     position: () => ({ seq, streamSeq: seq }),
     async commit(drafts: EventDraft[]) {
       const events = drafts.map((d) => {
-        const e = Object.assign({}, d, { v: EVENT_VERSION, seq: ++seq, id: newId('event'), at: d.at ?? new Date().toISOString(), epoch: 1, actor: actorId });
+        const s = d as Partial<ActorEvent>;
+        // as the JetStream writer does: an event staged for its place gets its ID in place
+        let e: object = d;
+        if (s.seq === ++seq && s.epoch === 1 && s.actor === actorId && s.v === EVENT_VERSION && s.at !== undefined) s.id = newId('event');
+        else e = Object.assign({}, d, { v: EVENT_VERSION, seq, id: newId('event'), at: d.at ?? new Date().toISOString(), epoch: 1, actor: actorId });
         if (check(e)) throw new Error(`invalid ${d.type} event`);
         return e as ActorEvent;
       });

@@ -18,7 +18,7 @@ import { ToolRunner } from './tool-runner.js';
 import { ApprovalWatch } from './approval-watch.js';
 import { pendingApprovals } from '../store/projection.js';
 import { isoOf } from '../protocol/iso-time.js';
-import { toDraft, withContinuation, type CommitWaiter, type Launch, type RecoveryNote } from './commit-batch.js';
+import { withContinuation, type CommitWaiter, type Launch, type RecoveryNote } from './commit-batch.js';
 
 /** The ports an agent actor acts through (design §2): everything outside the machines. */
 export interface AgentPorts {
@@ -241,8 +241,9 @@ export class AgentActor {
       this.nextSeq += 1;
       this.projection.seq += 1;
     }
-    const drafts = batch.map(toDraft);
-    const committed = await this.ports.log.commit(drafts);
+    // Staged events already carry their place in the log: the writer fills in their IDs in place
+    // rather than copying each one (a recovery batch, renumbered around its note, is copied).
+    const committed = await this.ports.log.commit(batch);
     const last = committed[committed.length - 1]!;
     for (const w of this.waiters.filter((w) => w.seq <= last.seq)) w.resolve();
     this.waiters = this.waiters.filter((w) => w.seq > last.seq);

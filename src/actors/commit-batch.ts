@@ -28,17 +28,6 @@ export function withContinuation(batch: ActorEvent[], r: RecoveryNote): ActorEve
   return [...batch.slice(0, r.insertAt), note, ...batch.slice(r.insertAt)];
 }
 
-/** A staged event as the log writer takes it: the writer stamps seq, id, epoch and actor. */
-export function toDraft(e: ActorEvent): EventDraft {
-  const { type, data, turn, step, attempt, call, at } = e;
-  const d: Record<string, unknown> = { type, data, at };
-  if (turn !== undefined) d.turn = turn;
-  if (step !== undefined) d.step = step;
-  if (attempt !== undefined) d.attempt = attempt;
-  if (call !== undefined) d.call = call;
-  return d as EventDraft;
-}
-
 /** Work that may begin only once the event at `seq` is committed (a tool after its `tool/start`). */
 export interface Launch {
   seq: number;

@@ -96,12 +96,20 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
   };
 
   const check = eventCheck();
+  /** A draft the caller already stamped for this very place (the actor's staged events) is used as it is. */
+  const stampedFor = (d: EventDraft, seq: number): boolean => {
+    const e = d as Partial<ActorEvent>;
+    return e.seq === seq && e.epoch === epoch && e.actor === actorId && e.v === EVENT_VERSION && e.at !== undefined;
+  };
   const stamp = (drafts: EventDraft[]): ActorEvent[] => {
     // the runtime stages every event with its time: the clock is read only for a draft without one
     let at: string | undefined;
     return drafts.map((d, i) => {
+      const seq = position.seq + 1 + i;
       // Object.assign, not `{ ...d, v, … }`: that literal takes a slow path in Node 20's V8.
-      const raw = Object.assign({}, d, { v: EVENT_VERSION, seq: position.seq + 1 + i, id: newId('event'), at: d.at ?? (at ??= now().toISOString()), epoch, actor: actorId });
+      let raw: object = d;
+      if (stampedFor(d, seq)) (d as { id?: string }).id = newId('event');
+      else raw = Object.assign({}, d, { v: EVENT_VERSION, seq, id: newId('event'), at: d.at ?? (at ??= now().toISOString()), epoch, actor: actorId });
       const issue = check(raw);
       if (issue) throw new StoreError(STORE_CODES.invalidEvent, `invalid ${d.type} event: ${issue.path}: ${issue.message}`);
       return raw as ActorEvent;

@@ -27,7 +27,8 @@ export interface ActorLogWriter {
   epoch: number;
   /**
    * Stamps v, seq, id, at, epoch, actor on each draft, validates, and publishes them as one
-   * message. Throws StoreError `store.fenced` when another writer appended since (10071), after
+   * message. A draft that already carries the v, seq, epoch, actor and at this writer would
+   * give it (an actor's staged event) is not copied: its `id` is filled in place. Throws StoreError `store.fenced` when another writer appended since (10071), after
    * which this writer refuses every further commit.
    */
   commit(drafts: EventDraft[]): Promise<ActorEvent[]>;

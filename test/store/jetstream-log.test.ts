@@ -68,6 +68,28 @@ describe('JetStream log', () => {
     expect(stored?.header.get('Nats-Msg-Id')).toBe(commitMsgId(actor, 1));
   });
 
+  it('fills in the ID of a draft already stamped for its place, and copies any other draft untouched', async () => {
+    const actor = newId('agent');
+    const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 2 });
+    const at = '2025-01-02T03:04:05.000Z';
+    const staged = { ...say('staged'), v: EVENT_VERSION, seq: 1, id: '', at, epoch: 2, actor };
+    // stamped for another place (seq 5), another epoch, another actor: each is copied
+    const wrongSeq = { ...say('wrong seq'), v: EVENT_VERSION, seq: 5, id: '', at, epoch: 2, actor };
+    const wrongEpoch = { ...say('wrong epoch'), v: EVENT_VERSION, seq: 3, id: '', at, epoch: 1, actor };
+    const events = await log.commit([staged, wrongSeq, wrongEpoch] as never[]);
+    expect(events[0]).toBe(staged);
+    expect(staged.id).toMatch(/^evt_/);
+    expect(events[1]).not.toBe(wrongSeq);
+    expect(wrongSeq).toMatchObject({ seq: 5, id: '' });
+    expect(events[2]).not.toBe(wrongEpoch);
+    expect(wrongEpoch).toMatchObject({ epoch: 1, id: '' });
+    expect(events.map((e) => [e.seq, e.epoch, e.actor])).toEqual([[1, 2, actor], [2, 2, actor], [3, 2, actor]]);
+    // what was stored is what came back
+    const stored = [];
+    for await (const s of reader.read(root, actor)) stored.push(s.event);
+    expect(stored).toEqual(events);
+  });
+
   it('runs concurrent commits of one writer one after another', async () => {
     const actor = newId('agent');
     const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 0 });
