@@ -327,6 +327,15 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     void cleanup.run().finally(() => process.exit(130));
   });
 }
+// Whoever read the tables went away (`npm run bench | head`): without a listener the EPIPE would
+// end the process on the spot and leave its nats-server and hosts running. Stop as Ctrl-C stops.
+let readerGone = false;
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
+  if (readerGone) return;
+  readerGone = true;
+  process.emit('SIGTERM');
+});
 let code = 0;
 try {
   await main(cleanup);
@@ -334,6 +343,9 @@ try {
   if (err instanceof UsageError) {
     process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000)\n`);
     code = 2;
+  } else if (cleanup.closing) {
+    // interrupted: the cleanup closed what the section was using, which is why it failed
+    code = 130;
   } else {
     process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     code = 1;
