@@ -241,8 +241,7 @@ export class AgentActor {
       this.nextSeq += 1;
       this.projection.seq += 1;
     }
-    // Staged events already carry their place in the log: the writer fills in their IDs in place
-    // rather than copying each one (a recovery batch, renumbered around its note, is copied).
+    // Staged events carry their place in the log: the writer fills in their IDs, not copies them.
     const committed = await this.ports.log.commit(batch);
     const last = committed[committed.length - 1]!;
     for (const w of this.waiters.filter((w) => w.seq <= last.seq)) w.resolve();
