@@ -1,4 +1,4 @@
-import type { ActorEvent, EventDraft } from '../protocol/events.js';
+import type { ActorEvent } from '../protocol/events.js';
 
 /** What a recovery closed, and where its `recovery/continuation` goes in the staged batch. */
 export interface RecoveryNote {
