@@ -2,7 +2,7 @@ import { derivedId, newId } from '../protocol/ids.js';
 import { assertNever } from '../protocol/errors.js';
 import { ZERO_USAGE } from '../protocol/history.js';
 import type { AgentActor } from './agent-actor.js';
-import { abortReason, cutObservation, ensureModel, estimateUsage, costFor, prepare, scope, settings } from './effect-helpers.js';
+import { abortReason, ensureModel, estimateUsage, costFor, prepare, scope, settings } from './effect-helpers.js';
 import { sleep } from '../protocol/sleep.js';
 import type { Effect } from './machine-set.js';
 import { callModel } from './model-call.js';

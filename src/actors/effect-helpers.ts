@@ -1,6 +1,6 @@
 import type { TurnSettings } from '../protocol/events.js';
 import type { Usage } from '../protocol/history.js';
-import type { ModelAdapter, PreparedRequest } from '../model/model-port.js';
+import type { PreparedRequest } from '../model/model-port.js';
 import { costOf } from '../model/pricing.js';
 import type { AgentActor } from './agent-actor.js';
 import { MAX_OBSERVATION_BYTES, modelName } from './turn-settings.js';

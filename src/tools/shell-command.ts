@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ShCallExpr, ShNode, ShParser, ShRedirect, ShSyntax } from 'mvdan-sh';
 import picomatch from 'picomatch';
-import { evalWord, ShellSource, type ShellWord, type WordKind } from './shell-words.js';
+import { evalWord, ShellSource, type ShellWord } from './shell-words.js';
 import { unwrap, type Wrapper } from './shell-wrappers.js';
 
 // Static analysis of one shell command string (design §8): every simple command it would run,

@@ -24,7 +24,6 @@ const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, 
 
 let nats: TestNats;
 let fixedSlug: string;
-let buggySlug: string;
 const dirs: string[] = [];
 const pool = new CliPool();
 
@@ -34,7 +33,6 @@ beforeAll(async () => {
     responses: Array<{ tool_calls?: Array<{ name: string; arguments: { content?: string } }> }>;
   };
   fixedSlug = script.responses[3]!.tool_calls![0]!.arguments.content!;
-  buggySlug = await readFile(new URL('../../examples/demo/workspace/src/slug.js', import.meta.url), 'utf8');
 });
 
 afterAll(async () => {

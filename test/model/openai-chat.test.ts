@@ -9,7 +9,7 @@ import {
   openAIModelCapabilities,
   prepareOpenAIChat,
 } from '../../src/model/openai-chat.js';
-import type { ModelAdapter, ModelOutput, ModelRequest, ModelStreamEvent } from '../../src/model/model-port.js';
+import type { ModelAdapter, ModelRequest, ModelStreamEvent } from '../../src/model/model-port.js';
 import { ModelError } from '../../src/protocol/errors.js';
 import { FAULTS, startFakeOpenAI, type FakeOpenAI, type FakeTurn } from '../helpers/fake-openai.js';
 import { estimateUsage } from '../../src/model/tokens.js';

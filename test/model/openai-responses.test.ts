@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createOpenAIResponsesModel, prepareOpenAIResponses } from '../../src/model/openai-responses.js';
-import type { ModelAdapter, ModelOutput, ModelRequest, ModelStreamEvent } from '../../src/model/model-port.js';
+import type { ModelAdapter, ModelRequest, ModelStreamEvent } from '../../src/model/model-port.js';
 import { ModelError } from '../../src/protocol/errors.js';
 import { FAULTS, startFakeOpenAI, type FakeOpenAI, type FakeTurn } from '../helpers/fake-openai.js';
 import { estimateUsage } from '../../src/model/tokens.js';

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EventSchema, type ActorEvent } from '../../src/protocol/events.js';
 import { compileEventValidator, createEventCheck } from '../../src/store/event-check.js';

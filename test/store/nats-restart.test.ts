@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JetStreamClient } from '@nats-io/jetstream';
 import { TimeoutError, type NatsConnection } from '@nats-io/nats-core';
 import { pino } from 'pino';
 import { openBus, type Bus } from '../../src/bus/connection.js';
