@@ -5,7 +5,7 @@ import type { ScriptResponse } from '../src/model/script.js';
 import type { ToolContext } from '../src/tools/tool.js';
 import { echoTool, type EchoInput } from './echo-tool.js';
 import type { BenchRuntime } from './harness.js';
-import { settleGc, nowMs, sampleRss } from './stats.js';
+import { cpuMeter, settleGc, nowMs, sampleRss } from './stats.js';
 import type { RunResult } from './workload.js';
 
 /** The floor's stream: the LOGS stream's settings on its own subjects. */
@@ -85,9 +85,11 @@ export async function runFloor(rt: BenchRuntime, agents: number, script: ScriptR
   const commits = Array.from({ length: agents }, (_, i) => (durable ? floorCommitter(rt.bus.js, run, i, padBytes) : null));
   settleGc();
   const rss = sampleRss();
+  const cpu = cpuMeter(durable ? rt.nats.pid : undefined);
   const t0 = nowMs();
   const settled = await Promise.allSettled(commits.map((c) => floorAgent(script, latencies, c)));
   const wallMs = nowMs() - t0;
+  const used = cpu.stop();
   const peakRss = rss.stop();
   let steps = 0;
   let failed = 0;
@@ -98,5 +100,5 @@ export async function runFloor(rt: BenchRuntime, agents: number, script: ScriptR
       process.stderr.write(`floor agent failed: ${(s.reason as Error).message}\n`);
     }
   }
-  return { steps, wallMs, latencies, peakRss, commits: durable ? steps * 2 : null, failed };
+  return { steps, wallMs, latencies, peakRss, commits: durable ? steps * 2 : null, failed, cpu: used };
 }

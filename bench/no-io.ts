@@ -14,7 +14,7 @@ import { encodeCommit } from '../src/store/commit-codec.js';
 import { createToolRegistry } from '../src/tools/registry.js';
 import { echoTool } from './echo-tool.js';
 import { benchTurnRequest } from './harness.js';
-import { settleGc, nowMs, sampleRss } from './stats.js';
+import { cpuMeter, settleGc, nowMs, sampleRss } from './stats.js';
 import type { RunResult } from './workload.js';
 
 /**
@@ -109,6 +109,7 @@ export async function runActorloopNoIo(agents: number, script: ScriptResponse[],
   const ended = actors.map((a) => a.whenTurnEnds());
   settleGc();
   const rss = sampleRss();
+  const cpu = cpuMeter();
   const t0 = nowMs();
   const request = benchTurnRequest(workspace, script.length + 1);
   await Promise.all(
@@ -121,8 +122,9 @@ export async function runActorloopNoIo(agents: number, script: ScriptResponse[],
   );
   const outcomes = await Promise.allSettled(ended);
   const wallMs = nowMs() - t0;
+  const used = cpu.stop();
   const peakRss = rss.stop();
   for (const a of actors) a.stop();
   const failed = outcomes.filter((o) => o.status !== 'fulfilled' || o.value.outcome !== 'completed').length;
-  return { steps, wallMs, latencies, peakRss, commits, failed };
+  return { steps, wallMs, latencies, peakRss, commits, failed, cpu: used };
 }

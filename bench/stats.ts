@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 /** Nearest-rank percentile of unsorted samples (`p` in 0..100); NaN when there are none. */
@@ -73,4 +75,39 @@ export function table(header: string[], rows: string[][]): string {
   const line = (cells: string[]) =>
     cells.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ').trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map(line)].join('\n');
+}
+
+/** CPU used during a run: this process (all its threads) and, on Linux, the nats-server. */
+export interface CpuUse {
+  processUs: number;
+  /** null when the server's CPU cannot be read (not Linux, no pid, the process gone). */
+  serverUs: number | null;
+}
+
+/** Starts measuring CPU; `stop` gives what was used since. */
+export function cpuMeter(serverPid?: number): { stop(): CpuUse } {
+  const p0 = process.cpuUsage();
+  const s0 = serverPid === undefined ? null : processCpuUs(serverPid);
+  return {
+    stop() {
+      const p = process.cpuUsage(p0);
+      const s1 = s0 === null ? null : processCpuUs(serverPid!);
+      return { processUs: p.user + p.system, serverUs: s0 === null || s1 === null ? null : s1 - s0 };
+    },
+  };
+}
+
+let clockTicks: number | undefined;
+
+/** User + system CPU of another process from /proc (Linux), µs; null when it cannot be read. */
+function processCpuUs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // fields after the command, which is in parentheses and may hold spaces: utime is the 14th field
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTicks;
+  } catch {
+    return null;
+  }
 }

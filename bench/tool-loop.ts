@@ -115,6 +115,17 @@ interface Summary {
   commitsPerStep: number | null;
   perRun: number[];
   failed: number;
+  /** CPU per step over all runs (µs): this process, and nats-server (null when not read). */
+  cpu: { processUs: number; serverUs: number | null } | null;
+}
+
+/** CPU per step over all the runs' timed windows (the /proc clock ticks are too coarse for one A=1 run). */
+function cpuPerStep(runs: RunResult[]): Summary['cpu'] {
+  const measured = runs.filter((r) => r.cpu !== undefined);
+  const steps = measured.reduce((n, r) => n + r.steps, 0);
+  if (steps === 0) return null;
+  const server = measured.every((r) => r.cpu!.serverUs !== null) ? measured.reduce((n, r) => n + r.cpu!.serverUs!, 0) / steps : null;
+  return { processUs: measured.reduce((n, r) => n + r.cpu!.processUs, 0) / steps, serverUs: server };
 }
 
 function summarize(runs: RunResult[]): Summary {
@@ -128,6 +139,7 @@ function summarize(runs: RunResult[]): Summary {
     commitsPerStep: commits[0] === null ? null : median(commits as number[]),
     perRun: sps,
     failed: runs.reduce((n, r) => n + r.failed, 0),
+    cpu: cpuPerStep(runs),
   };
 }
 
@@ -203,6 +215,21 @@ function printLoop(flags: Flags, results: Map<number, Map<Impl, Summary>>, msgBy
   );
   console.log('');
   console.log(table(['config (A)', 'impl', 'steps/s of each run', 'failed agents'], spread));
+
+  const us = (x: number | null | undefined) => (x === null || x === undefined ? '-' : x.toFixed(0));
+  const cpuRows = [...results].flatMap(([a, byImpl]) =>
+    IMPLS.map((impl) => {
+      const c = byImpl.get(impl)!.cpu;
+      return [String(a), impl, us(c?.processUs), us(c?.serverUs), us(c && c.serverUs !== null ? c.processUs + c.serverUs : null)];
+    }),
+  );
+  console.log('');
+  console.log(table(['config (A)', 'impl', 'this process µs/step', 'nats-server µs/step', 'both µs/step'], cpuRows));
+  console.log(
+    '  CPU in the timed windows of all runs / their steps: this process with all its threads (GC, LMDB\'s writer),\n' +
+      '  nats-server from /proc (Linux). The two share this machine\'s cores: where both add up to the cores × wall\n' +
+      '  time, the machine is the limit; where this process alone reaches one core, its main thread is.',
+  );
 
   const at = (a: number) => results.get(a);
   const maxCommits = Math.max(...[...results.values()].map((m) => m.get('actorloop')!.commitsPerStep ?? 0));

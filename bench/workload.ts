@@ -4,7 +4,7 @@ import { newId } from '../src/protocol/ids.js';
 import type { AgentActor } from '../src/actors/agent-actor.js';
 import type { Supervisor } from '../src/actors/supervisor.js';
 import { benchTurnRequest, pool, type BenchRuntime } from './harness.js';
-import { settleGc, nowMs, sampleRss } from './stats.js';
+import { cpuMeter, settleGc, nowMs, sampleRss, type CpuUse } from './stats.js';
 
 /** What one run of one implementation measured. */
 export interface RunResult {
@@ -20,6 +20,8 @@ export interface RunResult {
   commits: number | null;
   /** Agents whose turn did not complete. */
   failed: number;
+  /** CPU used between the first message and the last turn's end. */
+  cpu?: CpuUse;
 }
 
 /** The tool-loop script: `steps` responses calling echo, then a final answer. */
@@ -91,10 +93,12 @@ export async function runActorloop(rt: BenchRuntime, agents: number, script: Scr
   const ended = actors.map((a) => a.whenTurnEnds());
   settleGc();
   const rss = sampleRss();
+  const cpu = cpuMeter(rt.nats.pid);
   const t0 = nowMs();
   await sendTasks(sup, rt, actors, script.length + 1);
   const outcomes = await Promise.allSettled(ended);
   const wallMs = nowMs() - t0;
+  const used = cpu.stop();
   const peakRss = rss.stop();
   await sup.stop();
   await Promise.allSettled(actors.map((a) => a.idle()));
@@ -105,5 +109,5 @@ export async function runActorloop(rt: BenchRuntime, agents: number, script: Scr
     const why = o.status === 'rejected' ? (o.reason as Error).message : `${o.value.outcome} (${o.value.reason})`;
     process.stderr.write(`actorloop agent did not complete: ${why}\n`);
   }
-  return { steps, wallMs, latencies, peakRss, commits, failed };
+  return { steps, wallMs, latencies, peakRss, commits, failed, cpu: used };
 }
