@@ -90,14 +90,15 @@ export function createLogPublisher(nc: NatsConnection, js: JetStreamClient, live
       });
       sweeper ??= setInterval(sweep, SWEEP_MS);
       sweeper.unref?.();
-      // live messages waiting for their turn leave in the same socket write as this commit
-      live?.flush();
       try {
         nc.publish(subject, payload as string | Uint8Array, { reply: `${prefix}${token}`, headers: h });
       } catch (err) {
         waiting.delete(token);
         throw err;
       }
+      // live messages waiting for their turn leave in the same socket write, after the commit:
+      // the server reads the commit (whose ack the actor waits for) first
+      live?.flush();
       return acked;
     },
     jetstreamManager: (checkAPI?: boolean) => js.jetstreamManager(checkAPI),

@@ -91,7 +91,7 @@ describe('log publisher (acked JetStream publish on one reply subscription)', ()
       };
     };
 
-    it('leave with the next commit, before it and in order, without a write of their own', async () => {
+    it('leave with the next commit, in order, without a write of their own', async () => {
       const live = createLivePublisher(t.bus.nc);
       const publisher = createLogPublisher(t.bus.nc, t.bus.js, live);
       const watch = await received('live.test.a', 2);
