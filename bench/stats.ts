@@ -80,6 +80,8 @@ export function table(header: string[], rows: string[][]): string {
 /** CPU used during a run: this process (all its threads) and, on Linux, the nats-server. */
 export interface CpuUse {
   processUs: number;
+  /** The main thread (the event loop) alone; null when it cannot be read (not Linux). */
+  mainUs: number | null;
   /** null when the server's CPU cannot be read (not Linux, no pid, the process gone). */
   serverUs: number | null;
 }
@@ -87,22 +89,29 @@ export interface CpuUse {
 /** Starts measuring CPU; `stop` gives what was used since. */
 export function cpuMeter(serverPid?: number): { stop(): CpuUse } {
   const p0 = process.cpuUsage();
-  const s0 = serverPid === undefined ? null : processCpuUs(serverPid);
+  const main = `${process.pid}/task/${process.pid}`;
+  const m0 = processCpuUs(main);
+  const s0 = serverPid === undefined ? null : processCpuUs(String(serverPid));
   return {
     stop() {
       const p = process.cpuUsage(p0);
-      const s1 = s0 === null ? null : processCpuUs(serverPid!);
-      return { processUs: p.user + p.system, serverUs: s0 === null || s1 === null ? null : s1 - s0 };
+      const m1 = m0 === null ? null : processCpuUs(main);
+      const s1 = s0 === null ? null : processCpuUs(String(serverPid!));
+      return {
+        processUs: p.user + p.system,
+        mainUs: m0 === null || m1 === null ? null : m1 - m0,
+        serverUs: s0 === null || s1 === null ? null : s1 - s0,
+      };
     },
   };
 }
 
 let clockTicks: number | undefined;
 
-/** User + system CPU of another process from /proc (Linux), µs; null when it cannot be read. */
-function processCpuUs(pid: number): number | null {
+/** User + system CPU of a process (`<pid>`) or thread (`<pid>/task/<tid>`) from /proc (Linux), µs; null when unreadable. */
+function processCpuUs(which: string): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(`/proc/${which}/stat`, 'utf8');
     // fields after the command, which is in parentheses and may hold spaces: utime is the 14th field
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;

@@ -23,7 +23,7 @@ import { STREAMS } from '../src/bus/subjects.js';
 import { Cleanup, openBenchRuntime, type BenchRuntime } from './harness.js';
 import { ensureFloorStream, FLOOR_STREAM, runFloor } from './floors.js';
 import { runPark, type ParkResult } from './park.js';
-import { fmtMs, median, percentile, table } from './stats.js';
+import { fmtMs, median, percentile, table, type CpuUse } from './stats.js';
 import { runActorloop, toolLoopScript, type RunResult } from './workload.js';
 import { runActorloopNoIo } from './no-io.js';
 import { runModelOverhead } from './model-overhead.js';
@@ -115,8 +115,8 @@ interface Summary {
   commitsPerStep: number | null;
   perRun: number[];
   failed: number;
-  /** CPU per step over all runs (µs): this process, and nats-server (null when not read). */
-  cpu: { processUs: number; serverUs: number | null } | null;
+  /** CPU per step over all runs (µs): this process, its main thread, and nats-server (null when not read). */
+  cpu: { processUs: number; mainUs: number | null; serverUs: number | null } | null;
 }
 
 /** CPU per step over all the runs' timed windows (the /proc clock ticks are too coarse for one A=1 run). */
@@ -124,8 +124,9 @@ function cpuPerStep(runs: RunResult[]): Summary['cpu'] {
   const measured = runs.filter((r) => r.cpu !== undefined);
   const steps = measured.reduce((n, r) => n + r.steps, 0);
   if (steps === 0) return null;
-  const server = measured.every((r) => r.cpu!.serverUs !== null) ? measured.reduce((n, r) => n + r.cpu!.serverUs!, 0) / steps : null;
-  return { processUs: measured.reduce((n, r) => n + r.cpu!.processUs, 0) / steps, serverUs: server };
+  const perStep = (f: (c: CpuUse) => number | null): number | null =>
+    measured.every((r) => f(r.cpu!) !== null) ? measured.reduce((n, r) => n + f(r.cpu!)!, 0) / steps : null;
+  return { processUs: perStep((c) => c.processUs)!, mainUs: perStep((c) => c.mainUs), serverUs: perStep((c) => c.serverUs) };
 }
 
 function summarize(runs: RunResult[]): Summary {
@@ -219,16 +220,20 @@ function printLoop(flags: Flags, results: Map<number, Map<Impl, Summary>>, msgBy
   const us = (x: number | null | undefined) => (x === null || x === undefined ? '-' : x.toFixed(0));
   const cpuRows = [...results].flatMap(([a, byImpl]) =>
     IMPLS.map((impl) => {
-      const c = byImpl.get(impl)!.cpu;
-      return [String(a), impl, us(c?.processUs), us(c?.serverUs), us(c && c.serverUs !== null ? c.processUs + c.serverUs : null)];
+      const s = byImpl.get(impl)!;
+      const c = s.cpu;
+      // the event loop's share of the wall time: its CPU per step × steps per second
+      const busy = c?.mainUs === null || c?.mainUs === undefined ? '-' : pct((c.mainUs * s.stepsPerSec) / 1e4);
+      return [String(a), impl, us(c?.processUs), us(c?.mainUs), busy, us(c?.serverUs), us(c && c.serverUs !== null ? c.processUs + c.serverUs : null)];
     }),
   );
   console.log('');
-  console.log(table(['config (A)', 'impl', 'this process µs/step', 'nats-server µs/step', 'both µs/step'], cpuRows));
+  console.log(table(['config (A)', 'impl', 'this process µs/step', 'main thread µs/step', 'main thread busy', 'nats-server µs/step', 'both µs/step'], cpuRows));
   console.log(
     '  CPU in the timed windows of all runs / their steps: this process with all its threads (GC, LMDB\'s writer),\n' +
-      '  nats-server from /proc (Linux). The two share this machine\'s cores: where both add up to the cores × wall\n' +
-      '  time, the machine is the limit; where this process alone reaches one core, its main thread is.',
+      '  its main thread (the event loop) and nats-server, the last two from /proc (Linux). They share this machine\'s\n' +
+      '  cores: where the process and the server add up to the cores × wall time, the machine is the limit; where the\n' +
+      '  main thread is busy near 100% of the wall time (its µs/step × the median steps/s), the event loop is.',
   );
 
   const at = (a: number) => results.get(a);
