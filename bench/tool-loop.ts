@@ -124,9 +124,13 @@ function cpuPerStep(runs: RunResult[]): Summary['cpu'] {
   const measured = runs.filter((r) => r.cpu !== undefined);
   const steps = measured.reduce((n, r) => n + r.steps, 0);
   if (steps === 0) return null;
-  const perStep = (f: (c: CpuUse) => number | null): number | null =>
-    measured.every((r) => f(r.cpu!) !== null) ? measured.reduce((n, r) => n + f(r.cpu!)!, 0) / steps : null;
-  return { processUs: perStep((c) => c.processUs)!, mainUs: perStep((c) => c.mainUs), serverUs: perStep((c) => c.serverUs) };
+  // /proc counts in clock ticks (10 ms): a total of fewer than 10 ticks says too little to show
+  const perStep = (f: (c: CpuUse) => number | null, fromProc = true): number | null => {
+    if (!measured.every((r) => f(r.cpu!) !== null)) return null;
+    const total = measured.reduce((n, r) => n + f(r.cpu!)!, 0);
+    return fromProc && total < 100_000 ? null : total / steps;
+  };
+  return { processUs: perStep((c) => c.processUs, false)!, mainUs: perStep((c) => c.mainUs), serverUs: perStep((c) => c.serverUs) };
 }
 
 function summarize(runs: RunResult[]): Summary {
@@ -231,9 +235,10 @@ function printLoop(flags: Flags, results: Map<number, Map<Impl, Summary>>, msgBy
   console.log(table(['config (A)', 'impl', 'this process µs/step', 'main thread µs/step', 'main thread busy', 'nats-server µs/step', 'both µs/step'], cpuRows));
   console.log(
     '  CPU in the timed windows of all runs / their steps: this process with all its threads (GC, LMDB\'s writer),\n' +
-      '  its main thread (the event loop) and nats-server, the last two from /proc (Linux). They share this machine\'s\n' +
-      '  cores: where the process and the server add up to the cores × wall time, the machine is the limit; where the\n' +
-      '  main thread is busy near 100% of the wall time (its µs/step × the median steps/s), the event loop is.',
+      '  its main thread (the event loop) and nats-server, the last two from /proc (Linux, in 10 ms ticks: - where the\n' +
+      '  runs add up to less than 100 ms). They share this machine\'s cores: where the process and the server add up\n' +
+      '  to the cores × wall time, the machine is the limit; where the main thread is busy near 100% of the wall time\n' +
+      '  (its µs/step × the median steps/s), the event loop is.',
   );
 
   const at = (a: number) => results.get(a);
