@@ -58,13 +58,14 @@ export async function performEffect(a: AgentActor, effect: Effect): Promise<void
       // The blob is written off the step's critical path, in the blob store's next batch (a
       // synced LMDB commit costs ~1 ms of disk). A crash before it lands loses nothing: preparing
       // again from the log gives the same bytes, and the digest in request/prepared proves it.
-      a.ports.blobs.put(prepared.body, prepared.digest).catch((err: unknown) =>
+      // A body that continues the last one's is stored as what it adds (`BlobDelta`).
+      a.ports.blobs.put(prepared.body, prepared.digest, prepared.delta).catch((err: unknown) =>
         a.ports.logger.warn({ err, digest: prepared.digest }, 'prepared request blob not stored'),
       );
       a.stage({
         type: 'request/prepared',
         ...scope(a),
-        data: { digest: prepared.digest, bytes: Buffer.byteLength(prepared.body), messages: a.projection.history.length },
+        data: { digest: prepared.digest, bytes: prepared.bytes ?? Buffer.byteLength(prepared.body), messages: a.projection.history.length },
       });
       return;
     }

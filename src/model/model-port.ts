@@ -1,5 +1,6 @@
 import type { FinishReason, ModelErrorClass, ReasoningEffort } from '../protocol/events.js';
 import type { HistoryItem, ToolCallRequest, Usage } from '../protocol/history.js';
+import type { BlobDelta } from '../store/blob-port.js';
 
 /** A tool as the model sees it: name, description and JSON Schema of its input. */
 export interface ToolSpec {
@@ -29,6 +30,10 @@ export interface PreparedRequest {
   /** `sha256:<hex>` of `body`. */
   digest: string;
   request: ModelRequest;
+  /** UTF-8 length of `body`, when the adapter knew it without measuring. */
+  bytes?: number;
+  /** This body continues the turn's last prepared body: its blob may be stored as the rest alone. */
+  delta?: BlobDelta;
 }
 
 /** What a model produced, once the stream is done. */

@@ -1,5 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { HistoryItem } from '../protocol/history.js';
+import type { BlobDelta } from '../store/blob-port.js';
 
 /**
  * A request body whose one array (the messages, the input items) grows at its end from one step
@@ -35,6 +36,20 @@ interface Written {
   hash: Hash;
   /** Array elements written so far (lead and items'): whether the next one needs a comma. */
   elements: number;
+  /** UTF-8 bytes of `open + text`. */
+  bytes: number;
+  /** The digest of the body written with them. */
+  digest: string;
+}
+
+/** A body as `GrowingBody` writes it: the bytes, their digest and size, and what it continues. */
+export interface WrittenBody {
+  body: string;
+  digest: string;
+  /** UTF-8 length of `body`. */
+  bytes: number;
+  /** When the last body's bytes up to the end of its array are this one's too: that body, and the rest. */
+  delta?: BlobDelta;
 }
 
 /**
@@ -59,8 +74,8 @@ export class GrowingBody {
     return s;
   }
 
-  /** The body of `items` in `layout`, and its `sha256:` digest. */
-  write(layout: BodyLayout, items: readonly HistoryItem[]): { body: string; digest: string } {
+  /** The body of `items` in `layout`, its `sha256:` digest and size, and what of the last body it continues. */
+  write(layout: BodyLayout, items: readonly HistoryItem[]): WrittenBody {
     const headJson = JSON.stringify(layout.head);
     const lead = layout.lead.map((x) => JSON.stringify(x)).join(',');
     const open = `${headJson === '{}' ? '{' : `${headJson.slice(0, -1)},`}${JSON.stringify(layout.key)}:[${lead}`;
@@ -72,23 +87,36 @@ export class GrowingBody {
     let hash: Hash;
     let text = '';
     let elements = layout.lead.length;
-    if (prev && prev.open === open && prev.items.length <= items.length && prev.items.every((x, i) => x === items[i])) {
+    let bytes: number;
+    const continues = prev !== null && prev.open === open && prev.items.length <= items.length && prev.items.every((x, i) => x === items[i]);
+    if (continues) {
       from = prev.items.length;
       hash = prev.hash.copy();
       text = prev.text;
       elements = prev.elements;
+      bytes = prev.bytes;
     } else {
       hash = createHash('sha256').update(open);
+      bytes = Buffer.byteLength(open);
     }
+    // what this body adds to the last one's bytes up to the end of its array
+    let added = '';
     for (let i = from; i < items.length; i++) {
       const s = this.itemJson(items[i]!);
       if (s === '') continue;
       const piece = elements > 0 ? `,${s}` : s;
       hash.update(piece);
-      text += piece;
+      added += piece;
       elements += 1;
     }
-    this.last = { open, items: items.slice(), text, hash: hash.copy(), elements };
-    return { body: open + text + close, digest: `sha256:${hash.update(close).digest('hex')}` };
+    text += added;
+    const shared = bytes;
+    bytes += Buffer.byteLength(added);
+    const kept = hash.copy();
+    const digest = `sha256:${hash.update(close).digest('hex')}`;
+    const written: WrittenBody = { body: open + text + close, digest, bytes: bytes + Buffer.byteLength(close) };
+    if (continues) written.delta = { base: prev.digest, bytes: shared, suffix: added + close };
+    this.last = { open, items: items.slice(), text, hash: kept, elements, bytes, digest };
+    return written;
   }
 }

@@ -1,14 +1,26 @@
 import { sha256Digest } from '../protocol/canonical-json.js';
 import type { LmdbStore } from './lmdb-store.js';
 
+/**
+ * A blob written as the continuation of another: its first `bytes` bytes are the first `bytes`
+ * bytes of blob `base`, and `suffix` is the rest. A turn's prepared requests are this: each one's
+ * body is the last one's up to the end of the history, plus the step's new items.
+ */
+export interface BlobDelta {
+  base: string;
+  bytes: number;
+  suffix: string | Uint8Array;
+}
+
 /** Content-addressed blobs (prepared requests, artifacts, ...) named `sha256:<hex>` (design §4). */
 export interface BlobStore {
   /**
    * Stores content and returns its digest once it is committed; storing existing content is a
    * no-op. The content is readable through this store at once, before the commit. `digest`, when
    * the caller already computed it from these very bytes (a prepared request), is not computed again.
+   * With `delta` (which must describe these very bytes) the store may keep only the suffix.
    */
-  put(content: string | Uint8Array, digest?: string): Promise<string>;
+  put(content: string | Uint8Array, digest?: string, delta?: BlobDelta): Promise<string>;
   /** The bytes of a blob, or undefined. */
   get(digest: string): Promise<Uint8Array | undefined>;
   /** A blob decoded as UTF-8, or undefined. */
@@ -23,21 +35,61 @@ export interface BlobStore {
 export interface LmdbBlobOptions {
   /** Writes are grouped into one LMDB commit per window: a synced commit costs ~1 ms of disk. */
   batchMs?: number;
+  /** Longest chain of continuations before a blob is stored whole again (default 16). */
+  maxChain?: number;
+}
+
+/** The key of a blob stored as a continuation (`BlobDelta`) of another. */
+const deltaKey = (digest: string): string => `delta:${digest}`;
+
+/** A stored continuation: one JSON header line `{base, bytes, chain}`, then the suffix's bytes. */
+interface DeltaHeader {
+  base: string;
+  bytes: number;
+  /** Continuations from here to a blob stored whole (1: the base is whole). */
+  chain: number;
+}
+
+function encodeDelta(h: DeltaHeader, suffix: string | Uint8Array): Buffer {
+  const head = Buffer.from(`${JSON.stringify(h)}\n`, 'utf8');
+  const tail = typeof suffix === 'string' ? Buffer.from(suffix, 'utf8') : suffix;
+  return Buffer.concat([head, tail]);
+}
+
+function decodeDelta(record: Uint8Array): { header: DeltaHeader; suffix: Uint8Array } | undefined {
+  const nl = record.indexOf(10);
+  if (nl < 0) return undefined;
+  try {
+    const header = JSON.parse(Buffer.from(record.buffer, record.byteOffset, nl).toString('utf8')) as DeltaHeader;
+    return { header, suffix: record.subarray(nl + 1) };
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * Blobs in the LMDB `blobs` sub-database. Writes are grouped: every put of one window lands in
  * one synced LMDB transaction, so a busy host pays one fsync per window, not one per step.
+ *
+ * A put with a `delta` whose base is stored keeps only the suffix, under `delta:<digest>`: a
+ * turn's prepared requests each repeat the whole history before it, so storing every body whole
+ * wrote (and first copied into a buffer) bytes quadratic in the turn's length: 360 MB for a
+ * 300-step turn of 4 KB tool results, and a tenth of each late step's CPU. Every `maxChain`-th
+ * continuation is stored whole, so a read follows at most that many records. A read rebuilds
+ * the bytes and checks them against the digest; a blob that cannot be rebuilt reads as missing.
  */
 export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}): BlobStore {
   const db = store.blobs;
   const batchMs = opts.batchMs ?? 20;
+  const maxChain = opts.maxChain ?? 16;
   // The open batch: writes waiting for the window to close, and the promise their puts return.
   let open: { writes: Map<string, Buffer>; done: Promise<void>; resolve(): void; reject(e: unknown): void } | null = null;
   let timer: NodeJS.Timeout | null = null;
   // Batches being committed, readable until they land.
   const landing = new Set<Map<string, Buffer>>();
   const inFlight = new Set<Promise<void>>();
+  // The chain length of blobs this store wrote lately (0: whole), so a continuation need not read its base.
+  const chains = new Map<string, number>();
 
   const close = (): Promise<void> => {
     if (timer) clearTimeout(timer);
@@ -48,7 +100,7 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
     landing.add(b.writes);
     // ifNoExists: two hosts writing the same content race harmlessly.
     const writing = Promise.all(
-      [...b.writes].map(([digest, bytes]) => db.ifNoExists(digest, () => void db.put(digest, bytes))),
+      [...b.writes].map(([key, bytes]) => db.ifNoExists(key, () => void db.put(key, bytes))),
     ).then(
       () => b.resolve(),
       (err: unknown) => b.reject(err),
@@ -61,42 +113,88 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
     return b.done;
   };
 
-  const waiting = (digest: string): Buffer | undefined => {
-    const hit = open?.writes.get(digest);
+  const waiting = (key: string): Buffer | undefined => {
+    const hit = open?.writes.get(key);
     if (hit) return hit;
     for (const writes of landing) {
-      const w = writes.get(digest);
+      const w = writes.get(key);
       if (w) return w;
     }
     return undefined;
+  };
+
+  /** The stored record under `key`, waiting or committed (a copy of committed bytes). */
+  const record = (key: string): Uint8Array | undefined => waiting(key) ?? db.getBinary(key);
+
+  const stored = (digest: string): boolean =>
+    waiting(digest) !== undefined || waiting(deltaKey(digest)) !== undefined || db.doesExist(digest) || db.doesExist(deltaKey(digest));
+
+  /** How many continuations lead from `digest` to a whole blob; undefined when it is not stored. */
+  const chainOf = (digest: string): number | undefined => {
+    const known = chains.get(digest);
+    if (known !== undefined) return known;
+    if (waiting(digest) || db.doesExist(digest)) return 0;
+    const d = record(deltaKey(digest));
+    return d ? decodeDelta(d)?.header.chain : undefined;
+  };
+
+  const remember = (digest: string, chain: number): void => {
+    if (chains.size >= 4096) chains.clear();
+    chains.set(digest, chain);
+  };
+
+  /** The bytes of a blob, rebuilt from its continuations when it was stored as one; not checked. */
+  const rebuild = (digest: string, hops: number): Buffer | undefined => {
+    const whole = record(digest);
+    if (whole) return Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength);
+    const d = record(deltaKey(digest));
+    const parsed = d && hops <= maxChain ? decodeDelta(d) : undefined;
+    if (!parsed) return undefined;
+    const base = rebuild(parsed.header.base, hops + 1);
+    if (!base || base.length < parsed.header.bytes) return undefined;
+    return Buffer.concat([base.subarray(0, parsed.header.bytes), parsed.suffix]);
   };
 
   const get = async (digest: string): Promise<Uint8Array | undefined> => {
     const w = waiting(digest);
     if (w) return Buffer.from(w);
     // getBinary copies out of LMDB's memory map (getBinaryFast would not): the caller may keep it
-    return db.getBinary(digest);
+    const whole = db.getBinary(digest);
+    if (whole) return whole;
+    const bytes = rebuild(digest, 0);
+    // a continuation is trusted only once its bytes are the digest's
+    return bytes && sha256Digest(bytes) === digest ? bytes : undefined;
+  };
+
+  const enqueue = (key: string, bytes: Buffer): Promise<void> => {
+    if (!open) {
+      let resolve!: () => void;
+      let reject!: (e: unknown) => void;
+      const done = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      open = { writes: new Map(), done, resolve, reject };
+      timer = setTimeout(() => void close().catch(() => {}), batchMs);
+      timer.unref?.();
+    }
+    open.writes.set(key, bytes);
+    return open.done;
   };
 
   return {
-    async put(content, known) {
+    async put(content, known, delta) {
       const digest = known ?? sha256Digest(content);
-      if (open?.writes.has(digest)) return open.done.then(() => digest);
-      if (waiting(digest) || db.doesExist(digest)) return digest;
-      if (!open) {
-        let resolve!: () => void;
-        let reject!: (e: unknown) => void;
-        const done = new Promise<void>((res, rej) => {
-          resolve = res;
-          reject = rej;
-        });
-        open = { writes: new Map(), done, resolve, reject };
-        timer = setTimeout(() => void close().catch(() => {}), batchMs);
-        timer.unref?.();
+      if (open?.writes.has(digest) || open?.writes.has(deltaKey(digest))) return open.done.then(() => digest);
+      if (stored(digest)) return digest;
+      const baseChain = delta ? chainOf(delta.base) : undefined;
+      if (delta && baseChain !== undefined && baseChain + 1 < maxChain) {
+        remember(digest, baseChain + 1);
+        return enqueue(deltaKey(digest), encodeDelta({ base: delta.base, bytes: delta.bytes, chain: baseChain + 1 }, delta.suffix))
+          .then(() => digest);
       }
-      open.writes.set(digest, typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content));
-      const done = open.done;
-      return done.then(() => digest);
+      remember(digest, 0);
+      return enqueue(digest, typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content)).then(() => digest);
     },
     get,
     async getText(digest) {
@@ -104,7 +202,7 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
       return v === undefined ? undefined : Buffer.from(v).toString('utf8');
     },
     async has(digest) {
-      return waiting(digest) !== undefined || db.doesExist(digest);
+      return stored(digest);
     },
     async flush() {
       await close().catch(() => {});

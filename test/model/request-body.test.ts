@@ -51,6 +51,8 @@ describe('request bodies written step by step', () => {
   for (const { name, make, reference } of ADAPTERS) {
     it(`${name}: the same bytes and digest as writing each body at once, over growing, restarted and changed histories`, () => {
       let reused = 0;
+      let continued = 0;
+      const bodies = new Map<string, string>();
       for (let seed = 1; seed <= 60; seed++) {
         const r = mulberry32(seed);
         const adapter = make();
@@ -79,9 +81,22 @@ describe('request bodies written step by step', () => {
           expect(got.digest).toBe(want.digest);
           expect(got.digest).toBe(sha256Digest(got.body));
           expect(JSON.parse(got.body)).toBeTypeOf('object');
+          // its size, and what it continues: the base's first bytes and the suffix are its bytes
+          expect(got.bytes).toBe(Buffer.byteLength(got.body));
+          if (got.delta) {
+            const base = bodies.get(got.delta.base);
+            expect(base, `seed ${seed} step ${step}: the base is a body written before`).toBeDefined();
+            const rebuilt = Buffer.concat([Buffer.from(base!).subarray(0, got.delta.bytes), Buffer.from(got.delta.suffix as string)]);
+            expect(rebuilt.equals(Buffer.from(got.body))).toBe(true);
+            continued += 1;
+          }
+          bodies.set(got.digest, got.body);
         }
       }
       expect(reused).toBeGreaterThan(1_000);
+      // many steps continue the last body; a restart, a changed head (here the scripted body's
+      // varying output cap is in its head) or a shorter history do not
+      expect(continued).toBeGreaterThan(500);
     });
   }
 

@@ -44,4 +44,79 @@ describe('LMDB blob store, grouped writes', () => {
     expect(await blobs.get(sha256Digest('never stored'))).toBeUndefined();
     await store.close();
   });
+
+  describe('continuations (a turn\'s growing request bodies)', () => {
+    /** Bodies like a turn's: each one the last up to its array's end, then new items and a tail. */
+    function bodiesOf(steps: number): Array<{ body: string; digest: string; delta?: { base: string; bytes: number; suffix: string } }> {
+      const out: Array<{ body: string; digest: string; delta?: { base: string; bytes: number; suffix: string } }> = [];
+      let open = '{"model":"m","messages":[{"role":"system","content":"héllo"}';
+      for (let i = 0; i < steps; i++) {
+        const added = `,{"role":"tool","content":"${'é'.repeat(i % 7)}${'x'.repeat(200)} ${i}"}`;
+        const close = `],"n":${i}}`;
+        const prev = out.at(-1);
+        const body = open + added + close;
+        out.push({
+          body, digest: sha256Digest(body),
+          ...(prev ? { delta: { base: prev.digest, bytes: Buffer.byteLength(open), suffix: added + close } } : {}),
+        });
+        open += added;
+      }
+      return out;
+    }
+
+    it('stores each continuation as what it adds, whole again every maxChain-th, and reads every one back exactly', async () => {
+      const dir = await tempDir('blobs');
+      dirs.push(dir);
+      const store = openLmdbStore(dir);
+      const blobs = createLmdbBlobStore(store, { batchMs: 1, maxChain: 8 });
+      const chain = bodiesOf(40);
+      for (const b of chain) expect(await blobs.put(b.body, b.digest, b.delta)).toBe(b.digest);
+      await blobs.flush();
+      const whole = chain.filter((b) => store.blobs.doesExist(b.digest)).length;
+      const continued = chain.filter((b) => store.blobs.doesExist(`delta:${b.digest}`)).length;
+      // the first, then one in every 8
+      expect(whole).toBe(5);
+      expect(continued).toBe(35);
+      let stored = 0;
+      for (const { key, value } of store.blobs.getRange()) if (String(key).includes('sha256:')) stored += value.length;
+      const sum = chain.reduce((n, b) => n + Buffer.byteLength(b.body), 0);
+      expect(stored).toBeLessThan(sum / 3);
+      // read back through a store that wrote none of them (a reopen), committed and rebuilt
+      await store.close();
+      const again = openLmdbStore(dir);
+      const reader = createLmdbBlobStore(again);
+      for (const b of chain) {
+        expect(await reader.getText(b.digest)).toBe(b.body);
+        expect(await reader.has(b.digest)).toBe(true);
+      }
+      // a continuation of a continuation written by that store: it learns the chain from the record
+      const next = bodiesOf(41).at(-1)!;
+      expect(await reader.put(next.body, next.digest, next.delta)).toBe(next.digest);
+      expect(await reader.getText(next.digest)).toBe(next.body);
+      await reader.flush();
+      expect(again.blobs.doesExist(`delta:${next.digest}`)).toBe(true);
+      await again.close();
+    });
+
+    it('stores a body whole when its base is not stored, and reads a continuation that does not rebuild its digest as missing', async () => {
+      const dir = await tempDir('blobs');
+      dirs.push(dir);
+      const store = openLmdbStore(dir);
+      const blobs = createLmdbBlobStore(store, { batchMs: 1 });
+      const [, second] = bodiesOf(2);
+      // its base was never stored: kept whole
+      await blobs.put(second!.body, second!.digest, second!.delta);
+      await blobs.flush();
+      expect(store.blobs.doesExist(second!.digest)).toBe(true);
+      // a continuation whose suffix is not what its digest says
+      const base = 'prefix-and-rest';
+      await blobs.put(base);
+      const claimed = sha256Digest('prefix-and-more');
+      await blobs.put('prefix-and-more', claimed, { base: sha256Digest(base), bytes: 7, suffix: 'and-less' });
+      await blobs.flush();
+      expect(store.blobs.doesExist(`delta:${claimed}`)).toBe(true);
+      expect(await blobs.get(claimed)).toBeUndefined();
+      await store.close();
+    });
+  });
 });
