@@ -18,7 +18,7 @@ import { ToolRunner } from './tool-runner.js';
 import { ApprovalWatch } from './approval-watch.js';
 import { pendingApprovals } from '../store/projection.js';
 import { isoOf } from '../protocol/iso-time.js';
-import { withContinuation, type CommitWaiter, type Launch, type RecoveryNote } from './commit-batch.js';
+import { snapshotDue, withContinuation, type CommitWaiter, type Launch, type RecoveryNote } from './commit-batch.js';
 
 /** The ports an agent actor acts through (design §2): everything outside the machines. */
 export interface AgentPorts {
@@ -275,7 +275,7 @@ export class AgentActor {
 
   private maybeSnapshot(seq: number): void {
     const store = this.ports.snapshots;
-    if (!store || this.staged.length > 0 || seq - this.lastSnapshotSeq < this.snapshotEvery) return;
+    if (!store || this.staged.length > 0 || !snapshotDue(seq, this.lastSnapshotSeq, this.snapshotEvery, this.projection)) return;
     this.lastSnapshotSeq = seq;
     const pos = this.ports.log.position();
     const snapshot = {

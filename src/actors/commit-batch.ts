@@ -1,4 +1,5 @@
 import type { ActorEvent } from '../protocol/events.js';
+import type { Projection } from '../store/projection.js';
 
 /** What a recovery closed, and where its `recovery/continuation` goes in the staged batch. */
 export interface RecoveryNote {
@@ -41,4 +42,14 @@ export interface CommitWaiter {
   seq: number;
   resolve(): void;
   reject(err: unknown): void;
+}
+
+/**
+ * Whether a snapshot is due at `seq`: `every` events after the last one, and at least as many
+ * events as the history has items. A snapshot writes the whole projection, history included, so
+ * with a fixed interval a long turn's snapshots grew quadratic in its length; spaced by the
+ * history's length they stay linear in the log, and a rehydrate's tail stays below it.
+ */
+export function snapshotDue(seq: number, lastSnapshotSeq: number, every: number, projection: Pick<Projection, 'history'>): boolean {
+  return seq - lastSnapshotSeq >= Math.max(every, projection.history.length);
 }

@@ -6,6 +6,7 @@ import type { Supervisor } from '../../src/actors/supervisor.js';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
+import { snapshotDue } from '../../src/actors/commit-batch.js';
 import { emptyProjection, foldEvent, PROJECTION_VERSION, type Projection } from '../../src/store/projection.js';
 import { rehydrate } from '../../src/store/rehydrate.js';
 import type { Snapshot } from '../../src/store/snapshots.js';
@@ -121,5 +122,46 @@ describe('snapshots', () => {
     expect(only(log, 'turn/end').data).toMatchObject({ steps: 5, toolCalls: 4 });
     expectClean(log);
     expect(actor.projection).toEqual(replay(ran.actorId, log));
+  });
+
+  it('is due every N events, and never sooner than the history has items', () => {
+    const history = (n: number) => ({ history: Array.from({ length: n }) as Projection['history'] });
+    expect(snapshotDue(64, 0, 64, history(10))).toBe(true);
+    expect(snapshotDue(63, 0, 64, history(10))).toBe(false);
+    expect(snapshotDue(164, 100, 64, history(100))).toBe(false);
+    expect(snapshotDue(200, 100, 64, history(100))).toBe(true);
+  });
+
+  it('spaces the snapshots of a long turn by the history\'s length, and rehydrates from the last one', async () => {
+    const rt = await rts.open({ script: [...read(14), { content: 'read fourteen times' }] });
+    const saved: Snapshot[] = [];
+    const recording = {
+      load: (id: string) => rt.snapshots.load(id),
+      delete: (id: string) => rt.snapshots.delete(id),
+      save: async (snap: Snapshot) => {
+        saved.push(structuredClone(snap));
+        await rt.snapshots.save(snap);
+      },
+    };
+    const sup = rt.supervisor({ snapshotEvery: 4, extra: { snapshots: recording } });
+    const { actor, ended } = await runTurn(sup, 'read a.txt fourteen times', turnRequest(world.ws));
+    expect(ended.outcome).toBe('completed');
+    await actor.idle();
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(saved.length).toBeGreaterThanOrEqual(3);
+    let last = 0;
+    for (const snap of saved) {
+      // the history grows past 4 items early: from then on the spacing follows it
+      expect(snap.seq - last).toBeGreaterThanOrEqual(Math.max(4, (snap.projection as Projection).history.length));
+      expect(snap.projection).toEqual(replay(actor.actorId, log.slice(0, snap.seq)));
+      last = snap.seq;
+    }
+    expect((saved.at(-1)!.projection as Projection).history.length).toBeGreaterThan(20);
+    await sup.stop();
+    const again = rt.supervisor({ snapshotEvery: 4 });
+    const direct = await rehydrateDirect(again, rt, actor.rootId, actor.actorId);
+    expect(direct.snapshotSeq).toBe(saved.at(-1)!.seq);
+    expect(direct.state).toEqual(replay(actor.actorId, log));
+    await again.stop();
   });
 });
