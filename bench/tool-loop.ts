@@ -3,7 +3,8 @@
  * a final answer, on actorloop and on two floors (a bare in-memory loop; the same loop with two
  * acked JetStream publishes per step), then the memory of agents parked mid-turn, then the
  * overhead per model attempt through a fake OpenAI server against the bare `openai` client, then
- * the tool pipeline's cost per call against calling the tool directly, then host takeover: two
+ * the tool pipeline's cost per call against calling the tool directly, then one long turn (its late
+ * steps against its early ones: nothing may be redone for the whole history), then host takeover: two
  * real `actorloop host` processes, the one holding N agents SIGKILLed, the time until the other
  * runs them all again, and the cost of rehydrating one agent by the length of its log.
  * Prints tables; never asserts. Flags: --agents 1,10,100 (0 leaves the tool loop out) --steps 20
@@ -12,7 +13,8 @@
  * --takeover 10,100,1000 (idle agents per takeover; 0 leaves the whole takeover section out)
  * --takeover-mid 100 (agents killed mid-turn; 0: none) --takeover-ttl 3000 (the hosts' lease TTL, ms)
  * --rehydrate-events 100,10000 (log lengths whose rehydration is timed; 0: none) --floor-pad 0 (bytes of
- * padding in each durable floor publish: what message size alone costs the floor).
+ * padding in each durable floor publish: what message size alone costs the floor) --long-steps 300
+ * (0 leaves the long turn out) --long-result-bytes 4000.
  * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
  * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
  */
@@ -29,6 +31,7 @@ import { runActorloopNoIo } from './no-io.js';
 import { runModelOverhead } from './model-overhead.js';
 import { runToolPipelineBench } from './tool-pipeline.js';
 import { runTakeoverSection } from './takeover-report.js';
+import { runLongTurn } from './long-turn.js';
 
 const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
@@ -48,6 +51,9 @@ interface Flags {
   rehydrateEvents: number[];
   /** Bytes of padding in each durable floor publish (0: the floor's own small messages). */
   floorPad: number;
+  /** Echo steps of the long-turn section (0 leaves it out), and the bytes of each result. */
+  longSteps: number;
+  longResultBytes: number;
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -69,13 +75,15 @@ const FLAG_OPTIONS = {
   'takeover-ttl': { type: 'string', default: '3000' },
   'rehydrate-events': { type: 'string', default: '100,10000' },
   'floor-pad': { type: 'string', default: '0' },
+  'long-steps': { type: 'string', default: '300' },
+  'long-result-bytes': { type: 'string', default: '4000' },
 } as const;
 
 function parseFlags(): Flags {
   let values: {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'skip-model': boolean;
     'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
-    'floor-pad': string;
+    'floor-pad': string; 'long-steps': string; 'long-result-bytes': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -103,6 +111,8 @@ function parseFlags(): Flags {
     takeoverTtl: int('takeover-ttl', values['takeover-ttl'], 200),
     rehydrateEvents: list('rehydrate-events', values['rehydrate-events']),
     floorPad: int('floor-pad', values['floor-pad'], 0),
+    longSteps: int('long-steps', values['long-steps'], 0),
+    longResultBytes: int('long-result-bytes', values['long-result-bytes'], 1),
   };
 }
 
@@ -347,6 +357,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   if (flags.pipelineSteps > 0) {
     await runToolPipelineBench({ steps: flags.pipelineSteps, runs: flags.runs, workspace: rt.workspace });
   }
+  if (flags.longSteps > 0) await runLongTurn(rt, { steps: flags.longSteps, resultBytes: flags.longResultBytes, runs: flags.runs });
   if (flags.takeover.length > 0) {
     await runTakeoverSection(cleanup, rt, {
       idle: flags.takeover, midTurn: flags.takeoverMid, leaseTtlMs: flags.takeoverTtl, ownDir: true, runs: flags.runs,
@@ -378,7 +389,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000)\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed
