@@ -1,4 +1,3 @@
-import OpenAI from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import { sha256Digest } from '../protocol/canonical-json.js';
 import type { FinishReason } from '../protocol/events.js';
@@ -14,7 +13,7 @@ import type {
 } from './model-port.js';
 import { cancelledInfo, classifyOpenAIError, OpenAIModelError, toOpenAIModelError } from './openai-errors.js';
 import { estimateUsage } from './tokens.js';
-import { createOpenAIClient } from './openai-client.js';
+import { createOpenAIClient, postPrepared } from './openai-client.js';
 import { GrowingBody, writeBody, type BodyLayout, type WireItems } from './request-body.js';
 
 // Moved to openai-errors.ts (shared with openai-responses); re-exported so existing imports keep working.
@@ -129,11 +128,10 @@ export function createOpenAIChatModel(opts: OpenAIChatModelOptions): OpenAIChatM
     toOpenAIModelError(err, signal, phase, { label: 'openai-chat', secrets, timeoutMs: opts.timeoutMs });
 
   async function* run(prepared: PreparedRequest, signal: AbortSignal): AsyncGenerator<ModelStreamEvent> {
-    // Exactly the prepared bytes go on the wire: parse them back rather than rebuilding the body.
-    const body = JSON.parse(prepared.body) as OpenAI.Chat.ChatCompletionCreateParamsStreaming;
+    // Exactly the prepared bytes go on the wire.
     let stream: AsyncIterable<ChatCompletionChunk>;
     try {
-      stream = await client.chat.completions.create(body, { signal });
+      stream = await postPrepared<ChatCompletionChunk>(client, '/chat/completions', prepared.body, signal);
     } catch (err) {
       throw fail(err, signal, 'request');
     }

@@ -25,3 +25,18 @@ export function createOpenAIClient(opts: OpenAIClientOptions): OpenAI {
     logLevel: 'off',
   });
 }
+
+/**
+ * POSTs a prepared request's exact bytes and streams the server-sent events back, as the SDK's
+ * `create(…, {stream: true})` does. Handing `create` the parsed body made the SDK write it again:
+ * a parse and a stringify of the whole history every step, and bytes on the wire that matched
+ * the prepared ones only as long as that round trip was exact.
+ */
+export function postPrepared<Event>(client: OpenAI, path: string, body: string, signal: AbortSignal): Promise<AsyncIterable<Event>> {
+  return client.post<AsyncIterable<Event>>(path, {
+    body,
+    headers: { 'content-type': 'application/json' },
+    stream: true,
+    signal,
+  });
+}

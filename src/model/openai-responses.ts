@@ -1,5 +1,5 @@
 import { APIError } from 'openai';
-import type { ResponseCreateParamsStreaming, ResponseStreamEvent } from 'openai/resources/responses/responses';
+import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { sha256Digest } from '../protocol/canonical-json.js';
 import type { FinishReason } from '../protocol/events.js';
 import type { HistoryItem, ToolCallRequest, Usage } from '../protocol/history.js';
@@ -15,7 +15,7 @@ import type {
 import { openAIModelCapabilities } from './openai-chat.js';
 import { cancelledInfo, classifyOpenAIError, OpenAIModelError, toOpenAIModelError } from './openai-errors.js';
 import { estimateUsage } from './tokens.js';
-import { createOpenAIClient } from './openai-client.js';
+import { createOpenAIClient, postPrepared } from './openai-client.js';
 import { GrowingBody, writeBody, type BodyLayout } from './request-body.js';
 
 const LABEL = 'openai-responses';
@@ -94,11 +94,10 @@ export function createOpenAIResponsesModel(opts: OpenAIResponsesModelOptions): O
   const classify = (err: unknown): ModelErrorInfo => classifyOpenAIError(err, secrets, LABEL);
 
   async function* run(prepared: PreparedRequest, signal: AbortSignal): AsyncGenerator<ModelStreamEvent> {
-    // Exactly the prepared bytes go on the wire: parse them back rather than rebuilding the body.
-    const body = JSON.parse(prepared.body) as ResponseCreateParamsStreaming;
+    // Exactly the prepared bytes go on the wire.
     let stream: AsyncIterable<ResponseStreamEvent>;
     try {
-      stream = await client.responses.create(body, { signal });
+      stream = await postPrepared<ResponseStreamEvent>(client, '/responses', prepared.body, signal);
     } catch (err) {
       throw toOpenAIModelError(err, signal, 'request', ctx);
     }

@@ -133,6 +133,19 @@ describe('openai-chat: streaming against the fake server', () => {
     expect(calls.filter((c) => c.index === 1).map((c) => c.argumentsDelta).join('')).toBe(args1);
   });
 
+  it('puts the prepared bytes on the wire verbatim, even ones a parse and stringify would change', async () => {
+    const { fake, model } = await serve([{ content: 'ok' }]);
+    const prepared = model.prepare(REQUEST);
+    // the same request written with spaces and a number JSON.stringify would write as 1
+    const odd = prepared.body.replace('{', '{ ').replace('"stream":true', '"stream" : true, "temperature": 1.0');
+    expect(JSON.stringify(JSON.parse(odd))).not.toBe(odd);
+    const events = [];
+    for await (const ev of model.stream({ ...prepared, body: odd }, new AbortController().signal)) events.push(ev);
+    expect(events.at(-1)).toMatchObject({ type: 'done', output: { content: 'ok' } });
+    expect(fake.requests[0]!.rawBody).toBe(odd);
+    expect(fake.requests[0]!.headers['content-type']).toBe('application/json');
+  });
+
   it('gives calls without an id a stable one, the same for two identical requests', async () => {
     const turn: FakeTurn = { toolCalls: [{ id: null, name: 'read_file', arguments: '{"path":"a"}' }, { id: null, name: 'search', arguments: '{}' }] };
     const { model } = await serve([turn, turn]);

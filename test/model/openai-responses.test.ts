@@ -146,6 +146,18 @@ describe('openai-responses: streaming against the fake server', () => {
     expect(calls.filter((c) => c.index === 1).map((c) => c.argumentsDelta).join('')).toBe(args1);
   });
 
+  it('puts the prepared bytes on the wire verbatim, even ones a parse and stringify would change', async () => {
+    const { fake, model } = await serve([{ content: 'ok' }]);
+    const prepared = model.prepare(REQUEST);
+    const odd = prepared.body.replace('{', '{ ').replace('"stream":true', '"stream" : true, "temperature": 1.0');
+    expect(JSON.stringify(JSON.parse(odd))).not.toBe(odd);
+    const events = [];
+    for await (const ev of model.stream({ ...prepared, body: odd }, new AbortController().signal)) events.push(ev);
+    expect(events.at(-1)).toMatchObject({ type: 'done', output: { content: 'ok' } });
+    expect(fake.requests[0]!.rawBody).toBe(odd);
+    expect(fake.requests[0]!.headers['content-type']).toBe('application/json');
+  });
+
   it('estimates usage when the server sends none', async () => {
     const { model } = await serve([{ content: 'twelve chars', usage: null }]);
     const { output } = await drain(model);
