@@ -1,6 +1,7 @@
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';
 import type { ActorEvent } from '../src/protocol/events.js';
+import { deltaKey } from '../src/store/blob-port.js';
 import type { BenchRuntime } from './harness.js';
 import { median, nowMs, table } from './stats.js';
 import { createAgents, sendTasks } from './workload.js';
@@ -61,7 +62,7 @@ async function runOnce(rt: BenchRuntime, flags: LongTurnFlags): Promise<LongTurn
   const fifth = Math.max(1, Math.floor((starts.length - 1) / 5));
   let storedBytes = 0;
   for (const p of prepared) {
-    storedBytes += (rt.lmdb.blobs.getBinary(p.digest) ?? rt.lmdb.blobs.getBinary(`delta:${p.digest}`))?.length ?? 0;
+    storedBytes += (rt.lmdb.blobs.getBinary(p.digest) ?? rt.lmdb.blobs.getBinary(deltaKey(p.digest)))?.length ?? 0;
   }
   return {
     earlyMs: per(0, fifth),

@@ -4,8 +4,8 @@ import { AgentActor } from '../src/actors/agent-actor.js';
 import { createFaultInjector } from '../src/actors/faults.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';
-import { EVENT_VERSION, type ActorEvent, type EventDraft } from '../src/protocol/events.js';
-import { eventCheck } from '../src/store/event-check.js';
+import type { ActorEvent, EventDraft } from '../src/protocol/events.js';
+import { stampDrafts } from '../src/store/jetstream-log.js';
 import { newId } from '../src/protocol/ids.js';
 import type { BlobStore } from '../src/store/blob-port.js';
 import type { ActorLogWriter } from '../src/store/log-port.js';
@@ -23,22 +23,15 @@ import type { RunResult } from './workload.js';
  */
 export function memoryLog(actorId: string): ActorLogWriter {
   let seq = 0;
-  const check = eventCheck();
   return {
     actorId,
     rootId: actorId,
     epoch: 1,
     position: () => ({ seq, streamSeq: seq }),
     async commit(drafts: EventDraft[]) {
-      const events = drafts.map((d) => {
-        const s = d as Partial<ActorEvent>;
-        // as the JetStream writer does: an event staged for its place gets its ID in place
-        let e: object = d;
-        if (s.seq === ++seq && s.epoch === 1 && s.actor === actorId && s.v === EVENT_VERSION && s.at !== undefined) s.id = newId('event');
-        else e = Object.assign({}, d, { v: EVENT_VERSION, seq, id: newId('event'), at: d.at ?? new Date().toISOString(), epoch: 1, actor: actorId });
-        if (check(e)) throw new Error(`invalid ${d.type} event`);
-        return e as ActorEvent;
-      });
+      // stamped and checked as the JetStream writer does
+      const events = stampDrafts(drafts, { firstSeq: seq + 1, epoch: 1, actorId }, () => new Date());
+      seq += events.length;
       encodeCommit(events);
       await Promise.resolve();
       return events;

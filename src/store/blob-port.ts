@@ -40,7 +40,7 @@ export interface LmdbBlobOptions {
 }
 
 /** The key of a blob stored as a continuation (`BlobDelta`) of another. */
-const deltaKey = (digest: string): string => `delta:${digest}`;
+export const deltaKey = (digest: string): string => `delta:${digest}`;
 
 /** A stored continuation: one JSON header line `{base, bytes, chain}`, then the suffix's bytes. */
 interface DeltaHeader {

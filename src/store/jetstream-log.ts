@@ -69,6 +69,36 @@ function transientApiError(err: JetStreamApiError): boolean {
 }
 
 
+/** Where a commit's events go: the seq of its first event, the writer's epoch and actor. */
+export interface CommitPlace {
+  firstSeq: number;
+  epoch: number;
+  actorId: string;
+}
+
+/**
+ * Stamps v, seq, id, at, epoch and actor on each draft and checks it (`store.invalid_event`
+ * otherwise). A draft the caller already stamped for this very place (an actor's staged event)
+ * is used as it is, its ID filled in; any other is copied.
+ */
+export function stampDrafts(drafts: EventDraft[], place: CommitPlace, now: () => Date): ActorEvent[] {
+  const check = eventCheck();
+  const { epoch, actorId } = place;
+  // the runtime stages every event with its time: the clock is read only for a draft without one
+  let at: string | undefined;
+  return drafts.map((d, i) => {
+    const seq = place.firstSeq + i;
+    const e = d as Partial<ActorEvent>;
+    // Object.assign, not `{ ...d, v, … }`: that literal takes a slow path in Node 20's V8.
+    let raw: object = d;
+    if (e.seq === seq && e.epoch === epoch && e.actor === actorId && e.v === EVENT_VERSION && e.at !== undefined) e.id = newId('event');
+    else raw = Object.assign({}, d, { v: EVENT_VERSION, seq, id: newId('event'), at: d.at ?? (at ??= now().toISOString()), epoch, actor: actorId });
+    const issue = check(raw);
+    if (issue) throw new StoreError(STORE_CODES.invalidEvent, `invalid ${d.type} event: ${issue.path}: ${issue.message}`);
+    return raw as ActorEvent;
+  });
+}
+
 /**
  * The JetStream writer of one actor's log: one message per commit, fenced by
  * `expect.lastSubjectSequence`, deduped by `Nats-Msg-Id = <actor>:<first seq>` (design §4).
@@ -95,26 +125,7 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
     return fenced;
   };
 
-  const check = eventCheck();
-  /** A draft the caller already stamped for this very place (the actor's staged events) is used as it is. */
-  const stampedFor = (d: EventDraft, seq: number): boolean => {
-    const e = d as Partial<ActorEvent>;
-    return e.seq === seq && e.epoch === epoch && e.actor === actorId && e.v === EVENT_VERSION && e.at !== undefined;
-  };
-  const stamp = (drafts: EventDraft[]): ActorEvent[] => {
-    // the runtime stages every event with its time: the clock is read only for a draft without one
-    let at: string | undefined;
-    return drafts.map((d, i) => {
-      const seq = position.seq + 1 + i;
-      // Object.assign, not `{ ...d, v, … }`: that literal takes a slow path in Node 20's V8.
-      let raw: object = d;
-      if (stampedFor(d, seq)) (d as { id?: string }).id = newId('event');
-      else raw = Object.assign({}, d, { v: EVENT_VERSION, seq, id: newId('event'), at: d.at ?? (at ??= now().toISOString()), epoch, actor: actorId });
-      const issue = check(raw);
-      if (issue) throw new StoreError(STORE_CODES.invalidEvent, `invalid ${d.type} event: ${issue.path}: ${issue.message}`);
-      return raw as ActorEvent;
-    });
-  };
+  const stamp = (drafts: EventDraft[]): ActorEvent[] => stampDrafts(drafts, { firstSeq: position.seq + 1, epoch, actorId }, now);
 
   // Is the message at `seq` this very commit? Bytes are unique: every event has a fresh ID.
   const storedIsOurs = async (seq: number, p: PendingCommit): Promise<boolean> => {

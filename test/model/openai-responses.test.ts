@@ -6,7 +6,7 @@ import type { ModelAdapter, ModelRequest, ModelStreamEvent } from '../../src/mod
 import { ModelError } from '../../src/protocol/errors.js';
 import { FAULTS, startFakeOpenAI, type FakeOpenAI, type FakeTurn } from '../helpers/fake-openai.js';
 import { estimateUsage } from '../../src/model/tokens.js';
-import { drainModel, type Drained } from '../helpers/drain-model.js';
+import { drainModel, expectVerbatimWire, type Drained } from '../helpers/drain-model.js';
 
 const API_KEY = 'sk-test-SECRETSECRET1234567890';
 const closers: Array<() => Promise<void>> = [];
@@ -148,14 +148,7 @@ describe('openai-responses: streaming against the fake server', () => {
 
   it('puts the prepared bytes on the wire verbatim, even ones a parse and stringify would change', async () => {
     const { fake, model } = await serve([{ content: 'ok' }]);
-    const prepared = model.prepare(REQUEST);
-    const odd = prepared.body.replace('{', '{ ').replace('"stream":true', '"stream" : true, "temperature": 1.0');
-    expect(JSON.stringify(JSON.parse(odd))).not.toBe(odd);
-    const events = [];
-    for await (const ev of model.stream({ ...prepared, body: odd }, new AbortController().signal)) events.push(ev);
-    expect(events.at(-1)).toMatchObject({ type: 'done', output: { content: 'ok' } });
-    expect(fake.requests[0]!.rawBody).toBe(odd);
-    expect(fake.requests[0]!.headers['content-type']).toBe('application/json');
+    await expectVerbatimWire(model, fake, REQUEST);
   });
 
   it('estimates usage when the server sends none', async () => {
