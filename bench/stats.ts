@@ -106,6 +106,17 @@ export function cpuMeter(serverPid?: number): { stop(): CpuUse } {
   };
 }
 
+/** CPU of another process (Linux, from /proc), µs since the start; `stop` gives null when it cannot be read. */
+export function pidCpuMeter(pid: number | undefined): { stop(): number | null } {
+  const c0 = pid === undefined ? null : processCpuUs(String(pid));
+  return {
+    stop() {
+      const c1 = c0 === null ? null : processCpuUs(String(pid!));
+      return c0 === null || c1 === null ? null : c1 - c0;
+    },
+  };
+}
+
 let clockTicks: number | undefined;
 
 /** User + system CPU of a process (`<pid>`) or thread (`<pid>/task/<tid>`) from /proc (Linux), µs; null when unreadable. */

@@ -8,8 +8,8 @@
  * real `actorloop host` processes, the one holding N agents SIGKILLed, the time until the other
  * runs them all again, and the cost of rehydrating one agent by the length of its log.
  * Prints tables; never asserts. Flags: --agents 1,10,100 (0 leaves the tool loop out) --steps 20
- * --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 (--skip-model leaves the model
- * section out) --pipeline-steps 300 (0 leaves the pipeline section out)
+ * --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 (the fake
+ * server's delay before each answer's first byte, ms; --skip-model leaves the model section out) --pipeline-steps 300 (0 leaves the pipeline section out)
  * --takeover 10,100,1000 (idle agents per takeover; 0 leaves the whole takeover section out)
  * --takeover-mid 100 (agents killed mid-turn; 0: none) --takeover-ttl 3000 (the hosts' lease TTL, ms)
  * --rehydrate-events 100,10000 (log lengths whose rehydration is timed; 0: none) --floor-pad 0 (bytes of
@@ -43,6 +43,8 @@ interface Flags {
   park: number;
   modelSteps: number;
   modelAgents: number[];
+  /** The fake OpenAI server's delays before each answer's first byte, ms (0: at once). */
+  modelLatency: number[];
   skipModel: boolean;
   pipelineSteps: number;
   takeover: number[];
@@ -68,6 +70,7 @@ const FLAG_OPTIONS = {
   park: { type: 'string', default: '1000' },
   'model-steps': { type: 'string', default: '20' },
   'model-agents': { type: 'string', default: '1,10' },
+  'model-latency': { type: 'string', default: '0,200' },
   'skip-model': { type: 'boolean', default: false },
   'pipeline-steps': { type: 'string', default: '300' },
   takeover: { type: 'string', default: '10,100,1000' },
@@ -81,7 +84,7 @@ const FLAG_OPTIONS = {
 
 function parseFlags(): Flags {
   let values: {
-    agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'skip-model': boolean;
+    agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'model-latency': string; 'skip-model': boolean;
     'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
     'floor-pad': string; 'long-steps': string; 'long-result-bytes': string;
   };
@@ -104,6 +107,7 @@ function parseFlags(): Flags {
     park: int('park', values.park, 0),
     modelSteps: int('model-steps', values['model-steps'], 1),
     modelAgents: values['model-agents'].split(',').map((s) => int('model-agents', s.trim(), 1)),
+    modelLatency: values['model-latency'].split(',').map((s) => int('model-latency', s.trim(), 0)),
     skipModel: values['skip-model'],
     pipelineSteps: int('pipeline-steps', values['pipeline-steps'], 0),
     takeover: list('takeover', values.takeover),
@@ -338,7 +342,9 @@ async function main(cleanup: Cleanup): Promise<void> {
   console.log(
     `agents ${flags.agents.join(',') || 'none'}; ${flags.steps} echo steps + a final answer each; ${flags.runs} run(s), median reported; ` +
       `snapshots every 64 events; park ${flags.park}; ` +
-      (flags.skipModel ? 'model section skipped' : `model: ${flags.modelSteps} steps, agents ${flags.modelAgents.join(',')}`),
+      (flags.skipModel
+        ? 'model section skipped'
+        : `model: ${flags.modelSteps} steps, agents ${flags.modelAgents.join(',')}, first byte after ${flags.modelLatency.join(',')} ms`),
   );
   console.log(`load average at start: ${loadavg().map((x) => x.toFixed(2)).join(' ')} (other processes share these CPUs)`);
   const started = Date.now();
@@ -352,7 +358,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   }
 
   if (!flags.skipModel) {
-    await runModelOverhead(rt, cleanup, { steps: flags.modelSteps, agents: flags.modelAgents, runs: flags.runs });
+    await runModelOverhead(rt, cleanup, { steps: flags.modelSteps, agents: flags.modelAgents, runs: flags.runs, firstByteMs: flags.modelLatency });
   }
   if (flags.pipelineSteps > 0) {
     await runToolPipelineBench({ steps: flags.pipelineSteps, runs: flags.runs, workspace: rt.workspace });
@@ -389,7 +395,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000)\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed
