@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { sha256Digest } from '../protocol/canonical-json.js';
 import type { LmdbStore } from './lmdb-store.js';
 
@@ -33,8 +34,13 @@ export interface BlobStore {
 
 /** Options of the LMDB blob store. */
 export interface LmdbBlobOptions {
-  /** Writes are grouped into one LMDB commit per window: a synced commit costs ~1 ms of disk. */
+  /**
+   * Batches start landing at most once per window (default 20 ms): a synced commit costs ~1 ms of
+   * disk. A put after a quiet spell longer than the window lands at the end of the event loop's turn.
+   */
   batchMs?: number;
+  /** The clock the window is measured on, ms (default `performance.now`). */
+  now?: () => number;
   /** Longest chain of continuations before a blob is stored whole again (default 16). */
   maxChain?: number;
 }
@@ -68,8 +74,13 @@ function decodeDelta(record: Uint8Array): { header: DeltaHeader; suffix: Uint8Ar
 }
 
 /**
- * Blobs in the LMDB `blobs` sub-database. Writes are grouped: every put of one window lands in
- * one synced LMDB transaction, so a busy host pays one fsync per window, not one per step.
+ * Blobs in the LMDB `blobs` sub-database. Writes are grouped: one batch lands at a time, at most
+ * one starts per window, and every put made meanwhile joins the next, so a busy host pays one
+ * synced commit per window, not one per step. A host whose agents wait on their models is not
+ * woken for its blobs (each wake-up of an idle node process costs ~0.3 ms of CPU on this
+ * machine): a put after a quiet spell lands at the end of the event loop's turn, with no timer,
+ * and a put never reads LMDB to learn whether its blob is stored (a read arms lmdb's 1 ms
+ * read-transaction reset): the batch writes each key only if it is absent.
  *
  * A put with a `delta` whose base is stored keeps only the suffix, under `delta:<digest>`: a
  * turn's prepared requests each repeat the whole history before it, so storing every body whole
@@ -81,34 +92,62 @@ function decodeDelta(record: Uint8Array): { header: DeltaHeader; suffix: Uint8Ar
 export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}): BlobStore {
   const db = store.blobs;
   const batchMs = opts.batchMs ?? 20;
+  // when the last batch started landing (the store's creation counts as one)
+  const now = opts.now ?? (() => performance.now());
+  let lastClose = now();
   const maxChain = opts.maxChain ?? 16;
   // The open batch: writes waiting for the window to close, and the promise their puts return.
   let open: { writes: Map<string, Buffer>; done: Promise<void>; resolve(): void; reject(e: unknown): void } | null = null;
-  let timer: NodeJS.Timeout | null = null;
+  let timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
   // Batches being committed, readable until they land.
   const landing = new Set<Map<string, Buffer>>();
   const inFlight = new Set<Promise<void>>();
   // The chain length of blobs this store wrote lately (0: whole), so a continuation need not read its base.
   const chains = new Map<string, number>();
 
+  /**
+   * Arms the open batch's close: at the end of the window that started with the last batch, or at
+   * the end of this turn of the event loop when that window is over; while a batch is landing,
+   * once it has landed.
+   */
+  const schedule = (): void => {
+    if (timer || !open || inFlight.size > 0) return;
+    const wait = lastClose + batchMs - now();
+    if (wait > 0) {
+      timer = setTimeout(() => void close().catch(() => {}), wait);
+      timer.unref?.();
+    } else {
+      timer = setImmediate(() => void close().catch(() => {}));
+    }
+  };
+
   const close = (): Promise<void> => {
-    if (timer) clearTimeout(timer);
+    if (timer) {
+      clearTimeout(timer as NodeJS.Timeout);
+      clearImmediate(timer as NodeJS.Immediate);
+    }
     timer = null;
     const b = open;
     open = null;
     if (!b) return Promise.resolve();
+    lastClose = now();
     landing.add(b.writes);
     // ifNoExists: two hosts writing the same content race harmlessly.
     const writing = Promise.all(
       [...b.writes].map(([key, bytes]) => db.ifNoExists(key, () => void db.put(key, bytes))),
     ).then(
       () => b.resolve(),
-      (err: unknown) => b.reject(err),
+      (err: unknown) => {
+        // not stored after all: a later put of the same content must write it again
+        for (const key of b.writes.keys()) chains.delete(key.startsWith('delta:') ? key.slice('delta:'.length) : key);
+        b.reject(err);
+      },
     );
     inFlight.add(writing);
     void writing.finally(() => {
       inFlight.delete(writing);
       landing.delete(b.writes);
+      schedule();
     });
     return b.done;
   };
@@ -175,8 +214,7 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
         reject = rej;
       });
       open = { writes: new Map(), done, resolve, reject };
-      timer = setTimeout(() => void close().catch(() => {}), batchMs);
-      timer.unref?.();
+      schedule();
     }
     open.writes.set(key, bytes);
     return open.done;
@@ -186,7 +224,8 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
     async put(content, known, delta) {
       const digest = known ?? sha256Digest(content);
       if (open?.writes.has(digest) || open?.writes.has(deltaKey(digest))) return open.done.then(() => digest);
-      if (stored(digest)) return digest;
+      // written lately by this store (or landing): nothing to do; else the batch writes it only if absent
+      if (chains.has(digest) || waiting(digest) !== undefined || waiting(deltaKey(digest)) !== undefined) return digest;
       const baseChain = delta ? chainOf(delta.base) : undefined;
       if (delta && baseChain !== undefined && baseChain + 1 < maxChain) {
         remember(digest, baseChain + 1);

@@ -58,6 +58,28 @@ describe('log publisher (acked JetStream publish on one reply subscription)', ()
     }
   });
 
+  it('times each publish out at its own deadline, a short one sent after a long one and a later one after a sweep', async () => {
+    const silent = t.bus.nc.subscribe('silent.deadlines', { callback: () => {} });
+    try {
+      const t0 = Date.now();
+      const long = t.bus.logJs.publish('silent.deadlines', 'a', { msgID: 'd-1', timeout: 1_500 }).catch((e: unknown) => e);
+      // due before the long one: the timer armed for the long one must not make it wait that long
+      await expect(t.bus.logJs.publish('silent.deadlines', 'b', { msgID: 'd-2', timeout: 200 })).rejects.toBeInstanceOf(TimeoutError);
+      const short = Date.now() - t0;
+      expect(short).toBeGreaterThanOrEqual(200);
+      expect(short).toBeLessThan(1_400);
+      // the sweep that ended the short one still has the long one waiting: it is due at its own time
+      expect(await long).toBeInstanceOf(TimeoutError);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(1_500);
+      // and a publish after the waiting map went empty is timed again
+      const t1 = Date.now();
+      await expect(t.bus.logJs.publish('silent.deadlines', 'c', { msgID: 'd-3', timeout: 200 })).rejects.toBeInstanceOf(TimeoutError);
+      expect(Date.now() - t1).toBeGreaterThanOrEqual(200);
+    } finally {
+      silent.unsubscribe();
+    }
+  });
+
   it('fails what waits, and what comes after, once its connection closes', async () => {
     const nc = await connect({ servers: t.nats.url, noAsyncTraces: true });
     const publisher = createLogPublisher(nc, t.bus.js);

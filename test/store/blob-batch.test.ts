@@ -45,6 +45,44 @@ describe('LMDB blob store, grouped writes', () => {
     await store.close();
   });
 
+  it('lands a put after a quiet spell at the end of the loop\'s turn, and one within the window when the window ends', async () => {
+    const dir = await tempDir('blobs');
+    dirs.push(dir);
+    const store = openLmdbStore(dir);
+    let clock = 0;
+    const blobs = createLmdbBlobStore(store, { batchMs: 60_000, now: () => clock });
+    // a minute after the last batch (the store's opening) started landing: no window to wait for
+    clock = 61_000;
+    const quiet = blobs.put('after a quiet spell');
+    const landed = await Promise.race([quiet.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5_000))]);
+    expect(landed).toBe(true);
+    expect(store.blobs.doesExist(sha256Digest('after a quiet spell'))).toBe(true);
+    // right after it: this one waits for the window (a minute on the fake clock), so only a flush lands it
+    clock += 10;
+    const busy = blobs.put('within the window');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(store.blobs.doesExist(sha256Digest('within the window'))).toBe(false);
+    await blobs.flush();
+    expect(await busy).toBe(sha256Digest('within the window'));
+    expect(store.blobs.doesExist(sha256Digest('within the window'))).toBe(true);
+    await store.close();
+  });
+
+  it('answers a put of content an earlier store wrote (it does not look first) and keeps one record of it', async () => {
+    const dir = await tempDir('blobs');
+    dirs.push(dir);
+    const first = openLmdbStore(dir);
+    const digest = await createLmdbBlobStore(first, { batchMs: 1 }).put('written once');
+    await first.close();
+    const second = openLmdbStore(dir);
+    const blobs = createLmdbBlobStore(second, { batchMs: 1 });
+    expect(await blobs.put('written once')).toBe(digest);
+    await blobs.flush();
+    expect(await blobs.getText(digest)).toBe('written once');
+    expect([...second.blobs.getKeys()]).toEqual([digest]);
+    await second.close();
+  });
+
   describe('continuations (a turn\'s growing request bodies)', () => {
     /** Bodies like a turn's: each one the last up to its array's end, then new items and a tail. */
     function bodiesOf(steps: number): Array<{ body: string; digest: string; delta?: { base: string; bytes: number; suffix: string } }> {
