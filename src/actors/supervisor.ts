@@ -285,15 +285,22 @@ export class Supervisor {
 
   private async drain(h: Hosted): Promise<void> {
     const { actor } = h;
+    // What the last taken delivery said is left, when nothing delivered before it was left unacked
+    // (neither before this drain nor by its pull): then the consumer's counts need not be asked for
+    // again, a round trip per message. Mail published after that delivery wakes this actor again.
+    let known: { undelivered: number; unacked: number } | null = null;
     while (!this.stopped && !actor.failed) {
       let delivery;
+      let cleanBefore = false;
       try {
         const inbox = (h.inbox ??= await openInbox(this.opts.bus.js, this.opts.bus.jsm, actor.actorId, {
           logger: this.opts.logger,
           ensured: true,
         }));
-        const { undelivered, unacked } = await inbox.counts();
+        const { undelivered, unacked } = known ?? (await inbox.counts());
+        known = null;
         if (undelivered === 0 && unacked === 0) return;
+        cleanBefore = unacked === 0;
         // Delivered and never acked (a crashed host, a lost ack, a failed take): it counts as unacked,
         // never as undelivered, comes again after its wait with no publish to wake us, and only to a
         // pull. So pull now, and if it is not due yet, look again later.
@@ -319,6 +326,7 @@ export class Supervisor {
         taken = true;
         actor.ports.faults.hit('before:inbox-ack', actor.actorId);
         await delivery.ack();
+        if (cleanBefore && delivery.settledBefore === 0) known = { undelivered: delivery.undeliveredAfter, unacked: 0 };
       } catch (err) {
         if (err instanceof ActorDropped) actor.fail(err);
         // Taken: it is in the log, and its redelivery is acked and dropped. Not taken: it comes

@@ -109,6 +109,10 @@ export interface InboxDelivery {
   deliveryCount: number;
   /** The consumer gives up after this delivery: a failure now makes it a dead letter. */
   lastDelivery: boolean;
+  /** Messages the consumer had not delivered yet when it delivered this one. */
+  undeliveredAfter: number;
+  /** Messages the pull that got this one found undecodable and settled first (they may come again). */
+  settledBefore: number;
   /** Acknowledges and waits for the server to confirm. */
   ack(): Promise<void>;
   /** Asks for redelivery, after `delayMs` when given (a bare nak ignores the backoff). */
@@ -162,13 +166,15 @@ export async function openInbox(
     async next({ expiresMs }) {
       // the client refuses pulls shorter than 1 s
       const deadline = Date.now() + Math.max(1_000, expiresMs);
+      let settled = 0;
       while (true) {
         const left = deadline - Date.now();
         if (left <= 0) return null;
         const m = await consumer.next({ expires: Math.max(1_000, left) });
         if (!m) return null;
         const delivery = await decodeDelivery(m, ctx);
-        if (delivery) return delivery;
+        if (delivery) return Object.assign(delivery, { settledBefore: settled });
+        settled += 1;
       }
     },
     async pending() {
@@ -196,6 +202,8 @@ async function decodeDelivery(m: JsMsg, ctx: InboxContext): Promise<InboxDeliver
     message,
     deliveryCount: m.info.deliveryCount,
     lastDelivery: isLast(m, ctx),
+    undeliveredAfter: m.info.pending,
+    settledBefore: 0,
     async ack() {
       try {
         await m.ackAck();

@@ -3,6 +3,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
+import { publishInbox } from '../../src/bus/inbox.js';
+import { inboxConsumerName, STREAMS } from '../../src/bus/subjects.js';
+import { newId } from '../../src/protocol/ids.js';
 import { message, ofType, runtimes, startTurn, waitForLog } from './harness.js';
 
 let nats: TestNats;
@@ -23,6 +26,42 @@ afterEach(async () => rts.closeAll());
 const turnEnds = (n: number) => (log: { type: string }[]) => log.filter((e) => e.type === 'turn/end').length >= n;
 
 describe('inbox', () => {
+  it('takes a backlog of messages with one look at the consumer\'s counts, whatever its length', async () => {
+    const rt = await rts.open({ script: Array.from({ length: 8 }, (_, i) => ({ content: `answer ${i}` })) });
+    // the consumer-info requests each actor's inbox reader makes while a host takes its backlog
+    const infos = new Map<string, number>();
+    const watch = rt.bus.nc.subscribe(`$JS.API.CONSUMER.INFO.${STREAMS.inbox}.>`, {
+      callback: (_err, msg) => {
+        const consumer = msg.subject.split('.').at(-1)!;
+        infos.set(consumer, (infos.get(consumer) ?? 0) + 1);
+      },
+    });
+    try {
+      const backlog = async (n: number): Promise<number> => {
+        const actorId = newId('agent');
+        const first = rt.supervisor();
+        await first.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: ws, labels: {} });
+        await first.stop();
+        // mail that arrived while no host held the agent
+        for (let i = 0; i < n; i++) await publishInbox(rt.bus.js, message(actorId, `task ${i}`, { request: turnRequest(ws) }));
+        const next = rt.supervisor();
+        const { actor } = await next.hydrate(actorId);
+        const log = await waitForLog(next, actor, (l) => l.filter((e) => e.type === 'inbox/received').length === n);
+        expect(ofType(log, 'inbox/received').map((e) => e.data.content)).toEqual(Array.from({ length: n }, (_, i) => `task ${i}`));
+        await next.stop();
+        await rt.bus.nc.flush();
+        return infos.get(inboxConsumerName(actorId)) ?? 0;
+      };
+      const one = await backlog(1);
+      const four = await backlog(4);
+      // each taken delivery says how many are left: the counts are asked for once per look, not per message
+      expect(one).toBeGreaterThan(0);
+      expect(four).toBe(one);
+    } finally {
+      watch.unsubscribe();
+    }
+  });
+
   it('starts one turn for a message sent twice with the same ID', async () => {
     const rt = await rts.open({ script: [{ content: 'first' }, { content: 'second' }, { content: 'third' }] });
     const sup = rt.supervisor();
