@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { derivedId, idSchema, isId, newId, ulid } from '../../src/protocol/ids.js';
+import { derivedId, ID_PREFIXES, idSchema, isId, newId, ulid, type IdKind } from '../../src/protocol/ids.js';
 
 describe('ids', () => {
   it('draws prefixed ULIDs of every kind', () => {
@@ -9,6 +9,15 @@ describe('ids', () => {
     expect(isId('agent', newId('agent'))).toBe(true);
     expect(isId('agent', newId('turn'))).toBe(false);
     expect(isId('agent', 'agt_short')).toBe(false);
+    // kinds with prefixes of every length, drawn one after another: none keeps a piece of the last
+    for (let round = 0; round < 3; round++) {
+      for (const [kind, prefix] of Object.entries(ID_PREFIXES) as Array<[IdKind, string]>) {
+        const id = newId(kind);
+        expect(id).toMatch(new RegExp(`^${prefix}_[0-9A-HJKMNP-TV-Z]{26}$`));
+        expect(isId(kind, id)).toBe(true);
+        expect(ulid()).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+      }
+    }
   });
 
   it('encodes the time in the first ten characters', () => {
