@@ -89,25 +89,37 @@ export function createActorDirectory(
     },
     async list() {
       // One ordered consumer over the last value per key: O(1) round trips instead of a
-      // get per key.
+      // get per key. The listing is what the consumer held when it was made (`num_pending` values,
+      // one per key) and ends once that many came: waiting for pending to reach 0 hung when a key
+      // was written under the listing (a host writes statuses as it lists), since the ordered
+      // consumer then waits out a missed heartbeat before it delivers again. A later value of a
+      // key delivered in the same pulls replaces the earlier one.
       const consumer = await js.consumers.get(stream, {
         filter_subjects: `${prefix}>`,
         deliver_policy: DeliverPolicy.LastPerSubject,
       });
-      const out: DirectoryEntry[] = [];
+      const byKey = new Map<string, DirectoryEntry | null>();
       try {
         const info = await consumer.info(true);
-        if (info.num_pending === 0) return out;
-        const messages = await consumer.consume();
-        for await (const m of messages) {
-          const op = m.headers?.get('KV-Operation');
-          if (op !== 'DEL' && op !== 'PURGE') {
-            const entry = decode(m.subject.slice(prefix.length), m.data);
-            if (entry) out.push(entry);
+        let left = info.num_pending;
+        while (left > 0) {
+          let got = 0;
+          // bounded pulls: a value purged since the count leaves one short, which ends the listing
+          const batch = await consumer.fetch({ max_messages: Math.min(left, 256), expires: 1_000 });
+          for await (const m of batch) {
+            got += 1;
+            left -= 1;
+            const key = m.subject.slice(prefix.length);
+            const op = m.headers?.get('KV-Operation');
+            byKey.set(key, op === 'DEL' || op === 'PURGE' ? null : (decode(key, m.data) ?? null));
+            if (m.info.pending === 0) {
+              left = 0;
+              break;
+            }
           }
-          if (m.info.pending === 0) break;
+          if (got === 0) break;
         }
-        return out;
+        return [...byKey.values()].filter((e): e is DirectoryEntry => e !== null);
       } finally {
         await consumer.delete().catch(() => {});
       }

@@ -36,6 +36,26 @@ describe('ActorDirectory', () => {
     expect(await reopened.get(child.actorId)).toEqual(child);
   });
 
+  it('ends a listing while an entry changes under it (a host writes statuses as it lists)', async () => {
+    const entries = Array.from({ length: 3 }, () => entry());
+    for (const e of entries) await t.bus.directory.put(e);
+    for (let i = 0; i < 30; i++) {
+      const changed = entries[i % entries.length]!;
+      const listing = t.bus.directory.list();
+      // the same key written again while the listing's consumer delivers
+      const put = t.bus.directory.put({ ...changed, status: i % 2 === 0 ? 'running' : 'idle' });
+      const listed = await Promise.race([
+        listing,
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000)),
+      ]);
+      await put;
+      expect(listed, `listing ${i} never ended`).not.toBeNull();
+      // every actor once, whichever of its values the listing saw
+      const ids = listed!.map((e) => e.actorId).filter((id) => entries.some((e) => e.actorId === id));
+      expect(ids.sort()).toEqual(entries.map((e) => e.actorId).sort());
+    }
+  }, 60_000);
+
   it('refuses an invalid entry', async () => {
     await expect(t.bus.directory.put({ ...entry(), status: 'bogus' as never })).rejects.toMatchObject({ code: 'bus.invalid_entry' });
   });
