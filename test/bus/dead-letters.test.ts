@@ -220,6 +220,25 @@ describe('inbox delivery through a supervisor', () => {
     expect(ofType(await waitForLog(sup, actor, () => true), 'inbox/received')).toHaveLength(1);
   });
 
+  it('dead-letters a poison message waiting ahead of a real one in a backlog a host takes on', async () => {
+    const rt = await rts.open({ script: [{ content: 'took the backlog' }] });
+    const inbox = { maxDeliver: 2, backoffMs: [300] };
+    const actorId = newId('agent');
+    const first = rt.supervisor({ extra: { inbox } });
+    await first.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: ws, labels: {} });
+    await first.stop();
+    // both wait while no host holds the agent: the pull that sets the poison aside gets the real one
+    await bus.js.publish(inboxSubject(actorId), '{"kind":"user_message","content":"no id, no sender"}', { msgID: 'poison-backlog' });
+    await publishInbox(bus.js, message(actorId, 'the real task', { request: turnRequest(ws) }));
+    const next = rt.supervisor({ extra: { inbox } });
+    const { actor } = await next.hydrate(actorId);
+    await waitForLog(next, actor, (l) => l.some((e) => e.type === 'turn/end'));
+    // the poison was set aside unacked: the host must look again to pull its last delivery
+    const letter = await oneLetter(actorId);
+    expect(letter).toMatchObject({ id: 'poison-backlog', deliveries: 2, source: 'host', error: { code: 'inbox.invalid_message' } });
+    await settled(actorId);
+  });
+
   it('dead-letters a message whose take throws every time, and takes it once redriven', async () => {
     let failing = true;
     const faults: FaultInjector = {
