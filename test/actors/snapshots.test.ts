@@ -1,3 +1,5 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { TurnEnded } from '../../src/actors/agent-actor.js';
@@ -6,7 +8,7 @@ import type { Supervisor } from '../../src/actors/supervisor.js';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
-import { snapshotDue } from '../../src/actors/commit-batch.js';
+import { SNAPSHOT_BYTES_PER_EVENT, snapshotDue } from '../../src/actors/commit-batch.js';
 import { emptyProjection, foldEvent, PROJECTION_VERSION, type Projection } from '../../src/store/projection.js';
 import { rehydrate } from '../../src/store/rehydrate.js';
 import type { Snapshot } from '../../src/store/snapshots.js';
@@ -124,16 +126,26 @@ describe('snapshots', () => {
     expect(actor.projection).toEqual(replay(ran.actorId, log));
   });
 
-  it('is due every N events, and never sooner than the history has items', () => {
-    const history = (n: number) => ({ history: Array.from({ length: n }) as Projection['history'] });
-    expect(snapshotDue(64, 0, 64, history(10))).toBe(true);
-    expect(snapshotDue(63, 0, 64, history(10))).toBe(false);
-    expect(snapshotDue(164, 100, 64, history(100))).toBe(false);
-    expect(snapshotDue(200, 100, 64, history(100))).toBe(true);
+  it('is due every N events, and never sooner than one event per 2 KB of the last prepared request', () => {
+    const sized = (bytes: number | null) => ({ lastPrepared: bytes === null ? null : { digest: 'sha256:x', bytes } });
+    expect(snapshotDue(64, 0, 64, sized(null))).toBe(true);
+    expect(snapshotDue(63, 0, 64, sized(null))).toBe(false);
+    // a request of 100 KB: small items, however many, make a small snapshot
+    expect(snapshotDue(164, 100, 64, sized(100 * 1024))).toBe(true);
+    // a request of 1 MB: one snapshot per 512 events
+    expect(snapshotDue(611, 100, 64, sized(1024 * 1024))).toBe(false);
+    expect(snapshotDue(612, 100, 64, sized(1024 * 1024))).toBe(true);
   });
 
-  it('spaces the snapshots of a long turn by the history\'s length, and rehydrates from the last one', async () => {
-    const rt = await rts.open({ script: [...read(14), { content: 'read fourteen times' }] });
+  it('spaces the snapshots of a long turn by its request\'s size, and rehydrates from the last one', async () => {
+    // 3 KB a read: from the third step the request is past 4 events' worth of bytes
+    await writeFile(join(world.ws, 'src', 'big.txt'), `${'x'.repeat(60)}\n`.repeat(50));
+    const rt = await rts.open({
+      script: [
+        ...Array.from({ length: 14 }, (_, i) => ({ tool_calls: [{ id: `b${i}`, name: 'read_file', arguments: { path: 'src/big.txt' } }] })),
+        { content: 'read fourteen times' },
+      ],
+    });
     const saved: Snapshot[] = [];
     const recording = {
       load: (id: string) => rt.snapshots.load(id),
@@ -150,12 +162,17 @@ describe('snapshots', () => {
     const log = await readLog(sup, actor.rootId, actor.actorId);
     expect(saved.length).toBeGreaterThanOrEqual(3);
     let last = 0;
+    let spacedBySize = 0;
     for (const snap of saved) {
-      // the history grows past 4 items early: from then on the spacing follows it
-      expect(snap.seq - last).toBeGreaterThanOrEqual(Math.max(4, (snap.projection as Projection).history.length));
+      // the request grows past 4 events' worth of bytes early: from then on the spacing follows it
+      const bytes = (snap.projection as Projection).lastPrepared?.bytes ?? 0;
+      const wanted = Math.max(4, Math.ceil(bytes / SNAPSHOT_BYTES_PER_EVENT));
+      expect(snap.seq - last).toBeGreaterThanOrEqual(wanted);
+      if (wanted > 4) spacedBySize += 1;
       expect(snap.projection).toEqual(replay(actor.actorId, log.slice(0, snap.seq)));
       last = snap.seq;
     }
+    expect(spacedBySize).toBeGreaterThanOrEqual(1);
     expect((saved.at(-1)!.projection as Projection).history.length).toBeGreaterThan(20);
     await sup.stop();
     const again = rt.supervisor({ snapshotEvery: 4 });
