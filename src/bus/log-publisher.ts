@@ -13,7 +13,6 @@ interface Waiting {
   deadline: number;
 }
 
-/** How often waiting publishes are checked for their timeout. */
 /**
  * JetStream's acked publish for the log writer, on one reply subscription per connection.
  *

@@ -98,7 +98,8 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
   const maxChain = opts.maxChain ?? 16;
   // The open batch: writes waiting for the window to close, and the promise their puts return.
   let open: { writes: Map<string, Buffer>; done: Promise<void>; resolve(): void; reject(e: unknown): void } | null = null;
-  let timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
+  // Cancels the open batch's armed close (a timer or an immediate); null when none is armed.
+  let cancelClose: (() => void) | null = null;
   // Batches being committed, readable until they land.
   const landing = new Set<Map<string, Buffer>>();
   const inFlight = new Set<Promise<void>>();
@@ -111,22 +112,22 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
    * once it has landed.
    */
   const schedule = (): void => {
-    if (timer || !open || inFlight.size > 0) return;
+    if (cancelClose || !open || inFlight.size > 0) return;
     const wait = lastClose + batchMs - now();
+    const fire = (): void => void close().catch(() => {});
     if (wait > 0) {
-      timer = setTimeout(() => void close().catch(() => {}), wait);
+      const timer = setTimeout(fire, wait);
       timer.unref?.();
+      cancelClose = () => clearTimeout(timer);
     } else {
-      timer = setImmediate(() => void close().catch(() => {}));
+      const immediate = setImmediate(fire);
+      cancelClose = () => clearImmediate(immediate);
     }
   };
 
   const close = (): Promise<void> => {
-    if (timer) {
-      clearTimeout(timer as NodeJS.Timeout);
-      clearImmediate(timer as NodeJS.Immediate);
-    }
-    timer = null;
+    cancelClose?.();
+    cancelClose = null;
     const b = open;
     open = null;
     if (!b) return Promise.resolve();

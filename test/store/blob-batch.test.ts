@@ -6,14 +6,19 @@ import { openLmdbStore } from '../../src/store/lmdb-store.js';
 import { tempDir } from '../helpers/nats.js';
 
 const dirs: string[] = [];
+/** A temp dir for one test's LMDB, removed after it. */
+async function blobsDir(): Promise<string> {
+  const dir = await tempDir('blobs');
+  dirs.push(dir);
+  return dir;
+}
 afterEach(async () => {
   await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
 });
 
 describe('LMDB blob store, grouped writes', () => {
   it('serves a blob at once, commits it with its batch, and keeps it across a reopen', async () => {
-    const dir = await tempDir('blobs');
-    dirs.push(dir);
+    const dir = await blobsDir();
     const store = openLmdbStore(dir);
     const blobs = createLmdbBlobStore(store, { batchMs: 10_000 });
     const put = blobs.put('{"a":1}');
@@ -31,8 +36,7 @@ describe('LMDB blob store, grouped writes', () => {
   });
 
   it('commits every put of one window in one batch, and stores equal content once', async () => {
-    const dir = await tempDir('blobs');
-    dirs.push(dir);
+    const dir = await blobsDir();
     const store = openLmdbStore(dir);
     const blobs = createLmdbBlobStore(store, { batchMs: 5 });
     const digests = await Promise.all(['x', 'y', 'x', new Uint8Array([0, 255, 7])].map((c) => blobs.put(c)));
@@ -46,8 +50,7 @@ describe('LMDB blob store, grouped writes', () => {
   });
 
   it('lands a put after a quiet spell at the end of the loop\'s turn, and one within the window when the window ends', async () => {
-    const dir = await tempDir('blobs');
-    dirs.push(dir);
+    const dir = await blobsDir();
     const store = openLmdbStore(dir);
     let clock = 0;
     const blobs = createLmdbBlobStore(store, { batchMs: 60_000, now: () => clock });
@@ -69,8 +72,7 @@ describe('LMDB blob store, grouped writes', () => {
   });
 
   it('answers a put of content an earlier store wrote (it does not look first) and keeps one record of it', async () => {
-    const dir = await tempDir('blobs');
-    dirs.push(dir);
+    const dir = await blobsDir();
     const first = openLmdbStore(dir);
     const digest = await createLmdbBlobStore(first, { batchMs: 1 }).put('written once');
     await first.close();
@@ -103,8 +105,7 @@ describe('LMDB blob store, grouped writes', () => {
     }
 
     it('stores each continuation as what it adds, whole again every maxChain-th, and reads every one back exactly', async () => {
-      const dir = await tempDir('blobs');
-      dirs.push(dir);
+      const dir = await blobsDir();
       const store = openLmdbStore(dir);
       const blobs = createLmdbBlobStore(store, { batchMs: 1, maxChain: 8 });
       const chain = bodiesOf(40);
@@ -137,8 +138,7 @@ describe('LMDB blob store, grouped writes', () => {
     });
 
     it('stores a body whole when its base is not stored, and reads a continuation that does not rebuild its digest as missing', async () => {
-      const dir = await tempDir('blobs');
-      dirs.push(dir);
+      const dir = await blobsDir();
       const store = openLmdbStore(dir);
       const blobs = createLmdbBlobStore(store, { batchMs: 1 });
       const [, second] = bodiesOf(2);
