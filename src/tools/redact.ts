@@ -7,9 +7,11 @@
  * rule's `[REDACTED:…]` marker. Patterns are written so each scan is linear: every variable
  * part is a character class, starts are anchored by a lookbehind to the start of a token (so a
  * long run is scanned from one start, not from each of its characters), and quantifiers are
- * bounded. Private keys are found with `indexOf`, not a regex over the block.
+ * bounded. Private keys are found with `indexOf`, not a regex over the block, and key bodies
+ * without their armour by one pass over the lines.
  *
- * Kinds: configured, private_key, github_token, slack_token, openai_key (also `sk-ant-…`),
+ * Kinds: configured, private_key, key_block (key body lines without their BEGIN line: a partial
+ * read, `sed -n`, `grep -v -- -----`, a one-line base64 blob), github_token, slack_token, openai_key (also `sk-ant-…`),
  * stripe_key, aws_access_key, jwt, aws_secret_key, bearer, authorization, and for `NAME=value`
  * assignments (env, ini, query strings, flags, JSON keys) password, secret, token, key,
  * credentials. YAML-style `password: x` is not matched: in code it is a type annotation.
@@ -159,6 +161,192 @@ function privateKeys(text: string, push: Push): void {
   }
 }
 
+/**
+ * Base64 body lines shorter than this are not key lines on their own: a key's lines are 64
+ * (PEM) or 70 (OpenSSH) characters, and shorter base64-looking lines are words, hashes and IDs.
+ */
+const KEY_LINE_MIN_CHARS = 40;
+/** One base64 line this long is a key blob by itself, with no neighbour to vouch for it. */
+const KEY_BLOB_MIN_CHARS = 200;
+
+/** What one line of output is, for `keyBlocks`. */
+interface KeyLine {
+  /** The base64 part of a body line (after a tool's `path:12:` prefix), or null for any other line. */
+  body: [number, number] | null;
+  /** Long and mixed like random base64: upper and lower case, and a digit, `+` or `/`. */
+  strong: boolean;
+  /**
+   * A PEM armour line, or a piece of one: the BEGIN or END of a private key (`private` when a cut
+   * left neither word, or a piece of unknown label), or the BEGIN or END of another kind of block.
+   */
+  armour: 'private-begin' | 'private-end' | 'private' | 'begin-other' | 'end-other' | null;
+  /** Blank, or a PEM header (`Proc-Type: …`): may sit between a BEGIN line and its body. */
+  header: boolean;
+}
+
+const isBlank = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0d;
+const isDigitCode = (c: number): boolean => c >= 0x30 && c <= 0x39;
+
+/**
+ * Where a tool's line prefix ends: `path:`, `path:12:`, `12:` (grep -n, rg, search,
+ * artifact_read's grep) with blanks after, or `12\t`, `12-` (cat -n, nl, grep context lines).
+ */
+function afterPrefix(text: string, s: number, to: number): number {
+  let k = s;
+  while (k < to && !isBlank(text.charCodeAt(k)) && text[k] !== ':') k++;
+  if (k < to && text[k] === ':') {
+    s = k + 1;
+    let d = s;
+    while (d < to && isDigitCode(text.charCodeAt(d))) d++;
+    if (d > s && (text[d] === ':' || text[d] === '-')) s = d + 1;
+  } else {
+    let d = s;
+    while (d < to && isDigitCode(text.charCodeAt(d))) d++;
+    if (d > s && (text[d] === '\t' || text[d] === '-')) s = d + 1;
+  }
+  while (s < to && isBlank(text.charCodeAt(s))) s++;
+  return s;
+}
+
+const PUBLIC_LABEL = /PUBLIC|CERTIFICATE/;
+const ARMOUR_LABEL = /^[A-Z0-9 ]{1,80}$/;
+const PEM_HEADER = /^[A-Za-z-]{1,40}: /;
+
+/** Reads one line `[from, to)`; each character is looked at a bounded number of times. */
+function keyLine(text: string, from: number, to: number): KeyLine {
+  let start = from;
+  while (start < to && isBlank(text.charCodeAt(start))) start++;
+  const s = afterPrefix(text, start, to);
+  let e = to;
+  while (e > s && isBlank(text.charCodeAt(e - 1))) e--;
+  const line: KeyLine = { body: null, strong: false, armour: null, header: false };
+  // search and artifact_read cut long lines with an ellipsis
+  const bs = text[s] === '…' ? s + 1 : s;
+  const be = text[e - 1] === '…' ? e - 1 : e;
+  let p = be;
+  while (p > bs && be - p < 2 && text[p - 1] === '=') p--;
+  let upper = false;
+  let lower = false;
+  let other = false;
+  let k = bs;
+  for (; k < p; k++) {
+    const c = text.charCodeAt(k);
+    if (c >= 0x41 && c <= 0x5a) upper = true;
+    else if (c >= 0x61 && c <= 0x7a) lower = true;
+    else if (isDigitCode(c) || c === 0x2b || c === 0x2f) other = true;
+    else break;
+  }
+  if (k === p && p > bs) {
+    line.body = [bs, be];
+    line.strong = be - bs >= KEY_LINE_MIN_CHARS && upper && lower && other;
+    return line;
+  }
+  line.armour = armourOf(text.slice(s, e));
+  line.header = start === to || (!line.armour && PEM_HEADER.test(text.slice(start, Math.min(to, start + 48))));
+  return line;
+}
+
+/**
+ * A PEM armour line (`-----BEGIN X-----`) or a piece of one a cut left (`-----BEGIN RSA PRIV`,
+ * `E KEY-----`). A whole line names its kind; a piece that names no public label is taken as
+ * private, the worst it can be. `-----Original Message-----` and a bare `-----` are not armour.
+ */
+function armourOf(line: string): KeyLine['armour'] {
+  if (!line.startsWith('-----') && !line.endsWith('-----')) return null;
+  let a = 0;
+  while (a < line.length && line[a] === '-') a++;
+  let b = line.length;
+  while (b > a && line[b - 1] === '-') b--;
+  const label = line.slice(a, b);
+  if (!ARMOUR_LABEL.test(label)) return null;
+  const begins = label.startsWith('BEGIN ') ? 'begin' : label.startsWith('END ') ? 'end' : null;
+  if (label.includes('PRIVATE')) return begins ? `private-${begins}` : 'private';
+  if (begins && a === 5 && b === line.length - 5) return `${begins}-other`;
+  return PUBLIC_LABEL.test(label) ? null : begins ? `private-${begins}` : 'private';
+}
+
+/**
+ * Key bodies however they are sliced, in one pass over the lines. Consecutive base64 body lines
+ * form a run; a run is redacted
+ * - whole, when it follows a private key's BEGIN line or precedes its END line (or a piece of
+ *   either a cut left): a read that starts or ends at the armour (`head -c`, `tail`), so even a
+ *   single or short line is key;
+ * - in its stretches of two or more strong lines, and a single strong line of
+ *   `KEY_BLOB_MIN_CHARS` or more, each with the shorter last line of a block after it: a slice
+ *   from the middle of a key, or `grep -v -- -----` of one.
+ * Strong means mixed like random base64, so hex (a git sha, a sha256) and base32 never qualify,
+ * and a line with a blank, quote or punctuation (code, prose, a lockfile's `"integrity":
+ * "sha512-…"`) is not a body line. The bodies of certificates, public keys and other armoured
+ * blocks stay when their armour shows what they are (after their BEGIN line and its headers, or
+ * just before their END line); without armour a base64 block cannot be told from a key's, so
+ * `base64` output of any file is redacted too.
+ */
+function keyBlocks(text: string, push: Push): void {
+  // One line at a time, keeping only the open run: 50 MB of short lines is no array of lines.
+  let before: KeyLine['armour'] = null;
+  let inOther = false;
+  let run: BodyRun | null = null;
+  for (let at = 0; at <= text.length; ) {
+    const nl = text.indexOf('\n', at);
+    const end = nl === -1 ? text.length : nl;
+    const line = keyLine(text, at, end);
+    at = end + 1;
+    if (line.body) {
+      run ??= { start: line.body[0], end: 0, exempt: inOther, afterPrivate: before === 'private-begin' || before === 'private', stretch: null, blocks: [] };
+      extendRun(run, line.body, line.strong);
+      continue;
+    }
+    if (run) settleRun(run, line.armour, push);
+    run = null;
+    if (line.armour) inOther = line.armour === 'begin-other';
+    else if (!line.header) inOther = false;
+    before = line.armour;
+  }
+  if (run) settleRun(run, null, push);
+}
+
+/** Consecutive body lines seen so far, and the key blocks among them if no armour decides. */
+interface BodyRun {
+  start: number;
+  end: number;
+  /** Inside a certificate's or public key's armour. */
+  exempt: boolean;
+  /** Just after a private key's BEGIN line, or a piece of armour that could be one. */
+  afterPrivate: boolean;
+  /** The open stretch of strong lines: where it starts, its lines, and its last line. */
+  stretch: { start: number; lines: number; last: [number, number] } | null;
+  blocks: [number, number][];
+}
+
+function extendRun(run: BodyRun, body: [number, number], strong: boolean): void {
+  run.end = body[1];
+  if (strong) {
+    if (run.stretch) {
+      run.stretch.lines++;
+      run.stretch.last = body;
+    } else run.stretch = { start: body[0], lines: 1, last: body };
+  } else closeStretch(run, body);
+}
+
+/** Ends the open stretch; `tail` is the body line after it, which a block's shorter last line is. */
+function closeStretch(run: BodyRun, tail: [number, number] | null): void {
+  const st = run.stretch;
+  if (!st) return;
+  run.stretch = null;
+  const lastLength = st.last[1] - st.last[0];
+  if (st.lines < 2 && lastLength < KEY_BLOB_MIN_CHARS) return;
+  const end = tail && tail[1] - tail[0] < lastLength ? tail[1] : st.last[1];
+  run.blocks.push([st.start, end]);
+}
+
+/** Redacts what a run holds, now that `next` (the armour of the line after it, if any) is known. */
+function settleRun(run: BodyRun, next: KeyLine['armour'], push: Push): void {
+  closeStretch(run, null);
+  if (run.exempt || next === 'end-other') return;
+  if (run.afterPrivate || next === 'private-end' || next === 'private') push(run.start, run.end, 'key_block');
+  else for (const [start, end] of run.blocks) push(start, end, 'key_block');
+}
+
 const hasDigit = (v: string): boolean => /[0-9]/.test(v);
 
 /** Opaque tokens have digits, or are long and mixed-case; prose after "bearer" is neither. */
@@ -209,6 +397,7 @@ const BEARER = /(?<![A-Za-z0-9_])(bearer)[ \t]+([A-Za-z0-9._~+/=-]{8,4096})/dgi;
 
 const PATTERN_FINDERS: Finder[] = [
   privateKeys,
+  keyBlocks,
   whole(/(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{30,255})/g, 'github_token'),
   whole(/(?<![A-Za-z0-9_-])xox[abprs]-[A-Za-z0-9-]{10,255}/g, 'slack_token'),
   // OpenAI (`sk-…`, `sk-proj-…`) and Anthropic (`sk-ant-…`) keys; a digit rules out hyphenated words.

@@ -1,3 +1,4 @@
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createRedactor, MIN_SECRET_VALUE_CHARS } from '../../src/tools/redact.js';
 
@@ -106,6 +107,11 @@ describe('createRedactor: large and hostile input', () => {
     ['unclosed quoted values', fill('password="')],
     ['bearer and authorization', fill('Authorization: bearer ')],
     ['an ini line of blanks', `\npassword = a${' '.repeat(FIVE_MB)}b`],
+    ['base64 lines', fill('MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n')],
+    ['base64 lines with a tool prefix', fill('key.pem:12: MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIB\n')],
+    ['newlines', fill('\n')],
+    ['armour lines', fill('-----BEGIN CERTIFICATE-----\n-----END PRIVATE KEY-----\nAb1\n')],
+    ['one line without a break', fill('Ab1+')],
   ])('completes on 5 MB of %s', (_name, text) => {
     const out = r.redact(text);
     expect(out.text.length).toBeGreaterThan(0);
@@ -119,3 +125,139 @@ describe('createRedactor: large and hostile input', () => {
     expect(out.text).toContain('\uFFFD');
   });
 });
+
+describe('createRedactor: key bodies without their armour', () => {
+  // Keys made at test time, never committed: real bodies in the shapes tools print them.
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const pkcs8 = rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const pkcs1 = rsa.privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'sec1', format: 'pem' }).toString();
+  const spki = rsa.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  // node cannot write OpenSSH's format; its body is base64 of `openssh-key-v1\0` and binary, 70 a line
+  const openssh = wrap(Buffer.concat([Buffer.from('openssh-key-v1\0none\0'), randomBytes(1200)]).toString('base64'), 70);
+  const fileLines = (pem: string): string[] => pem.trimEnd().split('\n');
+  const bodyOf = (pem: string): string[] => fileLines(pem).filter((l) => !l.startsWith('-----'));
+  /** `sed -n 'from,top'` (1-based, inclusive). */
+  const sed = (pem: string, from: number, to: number): string => fileLines(pem).slice(from - 1, to).join('\n');
+
+  function expectNoBodyLine(out: string, body: string[]): void {
+    // every body line at least 8 long: shorter ones could occur by chance in the rest of the text
+    for (const line of body.filter((l) => l.length >= 8)) expect(out).not.toContain(line);
+  }
+
+  it.each([
+    ['PKCS#8 RSA, lines 3-6', () => sed(pkcs8, 3, 6), () => pkcs8],
+    ['PKCS#8 RSA, lines 8-12 with the last full line', () => sed(pkcs8, 8, 12), () => pkcs8],
+    ['PKCS#1 RSA, lines 10-12', () => sed(pkcs1, 10, 12), () => pkcs1],
+    ['EC P-256, its two full lines', () => sed(ec, 2, 3), () => ec],
+    ['OpenSSH, four 70-character lines', () => openssh.split('\n').slice(4, 8).join('\n'), () => openssh],
+  ])('redacts a slice from the middle: %s', (_name, slice, whole) => {
+    const out = r.redact(slice());
+    expect(out).toEqual({ text: '[REDACTED:key_block]', count: 1 });
+    expectNoBodyLine(out.text, bodyOf(whole()));
+  });
+
+  it("keeps read_file's header and redacts the lines it pages", () => {
+    const out = redact(`[lines 8-12 of 28 in key.pem; pass offset=13 to read more]\n${sed(pkcs8, 8, 12)}`);
+    expect(out).toBe('[lines 8-12 of 28 in key.pem; pass offset=13 to read more]\n[REDACTED:key_block]');
+  });
+
+  it('redacts `grep -v -- -----` of a whole key as one block, short last line included', () => {
+    const out = r.redact(`${bodyOf(pkcs8).join('\n')}\n`);
+    expect(out).toEqual({ text: '[REDACTED:key_block]\n', count: 1 });
+    expect(redact(bodyOf(openssh).join('\n'))).toBe('[REDACTED:key_block]');
+  });
+
+  it('redacts body lines behind the prefixes of grep -n, rg, search and cat -n', () => {
+    const body = bodyOf(pkcs8).slice(2, 6);
+    const shapes = [
+      body.map((l, i) => `${i + 3}:${l}`),
+      body.map((l, i) => `key.pem:${i + 3}:${l}`),
+      body.map((l, i) => `key.pem:${i + 3}: ${l}`),
+      body.map((l, i) => `${String(i + 3).padStart(6)}\t${l}`),
+      body.map((l, i) => `${i + 3}-${l}`),
+    ];
+    for (const lines of shapes) {
+      const out = redact(lines.join('\n'));
+      expect(out).toContain('[REDACTED:key_block]');
+      expectNoBodyLine(out, body);
+    }
+  });
+
+  it('redacts even one line or a short last line next to a private-key armour line, whole or cut', () => {
+    const lines = fileLines(pkcs8);
+    const last = lines.length - 1;
+    // tail -n 3: the last full line, the short last line, END
+    expect(redact(sed(pkcs8, last - 1, last + 1))).toBe('[REDACTED:key_block]\n-----END PRIVATE KEY-----');
+    // the END line alone shows what the line before it is
+    expect(redact(sed(pkcs8, last, last + 1))).toBe('[REDACTED:key_block]\n-----END PRIVATE KEY-----');
+    // a BEGIN line cut by a byte range (`tail -c`, a preview) before the first body line
+    expect(redact(`RIVATE KEY-----\n${lines[1]}`)).toBe('RIVATE KEY-----\n[REDACTED:key_block]');
+    expect(redact(`-----BEGIN RSA PRIV\n${lines[1]}`)).toBe('-----BEGIN RSA PRIV\n[REDACTED:key_block]');
+    // a whole BEGIN line and one body line (`head -2`): the private_key rule's, redacted to the end
+    expect(redact(sed(pkcs8, 1, 2))).toBe('[REDACTED:private_key]');
+  });
+
+  it('redacts one long base64 line (a key blob) by itself, and not one line of a key', () => {
+    const der = rsa.privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64');
+    expect(redact(`$ base64 -w0 key.der\n${der}\n`)).toBe('$ base64 -w0 key.der\n[REDACTED:key_block]\n');
+    // a single 64-character line could be a token or a digest; alone it says nothing of a key
+    const one = bodyOf(pkcs8)[5]!;
+    expect(redact(one)).toBe(one);
+  });
+
+  it('keeps certificate and public key bodies whose armour says what they are, but not a slice of one', () => {
+    expect(r.redact(spki)).toEqual({ text: spki, count: 0 });
+    // cut before the BEGIN line: its END line still names it
+    expect(r.redact(sed(spki, 3, 9)).count).toBe(0);
+    expect(r.redact(`-----BEGIN CERTIFICATE-----\n${bodyOf(pkcs8).slice(0, 5).join('\n')}\n-----END CERTIFICATE-----`).count).toBe(0);
+    // with no armour, a public key's lines are as random as a private key's: redacted
+    expect(redact(sed(spki, 2, 5))).toBe('[REDACTED:key_block]');
+  });
+
+  it('redacts the key of a bundle whose cert armour is next to it', () => {
+    // `grep -v PRIVATE` of a certificate followed by its key
+    const cert = `-----BEGIN CERTIFICATE-----\n${bodyOf(spki).join('\n')}\n-----END CERTIFICATE-----`;
+    const out = redact(`${cert}\n${bodyOf(pkcs8).join('\n')}\n`);
+    expect(out).toBe(`${cert}\n[REDACTED:key_block]\n`);
+  });
+
+  it.each([
+    // hex digests are [0-9a-f]: one case only, so never strong; `git rev-list` prints them a line each
+    ['sha256 hex digests, one a line', Array.from({ length: 6 }, (_, i) => createHash('sha256').update(String(i)).digest('hex')).join('\n')],
+    ['git shas, one a line', Array.from({ length: 6 }, (_, i) => createHash('sha1').update(String(i)).digest('hex')).join('\n')],
+    ['upper-case hex fingerprints', 'ABCDEF0123456789ABCDEF0123456789ABCDEF01\n0123456789ABCDEF0123456789ABCDEF01234567'],
+    [
+      'git log',
+      'commit 3f786850e387550fdab836ed7e6dc881de23001b\nAuthor: A Person <a@example.com>\nDate:   Tue Dec 1 08:00:00 2026 +0000\n\n    Fix the token refresh\n',
+    ],
+    // short tokens of base64 characters are words, IDs and short digests: under 40 they are no key line
+    ['short base64-looking tokens', 'dGhpcyBpcyBhIHRva2Vu\nQWxhZGRpbjpvcGVuIHNlc2FtZQ==\nYWJjZGVmZ2hpamtsbW5vcA'],
+    ['words a line', 'Overview\nInstallation\nUsage\nLicense'],
+    [
+      'TypeScript',
+      "import { createHash } from 'node:crypto';\nexport function digest(s: string): string {\n  return createHash('sha256').update(s).digest('base64');\n}\nconst veryLongIdentifierNameWithoutAnyDigitsInIt = digest;",
+    ],
+    // content hashes of public packages, and each line has quotes and blanks: no body line
+    [
+      "a lockfile's integrity fields",
+      `    "node_modules/zod": {\n      "version": "3.23.8",\n      "integrity": "sha512-${createHash('sha512').update('zod').digest('base64')}",\n      "integrity": "sha512-${createHash('sha512').update('vitest').digest('base64')}",\n`,
+    ],
+    ['minified JS', 'var a=function(b){return b.map(function(c){return c*2})};module.exports={a:a,b:"QWxhZGRpbjpvcGVuIHNlc2FtZQ"};'],
+    ['an e-mail quote and markdown rules', '-----Original Message-----\nHello\nThanks\n-----\nRegards'],
+    ['prose', 'The key is rotated every week. Its body is sixty-four characters a line, base64 encoded.'],
+  ])('leaves %s alone', (_name, text) => {
+    expect(r.redact(text)).toEqual({ text, count: 0 });
+  });
+
+  it('is idempotent on redacted key blocks', () => {
+    const once = redact(`${sed(pkcs8, 3, 6)}\nok\n${bodyOf(openssh).join('\n')}`);
+    expect(r.redact(once)).toEqual({ text: once, count: 0 });
+  });
+});
+
+function wrap(s: string, width: number): string {
+  const out: string[] = [];
+  for (let i = 0; i < s.length; i += width) out.push(s.slice(i, i + width));
+  return out.join('\n');
+}
