@@ -241,7 +241,8 @@ function keyLine(text: string, from: number, to: number): KeyLine {
     line.strong = be - bs >= KEY_LINE_MIN_CHARS && upper && lower && other;
     return line;
   }
-  line.armour = armourOf(text.slice(s, e));
+  // most lines are no armour: only those that start or end with dashes are copied out to look at
+  if (text.startsWith('-----', s) || (e - s >= 5 && text.endsWith('-----', e))) line.armour = armourOf(text.slice(s, e));
   line.header = start === to || (!line.armour && PEM_HEADER.test(text.slice(start, Math.min(to, start + 48))));
   return line;
 }
