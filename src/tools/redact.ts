@@ -11,10 +11,11 @@
  * without their armour by one pass over the lines.
  *
  * Kinds: configured, private_key, key_block (key body lines without their BEGIN line: a partial
- * read, `sed -n`, `grep -v -- -----`, a one-line base64 blob), github_token, slack_token, openai_key (also `sk-ant-…`),
- * stripe_key, aws_access_key, jwt, aws_secret_key, bearer, authorization, and for `NAME=value`
- * assignments (env, ini, query strings, flags, JSON keys) password, secret, token, key,
- * credentials. YAML-style `password: x` is not matched: in code it is a type annotation.
+ * read, `sed -n`, `grep -v -- -----`, `tail`, a one-line base64 blob), github_token, slack_token,
+ * openai_key (also `sk-ant-…`), stripe_key, aws_access_key, jwt, aws_secret_key, bearer,
+ * authorization, and for `NAME=value` assignments (env, ini, query strings, flags, JSON keys)
+ * password, secret, token, key, credentials. YAML-style `password: x` is not matched: in code it
+ * is a type annotation.
  *
  * Binary output is not redacted: bytes that are not UTF-8 text are stored as an artifact and
  * never shown as text; `artifact_read` masks the spans this module finds in its hex dump.
