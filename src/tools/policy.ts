@@ -16,7 +16,8 @@ export { PolicyRuleSchema, type PolicyRule } from './policy-rules.js';
  * 1. Shell refusals come first (`shell:unparseable`, `shell:too-many-commands`, `shell:too-deep`,
  *    `shell:dynamic-program`). A command that cannot be parsed, chains more than 16 simple
  *    commands or nests scripts too deep is denied with the parser's reason; so is a program whose
- *    name is an expansion (`$CMD args`, `bash -c "$X"`): nobody can tell what would run.
+ *    name is an expansion (`$CMD args`, `bash -c "$X"`, `sh < f`): nobody can tell what would
+ *    run. A deny rule that matches the latter still names the denial (`echo id | xargs sudo`).
  * 2. Config rules. A rule matches when every field it gives matches: tool (names, `*` glob),
  *    level, untrusted_context, paths, command. Paths: a deny/ask rule needs any touched path to
  *    match a glob, an allow rule needs every touched path to; a call that touches no path never
@@ -31,6 +32,15 @@ export { PolicyRuleSchema, type PolicyRule } from './policy-rules.js';
  *    the decision (`config:<id>` or `config:<1-based position>`).
  * 3. No rule matched: defaults by level — read allows, write asks, execute asks, network denies.
  *    `auto-edit` allows writes; `full-auto` allows writes and execute; network stays denied.
+ * 3a. Opaque commands fail closed (`shell:opaque`): a shell call with a command whose real work
+ *    the parser cannot see (`python3 -c …`, `bash run.sh`, `source f`, `strace cmd`; see
+ *    shell-opaque.ts) is never allowed, by a rule or a mode, while a deny or ask rule with a
+ *    command could match what it hides — one whose other fields (tool, level, untrusted_context)
+ *    match the call; its paths are not compared, since what the command touches is unknown too.
+ *    It asks in ask and auto-edit, and is denied in full-auto, the mode in which the person said
+ *    not to be asked about commands (so a run there does not stop for it, and the model is told
+ *    to run the commands directly), as in deny-all. An ask from a rule that matched the command
+ *    itself stays that rule's ask. Without such a rule it follows the mode.
  * 4. An execute-level call (shell) without bubblewrap that would be allowed asks instead, in
  *    every mode and over allow rules: full-auto never leaves the sandbox, it asks first.
  * 5. `deny-all` turns every ask, from a rule, a default or step 4, into a deny: nobody is there.
@@ -77,9 +87,14 @@ const PRIVATE = { network: false, envAllow: [] as string[] };
 
 /** Decides one call from the config rules, the run mode and the facts of the call. */
 export function decide(rules: readonly PolicyRule[], mode: RunMode, facts: PolicyFacts): PolicyDecision {
-  const refused = shellRefusal(facts.shell);
+  const refused = parseRefusal(facts.shell);
   if (refused) return refused;
-  let d = fromRules(rules.map(compileRule), facts) ?? fromDefaults(mode, facts);
+  const compiled = rules.map(compileRule);
+  const ruled = fromRules(compiled, facts);
+  if (ruled?.decision === 'deny') return ruled;
+  const dynamic = dynamicRefusal(facts.shell);
+  if (dynamic) return dynamic;
+  let d = failClosed(ruled ?? fromDefaults(mode, facts), compiled, mode, facts);
   if (d.decision === 'allow' && facts.level === 'execute' && !facts.sandboxed) {
     d = { decision: 'ask', rule: 'shell:no-sandbox', reason: NO_SANDBOX_REASON, ...PRIVATE };
   }
@@ -90,9 +105,13 @@ export function decide(rules: readonly PolicyRule[], mode: RunMode, facts: Polic
   return d;
 }
 
-function shellRefusal(shell: ParsedCommand | null): PolicyDecision | null {
-  if (!shell) return null;
-  if (!shell.ok) return { decision: 'deny', rule: `shell:${shell.code}`, reason: shell.reason, ...PRIVATE };
+function parseRefusal(shell: ParsedCommand | null): PolicyDecision | null {
+  if (!shell || shell.ok) return null;
+  return { decision: 'deny', rule: `shell:${shell.code}`, reason: shell.reason, ...PRIVATE };
+}
+
+function dynamicRefusal(shell: ParsedCommand | null): PolicyDecision | null {
+  if (!shell?.ok) return null;
   const dyn = shell.commands.find((c) => c.dynamicProgram);
   if (!dyn) return null;
   const reason =
@@ -101,6 +120,24 @@ function shellRefusal(shell: ParsedCommand | null): PolicyDecision | null {
         '(from an expansion or stdin); write its commands literally (single quotes keep $VAR for the inner shell) or save the script to a file first'
       : `cannot tell which program runs: the program name ${JSON.stringify(dyn.argv[0])} is only known at run time; write the program name literally`;
   return { decision: 'deny', rule: 'shell:dynamic-program', reason, ...PRIVATE };
+}
+
+/**
+ * Step 3a: an opaque command under a deny or ask rule that could match what it hides. An ask
+ * from a rule that matched the command itself stands: that rule's author wants to be asked.
+ */
+function failClosed(d: PolicyDecision, rules: CompiledRule[], mode: RunMode, facts: PolicyFacts): PolicyDecision {
+  if (d.decision === 'deny' || (d.decision === 'ask' && d.rule.startsWith('config:')) || !facts.shell?.ok) return d;
+  const hidden = facts.shell.commands.find((c) => c.opaque !== null);
+  if (!hidden) return d;
+  const guard = rules.find((r) => r.decision !== 'allow' && r.prefixes && matchesBase(r, facts, false));
+  if (!guard) return d;
+  const why = `${hidden.opaque}, and policy ${guard.label} (${guard.reason ?? describeRule(guard)}) may match a command it runs`;
+  if (mode === 'full-auto') {
+    const reason = `${why}; run mode full-auto asks nobody, so it is denied — run those commands directly, where the policy can check them, instead of retrying this command`;
+    return { decision: 'deny', rule: 'shell:opaque', reason, ...PRIVATE };
+  }
+  return { decision: 'ask', rule: 'shell:opaque', reason: `${why}, so it needs approval`, ...PRIVATE };
 }
 
 function fromRules(rules: CompiledRule[], facts: PolicyFacts): PolicyDecision | null {
@@ -136,13 +173,13 @@ function matches(r: CompiledRule, facts: PolicyFacts): boolean {
   return cmds.some((c) => prefixes.some((p) => commandMayMatch(c.words, p) || c.wrappers.some((w) => commandMayMatch(w.words, p))));
 }
 
-/** Every field but command. */
-function matchesBase(r: CompiledRule, facts: PolicyFacts): boolean {
+/** Every field but command (and but paths, when `withPaths` is false). */
+function matchesBase(r: CompiledRule, facts: PolicyFacts, withPaths = true): boolean {
   if (r.tools && !r.tools.some((t) => picomatch.isMatch(facts.tool, t))) return false;
   if (r.levels && !r.levels.includes(facts.level)) return false;
   if (r.untrustedContext !== null && r.untrustedContext !== facts.untrustedContext) return false;
   if (r.prefixes && !facts.shell) return false;
-  if (r.paths) {
+  if (r.paths && withPaths) {
     const touched = facts.plan.paths.map((p) => p.path);
     if (touched.length === 0) return false;
     const isMatch = picomatch(r.paths, { dot: true });

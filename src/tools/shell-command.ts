@@ -3,12 +3,14 @@ import path from 'node:path';
 import type { ShCallExpr, ShNode, ShParser, ShRedirect, ShSyntax } from 'mvdan-sh';
 import picomatch from 'picomatch';
 import { evalWord, ShellSource, type ShellWord } from './shell-words.js';
+import { opaqueReason } from './shell-opaque.js';
 import { unwrap, type Wrapper } from './shell-wrappers.js';
 
 // Static analysis of one shell command string (design §8): every simple command it would run,
 // with wrappers (env, sudo, sh -c, xargs, …) seen through, so policy rules match the program that
 // really runs. What cannot be known statically is marked, never guessed: a command that cannot
-// be parsed or chains too many commands is refused, an expansion is kept as its source text.
+// be parsed or chains too many commands is refused, an expansion is kept as its source text, and
+// a command whose real work is elsewhere (`python3 -c …`, `bash run.sh`) says so in `opaque`.
 
 export type { ShellWord, WordKind } from './shell-words.js';
 export type { Wrapper } from './shell-wrappers.js';
@@ -26,6 +28,11 @@ export interface SimpleCommand {
   program: string;
   /** Whether the program name comes from an expansion or glob, so nobody can tell what runs. */
   dynamicProgram: boolean;
+  /**
+   * Why the program's real work is hidden from the parser (inline interpreter code, a shell script
+   * file, a runner it cannot unwrap), as a sentence; null when its argv is what it runs.
+   */
+  opaque: string | null;
   /** argv with how well each word is known. */
   words: ShellWord[];
   /**
@@ -153,20 +160,21 @@ function parseInto(script: string, via: string | null, wrappers: Wrapper[], dept
         const refused = parseInto(step.script, step.via, step.wrappers, depth + 1, acc);
         if (refused) return refused;
       } else {
-        acc.commands.push(toCommand(step.words, step.wrappers, step.kind === 'opaque'));
+        acc.commands.push(toCommand(step.words, step.wrappers, step.kind === 'dynamic', step.kind === 'run' ? step.opaque : undefined));
       }
     }
   }
   return null;
 }
 
-function toCommand(words: ShellWord[], wrappers: Wrapper[], opaque: boolean): SimpleCommand {
+function toCommand(words: ShellWord[], wrappers: Wrapper[], dynamicScript: boolean, opaque: string | undefined): SimpleCommand {
   const head = words[0] as ShellWord;
-  const known = head.kind === 'static' && !opaque;
+  const known = head.kind === 'static' && !dynamicScript;
   return {
     argv: words.map((w) => w.text),
     program: head.kind === 'static' ? path.posix.basename(head.text) : head.text,
     dynamicProgram: !known,
+    opaque: known ? (opaque ?? opaqueReason(words)) : null,
     words,
     wrappers,
   };

@@ -215,6 +215,140 @@ describe('shell commands', () => {
   });
 });
 
+describe('opaque commands fail closed while a deny rule could match them', () => {
+  const noSudo = rules({ tool: 'shell', command: 'sudo', decision: 'deny', reason: 'no sudo here' });
+  const allowAll = rules({ tool: '*', decision: 'allow' });
+  const ruleReason = 'denied by policy rule 1 (no sudo here); do not retry this command';
+
+  // Wrappers whose inner command can be found: the sudo rule itself matches, with its reason.
+  const seenThrough = [
+    'chroot / sudo id',
+    'chroot --userspec=1:1 /srv sudo id',
+    "script -qc 'sudo id' /dev/null",
+    "script /dev/null -q --command='sudo id'",
+    'dbus-launch sudo id',
+    'dbus-launch --exit-with-session sudo id',
+    "git -c alias.x='!sudo id' x",
+    "git -C . -c alias.x='!f() { sudo id; }; f' x",
+    "git rebase -x 'sudo id' HEAD~2",
+    'git bisect run sudo id',
+    "git submodule foreach 'sudo id'",
+    'echo id | xargs sudo',
+    'find . -exec sudo id \\;',
+    'nohup sudo id',
+    'timeout 5 sudo id',
+    'nice -n 5 sudo id',
+    'setsid sudo id',
+    'flock /tmp/l sudo id',
+    "flock -w 3 /tmp/l -c 'sudo id'",
+    'env -i sudo id',
+    'exec sudo id',
+    "bash -c 'source <(echo) ; sudo id'",
+  ];
+  it.each(seenThrough)('the sudo rule denies %s in every mode', (cmd) => {
+    for (const mode of MODES) {
+      expect(decide([...noSudo, ...allowAll], mode, sh(cmd)), mode).toMatchObject({ decision: 'deny', rule: 'config:1', reason: ruleReason });
+    }
+  });
+
+  // Commands whose real work the parser cannot see: ask where a person answers, deny where none does.
+  const opaque = [
+    'bash run.sh',
+    'sh run.sh',
+    'zsh run.sh',
+    'dash run.sh',
+    'ksh -e run.sh',
+    'fish run.fish',
+    'fish -c "sudo id"',
+    'source run.sh',
+    '. ./run.sh',
+    './run.sh',
+    'chmod +x run.sh && ./run.sh',
+    'timeout 5 bash run.sh',
+    'python3 -c "import os; os.system(\'sudo id\')"',
+    "python -c 'import os'",
+    "python3.12 -Sc 'import os'",
+    'echo "import os" | python3',
+    "perl -e 'system(\"sudo id\")'",
+    "perl -E 'say 1'",
+    "perl -lne 'print' f",
+    "node -e 'require(\"child_process\").execSync(\"sudo id\")'",
+    "node -p '1'",
+    "node --eval '1'",
+    "node --input-type=module -e '1'",
+    "ruby -e 'system(\"sudo id\")'",
+    "php -r 'system(\"sudo id\");'",
+    "lua -e 'os.execute(\"sudo id\")'",
+    "deno eval 'Deno.exit()'",
+    "osascript -e 'do shell script \"sudo id\"'",
+    'tclsh < x.tcl',
+    "awk 'BEGIN{system(\"sudo id\")}'",
+    "gawk 'BEGIN { print \"id\" | \"sudo sh\" }'",
+    "mawk -v c='sudo id' 'BEGIN { while ((c | getline l) > 0) print l }'",
+    "git -c core.pager='sudo id' log",
+    "git -c core.sshCommand='sudo ssh' fetch",
+    'git --config-env=alias.x=CMD x',
+    'strace -f sudo id',
+    'unshare -r sudo id',
+    "tmux new-session -d 'sudo id'",
+  ];
+  it.each(opaque)('%s: denied in full-auto and deny-all, asked about in ask and auto-edit', (cmd) => {
+    const r = [...noSudo, ...allowAll];
+    expect(decide(r, 'full-auto', sh(cmd))).toMatchObject({
+      decision: 'deny',
+      rule: 'shell:opaque',
+      reason: expect.stringMatching(/policy rule 1 \(no sudo here\) may match a command it runs; run mode full-auto asks nobody, so it is denied/),
+    });
+    expect(decide(r, 'deny-all', sh(cmd))).toMatchObject({ decision: 'deny', rule: 'mode:deny-all', reason: expect.stringContaining('no sudo here') });
+    for (const mode of ['ask', 'auto-edit'] as const) {
+      expect(decide(r, mode, sh(cmd)), mode).toMatchObject({ decision: 'ask', rule: 'shell:opaque', reason: expect.stringContaining('so it needs approval') });
+    }
+    // without bubblewrap too: the denial does not become the no-sandbox question
+    expect(decide(noSudo, 'full-auto', sh(cmd, { sandboxed: false }))).toMatchObject({ decision: 'deny', rule: 'shell:opaque' });
+  });
+
+  it('says what it could not see and what to do instead', () => {
+    expect(decide(noSudo, 'full-auto', sh('bash run.sh')).reason).toBe(
+      '"bash run.sh" runs the shell script run.sh, whose commands the policy cannot see, and policy rule 1 (no sudo here) may match a command it runs; ' +
+        'run mode full-auto asks nobody, so it is denied — run those commands directly, where the policy can check them, instead of retrying this command',
+    );
+  });
+
+  it('still allows ordinary commands in full-auto with the rule present', () => {
+    const ordinary = [
+      'ls', 'git status', 'rg foo', 'cat a.txt', 'timeout 5 ls', 'nice -n 5 make', 'npm test', 'make', 'npx vitest run', 'python3 -m pytest',
+      'python3 x.py', 'node build.js', 'node --version', "awk '{print $1}' a.txt", "awk -F'|' '{ print $2 }' a.txt", 'bash -n run.sh',
+      'git -c user.name=x commit -m y', "find . -name '*.ts' -exec wc -l {} +", "script -qc 'ls' /dev/null", 'flock /tmp/l ls',
+    ];
+    for (const cmd of ordinary) expect(decide(noSudo, 'full-auto', sh(cmd)), cmd).toMatchObject({ decision: 'allow', rule: 'mode:full-auto' });
+  });
+
+  it('lets opaque commands follow the mode when no rule with a command could match them', () => {
+    expect(decide([], 'full-auto', sh('bash run.sh'))).toMatchObject({ decision: 'allow', rule: 'mode:full-auto' });
+    expect(decide(allowAll, 'ask', sh('python3 -c "import os"'))).toMatchObject({ decision: 'allow', rule: 'config:1' });
+    expect(decide([], 'ask', sh('source run.sh'))).toMatchObject({ decision: 'ask', rule: 'default:execute' });
+    // rules that cannot apply to this call: another tool, another level, paths only, untrusted content only
+    const others = rules(
+      { tool: 'mcp_*', command: 'sudo', decision: 'deny' },
+      { level: 'network', command: 'sudo', decision: 'deny' },
+      { paths: ['secrets/**'], decision: 'deny' },
+      { untrusted_context: true, command: 'sudo', decision: 'deny' },
+    );
+    expect(decide(others, 'full-auto', sh('bash run.sh'))).toMatchObject({ decision: 'allow', rule: 'mode:full-auto' });
+    expect(decide(others, 'full-auto', sh('bash run.sh', { untrustedContext: true }))).toMatchObject({ decision: 'deny', rule: 'shell:opaque' });
+  });
+
+  it('fails closed under an ask rule too, and compares no paths, which an opaque command does not show', () => {
+    const askPublish = rules({ command: 'npm publish', decision: 'ask' });
+    expect(decide(askPublish, 'full-auto', sh('bash release.sh'))).toMatchObject({ decision: 'deny', rule: 'shell:opaque' });
+    expect(decide(askPublish, 'auto-edit', sh('bash release.sh'))).toMatchObject({ decision: 'ask', rule: 'shell:opaque' });
+    // an ask rule that matches the command itself still asks, in full-auto too
+    expect(decide(rules({ command: 'bash', decision: 'ask' }), 'full-auto', sh('bash release.sh'))).toMatchObject({ decision: 'ask', rule: 'config:1' });
+    const scoped = rules({ command: 'rm', paths: ['secrets/**'], decision: 'deny' });
+    expect(decide(scoped, 'full-auto', sh('bash clean.sh'))).toMatchObject({ decision: 'deny', rule: 'shell:opaque' });
+  });
+});
+
 describe('sandbox and network', () => {
   it('asks for shell without bubblewrap, over allow rules and full-auto', () => {
     const unsandboxed = (cmd: string): PolicyFacts => sh(cmd, { sandboxed: false });

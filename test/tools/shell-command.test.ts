@@ -115,6 +115,15 @@ describe('parseShellCommand: wrappers are seen through', () => {
     ["su -c 'git push' root", ['git', 'push']],
     ["trap 'git push' EXIT", ['git', 'push']],
     ["alias p='git push'", ['git', 'push']],
+    ['chroot / git push', ['git', 'push']],
+    ['chroot --userspec 1:1 --groups=2 /srv git push', ['git', 'push']],
+    ['dbus-launch --exit-with-session git push', ['git', 'push']],
+    ['flock -w 5 /tmp/lock git push', ['git', 'push']],
+    ["flock /tmp/lock -c 'git push'", ['git', 'push']],
+    ["script -qc 'git push' /dev/null", ['git', 'push']],
+    ["script -qfec 'git push' /dev/null", ['git', 'push']],
+    ["script /dev/null --command 'git push'", ['git', 'push']],
+    ['setsid -f git push', ['git', 'push']],
   ])('%s runs %j', (command, argv) => {
     const c = only(command);
     expect(c.argv).toEqual(argv);
@@ -137,6 +146,23 @@ describe('parseShellCommand: wrappers are seen through', () => {
     expect(only('sudo -l').program).toBe('sudo');
     expect(only('command -v git').program).toBe('command');
     expect(only('bash script.sh').program).toBe('bash');
+  });
+
+  it('adds what git config and git subcommands run', () => {
+    // git hands a `!` alias to the shell: its sudo stays visible as a wrapper
+    expect(argvs("git -c alias.x='!sudo id' x")).toEqual([['git', '-c', 'alias.x=!sudo id', 'x'], ['id']]);
+    expect(parsed("git -c alias.x='!sudo id' x").commands[1]!.wrappers.map((w) => w.words[0]!.text)).toEqual(['git', 'sudo']);
+    expect(argvs('git -c alias.p=push p origin')).toEqual([['git', '-c', 'alias.p=push', 'p', 'origin'], ['git', 'push']]);
+    expect(argvs("git rebase --exec 'make test' main")).toEqual([['git', 'rebase', '--exec', 'make test', 'main'], ['make', 'test']]);
+    expect(argvs('git bisect run npm test')).toEqual([['git', 'bisect', 'run', 'npm', 'test'], ['npm', 'test']]);
+    expect(argvs("git submodule foreach --recursive 'git pull'")).toEqual([['git', 'submodule', 'foreach', '--recursive', 'git pull'], ['git', 'pull']]);
+  });
+
+  it('refuses a wrapper that would start a shell reading stdin', () => {
+    expect(only('chroot /srv').dynamicProgram).toBe(true);
+    expect(only('script /dev/null').dynamicProgram).toBe(true);
+    expect(only('fish').dynamicProgram).toBe(true);
+    expect(only('script --version').dynamicProgram).toBe(false);
   });
 
   it('adds the command find -exec runs', () => {
@@ -192,6 +218,59 @@ describe('parseShellCommand: words and dynamic parts', () => {
 
   it('keeps non-ASCII text intact around placeholders', () => {
     expect(only('echo "é $X ü"').argv).toEqual(['echo', 'é $X ü']);
+  });
+});
+
+describe('parseShellCommand: opaque commands say why', () => {
+  const opaque = (command: string): string | null => {
+    const c = parsed(command).commands.find((x) => x.opaque !== null);
+    return c ? c.opaque : null;
+  };
+
+  it.each([
+    ['bash run.sh', '"bash run.sh" runs the shell script run.sh, whose commands the policy cannot see'],
+    ['bash -e -o pipefail run.sh arg', 'runs the shell script run.sh'],
+    ['sh -c "bash run.sh"', 'runs the shell script run.sh'],
+    ['source ./env.sh', '"source ./env.sh" runs the shell script ./env.sh in this shell'],
+    ['. run.sh', 'runs the shell script run.sh in this shell'],
+    ['./run.sh', '"./run.sh" runs the shell script ./run.sh'],
+    ['exec scripts/deploy.bash', 'runs the shell script scripts/deploy.bash'],
+    ['fish -c "ls"', 'runs fish code, whose syntax the policy does not parse'],
+    ["python3 -c 'print(1)'", "\"python3 -c print(1)\" runs inline python3 code"],
+    ["python -Ic 'print(1)'", 'runs inline python code'],
+    ['/usr/bin/python3.12 -c x', 'runs inline python3.12 code'],
+    ['python3', 'runs python3 code read from stdin'],
+    ['python3 - < x.py', 'runs python3 code read from stdin'],
+    ["perl -ne 'print' f", 'runs inline perl code'],
+    ["node -pe '1'", 'runs inline node code'],
+    ["node --eval='1'", 'runs inline node code'],
+    ["bun -e '1'", 'runs inline bun code'],
+    ["ruby -rjson -e '1'", 'runs inline ruby code'],
+    ["php -r 'echo 1;'", 'runs inline php code'],
+    ["lua5.4 -e 'x=1'", 'runs inline lua5.4 code'],
+    ["pwsh -Command 'ls'", 'runs inline pwsh code'],
+    ["Rscript -e 'system(\"id\")'", 'runs inline Rscript code'],
+    ["awk 'BEGIN { system(\"id\") }'", 'runs an awk program that starts commands'],
+    ["awk -e 'BEGIN { print | \"sh\" }'", 'runs an awk program that starts commands'],
+    ["gawk -l ordchr 'BEGIN { print 1 }'", 'loads an awk extension'],
+    ['awk "$PROG" f', 'runs an awk program only known at run time'],
+    ['valgrind --tool=memcheck ./a.out', 'valgrind runs a command the policy cannot pick out of its options'],
+    ["git -c core.editor='vim' commit", 'sets git config core.editor, which runs a command'],
+    ['git -c credential.https://x.helper=store push', 'sets git config credential.https://x.helper'],
+    ["git -c 'diff.x.textconv=cat' diff", 'sets git config diff.x.textconv'],
+    ['git --exec-path=./bin x', 'runs git commands from ./bin'],
+    ['git filter-branch --tree-filter "rm x" HEAD', 'runs filter commands'],
+  ])('%s is opaque', (command, why) => {
+    expect(opaque(command)).toContain(why);
+  });
+
+  it.each([
+    'ls -la', 'git status', 'rg foo', 'cat a.txt', 'timeout 5 ls', 'bash --version', 'bash -n run.sh', 'node --version', 'node build.js',
+    'python3 -m pytest -q', 'python3 -mpytest', 'python3 manage.py test', 'python3 -V', 'perl script.pl', 'npm test', 'make -j4', 'npx vitest run',
+    "awk '{ print $1 }' a.txt", "awk -F'|' -v OFS=, '{ print $2 }' a.txt", 'awk -f prog.awk a.txt', "awk '$1 == 1 || $2 == 2' a.txt",
+    'git -c user.name=x -c color.ui=always commit -m y', 'git -c user.email="$EMAIL" commit', 'tmux -V', 'source', 'runme.shx',
+  ])('%s is not opaque', (command) => {
+    expect(opaque(command)).toBeNull();
   });
 });
 
