@@ -52,6 +52,10 @@ export const STORE_CODES = {
   invalidEvent: 'store.invalid_event',
   publishUnknown: 'store.publish_unknown',
   publishRejected: 'store.publish_rejected',
+  /** A blob the log names (model output stored whole) is not in the blob store. */
+  blobMissing: 'store.blob_missing',
+  /** A commit is larger than the server takes in one message (max_payload): retrying cannot help. */
+  commitTooLarge: 'store.commit_too_large',
 } as const;
 
 /** Narrows an unknown thrown value to an ActorloopError with the given code. */

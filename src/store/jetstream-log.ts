@@ -2,7 +2,7 @@ import {
   DeliverPolicy, JetStreamApiCodes, JetStreamApiError,
   type JetStreamClient, type JetStreamManager, type MsgRequest,
 } from '@nats-io/jetstream';
-import { ClosedConnectionError, DrainingConnectionError } from '@nats-io/nats-core';
+import { ClosedConnectionError, DrainingConnectionError, InvalidArgumentError } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { StoreError, STORE_CODES } from '../protocol/errors.js';
@@ -50,7 +50,7 @@ interface PendingCommit {
 }
 
 type Outcome = { kind: 'stored'; streamSeq: number } | { kind: 'fenced'; cause: unknown }
-  | { kind: 'rejected'; cause: unknown } | { kind: 'unknown'; cause: unknown; final: boolean };
+  | { kind: 'rejected'; cause: unknown } | { kind: 'too_large'; cause: unknown } | { kind: 'unknown'; cause: unknown; final: boolean };
 
 /** Pauses between attempts: short at first (a lost ack), then about once a second (NATS restarting). */
 const BACKOFF_MS = [100, 200, 400, 800, 1_000];
@@ -145,6 +145,9 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
       if (ack.duplicate && !(await storedIsOurs(ack.seq, p))) return { kind: 'fenced', cause: 'duplicate msg id' };
       return { kind: 'stored', streamSeq: ack.seq };
     } catch (err) {
+      // nats.js refuses a message over the server's max_payload before sending a byte: nothing was
+      // stored, and the same bytes would be refused again, so this is final, never retried
+      if (err instanceof InvalidArgumentError) return { kind: 'too_large', cause: err };
       if (err instanceof JetStreamApiError) {
         if (transientApiError(err)) return { kind: 'unknown', cause: err, final: false };
         if (err.code !== JetStreamApiCodes.StreamWrongLastSequence) return { kind: 'rejected', cause: err };
@@ -190,6 +193,12 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
         pending = undefined;
         throw new StoreError(STORE_CODES.publishRejected, `log of ${actorId} refused a commit: ${(last.cause as Error).message}`,
           { cause: last.cause });
+      case 'too_large':
+        pending = undefined;
+        throw new StoreError(STORE_CODES.commitTooLarge,
+          `commit of ${Buffer.byteLength(p.payload)} bytes (${p.events.map((e) => e.type).join(', ')}) to the log of ${actorId} ` +
+            `is larger than the NATS server takes in one message (max_payload: ${(last.cause as Error).message}); it was not stored`,
+          { cause: last.cause, retryable: false, hint: 'this is a bug: content this large belongs in the blob store; report it with `actorloop events` of this agent' });
       case 'unknown':
         // only a closed connection, a stopped writer or an explicit attempt bound gets here
         p.key ??= canonicalJson(p.drafts);

@@ -309,6 +309,20 @@ describe('JetStream log', () => {
     expect(seen.map((e) => e.seq)).toEqual([5, 6, 7, 8]);
   });
 
+  it('refuses a commit over max_payload for good: store.commit_too_large at once, never a retry loop', async () => {
+    const actor = newId('agent');
+    // unbounded retries, as an actor's writer has: a too-large commit must not wait in them
+    const log = createJetStreamLog({ js: bus.logJs, rootId: root, actorId: actor, position: fresh(), epoch: 1 });
+    const started = Date.now();
+    const err = await log.commit([say('x'.repeat(2 * 1024 * 1024))]).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'store.commit_too_large', retryable: false });
+    expect((err as Error).message).toMatch(/larger than the NATS server takes in one message/);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // nothing was stored, the position stands, and the writer goes on
+    expect(log.position()).toEqual(fresh());
+    expect((await log.commit([say('small')])).map((e) => e.seq)).toEqual([1]);
+  });
+
   it('throws store.invalid_event with the stream seq for an undecodable message', async () => {
     const actor = newId('agent');
     const ack = await bus.js.publish(logSubject(root, actor), '{"events": [{"type": "nope"}]}');
