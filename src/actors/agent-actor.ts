@@ -5,6 +5,7 @@ import type { InboxMessage } from '../protocol/inbox.js';
 import type { ModelAdapter, ModelStreamEvent, PreparedRequest } from '../model/model-port.js';
 import type { Price } from '../model/pricing.js';
 import type { BlobStore } from '../store/blob-port.js';
+import { OutputTexts } from './output-blobs.js';
 import type { ActorLogWriter } from '../store/log-port.js';
 import { foldEvent, PROJECTION_VERSION, type Projection } from '../store/projection.js';
 import type { SnapshotStore } from '../store/snapshots.js';
@@ -85,6 +86,8 @@ export class AgentActor {
   turnAbort = new AbortController();
   /** Prepared requests of this incarnation by digest, so an attempt need not re-read its blob. */
   readonly prepared = new Map<string, PreparedRequest>();
+  /** Whole texts of the model output the log keeps as blobs (made on first use: most agents have none). */
+  private outputTexts: OutputTexts | null = null;
   private toolRunner: ToolRunner | null = null;
 
   private readonly snapshotEvery: number;
@@ -119,6 +122,11 @@ export class AgentActor {
   /** Runs the tool calls of the open step, in parallel where their resources allow (made on first use). */
   get runner(): ToolRunner {
     return (this.toolRunner ??= new ToolRunner(this));
+  }
+
+  /** Whole texts of blob-stored model output: the next request's history, the open step's calls. */
+  get outputs(): OutputTexts {
+    return (this.outputTexts ??= new OutputTexts(this.ports.blobs));
   }
 
   /** The approvals this actor waits on (made on first use: a parked agent has none). */
@@ -437,8 +445,13 @@ export class AgentActor {
     // Resolved only once the turn/end is committed: a caller may exit right after.
     const waiters = this.turnWaiters;
     this.turnWaiters = [];
+    // a blob-stored answer is handed over whole: the caller prints what the person asked for
+    const whole = e.data.answerRef ? this.outputs.load(e.data.answerRef).catch(() => null) : null;
+    this.outputTexts?.reset();
     if (waiters.length > 0) {
-      this.waiters.push({ seq: e.seq, resolve: () => waiters.forEach((w) => w(ended)), reject: () => {} });
+      const hand = (answer: string | null): void => waiters.forEach((w) => w(answer === null ? ended : { ...ended, answer }));
+      const resolve = (): void => void (whole ?? Promise.resolve(null)).then(hand);
+      this.waiters.push({ seq: e.seq, resolve, reject: () => {} });
     }
   }
 

@@ -1,6 +1,6 @@
 import { derivedId, newId } from '../protocol/ids.js';
 import { assertNever } from '../protocol/errors.js';
-import { ZERO_USAGE } from '../protocol/history.js';
+import { ZERO_USAGE, type ToolCallRequest } from '../protocol/history.js';
 import type { AgentActor } from './agent-actor.js';
 import { abortReason, ensureModel, estimateUsage, costFor, prepare, scope, settings } from './effect-helpers.js';
 import { sleep } from '../protocol/sleep.js';
@@ -18,6 +18,9 @@ export { DEFAULT_INSTRUCTIONS, MAX_OBSERVATION_BYTES, TURN_DEFAULTS, modelName, 
 export async function performEffect(a: AgentActor, effect: Effect): Promise<void> {
   const p = effect.params;
   const name = effect.name as EffectName;
+  // Calls are planned synchronously (policy, scheduling): blob-stored arguments of the open step
+  // are read first (after a rehydrate nothing of them is in memory yet).
+  if (PLANS_CALLS.has(name)) await a.outputs.loadCalls(a.projection.pending.calls);
   switch (name) {
     case 'startTurn': {
       const items = (p.messageIds as string[]).map((id) => ({ id, item: a.projection.inbox[id] }));
@@ -162,14 +165,21 @@ type EffectName =
   | 'startTool' | 'rejectCall' | 'denyCall' | 'reconcileCall' | 'settleReconciled'
   | 'cancelCall' | 'markOutcomeUnknown' | 'endStep' | 'endTurn';
 
-function dispatchCalls(a: AgentActor, calls: Array<{ id: string; name: string; arguments: string }>, budget: number | null): void {
+/** Effects that plan the open step's calls, and so need their whole arguments in memory. */
+const PLANS_CALLS: ReadonlySet<EffectName> = new Set<EffectName>([
+  'decidePolicy', 'requestApproval', 'startTool', 'reconcileCall', 'settleReconciled',
+]);
+
+async function dispatchCalls(a: AgentActor, calls: ToolCallRequest[], budget: number | null): Promise<void> {
   const s = settings(a);
   const { step } = scope(a);
   const known = new Set(a.projection.pending.calls.map((c) => c.callId));
   let valid = 0;
+  // the tool is judged on the whole arguments, the log keeps the blob's reference (and a preview)
+  await a.outputs.loadCalls(calls);
   calls.forEach((call, index) => {
     const callId = derivedId('call', step, String(index));
-    const r = a.ports.tools.resolveCall(call.name, call.arguments, s.tools, { workspace: s.workspace });
+    const r = a.ports.tools.resolveCall(call.name, a.outputs.argumentsOf(call), s.tools, { workspace: s.workspace });
     const withinBudget = r.status !== 'valid' || budget === null || valid < budget;
     if (r.status === 'valid') valid += 1;
     if (known.has(callId)) return;
@@ -182,6 +192,7 @@ function dispatchCalls(a: AgentActor, calls: Array<{ id: string; name: string; a
         providerId: call.id,
         name: call.name,
         arguments: call.arguments,
+        ...(call.argumentsRef ? { argumentsRef: call.argumentsRef } : {}),
         status: r.status,
         error: r.status === 'valid' ? null : r.error,
         effects: r.status === 'valid' ? r.effects.effects : null,

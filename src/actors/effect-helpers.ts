@@ -49,8 +49,9 @@ export async function prepare(a: AgentActor): Promise<PreparedRequest> {
     instructions: s.instructions,
     tools: a.ports.tools.specs(s.tools),
     // A copy: the projection keeps appending to its history, and a prepared request must keep
-    // saying what was sent (its body already does; `request` must not drift from it).
-    messages: [...a.projection.history],
+    // saying what was sent (its body already does; `request` must not drift from it). Model
+    // output the log keeps as a blob is sent whole.
+    messages: await a.outputs.history(a.projection.history),
     maxOutputTokens: s.maxOutputTokens ?? null,
     ...(s.outputSchema ? { outputSchema: s.outputSchema } : {}),
     ...(s.effort ? { effort: s.effort } : {}),

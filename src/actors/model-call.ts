@@ -1,8 +1,10 @@
 import type { ModelOutput } from '../model/model-port.js';
 import { checkAnswer } from '../model/output-schema.js';
+import { hasCode } from '../protocol/errors.js';
 import type { Usage } from '../protocol/history.js';
 import type { AgentActor } from './agent-actor.js';
 import { abortReason, costFor, ensureModel, estimateUsage, prepare, scope, settings } from './effect-helpers.js';
+import { maxOutputBytesOf, OUTPUT_TOO_LARGE, outputBytes, outputTooLarge, storeOutput } from './output-blobs.js';
 
 /**
  * One model attempt: commits what is staged (the attempt's intent), streams the prepared request,
@@ -31,6 +33,9 @@ export async function callModel(a: AgentActor, attemptId: string, digest: string
   const forward = (): void => attempt.abort(signal.reason);
   signal.addEventListener('abort', forward, { once: true });
   let streamed = 0;
+  // The cap is checked as the output streams in: an endless answer is stopped, never held whole.
+  const cap = maxOutputBytesOf(settings(a));
+  let outBytes = 0;
   let output: ModelOutput | null = null;
   try {
     if (signal.aborted) throw new Error('aborted before the request was sent');
@@ -40,7 +45,14 @@ export async function callModel(a: AgentActor, attemptId: string, digest: string
         output = ev.output;
         break;
       }
-      streamed += ev.type === 'text_delta' ? ev.text.length : ev.argumentsDelta.length;
+      const text = ev.type === 'text_delta' ? ev.text : ev.argumentsDelta;
+      streamed += text.length;
+      outBytes += Buffer.byteLength(text);
+      if (outBytes > cap) {
+        const tooLarge = outputTooLarge(cap, outBytes);
+        attempt.abort(tooLarge);
+        throw tooLarge;
+      }
       a.ports.onDelta?.(ev);
       if (first) {
         first = false;
@@ -48,6 +60,8 @@ export async function callModel(a: AgentActor, attemptId: string, digest: string
       }
     }
     if (!output) throw new Error('model stream ended without a final output');
+    // an adapter may hand the output over whole, with no deltas
+    if (outputBytes(output) > cap) throw outputTooLarge(cap, outputBytes(output));
   } catch (err) {
     signal.removeEventListener('abort', forward);
     if ((err as { code?: string }).code === 'actor.dropped') throw err;
@@ -68,7 +82,10 @@ export async function callModel(a: AgentActor, attemptId: string, digest: string
       });
       return;
     }
-    const info = model.classifyError(err);
+    // our own stop at the cap is no adapter's error to classify: final, since a retry would do it again
+    const info = hasCode(err, OUTPUT_TOO_LARGE)
+      ? { class: OUTPUT_TOO_LARGE, message: err.message, retryable: false, retryAfterMs: null }
+      : model.classifyError(err);
     const index = a.projection.openAttempt?.index ?? 1;
     const backoffMs = info.retryable
       ? (info.retryAfterMs ?? Math.round(Math.min(8000, 250 * 2 ** (index - 1)) * (0.5 + Math.random() / 2)))
@@ -90,6 +107,8 @@ export async function callModel(a: AgentActor, attemptId: string, digest: string
   }
   signal.removeEventListener('abort', forward);
   const latencyMs = Math.round(a.ports.clock.nowMs() - started);
+  // Output too big for a commit goes to the blob store first: the events name it by digest.
+  const stored = await storeOutput(output, a.ports.blobs, a.outputs);
   // An accepted output and its attempt/end are one commit: both are staged before any flush.
   a.stage({
     type: 'attempt/end',
@@ -99,12 +118,18 @@ export async function callModel(a: AgentActor, attemptId: string, digest: string
   // A final answer must match the turn's output schema; a refused one goes back to the model.
   const refusal = output.toolCalls.length === 0 ? checkAnswer(settings(a).outputSchema ?? null, output.content) : null;
   if (refusal !== null) {
-    a.stage({ type: 'assistant/rejected', ...ids, data: { reason: refusal, content: output.content } });
+    const data = { reason: refusal, content: stored.content, ...(stored.contentRef ? { contentRef: stored.contentRef } : {}) };
+    a.stage({ type: 'assistant/rejected', ...ids, data });
     return;
   }
   a.stage({
     type: 'assistant/accepted',
     ...ids,
-    data: { content: output.content, toolCalls: output.toolCalls, finishReason: output.finishReason },
+    data: {
+      content: stored.content,
+      toolCalls: stored.toolCalls,
+      finishReason: output.finishReason,
+      ...(stored.contentRef ? { contentRef: stored.contentRef } : {}),
+    },
   });
 }

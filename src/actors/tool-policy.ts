@@ -8,6 +8,7 @@ import { parseShellCommand, type ParsedCommand } from '../tools/shell-command.js
 import type { ExecutionPlan, ResourceKey, ToolDefinition } from '../tools/tool.js';
 import type { AgentActor } from './agent-actor.js';
 import { scope, settings } from './effect-helpers.js';
+import { clipStrings } from './output-blobs.js';
 
 // The policy side of the tool pipeline (design §8): the normalized execution plan of a call,
 // the decision on it, approvals bound to that plan, and the answers people give.
@@ -26,7 +27,7 @@ export interface CallPlan {
 export function planCall(a: AgentActor, call: OpenCall): CallPlan {
   const s = settings(a);
   const ctx = { workspace: s.workspace };
-  const r = a.ports.tools.resolveCall(call.name, call.arguments, s.tools, ctx);
+  const r = a.ports.tools.resolveCall(call.name, a.outputs.argumentsOf(call), s.tools, ctx);
   // e.g. resumed by a runtime whose registry no longer offers the tool: denied, not a crash
   if (r.status !== 'valid') throw new ToolError('tool.unresolvable', `the call no longer resolves: ${r.error}`);
   const resources = r.tool.resources(r.input, ctx);
@@ -134,7 +135,8 @@ export function requestApproval(a: AgentActor, callId: string, confirmUnknown = 
       toolVersion: planned.tool.version,
       planDigest: planned.digest,
       expiresAt: a.ports.clock.nowMs() + a.ports.tooling.approvalTtlMs,
-      plan: planned.plan as unknown as Record<string, unknown>,
+      // bound to the whole plan by its digest; what the log shows a person cuts blob-stored input
+      plan: (call.argumentsRef ? clipStrings(planned.plan, call.argumentsRef) : planned.plan) as Record<string, unknown>,
       scope: planned.resources,
       ...(last ? { rule: last.rule, reason: last.reason } : {}),
     },

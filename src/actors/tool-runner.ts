@@ -6,6 +6,7 @@ import type { OpenCall } from '../store/projection.js';
 import type { AgentActor } from './agent-actor.js';
 import { abortReason, scope, settings } from './effect-helpers.js';
 import { planCall, type CallPlan } from './tool-policy.js';
+import { clipStrings } from './output-blobs.js';
 import { ToolError } from '../protocol/errors.js';
 
 /** The tool's record of what a call is about to change (undefined: it keeps none, or could not take it). */
@@ -157,7 +158,16 @@ export class ToolRunner {
     const e = a.stage({
       type: 'tool/start',
       ...ids,
-      data: { name: call.name, input: planned.input, effects, idempotencyKey: key, rerun, ...(preimage !== undefined ? { preimage } : {}) },
+      data: {
+        name: call.name,
+        // blob-stored arguments: their parse is recorded with long strings cut, and the blob named
+        input: call.argumentsRef ? clipStrings(planned.input, call.argumentsRef) : planned.input,
+        effects,
+        idempotencyKey: key,
+        rerun,
+        ...(call.argumentsRef ? { argumentsRef: call.argumentsRef } : {}),
+        ...(preimage !== undefined ? { preimage } : {}),
+      },
     });
     if (rerun) {
       const why = semantics.effects === 'none' ? 'it has no side effects'

@@ -42,6 +42,8 @@ export const ConfigFileSchema = z.strictObject({
   trust_workspace_policy: z.boolean().optional(),
   /** Tool output over this many bytes becomes an artifact the model reads in parts. */
   observation_budget_bytes: z.number().int().min(1024).max(512 * 1024).optional(),
+  /** One model answer (text and tool-call arguments) over this many bytes is stopped and fails the step. */
+  max_model_output_bytes: z.number().int().min(1024).max(256 * 1024 * 1024).optional(),
   /** How long an approval request stays open before the call is denied. */
   approval_ttl_seconds: z.number().positive().optional(),
   /** Calls of one step that may run at once. */

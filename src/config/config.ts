@@ -48,6 +48,7 @@ export const EffectiveConfigSchema = z.object({
   /** Workspace rules that were not applied, and why (for `doctor`). */
   policyNotes: z.array(z.string()),
   observationBudgetBytes: z.number().int().positive(),
+  maxModelOutputBytes: z.number().int().positive(),
   approvalTtlMs: z.number().int().positive(),
   maxParallelCalls: z.number().int().positive(),
   /** Names (never values) of environment variables whose values are redacted from tool output. */
@@ -128,6 +129,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     policyRules: policy.rules,
     policyNotes: policy.notes,
     observationBudgetBytes: file.observation_budget_bytes ?? 16 * 1024,
+    maxModelOutputBytes: file.max_model_output_bytes ?? 8 * 1024 * 1024,
     approvalTtlMs: Math.round((file.approval_ttl_seconds ?? 24 * 60 * 60) * 1000),
     maxParallelCalls: file.max_parallel_calls ?? 8,
     redactEnv: [keyEnv, ...(file.redact_env ?? [])],

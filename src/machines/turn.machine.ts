@@ -1,6 +1,6 @@
 import { assign, setup } from 'xstate';
 import type { Budgets, TurnOutcome } from '../protocol/events.js';
-import { addUsage, ZERO_USAGE, type Usage } from '../protocol/history.js';
+import { addUsage, ZERO_USAGE, type BlobRef, type Usage } from '../protocol/history.js';
 import { eventTimeMs, slot, type MachineEvent } from './machine-event.js';
 
 /** Input of the turn machine, taken from `turn/start`. */
@@ -17,6 +17,8 @@ export interface TurnContext {
   toolCalls: number;
   usage: Usage;
   answer: string | null;
+  /** The blob holding the answer whole, when it was too big for the log (absent in older snapshots). */
+  answerRef?: BlobRef | null;
   /** Set once the turn has decided to end; re-emitted on `recover`. */
   ending: EndTurnParams | null;
   /** Why in-flight work was aborted (deadline, cancel), once it was. */
@@ -36,13 +38,15 @@ export interface EndTurnParams {
   outcome: TurnOutcome;
   reason: string | null;
   answer: string | null;
+  /** The blob holding the answer whole; `answer` is then its preview. */
+  answerRef?: BlobRef;
   steps: number;
   toolCalls: number;
   usage: Usage;
 }
 
 function end(context: TurnContext, outcome: TurnOutcome, reason: string | null): EndTurnParams {
-  return {
+  const params: EndTurnParams = {
     outcome,
     reason,
     answer: outcome === 'completed' ? context.answer : null,
@@ -50,6 +54,8 @@ function end(context: TurnContext, outcome: TurnOutcome, reason: string | null):
     toolCalls: context.toolCalls,
     usage: context.usage,
   };
+  if (outcome === 'completed' && context.answerRef) params.answerRef = context.answerRef;
+  return params;
 }
 
 /** Decides what follows a Step: the next Step, or the end of the Turn with its outcome and reason. */
@@ -114,7 +120,9 @@ export const turnMachine = setup({
       guard: ({ event }) => !event.data.rerun,
       actions: assign({ toolCalls: ({ context }) => context.toolCalls + 1 }),
     },
-    'assistant/accepted': { actions: assign({ answer: ({ event }) => event.data.content }) },
+    'assistant/accepted': {
+      actions: assign({ answer: ({ event }) => event.data.content, answerRef: ({ event }) => event.data.contentRef ?? null }),
+    },
     tick: {
       guard: ({ context, event }) =>
         context.abortReason === null &&

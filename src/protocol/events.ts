@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolCallRequestSchema, UsageSchema } from './history.js';
+import { BlobRefSchema, ToolCallRequestSchema, UsageSchema } from './history.js';
 
 /** Version of the event format written by this code. */
 export const EVENT_VERSION = 1;
@@ -94,6 +94,8 @@ export type FinishReason = z.infer<typeof FinishReasonSchema>;
 /** Normalized model error classes (design §9). */
 export const ModelErrorClassSchema = z.enum([
   'rate_limit', 'overloaded', 'context_overflow', 'auth', 'invalid_request', 'network', 'server', 'cancelled',
+  // the attempt's output passed `max_model_output_bytes` and was stopped mid-stream (never retried)
+  'output_too_large',
 ]);
 export type ModelErrorClass = z.infer<typeof ModelErrorClassSchema>;
 
@@ -111,6 +113,8 @@ export const EventDataSchemas = {
     outcome: TurnOutcomeSchema,
     reason: z.string().nullable(),
     answer: z.string().nullable(),
+    /** The blob holding the answer whole; `answer` is then its preview. */
+    answerRef: BlobRefSchema.optional(),
     steps: z.number().int().nonnegative(),
     toolCalls: z.number().int().nonnegative(),
     usage: UsageSchema,
@@ -145,20 +149,25 @@ export const EventDataSchemas = {
     costUsd: z.number().nonnegative().nullable().optional(),
   }),
   'assistant/accepted': z.object({
+    /** The answer, or its preview when `contentRef` names the blob that holds it whole. */
     content: z.string().nullable(),
     toolCalls: z.array(ToolCallRequestSchema),
     finishReason: FinishReasonSchema,
+    contentRef: BlobRefSchema.optional(),
   }),
   'assistant/rejected': z.object({
     reason: z.string(),
     /** The answer that was refused; the model sees it and the reason in the next step. */
     content: z.string().nullable().optional(),
+    contentRef: BlobRefSchema.optional(),
   }),
   'tool/call': z.object({
     index: z.number().int().nonnegative(),
     providerId: z.string(),
     name: z.string(),
+    /** The model's arguments, or their preview when `argumentsRef` names the blob that holds them whole. */
     arguments: z.string(),
+    argumentsRef: BlobRefSchema.optional(),
     status: z.enum(['valid', 'unknown_tool', 'invalid_arguments']),
     error: z.string().nullable(),
     effects: EffectsSchema.nullable(),
@@ -214,6 +223,8 @@ export const EventDataSchemas = {
     effects: EffectsSchema,
     idempotencyKey: z.string(),
     rerun: z.boolean(),
+    /** The call's arguments were stored as this blob: `input` is their parse with long strings cut. */
+    argumentsRef: BlobRefSchema.optional(),
     /**
      * What the tool's `preimage` recorded of the world it is about to change (e.g. a file's
      * identity), taken just before this start: `reconcile` compares the world with it after a crash.

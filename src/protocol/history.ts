@@ -1,10 +1,22 @@
 import { z } from 'zod';
 
-/** A tool call as the model asked for it; `arguments` is the raw JSON text it produced. */
+/**
+ * Model output stored in the blob store, by digest (design §4: commits stay far below
+ * max_payload). The field it stands for keeps a preview, so a reader that knows nothing of
+ * blobs (an older one, `events`) still sees text; the model is always sent the whole.
+ */
+export const BlobRefSchema = z.object({ digest: z.string(), bytes: z.number().int().nonnegative() });
+export type BlobRef = z.infer<typeof BlobRefSchema>;
+
+/**
+ * A tool call as the model asked for it; `arguments` is the raw JSON text it produced, or its
+ * preview when `argumentsRef` names the blob that holds it whole.
+ */
 export const ToolCallRequestSchema = z.object({
   id: z.string(),
   name: z.string(),
   arguments: z.string(),
+  argumentsRef: BlobRefSchema.optional(),
 });
 export type ToolCallRequest = z.infer<typeof ToolCallRequestSchema>;
 
@@ -15,6 +27,8 @@ export const HistoryItemSchema = z.discriminatedUnion('role', [
     role: z.literal('assistant'),
     content: z.string().nullable(),
     toolCalls: z.array(ToolCallRequestSchema),
+    /** The blob holding `content` whole; `content` is then its preview. */
+    contentRef: BlobRefSchema.optional(),
   }),
   z.object({ role: z.literal('tool'), callId: z.string(), name: z.string(), content: z.string() }),
 ]);

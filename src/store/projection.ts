@@ -1,6 +1,6 @@
 import { assertNever } from '../protocol/errors.js';
 import type { ActorEvent, TurnOutcome, TurnRequest, TurnSettings } from '../protocol/events.js';
-import { addCost, addUsage, ZERO_USAGE, type HistoryItem, type Usage } from '../protocol/history.js';
+import { addCost, addUsage, ZERO_USAGE, type BlobRef, type HistoryItem, type Usage } from '../protocol/history.js';
 
 /** Version of the projection's shape; snapshots of another version are ignored. */
 export const PROJECTION_VERSION = 1;
@@ -22,7 +22,9 @@ export interface OpenCall {
   index: number;
   providerId: string;
   name: string;
+  /** The model's arguments, or their preview when `argumentsRef` names the blob holding them whole. */
   arguments: string;
+  argumentsRef?: BlobRef;
   status: 'valid' | 'unknown_tool' | 'invalid_arguments';
   effects: 'none' | 'possible' | null;
   started: boolean;
@@ -206,6 +208,8 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     case 'assistant/accepted':
       p.pending.assistant = { role: 'assistant', content: e.data.content, toolCalls: e.data.toolCalls };
+      // a blob-stored answer: the history keeps the reference, and the request sent resolves it
+      if (e.data.contentRef) p.pending.assistant.contentRef = e.data.contentRef;
       break;
     case 'tool/call':
       p.pending.calls.push({
@@ -219,6 +223,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
         started: false,
         observation: null,
       });
+      if (e.data.argumentsRef) p.pending.calls[p.pending.calls.length - 1]!.argumentsRef = e.data.argumentsRef;
       break;
     case 'tool/start': {
       const call = p.pending.calls.find((c) => c.callId === e.call);
@@ -266,6 +271,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'assistant/rejected':
       // the refused answer and why stay in the history: the next step answers again knowing both
       p.pending.assistant = { role: 'assistant', content: e.data.content ?? null, toolCalls: [] };
+      if (e.data.contentRef) p.pending.assistant.contentRef = e.data.contentRef;
       p.pending.feedback = e.data.reason;
       break;
     case 'approval/requested': {
