@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { ShCallExpr, ShNode, ShParser, ShRedirect, ShSyntax } from 'mvdan-sh';
+import type { ShCallExpr, ShNode, ShParser, ShRedirect, ShSyntax, ShWord } from 'mvdan-sh';
 import picomatch from 'picomatch';
 import { evalWord, ShellSource, type ShellWord } from './shell-words.js';
-import { opaqueReason } from './shell-opaque.js';
+import { envReason, opaqueReason } from './shell-opaque.js';
 import { unwrap, type Wrapper } from './shell-wrappers.js';
 
 // Static analysis of one shell command string (design §8): every simple command it would run,
@@ -105,13 +105,21 @@ interface Acc {
   commands: SimpleCommand[];
   writes: string[];
   dynamic: boolean;
+  /** Why an assignment (`BASH_ENV=f`, `export NODE_OPTIONS=…`) makes every command here opaque. */
+  codeEnv: string | null;
 }
+
+/** An assignment (`X=1 cmd`, `export X=1`); not in the mvdan-sh typings. */
+type ShAssign = ShNode & { Name?: { Value?: string } | null; Value?: ShWord | null };
 
 /** Parses one shell command string (bash syntax) into the simple commands it may run. */
 export function parseShellCommand(command: string): ParsedCommand {
-  const acc: Acc = { commands: [], writes: [], dynamic: false };
+  const acc: Acc = { commands: [], writes: [], dynamic: false, codeEnv: null };
   const refused = parseInto(command, null, [], 0, acc);
   if (refused) return refused;
+  // The assignment may precede the command, be exported before it or be made in an outer script;
+  // which commands it reaches is not worked out: all of them are opaque.
+  if (acc.codeEnv !== null) for (const c of acc.commands) c.opaque ??= acc.codeEnv;
   if (acc.commands.length > MAX_CHAINED_COMMANDS) {
     return {
       ok: false,
@@ -141,15 +149,21 @@ function parseInto(script: string, via: string | null, wrappers: Wrapper[], dept
   // Collect first, act after: nested scripts reuse the one parser, which must not run inside Walk.
   const calls: ShCallExpr[] = [];
   const redirects: ShRedirect[] = [];
+  const assigns: ShAssign[] = [];
   syntax.Walk(file, (node) => {
     if (!node) return true;
     const type = nodeTypeOf(syntax, node);
     if (type === 'CallExpr') calls.push(node as ShCallExpr);
     else if (type === 'Redirect') redirects.push(node as ShRedirect);
+    else if (type === 'Assign') assigns.push(node as ShAssign);
     return true;
   });
   const nodeType = (n: ShNode): string => nodeTypeOf(syntax, n);
   for (const r of redirects) collectWrite(r, src, acc);
+  for (const a of assigns) {
+    const name = a.Name?.Value;
+    if (name) acc.codeEnv ??= envReason(name, a.Value ? evalWord(a.Value, src, nodeType) : null);
+  }
   for (const call of calls) {
     // Only assignments (`X=1`): no program runs; substitutions in them were walked as calls.
     if (call.Args.length === 0) continue;
@@ -174,10 +188,29 @@ function toCommand(words: ShellWord[], wrappers: Wrapper[], dynamicScript: boole
     argv: words.map((w) => w.text),
     program: head.kind === 'static' ? path.posix.basename(head.text) : head.text,
     dynamicProgram: !known,
-    opaque: known ? (opaque ?? opaqueReason(words)) : null,
+    opaque: known ? (opaque ?? opaqueReason(words) ?? envWrapperReason(wrappers)) : null,
     words,
     wrappers,
   };
+}
+
+/** `env BASH_ENV=f bash -c true`: assignments that env passes on are judged as prefix assignments are. */
+function envWrapperReason(wrappers: readonly Wrapper[]): string | null {
+  for (const w of wrappers) {
+    if (w.words[0]?.kind !== 'static' || path.posix.basename(w.words[0].text) !== 'env') continue;
+    // Only env's own words: `NAME=x` after its command is that command's argument.
+    for (let i = 1; i < w.words.length; i++) {
+      const word = w.words[i] as ShellWord;
+      if (word.text === '-u' || word.text === '-C') i++;
+      else if (!word.text.startsWith('-')) {
+        const m = /^([^=]*)=([\s\S]*)$/.exec(word.text);
+        if (!m) break;
+        const why = envReason(m[1] as string, { text: m[2] as string, kind: word.kind });
+        if (why) return why;
+      }
+    }
+  }
+  return null;
 }
 
 function collectWrite(r: ShRedirect, src: ShellSource, acc: Acc): void {

@@ -91,6 +91,7 @@ export function opaqueReason(words: readonly ShellWord[]): string | null {
   const shown = JSON.stringify(words.map((w) => w.text).join(' '));
   if (SHELL_SCRIPT.test(name)) return `${shown} runs the shell script ${head.text}, whose commands the policy cannot see`;
   if (AWKS.has(name)) return awkReason(words, shown);
+  if (name === 'sed' || name === 'gsed') return sedReason(words, shown);
   if (RUNNERS.has(name)) {
     if (words.length === 1 || words.slice(1).every((w) => PRINT_ONLY.has(w.text))) return null;
     return `${shown}: ${name} runs a command the policy cannot pick out of its options`;
@@ -177,4 +178,84 @@ function awkReason(words: readonly ShellWord[], shown: string): string | null {
     }
   }
   return null;
+}
+
+/**
+ * GNU sed runs commands with its `e` command (`1e sudo id`) and the `e` flag of `s`
+ * (`s/^/id /e`), unless `--sandbox` is given. Found by shape, not by parsing sed: a false alarm
+ * only asks (or, in full-auto, denies with a reason) where a deny rule could match.
+ */
+function sedReason(words: readonly ShellWord[], shown: string): string | null {
+  const scripts: ShellWord[] = [];
+  let fromFile = false;
+  let i = 1;
+  for (; i < words.length; i++) {
+    const w = words[i] as ShellWord;
+    const t = w.text;
+    if (t === '--sandbox') return null;
+    if (t === '--') {
+      i++;
+      break;
+    }
+    if (!(t.length > 1 && t.startsWith('-')) || w.kind === 'dynamic') break;
+    if (t.startsWith('--')) {
+      const eq = t.indexOf('=');
+      const name = eq < 0 ? t : t.slice(0, eq);
+      if (name === '--expression' || name === '--file' || name === '--line-length') {
+        const value = eq < 0 ? words[++i] : { ...w, text: t.slice(eq + 1) };
+        if (name === '--expression' && value) scripts.push(value);
+        if (name === '--file') fromFile = true;
+      }
+      continue;
+    }
+    for (let k = 1; k < t.length; k++) {
+      const c = t[k] as string;
+      if (c === 'i') break; // -i[SUFFIX]: the rest is the suffix
+      if (c === 'e' || c === 'f' || c === 'l') {
+        const value = k + 1 < t.length ? { ...w, text: t.slice(k + 1) } : words[++i];
+        if (c === 'e' && value) scripts.push(value);
+        if (c === 'f') fromFile = true;
+        break;
+      }
+    }
+  }
+  if (scripts.length === 0 && !fromFile && words[i]) scripts.push(words[i] as ShellWord);
+  for (const sc of scripts) {
+    if (sc.kind === 'dynamic') return `${shown} runs a sed script only known at run time`;
+    if (SED_EXEC_COMMAND.test(sc.text) || SED_EXEC_FLAG.test(sc.text)) {
+      return `${shown} runs a sed script that executes commands (e), whose commands the policy cannot see`;
+    }
+  }
+  return null;
+}
+
+/** An `e` command: at the start of a command, after an address (`1`, `$`, `/re/`, `!`) or a separator. */
+const SED_EXEC_COMMAND = /(^|[;\n{}!$0-9/])\s*e(\s|;|}|$)/;
+/** The `e` flag of `s`, among its other flags (`s/a/b/ge`), with any delimiter. */
+const SED_EXEC_FLAG = /s([^\s\\])(?:\\.|(?!\1)[^\\])*\1(?:\\.|(?!\1)[^\\])*\1[gpiImMw0-9]*e/;
+
+/**
+ * Environment variables whose value is code that programs started with it run: a shell's startup
+ * file (`BASH_ENV=run.sh bash -c true`), an exported function, a library loaded into every
+ * program, git's commands and config, options interpreters read before the script.
+ */
+const CODE_ENV = new Set([
+  'BASH_ENV', 'ENV', 'LD_PRELOAD', 'LD_AUDIT', 'NODE_OPTIONS', 'PERL5OPT', 'RUBYOPT',
+  'GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_PAGER', 'PAGER', 'GIT_EDITOR', 'GIT_SEQUENCE_EDITOR', 'EDITOR', 'VISUAL',
+  'GIT_EXTERNAL_DIFF', 'GIT_ASKPASS', 'SSH_ASKPASS', 'GIT_PROXY_COMMAND', 'GIT_EXEC_PATH',
+  'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM',
+]);
+
+/** Values that run nothing of note: `GIT_EDITOR=true git rebase --continue` only skips the editor. */
+const INERT_VALUES = new Set(['', 'true', ':', 'cat']);
+
+/**
+ * Why assigning `name` (with `value`, when known) hides code that commands after it run, or null.
+ * `PATH` is not here: the program name stays visible to deny rules, and a program found in the
+ * workspace is project code (see above).
+ */
+export function envReason(name: string, value: ShellWord | null): string | null {
+  if (!CODE_ENV.has(name) && !name.startsWith('BASH_FUNC_')) return null;
+  if (value?.kind === 'static' && INERT_VALUES.has(value.text)) return null;
+  return `${name}=${value ? JSON.stringify(value.text) : ''} makes the programs it reaches run code the policy cannot see`;
 }

@@ -90,7 +90,8 @@ const OTHER_SHELLS = new Set(['fish', 'csh', 'tcsh', 'elvish', 'nu', 'xonsh', 'r
 const SHELL_OPTIONS: OptionSpec = { short: 'oO', long: ['--rcfile', '--init-file'], plus: true };
 const WATCH_OPTIONS: OptionSpec = { short: 'n', optional: 'd', long: ['--interval'] };
 const FIND_EXEC = new Set(['-exec', '-execdir', '-ok', '-okdir']);
-const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
+// env takes any word with an `=` before its command as an assignment (`'BASH_FUNC_f%%=…'` too).
+const ASSIGNMENT = /=/;
 /** The placeholder for the words xargs appends from its input. */
 export const XARGS_INPUT = '{xargs input}';
 
@@ -111,7 +112,8 @@ function scanOptions(words: ShellWord[], spec: OptionSpec, assignments = false):
     // An unknown word where an option may be: stop, so it is taken as the command (and is dynamic).
     if (w.kind !== 'static') break;
     const t = w.text;
-    if (assignments && ASSIGNMENT.test(t)) {
+    // Options come first (`--unset=X` is one); from the first assignment on, every `=` word is one.
+    if (assignments && (assigning || !t.startsWith('-')) && ASSIGNMENT.test(t)) {
       assigning = true;
       i++;
       continue;

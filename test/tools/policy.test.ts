@@ -174,6 +174,7 @@ describe('shell commands', () => {
     'git push',
     'env X=1 git push',
     'env -i git push origin main',
+    "env 'A%=1' git push",
     'sh -c "git push"',
     "bash -lc 'git push'",
     '/usr/bin/git push',
@@ -291,6 +292,9 @@ describe('opaque commands fail closed while a deny rule could match them', () =>
     'strace -f sudo id',
     'unshare -r sudo id',
     "tmux new-session -d 'sudo id'",
+    "sed -n '1e sudo id' /dev/null",
+    'BASH_ENV=run.sh bash -c true',
+    "env NODE_OPTIONS='--require ./x.js' node -v",
   ];
   it.each(opaque)('%s: denied in full-auto and deny-all, asked about in ask and auto-edit', (cmd) => {
     const r = [...noSudo, ...allowAll];

@@ -260,6 +260,15 @@ describe('parseShellCommand: opaque commands say why', () => {
     ["git -c 'diff.x.textconv=cat' diff", 'sets git config diff.x.textconv'],
     ['git --exec-path=./bin x', 'runs git commands from ./bin'],
     ['git filter-branch --tree-filter "rm x" HEAD', 'runs filter commands'],
+    ["sed -n '1e id' /dev/null", 'runs a sed script that executes commands (e)'],
+    ["sed -E 's/.*/id/e' a.txt", 'runs a sed script that executes commands (e)'],
+    ["sed -ne 's|x|id|ge' a.txt", 'runs a sed script that executes commands (e)'],
+    ['sed "$S" a.txt', 'runs a sed script only known at run time'],
+    ['BASH_ENV=run.sh bash -c true', 'BASH_ENV="run.sh" makes the programs it reaches run code the policy cannot see'],
+    ['export BASH_ENV=run.sh; bash -c true', 'BASH_ENV="run.sh" makes'],
+    ["env NODE_OPTIONS='--require ./x.js' npm test", 'NODE_OPTIONS="--require ./x.js" makes'],
+    ["GIT_SSH_COMMAND='sudo ssh' git fetch", 'GIT_SSH_COMMAND="sudo ssh" makes'],
+    ["env 'BASH_FUNC_ls%%=() { id; }' bash -c ls", 'BASH_FUNC_ls%%'],
   ])('%s is opaque', (command, why) => {
     expect(opaque(command)).toContain(why);
   });
@@ -269,6 +278,9 @@ describe('parseShellCommand: opaque commands say why', () => {
     'python3 -m pytest -q', 'python3 -mpytest', 'python3 manage.py test', 'python3 -V', 'perl script.pl', 'npm test', 'make -j4', 'npx vitest run',
     "awk '{ print $1 }' a.txt", "awk -F'|' -v OFS=, '{ print $2 }' a.txt", 'awk -f prog.awk a.txt', "awk '$1 == 1 || $2 == 2' a.txt",
     'git -c user.name=x -c color.ui=always commit -m y', 'git -c user.email="$EMAIL" commit', 'tmux -V', 'source', 'runme.shx',
+    "sed -i 's/foo/bar/g' a.txt", "sed -n '1,5p' a.txt", "sed 's/e/E/g' a.txt", "sed -e 's/one/two/' -e '/^$/d' a.txt", "sed -n '/start/,/end/p' a.txt",
+    "sed --sandbox 's/x/id/e' a.txt", 'sed -f edits.sed a.txt', 'GIT_EDITOR=true git rebase --continue', 'PAGER=cat git log', 'env git commit -m PAGER=x',
+    'PATH="$PWD/bin:$PATH" make', 'X=1 ls',
   ])('%s is not opaque', (command) => {
     expect(opaque(command)).toBeNull();
   });
