@@ -130,7 +130,7 @@ async function submit(bus: Bus, count: number, ws: string, scriptPath: string): 
         model: `scripted:${scriptPath}`, baseUrl: null, workspace: ws, tools: null, instructions: null, approvalMode: 'ask',
         maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
       },
-    });
+    }, 'person');
   });
   return ids;
 }

@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import { EVENT_VERSION, type ActorEvent, type EventDraft, type TurnOutcome } from '../protocol/events.js';
 import { ActorloopError, StoreError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
+import type { InboxChannel } from '../bus/subjects.js';
+import { admit } from './inbox-door.js';
 import type { ModelAdapter, ModelStreamEvent, PreparedRequest } from '../model/model-port.js';
 import type { Price } from '../model/pricing.js';
 import type { BlobStore } from '../store/blob-port.js';
@@ -300,15 +302,23 @@ export class AgentActor {
     store.save(snapshot).catch((err: unknown) => this.ports.logger.warn({ err }, 'snapshot save failed'));
   }
 
-  /** Delivers one inbox message; resolves once `inbox/received` is committed (then it may be acked). */
-  receive(msg: InboxMessage): Promise<void> {
+  /**
+   * Delivers one inbox message; resolves once `inbox/received` is committed (then it may be
+   * acked). `channel` is the subject it came in on, which decides who it is from: a message the
+   * door refuses is committed as `inbox/cancelled` alone, and nothing else changes.
+   */
+  receive(msg: InboxMessage, channel: InboxChannel = 'person'): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     // Dedupe by ID, never by delivery count: an ack lost in a crash redelivers an included message.
     if (this.projection.inbox[msg.id]) return Promise.resolve();
-    const e = this.stage({
-      type: 'inbox/received',
-      data: { messageId: msg.id, kind: msg.kind, from: msg.from, content: msg.content, request: msg.request },
-    });
+    const verdict = admit(msg, channel);
+    if (!verdict.admit) this.ports.logger.warn({ messageId: msg.id, kind: msg.kind, from: msg.from }, `inbox message refused: ${verdict.reason}`);
+    const e = verdict.admit
+      ? this.stage({
+        type: 'inbox/received',
+        data: { messageId: msg.id, kind: msg.kind, from: verdict.from, content: msg.content, request: msg.request },
+      })
+      : this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: verdict.reason, kind: msg.kind, from: msg.from } });
     const done = new Promise<void>((resolve, reject) => this.waiters.push({ seq: e.seq, resolve, reject }));
     this.kick();
     return done;

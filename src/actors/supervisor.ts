@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Bus } from '../bus/connection.js';
 import type { DirectoryEntry } from '../bus/directory.js';
 import { ensureInboxConsumer, openInbox, publishInbox, type Inbox, type InboxConsumerOptions } from '../bus/inbox.js';
-import { claimSubject, inboxSubject, liveSubject } from '../bus/subjects.js';
+import { claimSubject, liveSubject, parseInboxSubject } from '../bus/subjects.js';
 import type { Subscription } from '@nats-io/nats-core';
 import { NotFoundError } from '../protocol/errors.js';
 import type { TurnSettings } from '../protocol/events.js';
@@ -98,9 +98,11 @@ export class Supervisor {
    */
   private async listen(): Promise<void> {
     if (this.wakeups) return;
-    const prefix = inboxSubject('');
-    this.wakeups = this.opts.bus.nc.subscribe(inboxSubject('>'), {
-      callback: (_err, msg) => this.wake(msg.subject.slice(prefix.length)),
+    this.wakeups = this.opts.bus.nc.subscribe('inbox.*.*', {
+      callback: (_err, msg) => {
+        const to = parseInboxSubject(msg.subject);
+        if (to) this.wake(to.actorId);
+      },
     });
     // registered with the server before any actor looks at its inbox: no publish falls between
     await this.opts.bus.nc.flush();
@@ -195,9 +197,13 @@ export class Supervisor {
     return inbox.pending();
   }
 
-  /** Publishes a message to an actor's durable inbox (the PubAck means the inbox accepted it). */
+  /**
+   * Publishes what a person says to an actor's durable inbox (the PubAck means the inbox accepted
+   * it), on the person channel: through the bus's client login, which a bus opened for a host
+   * process alone does not have.
+   */
   async send(msg: InboxMessage): Promise<void> {
-    await publishInbox(this.opts.bus.js, msg);
+    await publishInbox(await this.opts.bus.person(), msg, 'person');
   }
 
   private build(
@@ -322,7 +328,7 @@ export class Supervisor {
       try {
         actor.ports.faults.hit('before:inbox-receive', actor.actorId);
         // Include before ack: a crash between the two redelivers, and the message ID dedupes it.
-        await actor.receive(delivery.message);
+        await actor.receive(delivery.message, delivery.channel);
         taken = true;
         actor.ports.faults.hit('before:inbox-ack', actor.actorId);
         await delivery.ack();

@@ -1,11 +1,13 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { createLivePublisher, createLogPublisher, type LivePublisher, type LogPublisher } from './log-publisher.js';
-import type { NatsConnection } from '@nats-io/nats-core';
+import { credsAuthenticator, type ConnectionOptions, type NatsConnection } from '@nats-io/nats-core';
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
 import { createActorDirectory, type ActorDirectory } from './directory.js';
-import { acquireEmbeddedNats, type EmbeddedNats } from './embedded.js';
+import { acquireEmbeddedNats, embeddedPaths, pidAlive, readEmbeddedState, type EmbeddedNats } from './embedded.js';
+import { readEmbeddedAuth, type EmbeddedAuth, type NatsCredentials, type NatsRole } from './nats-auth.js';
 import { ensureStreams } from './streams.js';
 
 /** Options of `openBus`. */
@@ -19,6 +21,16 @@ export interface OpenBusOptions {
   name?: string;
   /** nats-server binary for the embedded server. */
   binary?: string;
+  /**
+   * Who this process is on the bus (design §11a): `host` runs actors, `client` is a person's
+   * command (default `host`). A host bus opens a second, client connection on first use of `person()`, unless
+   * `person: false` (a host process, which never speaks for a person).
+   */
+  role?: NatsRole;
+  /** Whether a host bus may open a client connection for `person()` (default true). */
+  person?: boolean;
+  /** How to log in to a server given by `natsUrl` (the embedded server's logins are its own). */
+  credentials?: NatsCredentials;
 }
 
 /** An open bus: the connection, JetStream handles, the actor directory. */
@@ -32,6 +44,17 @@ export interface Bus {
   /** True when the server is an embedded one (started here or reused). */
   embedded: boolean;
   directory: ActorDirectory;
+  /** Who this connection is on the bus. */
+  role: NatsRole;
+  /** The login of a role on this server, for a child process this one starts (a host of its own data dir). */
+  loginFor(role: NatsRole): NatsCredentials;
+  /** True when the server asked for a login (the embedded server always does). */
+  authenticated: boolean;
+  /**
+   * JetStream of the client login, for what a person says (inbox messages on the person channel):
+   * this bus's own for a client bus, a second connection for a host bus that may speak for one.
+   */
+  person(): Promise<JetStreamClient>;
   /** Core NATS messages for live watchers (model deltas), sent along with the next log commit. */
   live: LivePublisher;
   /** Drains the connection and releases the embedded server when this process started it. */
@@ -45,17 +68,26 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
   const logger = opts.logger.child({ component: 'bus' });
   let embedded: EmbeddedNats | undefined;
   let url: string;
+  // a URL that is this data dir's own embedded server (a child a command started, given --nats)
+  // logs in with the data dir's logins, like a command that found the server by itself
+  let local: EmbeddedAuth | undefined;
   if (opts.natsUrl) {
     url = opts.natsUrl;
+    local = await localLogins(opts.dataDir, url);
   } else {
     embedded = await acquireEmbeddedNats(opts.dataDir, logger, opts.binary ? { binary: opts.binary } : {});
     url = embedded.url;
   }
+  const loginOf = (role: NatsRole): NatsCredentials => {
+    const own = embedded?.auth ?? local;
+    return own ? { kind: 'user', ...own[role] } : (opts.credentials ?? { kind: 'none' });
+  };
   let nc: NatsConnection;
   try {
     nc = await connect({
       servers: url,
       name: opts.name ?? 'actorloop',
+      ...loginOptions(loginOf(opts.role ?? 'host')),
       // A server restart (even kill -9) must not end a long-running host: reconnect forever,
       // quickly. Subscriptions are restored by the client; commits in flight are retried by the
       // log writer with the same Nats-Msg-Id, so nothing is lost or doubled.
@@ -73,10 +105,22 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
     });
   } catch (err) {
     await embedded?.release();
+    if (isAuthError(err)) {
+      throw new BusError('bus.auth_failed', `NATS at ${url} refused the login: ${(err as Error).message}`, {
+        cause: err,
+        hint: embedded
+          ? `the embedded server's logins are in ${opts.dataDir}/nats/auth.json; stop the server and run again if that file was replaced`
+          : 'set nats_creds (a .creds file), NATS_USER and NATS_PASSWORD, or NATS_TOKEN to a login this server accepts',
+      });
+    }
     throw new BusError('bus.unreachable', `cannot connect to NATS at ${url}: ${(err as Error).message}`,
       { cause: err, retryable: true, hint: UNREACHABLE_HINT });
   }
   void watchStatus(nc, logger);
+  // The embedded server is ours to keep alive: if it dies under a command, the command starts it
+  // again on the same store and port, and the connection's reconnect loop finds it there.
+  if (embedded) void keepEmbeddedAlive(nc, () => embedded!, (e) => { embedded = e; }, opts, logger);
+  let personJs: Promise<{ js: JetStreamClient; nc: NatsConnection | null }> | undefined;
   try {
     const jsm = await jetstreamManager(nc).catch((err: unknown) => {
       throw new BusError('bus.jetstream_disabled', `NATS at ${url} does not offer JetStream`,
@@ -90,9 +134,30 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
     logger.debug({ url, embedded: embedded !== undefined }, 'bus open');
     return {
       nc, js, logJs: createLogPublisher(nc, js, live), live, jsm, url, embedded: embedded !== undefined, directory,
+      role: opts.role ?? 'host',
+      loginFor: loginOf,
+      authenticated: nc.info?.auth_required === true,
+      async person() {
+        if (opts.role === 'client') return js;
+        if (opts.person === false) {
+          throw new BusError('bus.not_a_client', 'this process runs as a host and does not speak for a person',
+            { hint: 'send what a person says with a client command (actorloop approve, deny, run) or a client bus' });
+        }
+        personJs ??= (async () => {
+          const login = loginOf('client');
+          // a server given by URL has one login for both roles: one connection
+          if (!embedded && !local) return { js, nc: null };
+          const pnc = await connect({ servers: url, name: `${opts.name ?? 'actorloop'}-client`, ...loginOptions(login),
+            reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 5_000, noAsyncTraces: true });
+          return { js: jetstream(pnc), nc: pnc };
+        })();
+        return (await personJs).js;
+      },
       close() {
         closing ??= (async () => {
           live.flush();
+          const p = personJs ? await personJs.catch(() => undefined) : undefined;
+          if (p?.nc && !p.nc.isClosed()) await p.nc.drain().catch((err: unknown) => logger.warn({ err }, 'drain failed'));
           if (!nc.isClosed()) await nc.drain().catch((err: unknown) => logger.warn({ err }, 'drain failed'));
           await embedded?.release();
         })();
@@ -103,6 +168,72 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
     await nc.close().catch(() => {});
     await embedded?.release();
     throw err;
+  }
+}
+
+/** The logins of the data dir's embedded server when `url` is that server, else undefined. */
+async function localLogins(dataDir: string, url: string): Promise<EmbeddedAuth | undefined> {
+  const paths = embeddedPaths(dataDir);
+  const state = await readEmbeddedState(paths.stateFile);
+  if (!state || state.auth !== true || state.url !== url) return undefined;
+  return readEmbeddedAuth(paths.dir).catch(() => undefined);
+}
+
+/** Connection options for a login. */
+export function loginOptions(c: NatsCredentials): Partial<ConnectionOptions> {
+  switch (c.kind) {
+    case 'none':
+      return {};
+    case 'user':
+      return { user: c.user, pass: c.pass };
+    case 'token':
+      return { token: c.token };
+    case 'creds': {
+      let bytes: Uint8Array;
+      try {
+        bytes = readFileSync(c.file);
+      } catch (err) {
+        throw new BusError('bus.creds_unreadable', `cannot read the NATS credentials file ${c.file}: ${(err as Error).message}`,
+          { cause: err, hint: 'check nats_creds (or NATS_CREDS): it names a .creds file as nsc writes it' });
+      }
+      return { authenticator: credsAuthenticator(bytes) };
+    }
+  }
+}
+
+function isAuthError(err: unknown): boolean {
+  const text = `${(err as Error)?.message ?? ''} ${(err as { cause?: Error })?.cause?.message ?? ''}`;
+  return /authorization|authentication|auth/i.test(text) && !/timeout/i.test(text);
+}
+
+/**
+ * Restarts the embedded server when it dies under this process (not when it merely disconnects):
+ * on the same store and port, under the start lock, so one process restarts it and the others
+ * reuse it. The connection reconnects by itself once it answers.
+ */
+async function keepEmbeddedAlive(
+  nc: NatsConnection, current: () => EmbeddedNats, replace: (e: EmbeddedNats) => void, opts: OpenBusOptions, logger: Logger,
+): Promise<void> {
+  let restarting = false;
+  try {
+    for await (const s of nc.status()) {
+      if ((s.type !== 'disconnect' && s.type !== 'reconnecting') || restarting) continue;
+      const was = current();
+      if (pidAlive(was.pid)) continue;
+      restarting = true;
+      try {
+        const port = Number(new URL(was.url).port);
+        const next = await acquireEmbeddedNats(opts.dataDir, logger, { port, ...(opts.binary ? { binary: opts.binary } : {}) });
+        replace(next);
+        logger.warn({ pid: next.pid, url: next.url }, next.owned ? 'the embedded nats-server died; started it again on the same store' : 'the embedded nats-server died; another process started it again');
+      } catch (err) {
+        logger.error({ err }, 'the embedded nats-server died and could not be started again; retrying');
+      } finally {
+        restarting = false;
+      }
+    }
+  } catch {
+    // the status iterator ends with the connection
   }
 }
 

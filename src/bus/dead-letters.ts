@@ -5,7 +5,8 @@ import { z } from 'zod';
 import { ActorloopError, BusError, ConfigError, NotFoundError } from '../protocol/errors.js';
 import { InboxMessageSchema, type InboxMessage } from '../protocol/inbox.js';
 import {
-  actorOfInboxConsumer, deadLetterMsgId, dlqSubject, inboxSubject, redriveMsgId, redrivenMsgId, STREAMS,
+  actorOfInboxConsumer, deadLetterMsgId, dlqSubject, inboxSubject, parseInboxSubject, redriveMsgId, redrivenMsgId, STREAMS,
+  type InboxChannel,
 } from './subjects.js';
 
 /** Why a message could not be taken: a stable code and one line for a person. */
@@ -263,7 +264,8 @@ export async function redriveDeadLetter(bus: DlqBus, id: string, opts: { at?: st
     });
   }
   const at = opts.at ?? new Date().toISOString();
-  const ack = await publish(bus.js, inboxSubject(letter.actorId), letter.data, redriveMsgId(letter.id, letter.seq));
+  const channel = await channelOf(bus, letter.inboxSeq);
+  const ack = await publish(bus.js, inboxSubject(letter.actorId, channel), letter.data, redriveMsgId(letter.id, letter.seq));
   // Every open dead letter of this message is answered by the one copy.
   for (const l of open) {
     await publish(bus.js, dlqSubject(l.actorId), new Uint8Array(), redrivenMsgId(l.seq), {
@@ -271,6 +273,20 @@ export async function redriveDeadLetter(bus: DlqBus, id: string, opts: { at?: st
     });
   }
   return { letter, message: decoded.message, inboxSeq: ack.seq, duplicate: ack.duplicate };
+}
+
+/**
+ * The channel a dead letter first came in on, from its original in INBOX: a redrive speaks for
+ * whom the original spoke for, never more. An original that is gone, or came on a subject of no
+ * channel, goes back on the actors' channel, where nothing only a person may say is taken.
+ */
+async function channelOf(bus: DlqBus, inboxSeq: number): Promise<InboxChannel> {
+  try {
+    const original = await bus.jsm.streams.getMessage(STREAMS.inbox, { seq: inboxSeq });
+    return (original && parseInboxSubject(original.subject)?.channel) || 'actor';
+  } catch {
+    return 'actor';
+  }
 }
 
 async function publish(

@@ -5,10 +5,15 @@ import { z } from 'zod';
 import { pino, type Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
 import { natsAccepts, startNatsServer } from './nats-server.js';
+import { ensureEmbeddedAuth, writeServerConfig, type EmbeddedAuth } from './nats-auth.js';
 
 /** An embedded nats-server this process uses: started by it (`owned`) or reused. */
 export interface EmbeddedNats {
   url: string;
+  /** The server's process. */
+  pid: number;
+  /** The logins of its users (host, client): the server runs with authorization. */
+  auth: EmbeddedAuth;
   /** True when this process started the server and `release()` stops it. */
   owned: boolean;
   /** Stops the server when owned (and removes the state file); a no-op otherwise. */
@@ -22,6 +27,8 @@ export const EmbeddedStateSchema = z.object({
   ownerPid: z.number().int().positive().optional(),
   url: z.string(),
   startedAt: z.string(),
+  /** The server requires the logins of `auth.json`; absent in files of versions that ran it open. */
+  auth: z.literal(true).optional(),
 });
 /** The state file of a running embedded server. */
 export type EmbeddedState = z.infer<typeof EmbeddedStateSchema>;
@@ -31,6 +38,8 @@ export interface AcquireEmbeddedOptions {
   binary?: string;
   /** How long to wait for another process that is starting the server. */
   lockTimeoutMs?: number;
+  /** Start on this port (a restart after the server died, so clients reconnect to the same URL). */
+  port?: number;
 }
 
 /** Paths used under a data dir by the embedded server. */
@@ -53,18 +62,24 @@ export async function acquireEmbeddedNats(
   dataDir: string, logger: Logger = pino({ level: 'silent' }), opts: AcquireEmbeddedOptions = {},
 ): Promise<EmbeddedNats> {
   const paths = embeddedPaths(dataDir);
-  await mkdir(paths.dir, { recursive: true });
-  const reused = await tryReuse(paths.stateFile, logger);
+  await mkdir(paths.dir, { recursive: true, mode: 0o700 });
+  const auth = await ensureEmbeddedAuth(paths.dir);
+  const reused = await tryReuse(paths.stateFile, auth, logger);
   if (reused && !reused.orphaned) return reused;
   return withStartLock(paths.lockFile, opts.lockTimeoutMs ?? 20_000, async () => {
     // another process may have started (or adopted) it while we waited for the lock
-    const again = await tryReuse(paths.stateFile, logger);
-    if (again?.orphaned) return adopt(paths.stateFile, again.state, logger);
+    const again = await tryReuse(paths.stateFile, auth, logger);
+    if (again?.orphaned) return adopt(paths.stateFile, again.state, auth, logger);
     if (again) return again;
+    // the config is written at every start: it holds the logins' permissions of this version
+    const configFile = await writeServerConfig(paths.dir, auth);
     const handle = await startNatsServer({
-      storeDir: paths.storeDir, logFile: paths.logFile, logger, ...(opts.binary ? { binary: opts.binary } : {}),
+      storeDir: paths.storeDir, logFile: paths.logFile, logger, configFile,
+      ...(opts.binary ? { binary: opts.binary } : {}), ...(opts.port ? { port: opts.port } : {}),
     });
-    const state: EmbeddedState = { pid: handle.pid, ownerPid: process.pid, url: handle.url, startedAt: new Date().toISOString() };
+    const state: EmbeddedState = {
+      pid: handle.pid, ownerPid: process.pid, url: handle.url, startedAt: new Date().toISOString(), auth: true,
+    };
     // write then rename: a reader never sees half a file
     const tmp = `${paths.stateFile}.${process.pid}.tmp`;
     await writeFile(tmp, JSON.stringify(state));
@@ -72,6 +87,8 @@ export async function acquireEmbeddedNats(
     let released: Promise<void> | undefined;
     return {
       url: handle.url,
+      pid: handle.pid,
+      auth,
       owned: true,
       release() {
         // stop before removing the file: removing first would let another process start a
@@ -94,14 +111,20 @@ export async function readEmbeddedState(stateFile: string): Promise<EmbeddedStat
 
 type Reused = EmbeddedNats & { orphaned: boolean; state: EmbeddedState };
 
-async function tryReuse(stateFile: string, logger: Logger): Promise<Reused | undefined> {
+async function tryReuse(stateFile: string, auth: EmbeddedAuth, logger: Logger): Promise<Reused | undefined> {
   const state = await readEmbeddedState(stateFile);
   if (!state || !pidAlive(state.pid)) return undefined;
+  if (state.auth !== true && isNatsServerPid(state.pid)) {
+    // an older actorloop started it without authorization: anyone on this machine could approve
+    throw new BusError('bus.embedded_open',
+      `the embedded nats-server (pid ${state.pid}) was started by an older actorloop without authentication`,
+      { hint: `stop it (kill ${state.pid}) and run again: it restarts on the same store with logins` });
+  }
   if (await natsAccepts(state.url, 2_000)) {
     logger.debug({ pid: state.pid, url: state.url }, 'reusing embedded nats-server');
     // A server whose owner was killed (say, by a fault injection) would otherwise live forever.
     const orphaned = state.ownerPid !== undefined && !pidAlive(state.ownerPid);
-    return { url: state.url, owned: false, release: async () => {}, orphaned, state };
+    return { url: state.url, pid: state.pid, auth, owned: false, release: async () => {}, orphaned, state };
   }
   if (isNatsServerPid(state.pid)) {
     // a live but silent server still holds the store: starting a second one on it would corrupt it
@@ -116,7 +139,7 @@ async function tryReuse(stateFile: string, logger: Logger): Promise<Reused | und
  * Takes over a live server whose owner died: this process becomes its owner and stops it when
  * done, as the owner would have. Called under the start lock, so one process adopts it.
  */
-async function adopt(stateFile: string, state: EmbeddedState, logger: Logger): Promise<EmbeddedNats> {
+async function adopt(stateFile: string, state: EmbeddedState, auth: EmbeddedAuth, logger: Logger): Promise<EmbeddedNats> {
   const adopted: EmbeddedState = { ...state, ownerPid: process.pid };
   const tmp = `${stateFile}.${process.pid}.tmp`;
   await writeFile(tmp, JSON.stringify(adopted));
@@ -125,6 +148,8 @@ async function adopt(stateFile: string, state: EmbeddedState, logger: Logger): P
   let released: Promise<void> | undefined;
   return {
     url: state.url,
+    pid: state.pid,
+    auth,
     owned: true,
     release() {
       released ??= stopPid(state.pid).then(() => removeStateIf(stateFile, state.pid));

@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import { BusError } from '../protocol/errors.js';
 import { InboxMessageSchema, type InboxMessage } from '../protocol/inbox.js';
 import { deadLetterErrorOf, decodeInboxMessage, messageIdOf, recordDeadLetter, type DeadLetterError } from './dead-letters.js';
-import { inboxConsumerName, inboxSubject, STREAMS } from './subjects.js';
+import { inboxConsumerName, inboxFilter, inboxSubject, parseInboxSubject, STREAMS, type InboxChannel } from './subjects.js';
 
 /** An inbox message as a sender writes it (defaults not yet applied). */
 export type InboxMessageInput = z.input<typeof InboxMessageSchema>;
@@ -21,9 +21,10 @@ export interface InboxPublishResult {
 
 /**
  * Publishes a message to its recipient's durable inbox with `Nats-Msg-Id = id`: the PubAck
- * means the inbox accepted it, and a resend with the same ID is stored once.
+ * means the inbox accepted it, and a resend with the same ID is stored once. `channel` is who it
+ * speaks for; the server refuses a channel the connection's user may not publish on.
  */
-export async function publishInbox(js: JetStreamClient, msg: InboxMessageInput): Promise<InboxPublishResult> {
+export async function publishInbox(js: JetStreamClient, msg: InboxMessageInput, channel: InboxChannel): Promise<InboxPublishResult> {
   const parsed = InboxMessageSchema.safeParse(msg);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -31,7 +32,7 @@ export async function publishInbox(js: JetStreamClient, msg: InboxMessageInput):
       `invalid inbox message: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`);
   }
   try {
-    const ack = await js.publish(inboxSubject(msg.to), JSON.stringify(parsed.data), { msgID: msg.id });
+    const ack = await js.publish(inboxSubject(msg.to, channel), JSON.stringify(parsed.data), { msgID: msg.id });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
     // a server's refusal is final; anything else (timeout, disconnect) may be retried with the same ID
@@ -67,7 +68,7 @@ export async function ensureInboxConsumer(
   const name = inboxConsumerName(actorId);
   const wanted: Partial<ConsumerConfig> = {
     durable_name: name,
-    filter_subject: inboxSubject(actorId),
+    filter_subject: inboxFilter(actorId),
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     max_deliver: maxDeliver,
@@ -79,6 +80,14 @@ export async function ensureInboxConsumer(
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound) return undefined;
       throw err;
     });
+    if (info && info.config.filter_subject !== wanted.filter_subject) {
+      // A consumer of an older version read `inbox.<actorId>`, before messages carried their
+      // channel in the subject. Its filter cannot be changed in place on 2.9; what it had not
+      // delivered was on the old subject, which no channel-aware host takes anyway.
+      await jsm.consumers.delete(STREAMS.inbox, name);
+      await jsm.consumers.add(STREAMS.inbox, wanted);
+      return;
+    }
     if (!info) {
       await jsm.consumers.add(STREAMS.inbox, wanted);
       return;
@@ -105,6 +114,8 @@ export type FailedTake = 'retry' | 'dead_letter';
 /** One delivery of an inbox message; settle it with exactly one of ack, nak, term, fail. */
 export interface InboxDelivery {
   message: InboxMessage;
+  /** Who the message speaks for, from the subject it came in on (never from the message). */
+  channel: InboxChannel;
   /** 1 on first delivery. 2.9 can lose acks in a crash: dedupe by message ID, never by count. */
   deliveryCount: number;
   /** The consumer gives up after this delivery: a failure now makes it a dead letter. */
@@ -200,6 +211,8 @@ async function decodeDelivery(m: JsMsg, ctx: InboxContext): Promise<InboxDeliver
   const { message } = decoded;
   return {
     message,
+    // a subject without a channel is an older sender's: it speaks for nobody in particular
+    channel: parseInboxSubject(m.subject)?.channel ?? 'actor',
     deliveryCount: m.info.deliveryCount,
     lastDelivery: isLast(m, ctx),
     undeliveredAfter: m.info.pending,

@@ -29,6 +29,8 @@ export interface StartNatsServerOptions {
   logFile?: string;
   /** How long to wait for the server to accept connections. */
   readyTimeoutMs?: number;
+  /** A config file (`-c`), for what has no flag: the authorization block of the embedded server. */
+  configFile?: string;
   logger?: Logger;
 }
 
@@ -172,7 +174,9 @@ async function startOnce(
   const logStart = fstatSync(fd).size;
   let child: ChildProcess;
   try {
-    child = spawn(binary, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', opts.storeDir, '-n', serverName], {
+    const args = ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', opts.storeDir, '-n', serverName];
+    if (opts.configFile) args.unshift('-c', opts.configFile);
+    child = spawn(binary, args, {
       stdio: ['ignore', fd, fd],
       // own process group: a Ctrl-C in the terminal must not kill it under a running shutdown
       detached: true,

@@ -14,9 +14,29 @@ export function runLogFilter(rootId: string): string {
   return `log.${rootId}.>`;
 }
 
-/** Subject of an actor's durable inbox. */
-export function inboxSubject(actorId: string): string {
-  return `inbox.${actorId}`;
+/**
+ * Who a message in an inbox speaks for, told by the subject it came in on (design §11a): `person`
+ * is published only by client users (the CLI, the gateway), `actor` by hosts on an actor's
+ * behalf. NATS permissions enforce it; a message never says it for itself.
+ */
+export type InboxChannel = 'person' | 'actor';
+
+/** Subject of an actor's durable inbox on one channel: `inbox.<actorId>.<channel>`. */
+export function inboxSubject(actorId: string, channel: InboxChannel): string {
+  return `inbox.${actorId}.${channel}`;
+}
+
+/** The filter of an actor's inbox consumer: both channels. */
+export function inboxFilter(actorId: string): string {
+  return `inbox.${actorId}.*`;
+}
+
+/** The actor and channel of an inbox subject, or null for a subject of no channel (an older sender's). */
+export function parseInboxSubject(subject: string): { actorId: string; channel: InboxChannel } | null {
+  const parts = subject.split('.');
+  if (parts.length !== 3 || parts[0] !== 'inbox') return null;
+  const channel = parts[2];
+  return channel === 'person' || channel === 'actor' ? { actorId: parts[1]!, channel } : null;
 }
 
 /**

@@ -63,7 +63,7 @@ export async function submitToHosts(rt: Runtime, entry: Omit<DirectoryEntry, 'cr
   // the entry first: a host that sees the mail hydrates the agent from its directory entry
   await rt.bus.directory.put({ ...entry, status: 'running', createdAt: now, updatedAt: now });
   await ensureInboxConsumer(rt.bus.jsm, entry.actorId);
-  await publishInbox(rt.bus.js, msg);
+  await publishInbox(await rt.bus.person(), msg, 'person');
 }
 
 /**

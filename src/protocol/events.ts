@@ -280,8 +280,11 @@ export const EventDataSchemas = {
     content: z.string(),
     request: TurnRequestSchema.nullable(),
   }),
-  /** An inbox message that was refused (e.g. an approval that did not come from a client). */
-  'inbox/cancelled': z.object({ messageId: z.string(), reason: z.string() }),
+  /**
+   * An inbox message that was refused (e.g. an approval that did not come from a client). One
+   * refused at the door, before it was received, names its kind and claimed sender here.
+   */
+  'inbox/cancelled': z.object({ messageId: z.string(), reason: z.string(), kind: z.string().optional(), from: z.string().optional() }),
   'recovery/started': z.object({ fromSeq: z.number().int().nonnegative(), reason: z.string() }),
   'recovery/continuation': z.object({
     closed: z.array(z.string()),

@@ -310,7 +310,8 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     }
     case 'inbox/cancelled': {
       const item = p.inbox[e.data.messageId];
-      if (item) p.inbox[e.data.messageId] = { ...item, state: 'cancelled', content: '', request: null };
+      // refused at the door: the ID is kept all the same, so a redelivery is recognised
+      p.inbox[e.data.messageId] = { ...(item ?? { kind: e.data.kind ?? 'unknown' }), state: 'cancelled', content: '', request: null };
       break;
     }
     case 'policy/decided': {

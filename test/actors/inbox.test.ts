@@ -43,7 +43,7 @@ describe('inbox', () => {
         await first.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: ws, labels: {} });
         await first.stop();
         // mail that arrived while no host held the agent
-        for (let i = 0; i < n; i++) await publishInbox(rt.bus.js, message(actorId, `task ${i}`, { request: turnRequest(ws) }));
+        for (let i = 0; i < n; i++) await publishInbox(rt.bus.js, message(actorId, `task ${i}`, { request: turnRequest(ws) }), 'person');
         const next = rt.supervisor();
         const { actor } = await next.hydrate(actorId);
         const log = await waitForLog(next, actor, (l) => l.filter((e) => e.type === 'inbox/received').length === n);

@@ -58,9 +58,9 @@ describe('dead letters of an inbox reader', () => {
   it('retries an undecodable message with backoff, then records its bytes as a dead letter; the rest flows', async () => {
     const actorId = newId('agent');
     const inbox = await openInbox(bus.js, bus.jsm, actorId, { consumer: { maxDeliver: 2, backoffMs: [300] } });
-    await bus.js.publish(inboxSubject(actorId), 'not even json', { msgID: 'raw-1' });
+    await bus.js.publish(inboxSubject(actorId, 'person'), 'not even json', { msgID: 'raw-1' });
     const good = message(actorId, 'after the junk');
-    await publishInbox(bus.js, good);
+    await publishInbox(bus.js, good, 'person');
 
     // the junk is set aside (unacked, for its backoff), the good message comes
     const d = await inbox.next({ expiresMs: 3_000 });
@@ -79,7 +79,7 @@ describe('dead letters of an inbox reader', () => {
     const actorId = newId('agent');
     const inbox = await openInbox(bus.js, bus.jsm, actorId, { consumer: { maxDeliver: 3, backoffMs: [200, 300] } });
     const msg = message(actorId, 'cannot be taken');
-    await publishInbox(bus.js, msg);
+    await publishInbox(bus.js, msg, 'person');
     const outcomes: string[] = [];
     for (let i = 1; i <= 3; i++) {
       const d = await inbox.next({ expiresMs: 3_000 });
@@ -98,7 +98,7 @@ describe('dead letters of an inbox reader', () => {
     const actorId = newId('agent');
     const inbox = await openInbox(bus.js, bus.jsm, actorId, { consumer: { maxDeliver: 2, backoffMs: [200] } });
     const msg = message(actorId, 'its host died on the last delivery');
-    await publishInbox(bus.js, msg);
+    await publishInbox(bus.js, msg, 'person');
     // two deliveries nobody settles, as from hosts that died; the next pull makes the server give up
     expect((await inbox.next({ expiresMs: 2_000 }))?.deliveryCount).toBe(1);
     expect((await inbox.next({ expiresMs: 2_000 }))?.deliveryCount).toBe(2);
@@ -113,7 +113,7 @@ describe('dead letters of an inbox reader', () => {
     const actorId = newId('agent');
     const inbox = await openInbox(bus.js, bus.jsm, actorId, { consumer: { maxDeliver: 1, backoffMs: [], ackWaitMs: 300 } });
     const msg = message(actorId, 'slow last delivery');
-    await publishInbox(bus.js, msg);
+    await publishInbox(bus.js, msg, 'person');
     const d = await inbox.next({ expiresMs: 2_000 });
     // past its ack wait, a pull makes the server give up (advisory) before the host records it
     await new Promise((r) => setTimeout(r, 500));
@@ -128,7 +128,7 @@ describe('redrive', () => {
   async function deadLetterOf(actorId: string, content: string): Promise<{ letter: DeadLetter; msg: ReturnType<typeof message> }> {
     const inbox = await openInbox(bus.js, bus.jsm, actorId, { consumer: { maxDeliver: 1, backoffMs: [] } });
     const msg = message(actorId, content);
-    await publishInbox(bus.js, msg);
+    await publishInbox(bus.js, msg, 'person');
     const d = await inbox.next({ expiresMs: 2_000 });
     expect(await d!.fail(new Error('no host could take it'))).toBe('dead_letter');
     return { letter: await oneLetter(actorId), msg };
@@ -158,7 +158,7 @@ describe('redrive', () => {
     await expect(redriveDeadLetter(bus, newId('message'))).rejects.toMatchObject({ code: 'dlq.not_found', name: 'NotFoundError' });
     const actorId = newId('agent');
     await openInbox(bus.js, bus.jsm, actorId, { consumer: { maxDeliver: 1, backoffMs: [] } }).then((i) => i.next({ expiresMs: 1_000 }));
-    await bus.js.publish(inboxSubject(actorId), '{"id":"junk-1"}');
+    await bus.js.publish(inboxSubject(actorId, 'person'), '{"id":"junk-1"}');
     await eventually('the junk dead-lettered', async () => {
       await (await openInbox(bus.js, bus.jsm, actorId, { ensured: true })).next({ expiresMs: 1_000 });
       return lettersOf(actorId);
@@ -196,7 +196,7 @@ describe('inbox delivery through a supervisor', () => {
     const before = (await waitForLog(sup, actor, turnEnds(1))).length;
     // past the 10-minute duplicate window (or from a redrive) the stream keeps a second copy
     const copy = message(actor.actorId, 'hello', { id: messageId as never, request: turnRequest(ws) });
-    const stored = await bus.js.publish(inboxSubject(actor.actorId), JSON.stringify(copy), { msgID: `${messageId}:again` });
+    const stored = await bus.js.publish(inboxSubject(actor.actorId, 'person'), JSON.stringify(copy), { msgID: `${messageId}:again` });
     expect(stored.duplicate).toBe(false);
     await settled(actor.actorId);
     const log = await waitForLog(sup, actor, () => true);
@@ -209,7 +209,7 @@ describe('inbox delivery through a supervisor', () => {
     const sup = rt.supervisor({ extra: { inbox: { maxDeliver: 2, backoffMs: [300] } } });
     const actorId = newId('agent');
     const actor = await sup.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: ws, labels: {} });
-    await bus.js.publish(inboxSubject(actorId), '{"kind":"user_message","content":"no id, no sender"}', { msgID: 'poison-1' });
+    await bus.js.publish(inboxSubject(actorId, 'person'), '{"kind":"user_message","content":"no id, no sender"}', { msgID: 'poison-1' });
     const ended = actor.whenTurnEnds();
     await sup.send(message(actorId, 'a real task', { request: turnRequest(ws) }));
     expect(await ended).toMatchObject({ outcome: 'completed', answer: 'still here' });
@@ -228,8 +228,8 @@ describe('inbox delivery through a supervisor', () => {
     await first.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: ws, labels: {} });
     await first.stop();
     // both wait while no host holds the agent: the pull that sets the poison aside gets the real one
-    await bus.js.publish(inboxSubject(actorId), '{"kind":"user_message","content":"no id, no sender"}', { msgID: 'poison-backlog' });
-    await publishInbox(bus.js, message(actorId, 'the real task', { request: turnRequest(ws) }));
+    await bus.js.publish(inboxSubject(actorId, 'person'), '{"kind":"user_message","content":"no id, no sender"}', { msgID: 'poison-backlog' });
+    await publishInbox(bus.js, message(actorId, 'the real task', { request: turnRequest(ws) }), 'person');
     const next = rt.supervisor({ extra: { inbox } });
     const { actor } = await next.hydrate(actorId);
     await waitForLog(next, actor, (l) => l.some((e) => e.type === 'turn/end'));

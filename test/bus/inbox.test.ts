@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { listDeadLetters } from '../../src/bus/dead-letters.js';
 import { ensureInboxConsumer, openInbox, publishInbox } from '../../src/bus/inbox.js';
-import { inboxConsumerName, inboxSubject, STREAMS } from '../../src/bus/subjects.js';
+import { inboxConsumerName, inboxFilter, inboxSubject, STREAMS } from '../../src/bus/subjects.js';
 import { newId } from '../../src/protocol/ids.js';
 import type { InboxMessage } from '../../src/protocol/inbox.js';
 import { useTestBus } from '../helpers/test-bus.js';
@@ -19,17 +19,17 @@ describe('inbox', () => {
   it('stores a message published twice with the same ID once', async () => {
     const actor = newId('agent');
     const msg = message(actor, 'hello');
-    const first = await publishInbox(t.bus.js, msg);
-    const second = await publishInbox(t.bus.js, msg);
+    const first = await publishInbox(t.bus.js, msg, 'person');
+    const second = await publishInbox(t.bus.js, msg, 'person');
     expect(first.duplicate).toBe(false);
     expect(second).toEqual({ seq: first.seq, duplicate: true });
-    const info = await t.bus.jsm.streams.info(STREAMS.inbox, { subjects_filter: inboxSubject(actor) });
-    expect(info.state.subjects?.[inboxSubject(actor)]).toBe(1);
+    const info = await t.bus.jsm.streams.info(STREAMS.inbox, { subjects_filter: inboxSubject(actor, 'person') });
+    expect(info.state.subjects?.[inboxSubject(actor, 'person')]).toBe(1);
   });
 
   it('refuses an invalid message before publishing it', async () => {
     const bad = { ...message(newId('agent'), 'x'), id: 'not-a-msg-id' };
-    await expect(publishInbox(t.bus.js, bad)).rejects.toMatchObject({ code: 'bus.invalid_message' });
+    await expect(publishInbox(t.bus.js, bad, 'person')).rejects.toMatchObject({ code: 'bus.invalid_message' });
   });
 
   it('delivers, redelivers after nak, and forgets after ack', async () => {
@@ -38,7 +38,7 @@ describe('inbox', () => {
     expect(await inbox.next({ expiresMs: 1_000 })).toBeNull();
 
     const msg = message(actor, 'work');
-    await publishInbox(t.bus.js, msg);
+    await publishInbox(t.bus.js, msg, 'person');
     expect(await inbox.pending()).toBe(1);
     const d1 = await inbox.next({ expiresMs: 2_000 });
     expect(d1?.message).toEqual(msg);
@@ -56,10 +56,10 @@ describe('inbox', () => {
   it('sets invalid messages aside, keeps reading, and dead-letters them after max_deliver', async () => {
     const actor = newId('agent');
     const inbox = await openInbox(t.bus.js, t.bus.jsm, actor, { consumer: { maxDeliver: 2, backoffMs: [300] } });
-    await t.bus.js.publish(inboxSubject(actor), '{"not":"an inbox message"}');
-    await t.bus.js.publish(inboxSubject(actor), 'not even json');
+    await t.bus.js.publish(inboxSubject(actor, 'person'), '{"not":"an inbox message"}');
+    await t.bus.js.publish(inboxSubject(actor, 'person'), 'not even json');
     const good = message(actor, 'after the junk');
-    await publishInbox(t.bus.js, good);
+    await publishInbox(t.bus.js, good, 'person');
     const d = await inbox.next({ expiresMs: 3_000 });
     expect(d?.message).toEqual(good);
     await d!.ack();
@@ -76,7 +76,7 @@ describe('inbox', () => {
     await ensureInboxConsumer(t.bus.jsm, actor, { maxDeliver: 4, backoffMs: [1_000, 2_000] });
     const info = await t.bus.jsm.consumers.info(STREAMS.inbox, inboxConsumerName(actor));
     expect(info.config.durable_name).toBe(inboxConsumerName(actor));
-    expect(info.config.filter_subject).toBe(inboxSubject(actor));
+    expect(info.config.filter_subject).toBe(inboxFilter(actor));
     expect(info.config.ack_policy).toBe('explicit');
     expect(info.config.max_deliver).toBe(4);
     expect(info.config.backoff).toEqual([1e9, 2e9]);

@@ -152,7 +152,7 @@ test('resume starts the turn of a message the agent never took (its run died bef
       model: `scripted:${DEMO_SCRIPT}`, workspace: ws, tools: null, instructions: null, approvalMode: 'auto-edit',
       maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
     },
-  });
+  }, 'person');
   await bus.close();
   const r = await cli.run(['resume', agentId, '--json', '--nats', nats.url, '--data-dir', dataDir]);
   expect(r.code, show(r)).toBe(0);

@@ -214,7 +214,7 @@ async function submit(dataDir: string, ws: string, script: string): Promise<stri
         model: `scripted:${script}`, baseUrl: null, workspace: ws, tools: null, instructions: null, approvalMode: 'auto-edit',
         maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
       },
-    });
+    }, 'person');
   } finally {
     await bus.close();
   }
