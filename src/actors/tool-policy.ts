@@ -58,7 +58,8 @@ export function decideCall(a: AgentActor, callId: string, recheck: boolean): voi
   }
   const { tool, plan, digest, shell } = planned;
   const semantics = tool.executionSemantics(planned.input, { workspace: settings(a).workspace });
-  let d: PolicyDecision = decide(a.ports.tooling.rules(), settings(a).approvalMode ?? 'ask', {
+  const policy = a.ports.tooling.policy(settings(a));
+  let d: PolicyDecision = decide(policy.rules, policy.mode, {
     tool: tool.name,
     level: tool.level,
     effects: semantics.effects,

@@ -1,11 +1,17 @@
-import type { PolicyRule } from '../tools/policy.js';
+import type { PolicyRule, RunMode } from '../tools/policy.js';
+import type { TurnSettings } from '../protocol/events.js';
 import { createRedactor, type Redactor } from '../tools/redact.js';
 import { DEFAULT_OBSERVATION_BUDGET_BYTES } from '../tools/observation.js';
 
 /** What the tool pipeline needs beyond the registry: policy, sandbox, secrets, budgets (design §8). */
 export interface ToolingPorts {
-  /** The policy rules in force now; read at every decision, so a changed config applies to the next check. */
-  rules(): PolicyRule[];
+  /**
+   * The policy in force for a turn now: read at every decision and recheck, so a rule added to a
+   * config file before a call runs applies to it. A turn's own workspace decides which workspace
+   * file counts (never the hosting process's directory), and its recorded settings are re-checked
+   * against the files, the stricter winning.
+   */
+  policy(settings: TurnSettings): TurnPolicy;
   /** Absolute path of a working bubblewrap, or null: shell then runs unsandboxed and always asks. */
   bwrapPath: string | null;
   /** The host's environment as configuration captured it; processes get it with secrets stripped. */
@@ -22,6 +28,17 @@ export interface ToolingPorts {
   hiddenPaths: string[];
 }
 
+/** The rules and run mode a call is decided by. */
+export interface TurnPolicy {
+  rules: PolicyRule[];
+  mode: RunMode;
+}
+
+/** A policy of fixed rules, in the run mode each turn recorded (for tests and embedders without config files). */
+export function staticPolicy(rules: PolicyRule[] = []): ToolingPorts['policy'] {
+  return (settings) => ({ rules, mode: settings.approvalMode ?? 'ask' });
+}
+
 /** Default approval lifetime: a day, so a run that exits 4 overnight can still be approved. */
 export const DEFAULT_APPROVAL_TTL_MS = 24 * 60 * 60 * 1000;
 /** Default bound on calls of one step running at once. */
@@ -30,7 +47,7 @@ export const DEFAULT_MAX_PARALLEL_CALLS = 8;
 /** Tooling with no rules (defaults by side-effect level), no sandbox, an empty environment. */
 export function defaultTooling(over: Partial<ToolingPorts> = {}): ToolingPorts {
   return {
-    rules: () => [],
+    policy: staticPolicy(),
     bwrapPath: null,
     env: {},
     redactor: createRedactor([]),

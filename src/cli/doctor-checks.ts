@@ -9,6 +9,9 @@ import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamM
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { acquireEmbeddedNats, type EmbeddedNats } from '../bus/embedded.js';
+import { loginOptions } from '../bus/connection.js';
+import type { NatsCredentials } from '../bus/nats-auth.js';
+import { natsCredentialsOf } from './runtime.js';
 import { NATS_SERVER_HINT, natsAccepts, natsServerVersion, resolveNatsServerBinary } from '../bus/nats-server.js';
 import { STREAM_CONFIGS, differingKeys } from '../bus/streams.js';
 import type { EffectiveConfig } from '../config/config.js';
@@ -111,8 +114,10 @@ export async function natsChecks(config: EffectiveConfig, logger: Logger): Promi
     url = embedded.url;
   }
   let nc: NatsConnection | undefined;
+  const login: NatsCredentials = embedded ? { kind: 'user', ...embedded.auth.host } : natsCredentialsOf(config);
   try {
-    results.push(...(await jetStreamChecks(url, embedded, (c) => (nc = c))));
+    results.push(await authCheck(url, embedded, login));
+    results.push(...(await jetStreamChecks(url, embedded, login, (c) => (nc = c))));
   } finally {
     await nc?.close().catch(() => undefined);
     await embedded?.release();
@@ -120,10 +125,61 @@ export async function natsChecks(config: EffectiveConfig, logger: Logger): Promi
   return results;
 }
 
-async function jetStreamChecks(url: string, embedded: EmbeddedNats | undefined, opened: (nc: NatsConnection) => void): Promise<CheckResult[]> {
+/**
+ * Who may say what on this server (design §11a): an anonymous login must be refused, and hosts
+ * must not be able to publish on the person channel. The embedded server is checked for both;
+ * a server given by URL has one login for everything, so only the first is checked there.
+ */
+async function authCheck(url: string, embedded: EmbeddedNats | undefined, login: NatsCredentials): Promise<CheckResult> {
+  let anonymous: NatsConnection | undefined;
+  try {
+    anonymous = await connect({ servers: url, name: 'actorloop-doctor-anonymous', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true });
+  } catch {
+    // refused: the server wants a login
+  }
+  if (anonymous) {
+    await anonymous.close().catch(() => undefined);
+    return embedded
+      ? failed('auth', `the embedded server at ${url} accepts connections without a login`, `stop it (it was started without authorization) and run again`)
+      : warning('auth', `${url} accepts connections without a login: anyone who reaches it can approve calls and start tasks`,
+        'give the server users with the permissions in the README (Security model), and set nats_creds or NATS_USER / NATS_PASSWORD');
+  }
+  if (!embedded) {
+    return login.kind === 'none'
+      ? failed('auth', `${url} asks for a login and none is configured`, 'set nats_creds (a .creds file), NATS_USER and NATS_PASSWORD, or NATS_TOKEN')
+      : ok('auth', `${url} refuses anonymous connections; logging in with ${login.kind === 'creds' ? `the creds file ${login.file}` : `a ${login.kind}`} (one login for hosts and clients)`);
+  }
+  let host: NatsConnection | undefined;
+  try {
+    host = await connect({ servers: url, name: 'actorloop-doctor', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true, user: embedded.auth.host.user, pass: embedded.auth.host.pass });
+    const refused = await publishRefused(host, 'inbox.doctor_probe.person');
+    return refused
+      ? ok('auth', `the embedded server requires its logins (${embedded.auth.host.user}, ${embedded.auth.client.user}); hosts cannot speak for a person`)
+      : failed('auth', 'the host login may publish on the person channel', 'stop the embedded server and run again: its config is rewritten at each start');
+  } catch (err) {
+    return failed('auth', `the host login was refused: ${messageOf(err)}`, `stop the embedded server and run again; its logins are in the data dir's nats/auth.json`);
+  } finally {
+    await host?.close().catch(() => undefined);
+  }
+}
+
+/** True when the server answers a publish on `subject` with a permissions violation. */
+async function publishRefused(nc: NatsConnection, subject: string): Promise<boolean> {
+  const violation = (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'error' && /permissions violation/i.test(String(s.error?.message ?? s.error))) return true;
+    }
+    return false;
+  })();
+  nc.publish(subject, 'doctor probe');
+  await nc.flush();
+  return Promise.race([violation, new Promise<boolean>((r) => setTimeout(() => r(false), 1_000))]);
+}
+
+async function jetStreamChecks(url: string, embedded: EmbeddedNats | undefined, login: NatsCredentials, opened: (nc: NatsConnection) => void): Promise<CheckResult[]> {
   let nc: NatsConnection;
   try {
-    nc = await connect({ servers: url, name: 'actorloop-doctor', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true });
+    nc = await connect({ servers: url, name: 'actorloop-doctor', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true, ...loginOptions(login) });
     opened(nc);
   } catch (err) {
     return [failed('jetstream', `cannot connect to ${url}: ${messageOf(err)}`, 'check the credentials and TLS the server needs, and --nats / NATS_URL')];
@@ -254,8 +310,12 @@ export async function toolingChecks(config: EffectiveConfig): Promise<CheckResul
   const rg = await findRipgrep(environmentOf(config), '/nonexistent-workspace');
   results.push(rg ? ok('search', `ripgrep at ${rg}`) : warning('search', 'ripgrep not found: search uses its slower JS walk', 'apt-get install ripgrep'));
   const rules = config.policyRules.length;
-  const notes = config.policyNotes;
+  const notes = config.ignoredKeys;
   const detail = `run mode ${config.approvalMode}; ${rules} rule${rules === 1 ? '' : 's'} from ${config.configFiles.length > 0 ? config.configFiles.join(', ') : 'no config file'}`;
-  results.push(notes.length === 0 ? ok('policy', detail) : warning('policy', `${detail}; ${notes.join('; ')}`, 'see trust_workspace_policy in the README'));
+  results.push(notes.length === 0 ? ok('policy', detail) : warning('policy', `${detail}; ignored: ${notes.join('; ')}`,
+    `trust the workspace with \`actorloop trust ${config.workspace.dir}\` if you want its file to count, or remove those keys`));
+  const trusted = config.trustedWorkspaces;
+  results.push(ok('trust', `workspace ${config.workspace.dir} is ${config.workspace.trusted ? 'trusted' : 'not trusted (its actorloop.toml may only tighten)'}; ` +
+    `trusted workspaces: ${trusted.length > 0 ? trusted.join(', ') : 'none'}`));
   return results;
 }

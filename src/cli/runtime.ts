@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
-import { openBus, type Bus } from '../bus/connection.js';
+import { openBus, type Bus, type OpenBusOptions } from '../bus/connection.js';
+import type { NatsCredentials, NatsRole } from '../bus/nats-auth.js';
 import { createFaultInjector, parseFaultSpecs, type FaultInjector } from '../actors/faults.js';
 import { createFileFaultRecords } from '../actors/fault-records.js';
 import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
@@ -8,6 +9,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { ToolingPorts } from '../actors/tooling.js';
 import { createRedactor } from '../tools/redact.js';
+import { createPolicySource } from '../config/turn-policy.js';
 import { findBubblewrap } from '../tools/sandbox.js';
 import { Kvm } from '@nats-io/kv';
 import { BUCKETS } from '../bus/subjects.js';
@@ -65,18 +67,53 @@ export function createLogger(config: EffectiveConfig): Logger {
   );
 }
 
-/** Opens the bus (embedded nats-server unless a URL is set), LMDB, and the tools. */
-export async function openRuntime(config: EffectiveConfig, logger: Logger, opts: { leaseTtlMs?: number } = {}): Promise<Runtime> {
-  // a kill leaves the point it fired at in the data dir; whoever recovers the agent here reads it
-  const faultRecords = createFileFaultRecords(join(config.dataDir, 'faults'));
-  const faults = createFaultInjector(parseFaultSpecs(config.faults), logger, faultRecords);
-  const bus = await openBus({
+/** How a command logs in to a server given by URL: a .creds file, NATS_USER / NATS_PASSWORD or NATS_TOKEN. */
+export function natsCredentialsOf(config: EffectiveConfig): NatsCredentials {
+  switch (config.natsLogin) {
+    case 'none':
+      return { kind: 'none' };
+    case 'creds':
+      return { kind: 'creds', file: config.natsCreds! };
+    case 'user':
+      return { kind: 'user', user: secretOf(config, 'NATS_USER'), pass: secretOf(config, 'NATS_PASSWORD') };
+    case 'token':
+      return { kind: 'token', token: secretOf(config, 'NATS_TOKEN') };
+  }
+}
+
+/**
+ * The bus options of a command: who it is on the bus (`host` hosts agents and may speak for the
+ * person at the keyboard on a second, client login; `client` only reads and speaks for a person).
+ */
+export function busOptions(config: EffectiveConfig, logger: Logger, name: string, role: NatsRole, person = true): OpenBusOptions {
+  return {
     natsUrl: config.natsUrl,
     dataDir: config.dataDir,
     logger,
-    name: 'actorloop',
+    name,
+    role,
+    person,
+    credentials: natsCredentialsOf(config),
     ...(config.natsServerBinary ? { binary: config.natsServerBinary } : {}),
-  });
+  };
+}
+
+/** Options of `openRuntime`. */
+export interface OpenRuntimeOptions {
+  /** The TTL a host sets on the leases and hosts buckets. */
+  leaseTtlMs?: number;
+  /** `client`: a command that hosts nothing (events, runs, verify). Default `host`. */
+  role?: NatsRole;
+  /** False for a host process: it never speaks for a person. */
+  person?: boolean;
+}
+
+/** Opens the bus (embedded nats-server unless a URL is set), LMDB, and the tools. */
+export async function openRuntime(config: EffectiveConfig, logger: Logger, opts: OpenRuntimeOptions = {}): Promise<Runtime> {
+  // a kill leaves the point it fired at in the data dir; whoever recovers the agent here reads it
+  const faultRecords = createFileFaultRecords(join(config.dataDir, 'faults'));
+  const faults = createFaultInjector(parseFaultSpecs(config.faults), logger, faultRecords);
+  const bus = await openBus(busOptions(config, logger, 'actorloop', opts.role ?? 'host', opts.person ?? true));
   let lmdb: LmdbStore;
   try {
     lmdb = openLmdbStore(config.dataDir);
@@ -181,7 +218,8 @@ export async function toolingFor(config: EffectiveConfig): Promise<ToolingPorts>
   const env = environmentOf(config);
   const home = env.HOME || homedir();
   return {
-    rules: () => config.policyRules,
+    // the turn's own workspace and the user's file as they are now, never this process's directory
+    policy: createPolicySource(config),
     bwrapPath: await findBubblewrap(env.PATH),
     env,
     redactor: createRedactor(redactedValues(config)),

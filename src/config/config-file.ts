@@ -17,6 +17,10 @@ export const ConfigFileSchema = z.strictObject({
   data_dir: z.string().min(1).optional(),
   /** A NATS server with JetStream instead of the embedded one. */
   nats_url: z.string().min(1).optional(),
+  /** A `.creds` file (JWT + NKey seed) to log in to `nats_url` with; passwords and tokens go in NATS_PASSWORD / NATS_TOKEN. */
+  nats_creds: z.string().min(1).optional(),
+  /** User file only: `[workspaces."/abs/dir"] trusted = true`, as `actorloop trust <dir>` writes it. */
+  workspaces: z.record(z.string(), z.strictObject({ trusted: z.boolean() })).optional(),
   /** What a model can do, over the built-in table: `[capabilities."llama3"] context_window = 8192`. */
   capabilities: z
     .record(

@@ -3,8 +3,11 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
-import { PolicyRuleSchema, type PolicyRule } from '../protocol/policy-rule.js';
-import { readConfigFile, type ConfigFile } from './config-file.js';
+import { PolicyRuleSchema } from '../protocol/policy-rule.js';
+import { readConfigFile } from './config-file.js';
+import {
+  DEFAULT_APPROVAL_MODE, DEFAULT_APPROVAL_TTL_SECONDS, isTrustedWorkspace, mergeLayers, trustedWorkspaces, workspaceKey, workspaceLayer,
+} from './workspace-trust.js';
 
 /**
  * The frozen settings a command runs with (design §12): the workspace's `actorloop.toml`, then the
@@ -53,6 +56,16 @@ export const EffectiveConfigSchema = z.object({
   maxParallelCalls: z.number().int().positive(),
   /** Names (never values) of environment variables whose values are redacted from tool output. */
   redactEnv: z.array(z.string()),
+  /** The workspace whose actorloop.toml was read, and whether the user trusts it. */
+  workspace: z.object({ dir: z.string(), trusted: z.boolean() }),
+  /** Keys of the workspace file that did not count, each with why (named on stderr and in `config show`). */
+  ignoredKeys: z.array(z.string()),
+  /** Workspaces the user's file trusts. */
+  trustedWorkspaces: z.array(z.string()),
+  /** How to log in to `natsUrl` (names and paths only; a password or token stays out of sight). */
+  natsLogin: z.enum(['none', 'creds', 'user', 'token']),
+  /** The `.creds` file of `natsLogin = creds`. */
+  natsCreds: z.string().nullable(),
 });
 /** The frozen settings a command runs with. */
 export type EffectiveConfig = Readonly<z.infer<typeof EffectiveConfigSchema>>;
@@ -64,6 +77,8 @@ export interface ConfigFlags {
   fault?: string;
   /** The workspace, where `actorloop.toml` is looked for (default: the current directory). */
   cwd?: string;
+  /** A `.creds` file to log in to the NATS server with. */
+  natsCreds?: string;
 }
 
 /** Where the config files of a workspace and a user are. */
@@ -84,19 +99,17 @@ function defaultDataDir(env: NodeJS.ProcessEnv): string {
  */
 export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): EffectiveConfig {
   const level = (env.ACTORLOOP_LOG ?? 'warn').toLowerCase();
-  const paths = configFilePaths(flags.cwd ?? process.cwd(), env);
-  const files: string[] = [];
-  const file: ConfigFile = {};
-  const layers: Array<ConfigFile | null> = [];
-  for (const path of [paths.workspace, paths.user]) {
-    const read = readConfigFile(path);
-    layers.push(read);
-    if (!read) continue;
-    files.push(path);
-    Object.assign(file, read);
-  }
-  const policy = mergePolicy(layers[0] ?? null, layers[1] ?? null);
+  const cwd = flags.cwd ?? process.cwd();
+  const paths = configFilePaths(cwd, env);
+  const wsRead = readConfigFile(paths.workspace);
+  const user = readConfigFile(paths.user);
+  const files = [wsRead ? paths.workspace : null, user ? paths.user : null].filter((f): f is string => f !== null);
+  const trusted = isTrustedWorkspace(user, cwd);
+  const ws = workspaceLayer(wsRead, user, trusted);
+  const file = mergeLayers(ws.file, user);
   const keyEnv = file.api_key_env ?? 'OPENAI_API_KEY';
+  const natsCreds = flags.natsCreds ?? (env.NATS_CREDS || file.nats_creds || null);
+  const natsLogin = natsCreds ? 'creds' : env.NATS_TOKEN ? 'token' : env.NATS_USER ? 'user' : 'none';
   const parsed = EffectiveConfigSchema.safeParse({
     dataDir: resolve(flags.dataDir ?? (env.ACTORLOOP_DATA_DIR || file.data_dir || defaultDataDir(env))),
     natsUrl: flags.nats ?? (env.NATS_URL || file.nats_url || null),
@@ -125,14 +138,19 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     openaiBaseUrl: env.OPENAI_BASE_URL || file.base_url || null,
     snapshotEvery: Number(env.ACTORLOOP_SNAPSHOT_EVERY ?? 64),
     natsServerBinary: env.ACTORLOOP_NATS_SERVER || null,
-    approvalMode: file.approval_mode ?? 'ask',
-    policyRules: policy.rules,
-    policyNotes: policy.notes,
+    approvalMode: file.approval_mode ?? DEFAULT_APPROVAL_MODE,
+    policyRules: file.policy?.rules ?? [],
+    policyNotes: ws.ignored.filter((n) => n.startsWith('policy rule')),
     observationBudgetBytes: file.observation_budget_bytes ?? 16 * 1024,
     maxModelOutputBytes: file.max_model_output_bytes ?? 8 * 1024 * 1024,
-    approvalTtlMs: Math.round((file.approval_ttl_seconds ?? 24 * 60 * 60) * 1000),
+    approvalTtlMs: Math.round((file.approval_ttl_seconds ?? DEFAULT_APPROVAL_TTL_SECONDS) * 1000),
     maxParallelCalls: file.max_parallel_calls ?? 8,
-    redactEnv: [keyEnv, ...(file.redact_env ?? [])],
+    redactEnv: [...new Set([keyEnv, 'NATS_PASSWORD', 'NATS_TOKEN', ...(file.redact_env ?? [])])],
+    workspace: { dir: workspaceKey(cwd), trusted },
+    ignoredKeys: ws.ignored.map((n) => `${paths.workspace}: ${n}`),
+    trustedWorkspaces: trustedWorkspaces(user),
+    natsLogin,
+    natsCreds,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -146,7 +164,10 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const config = { ...parsed.data };
   // The key itself rides along out of sight: not enumerable, so no log, event or JSON of the
   // config ever carries it; the model factory reads it by the variable's name.
-  Object.defineProperty(config, SECRETS, { value: Object.freeze({ OPENAI_API_KEY: env[keyEnv] ?? '' }), enumerable: false });
+  Object.defineProperty(config, SECRETS, {
+    value: Object.freeze({ OPENAI_API_KEY: env[keyEnv] ?? '', NATS_USER: env.NATS_USER ?? '', NATS_PASSWORD: env.NATS_PASSWORD ?? '', NATS_TOKEN: env.NATS_TOKEN ?? '' }),
+    enumerable: false,
+  });
   // Tools' processes get the environment (with secrets stripped by the sandbox); the values of
   // `redactEnv` are redacted from tool output. Both out of sight, like the key.
   const environment = Object.freeze(Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')));
@@ -167,25 +188,10 @@ export function redactedValues(config: EffectiveConfig): string[] {
   return config.redactEnv.map((name) => env[name] ?? '').filter((v) => v !== '');
 }
 
-/**
- * The user's rules, then the workspace's. A cloned repository's actorloop.toml may tighten the
- * policy (deny, ask) but loosens it only when the user's file says `trust_workspace_policy = true`.
- */
-function mergePolicy(workspace: ConfigFile | null, user: ConfigFile | null): { rules: PolicyRule[]; notes: string[] } {
-  const notes: string[] = [];
-  const trusted = user?.trust_workspace_policy === true;
-  const fromWorkspace = (workspace?.policy?.rules ?? []).filter((r, i) => {
-    if (trusted || r.decision !== 'allow') return true;
-    notes.push(`workspace rule ${r.id ?? i + 1} (allow) ignored: set trust_workspace_policy = true in the user config to apply it`);
-    return false;
-  });
-  return { rules: [...(user?.policy?.rules ?? []), ...fromWorkspace], notes };
-}
-
 const SECRETS = Symbol('actorloop.secrets');
 
 /** The API key, read from the variable the config names (OPENAI_API_KEY unless `api_key_env` says otherwise); '' when unset. */
-export function secretOf(config: EffectiveConfig, name: 'OPENAI_API_KEY'): string {
+export function secretOf(config: EffectiveConfig, name: 'OPENAI_API_KEY' | 'NATS_USER' | 'NATS_PASSWORD' | 'NATS_TOKEN'): string {
   const secrets = (config as unknown as Record<symbol, Record<string, string> | undefined>)[SECRETS];
   return secrets?.[name] ?? '';
 }

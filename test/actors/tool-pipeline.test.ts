@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
-import { defaultTooling, type ToolingPorts } from '../../src/actors/tooling.js';
+import { defaultTooling, staticPolicy, type ToolingPorts } from '../../src/actors/tooling.js';
 import { verifyLog } from '../../src/actors/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { shapeObservation } from '../../src/tools/observation.js';
@@ -205,7 +205,7 @@ describe('observations', () => {
         { tool_calls: [{ name: 'keyed_append', arguments: { line: 'after' } }] },
         { content: 'done' },
       ],
-      { rules: () => [{ untrusted_context: true, decision: 'ask', reason: 'tool output is in the context' }] },
+      { policy: staticPolicy([{ untrusted_context: true, decision: 'ask', reason: 'tool output is in the context' }]) },
     );
     const { actor } = await startTurn(sup, 'go', turnRequest(ws));
     const [approvalId] = await actor.whenAwaitingApproval();
@@ -264,7 +264,7 @@ describe('shell through the pipeline', () => {
       const sup = await open([shell(command), { content: 'ok' }], {
         bwrapPath: await findBubblewrap(env.PATH),
         env,
-        rules: () => [{ tool: 'shell', command: 'git push', decision: 'deny', reason: 'pushing is for people' }],
+        policy: staticPolicy([{ tool: 'shell', command: 'git push', decision: 'deny', reason: 'pushing is for people' }]),
       });
       const { actor, ended } = await startTurn(sup, 'go', turnRequest(ws, { approvalMode: 'full-auto' }));
       await ended;

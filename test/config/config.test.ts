@@ -27,14 +27,14 @@ async function setup(files: { workspace?: string; user?: string }) {
 describe('configuration', () => {
   it('merges the workspace file, the user file, the environment and flags, later ones winning', async () => {
     const { ws, env } = await setup({
-      workspace: 'model = "openai:from-workspace"\nbase_url = "http://workspace:1/v1"\ndata_dir = "/tmp/ws-data"\n',
-      user: 'base_url = "http://user:2/v1"\n',
+      workspace: 'model = "openai:from-workspace"\nbase_url = "http://workspace:1/v1"\n',
+      user: 'base_url = "http://user:2/v1"\ndata_dir = "/tmp/user-data"\n',
     });
     const fromFiles = loadConfig({ cwd: ws }, env);
     expect(fromFiles.defaultModel).toBe('openai:from-workspace');
     // the user's file wins over the workspace's: a repository cannot redirect the user's key
     expect(fromFiles.openaiBaseUrl).toBe('http://user:2/v1');
-    expect(fromFiles.dataDir).toBe('/tmp/ws-data');
+    expect(fromFiles.dataDir).toBe('/tmp/user-data');
     expect(fromFiles.configFiles).toEqual([join(ws, 'actorloop.toml'), join(env.XDG_CONFIG_HOME!, 'actorloop', 'config.toml')]);
 
     const fromEnv = loadConfig({ cwd: ws }, { ...env, ACTORLOOP_MODEL: 'openai:from-env', OPENAI_BASE_URL: 'http://env:3/v1', ACTORLOOP_DATA_DIR: '/tmp/env-data' });
@@ -93,7 +93,7 @@ describe('configuration', () => {
       const config = loadConfig({ cwd: ws }, env);
       expect(config.approvalMode).toBe('auto-edit');
       expect(config.policyRules.map((r) => [r.tool, r.decision])).toEqual([['write_file', 'ask'], ['shell', 'deny']]);
-      expect(config.policyNotes).toEqual([expect.stringMatching(/workspace rule 2 \(allow\) ignored: set trust_workspace_policy = true/)]);
+      expect(config.policyNotes).toEqual([expect.stringMatching(/policy rule 2 \(allow\): an untrusted workspace only adds deny and ask rules/)]);
 
       const { ws: ws2, env: env2 } = await setup({ workspace: RULES, user: 'trust_workspace_policy = true\n' });
       const trusted = loadConfig({ cwd: ws2 }, env2);
@@ -120,7 +120,7 @@ describe('configuration', () => {
       expect(redactedValues(config).sort()).toEqual(['ghp_secretvalue123', 'sk-abcdefgh12345678']);
       expect(environmentOf(config).PATH).toBe('/usr/bin');
       expect(JSON.stringify(config)).not.toContain('ghp_secretvalue123');
-      expect(config.redactEnv).toEqual(['OPENAI_API_KEY', 'GH_TOKEN']);
+      expect(config.redactEnv).toEqual(['OPENAI_API_KEY', 'NATS_PASSWORD', 'NATS_TOKEN', 'GH_TOKEN']);
     });
   });
 });
