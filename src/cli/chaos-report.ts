@@ -1,5 +1,6 @@
 import type { Violation } from '../actors/verify.js';
 import type { Out } from './output.js';
+import { terminalText } from './terminal-text.js';
 import { describeFaults, type ChaosMode, type ChaosPoint, type RunPlan } from './chaos-plan.js';
 import type { ScenarioResult } from './chaos-run.js';
 
@@ -143,5 +144,6 @@ export function printReport(out: Out, json: boolean, points: PointReport[], summ
     '',
     `${summary.passed} of ${summary.runs} run(s) passed, ${summary.violations} violation(s) · ${(summary.elapsedMs / 1000).toFixed(1)} s${summary.interrupted ? ' · interrupted' : ''}`,
   );
-  out.stdout.write(`${lines.join('\n')}\n`);
+  // violations quote the log: shown, not acted on
+  out.stdout.write(`${lines.map((l) => terminalText(l)).join('\n')}\n`);
 }

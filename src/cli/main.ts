@@ -12,6 +12,8 @@ import { registerDlqCommand } from './commands/dlq.js';
 import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
 import type { Out } from './output.js';
+import { terminalText } from './terminal-text.js';
+import { catchStopSignals, exitCodeForSignal, stopReceived } from './stop-signals.js';
 
 // `min` matches the schema the value lands in: a turn needs a step (TurnRequest.maxSteps is
 // positive), while zero tool calls and `--after 0` are meaningful.
@@ -31,24 +33,30 @@ function positiveNumber(value: string): number {
   return n;
 }
 
-/** Maps an error to its exit code and one line for a person; no stack for a user's mistake. */
+/**
+ * Maps an error to its exit code and one line for a person; no stack for a user's mistake. A
+ * message may quote a model's or a tool's text: its control characters are shown, not sent.
+ */
 export function reportError(err: unknown, out: Out, debug: boolean): number {
   if (err instanceof ActorloopError) {
-    out.stderr.write(`actorloop: ${err.userMessage()}\n`);
-    if (debug && err.cause) out.stderr.write(`${String((err.cause as Error).stack ?? err.cause)}\n`);
+    out.stderr.write(`actorloop: ${terminalText(err.userMessage(), 'block')}\n`);
+    if (debug && err.cause) out.stderr.write(`${terminalText(String((err.cause as Error).stack ?? err.cause), 'block')}\n`);
     if (err instanceof ConfigError) return EXIT.usage;
     if (err instanceof NotFoundError) return EXIT.notFound;
     if (err instanceof BusError && (err.code === 'bus.nats_server_missing' || err.code === 'bus.unreachable')) return EXIT.usage;
     return EXIT.failed;
   }
-  out.stderr.write(`actorloop: unexpected error: ${(err as Error)?.message ?? String(err)}\n`);
-  if (debug) out.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
+  out.stderr.write(`actorloop: unexpected error: ${terminalText((err as Error)?.message ?? String(err), 'block')}\n`);
+  if (debug) out.stderr.write(`${terminalText((err as Error)?.stack ?? '', 'block')}\n`);
   out.stderr.write('this is a bug in actorloop; run again with ACTORLOOP_LOG=debug for details\n');
   return EXIT.failed;
 }
 
-/** Builds the `actorloop` command; `run` resolves with the exit code. */
-export function buildProgram(out: Out, setCode: (code: number) => void): Command {
+/**
+ * Builds the `actorloop` command; `run` resolves with the exit code. `ownsStopSignals` is called
+ * by a command whose own code answers SIGTERM / SIGHUP (a host drains and exits 0).
+ */
+export function buildProgram(out: Out, setCode: (code: number) => void, ownsStopSignals: () => void = () => {}): Command {
   const program = new Command('actorloop')
     .description('A durable, actor-based runtime for LLM agents')
     .version('0.1.0')
@@ -126,7 +134,10 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .option('--lease-ttl <ms>', 'lease time to live; a dead host\'s agents move after it (default 10000)', wholeNumber('--lease-ttl', 1))
     .option('--json', 'print the events of hosted agents as NDJSON on stdout')
     .addOption(new Option('--fault <spec>', 'inject a fault: <point>[:<agentId>][@<n>][=kill|drop]'))
-    .action(act(async (o) => hostCommand(o, loadConfig(flags(o)), out)));
+    .action(act(async (o) => {
+      ownsStopSignals();
+      return hostCommand(o, loadConfig(flags(o)), out);
+    }));
 
   common(program.command('events').argument('<agentId>'))
     .description("print an agent's event log")
@@ -177,7 +188,15 @@ export async function main(
   out: Out = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
 ): Promise<number> {
   let code: number = EXIT.completed;
-  const program = buildProgram(out, (c) => (code = c));
+  let ownsStop = false;
+  const program = buildProgram(out, (c) => (code = c), () => (ownsStop = true));
+  // SIGTERM / SIGHUP: the command stops what it started and leaves its turn resumable, then exits
+  // 128 + the signal (see stop-signals.ts), whatever it was doing when the signal came.
+  const releaseSignals = catchStopSignals();
+  const stopped = (c: number): number => {
+    const signal = stopReceived();
+    return signal !== null && !ownsStop ? exitCodeForSignal(signal) : c;
+  };
   // Whoever read our output went away (`actorloop events <id> | head`): without a listener the
   // EPIPE would end the process on the spot, before it stops the embedded nats-server it started.
   // Stop as Ctrl-C stops (a follower ends, a host drains); what is left to write goes nowhere.
@@ -191,14 +210,15 @@ export async function main(
   out.stdout.on('error', onOutputError);
   try {
     await program.parseAsync(argv, { from: 'user' });
-    return code;
+    return stopped(code);
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return EXIT.completed;
       return EXIT.usage;
     }
-    return reportError(err, out, debugEnabled());
+    return stopped(reportError(err, out, debugEnabled()));
   } finally {
+    releaseSignals();
     // an EPIPE can still come from a write already queued: keep ignoring it
     if (!readerGone) out.stdout.off('error', onOutputError);
   }

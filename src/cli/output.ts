@@ -1,4 +1,5 @@
 import type { ActorEvent } from '../protocol/events.js';
+import { terminalText } from './terminal-text.js';
 
 /** Where command output goes; stdout carries results and `--json` NDJSON, stderr the rest. */
 export interface Out {
@@ -23,8 +24,15 @@ function killedText(d: Extract<ActorEvent, { type: 'actor/killed' }>['data']): s
   return `epoch ${d.epoch} died after seq ${d.lastSeq} · ${d.point === null ? 'point not known' : `at ${d.point}`} · ${d.detectedBy}`;
 }
 
-/** A one-line, human summary of an event, for `events` and non-TTY progress. */
+/**
+ * A one-line, human summary of an event, for `events` and non-TTY progress. The data it quotes
+ * (file contents, model output, arguments) has its control characters shown, not sent.
+ */
 export function describeEvent(e: ActorEvent): string {
+  return terminalText(summarize(e));
+}
+
+function summarize(e: ActorEvent): string {
   const head = `${String(e.seq).padStart(5)}  ${e.at.slice(11, 23)}  ${e.type.padEnd(22)}`;
   switch (e.type) {
     case 'turn/start':
@@ -119,15 +127,17 @@ export class RunPrinter {
         this.tool = null;
         break;
       case 'step/end':
-        if (!tty) this.out.stdout.write(`step ${this.step}: ${e.data.outcome}${e.data.reason ? ` (${e.data.reason})` : ''}${e.data.toolCalls ? ` · ${e.data.toolCalls} tool call(s)` : ''}\n`);
+        if (!tty) this.line(`step ${this.step}: ${e.data.outcome}${e.data.reason ? ` (${e.data.reason})` : ''}${e.data.toolCalls ? ` · ${e.data.toolCalls} tool call(s)` : ''}`);
         break;
+      // How the previous incarnation ended is a note, not a result: stderr, where a command's
+      // errors go too, so stdout holds only the run's own lines (or NDJSON) and never leads with it.
       case 'actor/killed':
         this.endLine();
-        this.out.stdout.write(`killed: ${killedText(e.data)}\n`);
+        this.line(`killed: ${killedText(e.data)}`, this.out.stderr);
         break;
       case 'recovery/continuation':
         this.endLine();
-        this.out.stdout.write(`recovered: ${e.data.closed.join('; ') || 'nothing was open'}\n`);
+        this.line(`recovered: ${e.data.closed.join('; ') || 'nothing was open'}`, this.out.stderr);
         break;
       default:
         break;
@@ -140,9 +150,15 @@ export class RunPrinter {
     }
   }
 
+  /** One line of progress text; what it quotes has its control characters shown, not sent. */
+  private line(text: string, to: NodeJS.WritableStream = this.out.stdout): void {
+    to.write(`${terminalText(text)}\n`);
+  }
+
   private progress(): void {
     const elapsed = ((Date.now() - this.started) / 1000).toFixed(1);
-    const tool = this.tool ? ` · running ${this.tool}` : this.waitingModel ? ' · model' : '';
+    // the only escape sequence written here is our own (clear the line); the tool name is quoted
+    const tool = this.tool ? ` · running ${terminalText(this.tool)}` : this.waitingModel ? ' · model' : '';
     this.out.stdout.write(`\r\x1b[2Kstep ${this.step}${tool} · ${this.tokens.toLocaleString('en-US')} tokens · ${elapsed}s`);
     this.lineOpen = true;
   }

@@ -2,7 +2,7 @@
 // person (exit 4, the approval ID on stderr and in the approval/requested event), and `approve`
 // / `deny` deliver the answer through the agent's inbox and host the turn to its end.
 import { spawn } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
 import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
@@ -112,6 +112,30 @@ describe('approvals from the CLI', () => {
     const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
     expectExit(expect, run, 2);
     expect(run.stderr).toMatch(/actorloop\.toml: policy\.rules\.0\.decision: decision must be "allow", "ask" or "deny"/);
+  });
+
+  test('approve after the approval expired commits the expiry, says so, and goes on denied', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, cli, common } = await setup(onTestFinished);
+    await mkdir(join(dataDir, 'config-home', 'actorloop'), { recursive: true });
+    await writeFile(join(dataDir, 'config-home', 'actorloop', 'config.toml'), 'approval_ttl_seconds = 1\n');
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
+    expectExit(expect, run, 4);
+    const agentId = lines(run.stdout)[0]!;
+    const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
+    await new Promise((r) => setTimeout(r, 1_500));
+    const late = await cli.run(['approve', agentId, approvalId, ...common]);
+    // the turn goes on without the call, as a host would have carried it on at the expiry
+    expectExit(expect, late, 0);
+    expect(late.stderr).toContain(`approval ${approvalId} expired at `);
+    expect(late.stderr).toContain('the call is denied');
+    // how the last incarnation ended is a note on stderr, never ahead of the answer on stdout
+    expect(late.stdout).not.toMatch(/recovered:/);
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(log.find((e) => e.type === 'approval/denied')).toMatchObject({ data: { approvalId, by: 'expiry' } });
+    expect(log.some((e) => e.type === 'approval/granted')).toBe(false);
+    expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toBe(buggySlug);
+    const verify = await cli.run(['verify', agentId, ...common]);
+    expectExit(expect, verify, 0);
   });
 
   test('on a terminal, run asks inline and goes on after "y"', async ({ expect, onTestFinished }) => {

@@ -2,6 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import { newId } from '../../protocol/ids.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import type { ApprovalRecord } from '../../store/projection.js';
+import { terminalText } from '../terminal-text.js';
 
 /** A person's answer to one approval. */
 export type ApprovalAnswer = { decision: 'approve'; always: boolean } | { decision: 'deny'; reason: string | null };
@@ -12,7 +13,11 @@ export type Prompt = (lines: string[]) => Promise<ApprovalAnswer>;
 /** Who the CLI's answers come from: only client commands may answer approvals. */
 export const CLI_SENDER = 'client:cli';
 
-/** Lines that tell a person what an approval would allow. */
+/**
+ * Lines that tell a person what an approval would allow. Each shows the plan's text with its
+ * control characters written out: a CR or an escape sequence in a command must not hide part of
+ * it from the person approving it.
+ */
 export function describeApproval(approvalId: string, a: ApprovalRecord): string[] {
   const plan = (a.plan ?? {}) as { command?: string; cwd?: string; paths?: Array<{ path: string; mode: string }>; network?: boolean; input?: unknown };
   const lines = [`${a.tool} (version ${a.toolVersion}) asks for approval ${approvalId}`];
@@ -26,7 +31,7 @@ export function describeApproval(approvalId: string, a: ApprovalRecord): string[
   if (a.reason) lines.push(`why asked: ${a.reason}`);
   else if (a.rule) lines.push(`rule: ${a.rule}`);
   lines.push(`plan digest: ${a.planDigest}`, `expires: ${new Date(a.expiresAt).toISOString()}`);
-  return lines;
+  return lines.map((l) => terminalText(l));
 }
 
 /** The inbox message that carries a person's answer, bound to the plan digest they were shown. */

@@ -20,6 +20,7 @@ import { runScenario, type ChaosContext, type ScenarioResult } from '../chaos-ru
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { createLogger } from '../runtime.js';
+import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 
 /** Options of `actorloop chaos`, as commander hands them over (strings: checked here). */
 export interface ChaosOptions {
@@ -112,6 +113,11 @@ export async function chaosCommand(scriptPath: string, opts: ChaosOptions, confi
     abort.abort();
   };
   process.on('SIGINT', onSigint);
+  // SIGTERM / SIGHUP: the same stop (children killed, the server stopped), exit 128 + the signal
+  const offStop = onStop((signal) => {
+    out.stderr.write(`\nchaos: ${signal}; killing the running child\n`);
+    abort.abort();
+  });
   try {
     const ctx: ChaosContext = {
       cliEntry: cliEntry(),
@@ -172,10 +178,13 @@ export async function chaosCommand(scriptPath: string, opts: ChaosOptions, confi
       baselines: baselineReports,
     };
     printReport(out, s.json, points, summary);
+    const signal = stopReceived();
+    if (signal !== null) return exitCodeForSignal(signal);
     if (interrupted()) return EXIT.interrupted;
     return violations === 0 ? EXIT.completed : EXIT.failed;
   } finally {
     process.off('SIGINT', onSigint);
+    offStop();
     // stops the embedded nats-server when this command started it: nothing is left running
     await bus.close();
   }

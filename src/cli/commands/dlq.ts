@@ -4,6 +4,7 @@ import { listDeadLetters, redriveDeadLetter, type DeadLetter } from '../../bus/d
 import { loadConfig, type ConfigFlags, type EffectiveConfig } from '../../config/config.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
+import { terminalText } from '../terminal-text.js';
 import { createLogger } from '../runtime.js';
 
 /** What `buildProgram` lends a command it does not define itself. */
@@ -93,7 +94,7 @@ export async function dlqListCommand(
     for (const l of letters) {
       const state = l.redriven ? `  redriven ${l.redriven.at.slice(0, 19).replace('T', ' ')}` : '';
       out.stdout.write(
-        `${l.id}  ${l.actorId}  ${l.deliveries} deliveries  ${l.at.slice(0, 19).replace('T', ' ')}  ${l.error.code}: ${clip(l.error.message)}${state}\n`,
+        `${l.id}  ${l.actorId}  ${l.deliveries} deliveries  ${l.at.slice(0, 19).replace('T', ' ')}  ${l.error.code}: ${terminalText(clip(l.error.message))}${state}\n`,
       );
     }
     return EXIT.completed;

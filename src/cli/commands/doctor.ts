@@ -9,6 +9,7 @@ import {
 } from '../doctor-checks.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
+import { terminalText } from '../terminal-text.js';
 import { createLogger } from '../runtime.js';
 import { DEFAULT_OPENAI_MODEL } from './run.js';
 
@@ -35,8 +36,9 @@ export async function doctorCommand(opts: DoctorOptions, config: EffectiveConfig
       if (opts.json) {
         out.stdout.write(`${JSON.stringify({ check: r.check, status: r.status, detail, fix })}\n`);
       } else {
-        out.stdout.write(`${r.status.padEnd(7)}  ${r.check}: ${detail}\n`);
-        if (fix !== null) out.stdout.write(`         → ${fix}\n`);
+        // a detail can quote what an endpoint answered: shown, not acted on
+        out.stdout.write(`${r.status.padEnd(7)}  ${r.check}: ${terminalText(detail, 'block')}\n`);
+        if (fix !== null) out.stdout.write(`         → ${terminalText(fix, 'block')}\n`);
       }
     }
   };

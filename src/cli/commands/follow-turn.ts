@@ -8,6 +8,8 @@ import { placementOf, type Placement } from '../hand-off.js';
 import type { Runtime } from '../runtime.js';
 import { approvalMessage, describeApproval, type Prompt } from './approvals.js';
 import { printTurnEnd, printWaiting, type TurnOutput } from './host-turn.js';
+import { terminalText } from '../terminal-text.js';
+import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
 
 /** How often the follower looks at who holds the agent: often until a host took it, then less. */
 const HOLDER_POLL_FIRST_MS = 200;
@@ -44,7 +46,7 @@ export interface FollowTurnOptions extends TurnOutput {
  * inbox, or printed with exit 4. A host that dies does not end the following: another host (or a
  * later `resume`) takes the agent over and its events go on; changes of holder, a long silence
  * and a turn deadline long past are said on stderr, the last with exit 4. Ctrl-C stops following
- * (exit 130); the turn goes on on its host.
+ * (exit 130), SIGTERM or SIGHUP too (128 + the signal); the turn goes on on its host.
  */
 export async function followTurn(o: FollowTurnOptions): Promise<number> {
   const { rt, entry, out } = o;
@@ -55,6 +57,8 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
   let onSigint = (): void => {};
   const interrupted = new Promise<{ kind: 'interrupt' }>((resolve) => (onSigint = () => resolve({ kind: 'interrupt' })));
   process.once('SIGINT', onSigint);
+  const stopSignal = whenStopped();
+  const stopped = stopSignal.stopped.then((signal) => ({ kind: 'stop' as const, signal }));
   const follow = () => rt.reader.follow(entry.rootId, entry.actorId, { afterSeq: p.seq, signal: stop.signal })[Symbol.asyncIterator]();
   let events = follow();
   const pull = () => events.next().then((r) => ({ kind: 'event' as const, r }));
@@ -65,11 +69,11 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
   try {
     for (;;) {
       tick ??= new Promise((resolve) => setTimeout(() => resolve({ kind: 'tick' }), TICK_MS));
-      const r = await Promise.race([next, tick, interrupted]);
-      if (r.kind === 'interrupt') {
+      const r = await Promise.race([next, tick, interrupted, stopped]);
+      if (r.kind === 'interrupt' || r.kind === 'stop') {
         o.printer.endLine();
         out.stderr.write(`\nstopped following ${entry.actorId}; its turn goes on on its host (\`actorloop resume ${entry.actorId}\` follows it again)\n`);
-        return EXIT.interrupted;
+        return r.kind === 'stop' ? exitCodeForSignal(r.signal) : EXIT.interrupted;
       }
       if (r.kind === 'tick') {
         tick = null;
@@ -78,7 +82,8 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         if (waiting.length > 0) {
           o.printer.endLine();
           if (!o.prompt) return await printWaiting(o, { actorId: entry.actorId, projection: p }, waiting);
-          await askAll(o, p, waiting, answered);
+          const left = await Promise.race([askAll(o, p, waiting, answered).then(() => null), stopped]);
+          if (left) return exitCodeForSignal(left.signal);
           lastEventAt = Date.now();
           continue;
         }
@@ -108,6 +113,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
     }
   } finally {
     process.off('SIGINT', onSigint);
+    stopSignal.dispose();
     stop.abort();
     void events.return?.(undefined);
   }
@@ -175,7 +181,8 @@ class HolderWatch {
 
   private say(line: string): void {
     this.o.printer.endLine();
-    this.o.out.stderr.write(`${line}\n`);
+    // host names come from other processes' records: shown, not acted on
+    this.o.out.stderr.write(`${terminalText(line)}\n`);
   }
 
   /** Starts a look at the agent's lease and the live hosts when one is due and none is running. */

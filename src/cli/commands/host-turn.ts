@@ -5,6 +5,8 @@ import type { InboxMessage } from '../../protocol/inbox.js';
 import type { Projection } from '../../store/projection.js';
 import { exitCodeFor, EXIT } from '../exit-codes.js';
 import type { Out, RunPrinter } from '../output.js';
+import { terminalText } from '../terminal-text.js';
+import { exitCodeForSignal, whenStopped, type StopSignal } from '../stop-signals.js';
 import { approvalMessage, describeApproval, type Prompt } from './approvals.js';
 
 const STATUS: Record<TurnOutcome, ActorStatus> = STATUS_AFTER_TURN;
@@ -41,7 +43,9 @@ export interface AwaitTurnOptions extends TurnOutput {
 
 /**
  * Waits for the turn `ended` resolves, with Ctrl-C wired to an interrupt (a second Ctrl-C
- * leaves at once: the log keeps what was committed, and `resume` carries on). When the turn can
+ * leaves at once: the log keeps what was committed, and `resume` carries on). SIGTERM or SIGHUP
+ * returns 128 + the signal without cancelling anything: the caller's close releases the agent
+ * (`actor/released`, the turn left open) and `resume` carries it on. When the turn can
  * go no further without a person's approval it asks inline on a TTY, or prints the pending
  * approval IDs and returns exit 4 (`actorloop approve` / `deny` continue it). Prints the outcome
  * and returns the exit code.
@@ -56,12 +60,16 @@ export async function awaitTurn(opts: AwaitTurnOptions): Promise<number> {
     actor.abort('interrupted');
   };
   process.on('SIGINT', onSigint);
+  const stop = whenStopped();
+  const stopped = stop.stopped.then((signal) => ({ stopped: signal }));
   try {
     for (;;) {
       const next = await Promise.race([
         opts.ended.then((ended) => ({ ended, waiting: null })),
         actor.whenAwaitingApproval().then((waiting) => ({ ended: null, waiting })),
+        stopped,
       ]);
+      if ('stopped' in next) return leaveResumable(opts, actor.actorId, next.stopped);
       if (next.ended) return await printTurnEnd(opts, actor, next.ended);
       opts.printer.endLine();
       const waiting = next.waiting!;
@@ -69,14 +77,23 @@ export async function awaitTurn(opts: AwaitTurnOptions): Promise<number> {
       for (const approvalId of waiting) {
         const approval = actor.projection.approvals?.[approvalId];
         if (!approval || approval.state !== 'pending') continue;
-        const answer = await opts.prompt(describeApproval(approvalId, approval));
+        const answer = await Promise.race([opts.prompt(describeApproval(approvalId, approval)), stopped]);
+        if ('stopped' in answer) return leaveResumable(opts, actor.actorId, answer.stopped);
         await opts.send(approvalMessage(actor.actorId, approvalId, approval.planDigest, answer));
         await whenAnswered(actor, approvalId);
       }
     }
   } finally {
     process.off('SIGINT', onSigint);
+    stop.dispose();
   }
+}
+
+/** A stop signal came: says the turn stays open and how to carry it on, and returns 128 + the signal. */
+function leaveResumable(o: TurnOutput, actorId: string, signal: StopSignal): number {
+  o.printer.endLine();
+  o.out.stderr.write(`\n${signal}: stopping; the turn stays open (\`actorloop resume ${actorId}\` carries it on)\n`);
+  return exitCodeForSignal(signal);
 }
 
 /** Records the outcome in the directory, prints the answer and the outcome line, and returns the exit code. */
@@ -87,9 +104,9 @@ export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: Tur
   if (!o.json) {
     const usage = agent.projection.usage;
     const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
-    if (ended.answer) out.stdout.write(`\n${ended.answer}\n\n`);
+    if (ended.answer) out.stdout.write(`\n${terminalText(ended.answer, 'block')}\n\n`);
     const cost = ended.costUsd === null ? 'cost unknown' : `$${ended.costUsd.toFixed(4)}`;
-    out.stdout.write(`${ended.outcome}${ended.reason ? ` (${ended.reason})` : ''} · ${tokens} · ${cost}\n`);
+    out.stdout.write(`${ended.outcome}${ended.reason ? ` (${terminalText(ended.reason)})` : ''} · ${tokens} · ${cost}\n`);
   }
   return exitCodeFor(ended.outcome);
 }

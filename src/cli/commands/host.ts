@@ -5,6 +5,7 @@ import { Host } from '../../actors/host.js';
 import { EXIT } from '../exit-codes.js';
 import { eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime } from '../runtime.js';
+import { onStop } from '../stop-signals.js';
 
 /** Options of `actorloop host`. */
 export interface HostCommandOptions {
@@ -17,7 +18,8 @@ export interface HostCommandOptions {
  * `actorloop host`: a long-running host. It claims a lease for every agent that needs a host
  * (mail in its inbox, or a lease that lapsed with its holder), runs it, renews its leases,
  * announces itself in the `hosts` bucket (so `run` and `resume` hand it their work), and on
- * SIGTERM or Ctrl-C drains (running tools reach a recordable end, leases are released) and exits 0.
+ * SIGTERM, SIGHUP or Ctrl-C drains (running tools reach a recordable end, leases are released) and
+ * exits 0: a drain is how a host is meant to stop.
  */
 export async function hostCommand(opts: HostCommandOptions, config: EffectiveConfig, out: Out): Promise<number> {
   const logger = createLogger(config);
@@ -35,16 +37,25 @@ export async function hostCommand(opts: HostCommandOptions, config: EffectiveCon
     host = new Host({
       name, supervisor, leases: rt.leases, directory: rt.bus.directory, logger, presence: { store: rt.hosts, identity },
     });
+    // SIGTERM and SIGHUP reach it through main's catch (also when they came during the start)
+    let offStop = (): void => {};
+    let onSigint = (): void => {};
     const stopped = new Promise<string>((resolve) => {
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-      process.once('SIGINT', () => resolve('SIGINT'));
+      offStop = onStop(resolve);
+      onSigint = () => resolve('SIGINT');
+      process.once('SIGINT', onSigint);
     });
-    await host.start();
-    out.stderr.write(`host ${name}: hosting agents (lease TTL ${Math.round(rt.leases.ttlMs / 1000)} s); SIGTERM or Ctrl-C drains and exits\n`);
-    const signal = await stopped;
-    out.stderr.write(`host ${name}: ${signal}, draining ${host.actors().length} agent(s)\n`);
-    await host.drain();
-    return EXIT.completed;
+    try {
+      await host.start();
+      out.stderr.write(`host ${name}: hosting agents (lease TTL ${Math.round(rt.leases.ttlMs / 1000)} s); SIGTERM, SIGHUP or Ctrl-C drains and exits\n`);
+      const signal = await stopped;
+      out.stderr.write(`host ${name}: ${signal}, draining ${host.actors().length} agent(s)\n`);
+      await host.drain();
+      return EXIT.completed;
+    } finally {
+      offStop();
+      process.off('SIGINT', onSigint);
+    }
   } finally {
     await rt.close();
   }

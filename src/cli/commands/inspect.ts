@@ -5,6 +5,8 @@ import { formatViolations, verifyLog } from '../../actors/verify.js';
 import { EXIT } from '../exit-codes.js';
 import { describeEvent, eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
+import { terminalText } from '../terminal-text.js';
+import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 
 async function rootOf(rt: Runtime, agentId: string): Promise<string> {
   const entry = await rt.bus.directory.get(agentId);
@@ -17,6 +19,7 @@ async function rootOf(rt: Runtime, agentId: string): Promise<string> {
 }
 
 async function withRuntime<T>(config: EffectiveConfig, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+  // events, runs and verify read: a client login is all they need
   const rt = await openRuntime(config, createLogger(config));
   try {
     return await fn(rt);
@@ -44,12 +47,15 @@ export async function eventsCommand(
     const stop = new AbortController();
     const onSigint = (): void => stop.abort();
     process.once('SIGINT', onSigint);
+    const offStop = onStop(() => stop.abort());
     try {
       for await (const { event } of rt.reader.follow(rootId, agentId, { afterSeq: opts.after ?? 0, signal: stop.signal })) print(event);
     } finally {
       process.off('SIGINT', onSigint);
+      offStop();
     }
-    return EXIT.completed;
+    const signal = stopReceived();
+    return signal === null ? EXIT.completed : exitCodeForSignal(signal);
   });
 }
 
@@ -66,7 +72,7 @@ export async function runsCommand(opts: { json?: boolean }, config: EffectiveCon
       return EXIT.completed;
     }
     for (const e of entries) {
-      out.stdout.write(`${e.actorId}  ${e.status.padEnd(9)}  ${e.updatedAt.slice(0, 19).replace('T', ' ')}  ${e.title.slice(0, 60)}\n`);
+      out.stdout.write(`${e.actorId}  ${e.status.padEnd(9)}  ${e.updatedAt.slice(0, 19).replace('T', ' ')}  ${terminalText(e.title.slice(0, 60))}\n`);
     }
     return EXIT.completed;
   });
@@ -84,7 +90,7 @@ export async function verifyCommand(agentId: string, opts: { json?: boolean }, c
     } else if (violations.length === 0) {
       out.stdout.write(`${agentId}: ${events.length} events, all invariants hold\n`);
     } else {
-      out.stdout.write(`${agentId}: ${violations.length} violation(s) in ${events.length} events\n${formatViolations(violations)}\n`);
+      out.stdout.write(`${agentId}: ${violations.length} violation(s) in ${events.length} events\n${terminalText(formatViolations(violations), 'block')}\n`);
     }
     return violations.length === 0 ? EXIT.completed : EXIT.failed;
   });

@@ -11,6 +11,7 @@ import { followTurn } from './follow-turn.js';
 import { entryOf, foldLog, inboxPending, placementOf, releaseToHosts } from '../hand-off.js';
 import { publishInbox } from '../../bus/inbox.js';
 import { pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
+import { terminalText } from '../terminal-text.js';
 
 /** A person to ask on this terminal, or null (not a TTY, or stdout belongs to `--json`). */
 export function promptFor(out: Out, json: boolean): Prompt | null {
@@ -28,7 +29,9 @@ interface Hosted {
   printer: RunPrinter;
 }
 
-async function hostExisting(agentId: string, json: boolean, config: EffectiveConfig, out: Out, rt: Runtime): Promise<Hosted> {
+async function hostExisting(
+  agentId: string, json: boolean, config: EffectiveConfig, out: Out, rt: Runtime, onHydrated?: (p: Projection) => void,
+): Promise<Hosted> {
   const printer = new RunPrinter(out, json);
   const supervisor = rt.supervisor({ onCommit: (_id, events) => printer.commit(events) });
   // no agent is rehydrated twice at once: a host process (or another command) holding its lease wins
@@ -39,6 +42,7 @@ async function hostExisting(agentId: string, json: boolean, config: EffectiveCon
     (a) => {
       const p = a.projection;
       printer.seed(p.openStep?.index ?? p.openTurn?.steps ?? 0, p.usage.inputTokens + p.usage.outputTokens);
+      onHydrated?.(p);
       // before recovery starts: a short rest of a turn can end while the inbox is being set up
       ended = a.whenTurnEnds();
     },
@@ -72,7 +76,9 @@ export interface ResumeOptions {
  * host is running, hands the agent to it (a lease left by a dead local process is released, the
  * directory says it has work) and follows. Otherwise rehydrates it here from its LMDB snapshot
  * plus log tail, closes what a crash left open, commits `recovery/continuation`, and hosts it to
- * the end of the turn.
+ * the end of the turn. Whether there is anything to resume is decided from the log and the inbox
+ * before the agent is hosted here: a hosted agent reads its inbox at once, and one let go right
+ * after could leave a message it fetched unacked (or a turn it just started, released).
  */
 export async function resumeCommand(agentId: string, opts: ResumeOptions, config: EffectiveConfig, out: Out): Promise<number> {
   const rt = await openRuntime(config, createLogger(config));
@@ -82,10 +88,11 @@ export async function resumeCommand(agentId: string, opts: ResumeOptions, config
       const code = await resumeOnHost(rt, agentId, json, out);
       if (code !== null) return code;
     }
-    const h = await hostExisting(agentId, json, config, out, rt);
+    const entry = await entryOf(rt, agentId);
+    const logged = await foldLog(rt, entry);
     // A message sent but never taken (the run died before committing it) starts the turn now.
-    if (h.recovered || (await h.supervisor.inboxPending(agentId)) > 0) return await awaitHosted(h, json, out);
-    return noOpenTurn(agentId, h.actor.projection, out);
+    if (!hasWork(logged) && (await inboxPending(rt, agentId)) === 0) return noOpenTurn(agentId, logged, out);
+    return await awaitHosted(await hostExisting(agentId, json, config, out, rt), json, out);
   } finally {
     await rt.close();
   }
@@ -95,7 +102,7 @@ export async function resumeCommand(agentId: string, opts: ResumeOptions, config
 function noOpenTurn(agentId: string, p: Projection, out: Out): number {
   const last = p.lastTurn;
   const what = last ? `its last turn ended ${last.outcome}${last.reason ? ` (${last.reason})` : ''}` : 'it has run no turn';
-  out.stderr.write(`${agentId} has no open turn to resume: ${what}\n`);
+  out.stderr.write(`${agentId} has no open turn to resume: ${terminalText(what)}\n`);
   return last ? exitCodeFor(last.outcome) : EXIT.completed;
 }
 
@@ -150,7 +157,15 @@ export async function answerCommand(
       const code = await answerOnHost(rt, agentId, approvalId, answer, json, out);
       if (code !== null) return code;
     }
-    const h = await hostExisting(agentId, json, config, out, rt);
+    let logged: ApprovalRecord | undefined;
+    const h = await hostExisting(agentId, json, config, out, rt, (p) => (logged = p.approvals?.[approvalId] && { ...p.approvals[approvalId]! }));
+    if (logged && expiredUnanswered(logged)) {
+      // the agent's own watch denies it as it is hosted (its expiry is persisted): wait for that
+      // denial, which hosting the turn on commits, rather than send an answer it can only refuse
+      sayExpired(out, approvalId, logged);
+      await whenAnswered(h.actor, approvalId);
+      return await awaitHosted(h, json, out);
+    }
     const approval = approvalToAnswer(agentId, approvalId, h.actor.projection);
     await h.supervisor.send(approvalMessage(agentId, approvalId, approval.planDigest, answer));
     await whenAnswered(h.actor, approvalId);
@@ -166,6 +181,17 @@ async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, an
   const place = await placementOf(rt, agentId);
   if (place.kind === 'other' || (place.kind === 'free' && place.hosts.length === 0)) return null;
   const p = await foldLog(rt, entry);
+  const logged = p.approvals?.[approvalId];
+  if (logged && expiredUnanswered(logged)) {
+    // a host that holds the agent has denied it at its expiry, or will; one that takes it denies it
+    sayExpired(out, approvalId, logged);
+    if (place.kind === 'free') await releaseToHosts(rt, entry);
+    return followTurn({
+      rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
+      // the expiry is on its way: the follower does not wait on it for a person
+      prompt: promptFor(out, json), answered: new Map([[approvalId, 'expiry']]), handedOver: place.kind === 'free',
+    });
+  }
   const approval = approvalToAnswer(agentId, approvalId, p);
   // nobody holds it: the answer is mail, which a host claims the agent for
   if (place.kind === 'free') await releaseToHosts(rt, entry);
@@ -175,6 +201,19 @@ async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, an
     rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
     prompt: promptFor(out, json), answered: new Map([[approvalId, msg.id]]), handedOver: place.kind === 'free',
   });
+}
+
+/** True for an approval the log still has pending though its (persisted) expiry has passed. */
+function expiredUnanswered(a: ApprovalRecord, nowMs = Date.now()): boolean {
+  return a.state === 'pending' && nowMs >= a.expiresAt;
+}
+
+/** Says that the answer comes too late, and what happens instead. */
+function sayExpired(out: Out, approvalId: string, a: ApprovalRecord): void {
+  out.stderr.write(
+    `approval ${approvalId} expired at ${new Date(a.expiresAt).toISOString()} before it was answered: `
+      + 'the call is denied (the model is told) and the turn goes on without it\n',
+  );
 }
 
 /** The pending approval `approvalId` of the agent's open turn; a clear error when there is none to answer. */

@@ -1,0 +1,82 @@
+// `resume` of an agent whose task is still queued in its inbox (handed to a host that never took
+// it): resume decides from the log and the inbox before hosting it, takes the message, acks it and
+// finishes the turn; a second resume then finds nothing queued and nothing open.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { AGENT_ID, CliPool, REPO_ROOT, cliEnv, parseEvents, show } from '../helpers/cli.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+
+let nats: TestNats;
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+const pool = new CliPool();
+
+beforeAll(async () => {
+  nats = await startTestNats();
+});
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await pool.killAll();
+  await nats?.stop();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+/** Spawns the CLI in the background and resolves `seen` once its output matches `pattern`. */
+function background(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp) {
+  const child = spawn(process.execPath, ['bin/actorloop.js', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let text = '';
+  let found: (m: RegExpExecArray) => void = () => {};
+  const seen = new Promise<RegExpExecArray>((resolve) => (found = resolve));
+  const look = (s: string): void => {
+    text += s;
+    const m = pattern.exec(text);
+    if (m) found(m);
+  };
+  child.stdout.setEncoding('utf8').on('data', look);
+  child.stderr.setEncoding('utf8').on('data', look);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { child, seen, exited };
+}
+
+test('resume takes a queued task, acks it and finishes the turn; a second resume finds nothing', async ({ onTestFinished }) => {
+  const ws = await tempDir('ws');
+  const dataDir = await tempDir('data');
+  dirs.push(ws, dataDir);
+  const script = join(dataDir, 'script.json');
+  await writeFile(script, JSON.stringify({ responses: [{ content: 'Nothing to do here.' }] }));
+  const env = cliEnv(dataDir);
+  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const cli = pool.forTest({ onTestFinished }, env);
+
+  // a host that is announced but never takes anything: stopped right after it started
+  const host = background(['host', '--name', 'stalled', '--lease-ttl', '20000', ...common], env, /hosting agents/);
+  await host.seen;
+  host.child.kill('SIGSTOP');
+  // `run` hands the task to it: the task waits in the inbox, never delivered
+  const run = background(['run', 'say something', '--model', `scripted:${script}`, '--cwd', ws, ...common], env, /^(agt_\w+)$/m);
+  const agentId = (await run.seen)[1]!;
+  expect(agentId).toMatch(AGENT_ID);
+  // the hand-off publishes right after the ID line
+  await new Promise((r) => setTimeout(r, 1_000));
+  run.child.kill('SIGKILL');
+  host.child.kill('SIGKILL');
+  await Promise.all([run.exited, host.exited]);
+
+  const resumed = await cli.run(['resume', agentId, '--in-process', '--json', ...common]);
+  expect(resumed.code, show(resumed)).toBe(0);
+  const events = parseEvents(resumed.stdout);
+  expect(events.find((e) => e.type === 'inbox/received')).toBeDefined();
+  expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'Nothing to do here.' } });
+
+  // acked: nothing is queued any more, so nothing is hosted and nothing released
+  const again = await cli.run(['resume', agentId, ...common]);
+  expect(again.code, show(again)).toBe(0);
+  expect(again.stderr).toContain(`${agentId} has no open turn to resume: its last turn ended completed`);
+  const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+  expect(log.filter((e) => e.type === 'actor/released' || e.type === 'actor/rehydrated')).toEqual([]);
+  const verify = await cli.run(['verify', agentId, ...common]);
+  expect(verify.code, show(verify)).toBe(0);
+});
