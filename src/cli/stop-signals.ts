@@ -27,12 +27,18 @@ interface Caught {
 
 let caught: Caught | null = null;
 
+/** Where signals come from: the process, or an emitter in a test. */
+export type SignalSource = Pick<NodeJS.EventEmitter, 'on' | 'off'>;
+
 /**
  * Catches the stop signals until the returned function is called. The first tells every `onStop`
  * listener (and one registered later at once); a second leaves at once with its exit code, as a
  * second Ctrl-C does.
  */
-export function catchStopSignals(leaveNow: (code: number) => void = (code) => process.exit(code)): () => void {
+export function catchStopSignals(
+  leaveNow: (code: number) => void = (code) => process.exit(code),
+  source: SignalSource = process,
+): () => void {
   const state: Caught = { received: null, listeners: new Set() };
   caught = state;
   const handlers = STOP_SIGNALS.map((signal) => {
@@ -42,11 +48,11 @@ export function catchStopSignals(leaveNow: (code: number) => void = (code) => pr
       for (const fn of [...state.listeners]) fn(signal);
       state.listeners.clear();
     };
-    process.on(signal, handler);
+    source.on(signal, handler);
     return { signal, handler };
   });
   return () => {
-    for (const { signal, handler } of handlers) process.off(signal, handler);
+    for (const { signal, handler } of handlers) source.off(signal, handler);
     if (caught === state) caught = null;
   };
 }
