@@ -130,3 +130,64 @@ test('forged approvals and tasks are refused: anonymous and wrong logins cannot 
   // the host owned the server: it stopped it on its way out
   expect(await readEmbeddedState(embeddedPaths(dataDir).stateFile)).toBeUndefined();
 }, 90_000);
+
+test('a sandboxed tool, even one allowed the network, never sees the bus logins', async ({ onTestFinished }) => {
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('trust-sandbox');
+  dirs.push(ws, dataDir);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir, { NATS_USER: 'someone', NATS_PASSWORD: 'nats-password-0123456789' }));
+  // the user allows this shell call the network: the grant that let a tool reach the server before
+  const { mkdir, writeFile } = await import('node:fs/promises');
+  await mkdir(join(dataDir, 'config-home', 'actorloop'), { recursive: true });
+  await writeFile(join(dataDir, 'config-home', 'actorloop', 'config.toml'),
+    '[[policy.rules]]\ntool = "shell"\ncommand = "cat"\nnetwork = true\ndecision = "allow"\n');
+  const script = join(dataDir, 'script.json');
+  const authFile = join(dataDir, 'nats', 'auth.json');
+  await writeFile(script, JSON.stringify({ responses: [
+    { tool_calls: [{ name: 'shell', arguments: { command: `cat ${authFile}` } }, { name: 'shell', arguments: { command: 'env' } }] },
+    { content: 'done' },
+  ] }));
+  const run = await cli.run(['run', 'look', '--model', `scripted:${script}`, '--cwd', ws, '--approve', 'full-auto', '--json']);
+  expect(run.code, show(run)).toBe(0);
+  const auth = (await readEmbeddedAuth(embeddedPaths(dataDir).dir))!;
+  const events = parseEvents(run.stdout);
+  const results = events.filter((e) => e.type === 'tool/result');
+  expect(results, show(run)).toHaveLength(2);
+  // the cat ran with the network granted, and found nothing where the logins are
+  expect(events.find((e) => e.type === 'policy/decided' && e.data.network === true), show(run)).toBeDefined();
+  const seen = JSON.stringify(results);
+  expect(seen).toMatch(/No such file or directory/);
+  for (const secret of [auth.host.pass, auth.client.pass, 'nats-password-0123456789']) expect(seen).not.toContain(secret);
+  expect(seen).not.toContain('NATS_USER');
+}, 60_000);
+
+test('a command whose embedded server dies starts it again on the same store, with its logins, and carries on', async ({ onTestFinished }) => {
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('trust-restart');
+  dirs.push(ws, dataDir);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const script = join(dataDir, 'script.json');
+  const { writeFile } = await import('node:fs/promises');
+  await writeFile(script, JSON.stringify({ responses: [
+    { tool_calls: [{ name: 'list_dir', arguments: { path: '.' } }] },
+    { delay_ms: 2_500, tool_calls: [{ name: 'read_file', arguments: { path: 'src/slug.js' } }] },
+    { content: 'done' },
+  ] }));
+  const running = cli.run(['run', 'look around', '--model', `scripted:${script}`, '--cwd', ws, '--json'], { timeoutMs: 60_000 });
+  const first = await until('the embedded server', async () => readEmbeddedState(embeddedPaths(dataDir).stateFile));
+  await until('the first step', async () => {
+    const { readdir } = await import('node:fs/promises');
+    return (await readdir(join(dataDir, 'nats', 'jetstream')).catch(() => [])).length > 0;
+  });
+  await new Promise((r) => setTimeout(r, 800));
+  process.kill(first.pid, 'SIGKILL');
+  const run = await running;
+  expect(run.code, show(run)).toBe(0);
+  expect(parseEvents(run.stdout).at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+  expect(run.stderr).toMatch(/the embedded nats-server died; started it again on the same store/);
+  // the command owned the server it started again, and stopped it when done
+  expect(await readEmbeddedState(embeddedPaths(dataDir).stateFile)).toBeUndefined();
+  const agentId = lines(run.stderr)[0]!;
+  const verify = await cli.run(['verify', agentId]);
+  expect(verify.code, show(verify)).toBe(0);
+}, 90_000);

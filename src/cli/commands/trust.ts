@@ -79,7 +79,9 @@ function removeTable(text: string, dir: string): string | null {
   while (end < lines.length && !/^\s*\[/.test(lines[end]!)) end += 1;
   // keep the comments and blank lines that lead into the next table
   while (end > start + 1 && (lines[end - 1]!.trim() === '' || lines[end - 1]!.trim().startsWith('#'))) end -= 1;
-  return [...lines.slice(0, start), ...lines.slice(end)].join('\n').replace(/\n{3,}/g, '\n\n');
+  const rest = [...lines.slice(0, start), ...lines.slice(end)].join('\n').replace(/\n{3,}/g, '\n\n');
+  // the blank line `trust` put before the table goes with it
+  return rest.trim() === '' ? '' : rest.replace(/\n+$/, '\n');
 }
 
 async function writeAtomic(path: string, text: string): Promise<void> {
