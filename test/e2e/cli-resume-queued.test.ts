@@ -1,6 +1,7 @@
-// `resume` of an agent whose task is still queued in its inbox (handed to a host that never took
-// it): resume decides from the log and the inbox before hosting it, takes the message, acks it and
-// finishes the turn; a second resume then finds nothing queued and nothing open.
+// `resume` of an agent whose inbox still holds mail: a task handed to a host that never took it
+// (resume decides from the log and the inbox before hosting, takes the message, acks it and
+// finishes the turn), or a duplicate a crash before the ack left unacked (resume takes and acks
+// it, and says nothing is open instead of waiting for a turn that never comes).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -77,6 +78,34 @@ test('resume takes a queued task, acks it and finishes the turn; a second resume
   expect(again.stderr).toContain(`${agentId} has no open turn to resume: its last turn ended completed`);
   const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
   expect(log.filter((e) => e.type === 'actor/released' || e.type === 'actor/rehydrated')).toEqual([]);
+  const verify = await cli.run(['verify', agentId, ...common]);
+  expect(verify.code, show(verify)).toBe(0);
+});
+
+test('a duplicate left unacked by a crash before its ack: resume acks it and says nothing is open', async ({ onTestFinished }) => {
+  const ws = await tempDir('ws');
+  const dataDir = await tempDir('data');
+  dirs.push(ws, dataDir);
+  const script = join(dataDir, 'script.json');
+  await writeFile(script, JSON.stringify({ responses: [{ content: 'Done.' }] }));
+  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+
+  // dies with the task committed to the log but its delivery not acked
+  const run = await cli.run(['run', 'say done', '--model', `scripted:${script}`, '--cwd', ws, '--fault', 'before:inbox-ack', ...common]);
+  expect(run.signal, show(run)).toBe('SIGKILL');
+  const agentId = run.stdout.split('\n')[0]!;
+  expect(agentId).toMatch(AGENT_ID);
+  const resumed = await cli.run(['resume', agentId, ...common]);
+  expect(resumed.code, show(resumed)).toBe(0);
+  expect(resumed.stdout).toContain('Done.');
+
+  // the delivery comes again; it is in the log already, so it is acked and starts nothing
+  const again = await cli.run(['resume', agentId, ...common], { timeoutMs: 15_000 });
+  expect(again.code, show(again)).toBe(0);
+  expect(again.stderr).toContain(`${agentId} has no open turn to resume: its last turn ended completed`);
+  const third = await cli.run(['resume', agentId, ...common], { timeoutMs: 15_000 });
+  expect(third.code, show(third)).toBe(0);
   const verify = await cli.run(['verify', agentId, ...common]);
   expect(verify.code, show(verify)).toBe(0);
 });

@@ -92,9 +92,33 @@ export async function resumeCommand(agentId: string, opts: ResumeOptions, config
     const logged = await foldLog(rt, entry);
     // A message sent but never taken (the run died before committing it) starts the turn now.
     if (!hasWork(logged) && (await inboxPending(rt, agentId)) === 0) return noOpenTurn(agentId, logged, out);
-    return await awaitHosted(await hostExisting(agentId, json, config, out, rt), json, out);
+    const h = await hostExisting(agentId, json, config, out, rt);
+    if (!hasWork(logged) && !(await mailStartsTurn(h, agentId))) return noOpenTurn(agentId, h.actor.projection, out);
+    return await awaitHosted(h, json, out);
   } finally {
     await rt.close();
+  }
+}
+
+/**
+ * Hosts an agent whose log holds no work but whose inbox holds mail until the mail is taken
+ * (processed and acked): true once it started a turn, false when it started none (a redelivered
+ * duplicate of a message the log has, an answer to nothing), so `resume` does not wait for a turn
+ * that never comes.
+ */
+async function mailStartsTurn(h: Hosted, agentId: string): Promise<boolean> {
+  const p = h.actor.projection;
+  const before = p.lastTurn?.id ?? null;
+  const started = (): boolean => p.openTurn !== null || (p.lastTurn?.id ?? null) !== before || h.actor.machines.isClaiming();
+  for (;;) {
+    // a failed actor is reported the way a hosted turn reports it
+    if (started() || h.actor.failed) return true;
+    if ((await h.supervisor.inboxPending(agentId)) === 0) {
+      // acked: what it was going to start is staged or running by now
+      await h.actor.idle();
+      return started();
+    }
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
