@@ -1,5 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { debugEnabled, loadConfig, type ConfigFlags } from '../config/config.js';
+import { debugEnabled, loadConfig, type ConfigFlags, type EffectiveConfig } from '../config/config.js';
+import { trustCommand } from './commands/trust.js';
+import { configShowCommand } from './commands/config-show.js';
 import { ActorloopError, BusError, ConfigError, NotFoundError } from '../protocol/errors.js';
 import { demoCommand } from './commands/demo.js';
 import { doctorCommand } from './commands/doctor.js';
@@ -43,7 +45,7 @@ export function reportError(err: unknown, out: Out, debug: boolean): number {
     if (debug && err.cause) out.stderr.write(`${terminalText(String((err.cause as Error).stack ?? err.cause), 'block')}\n`);
     if (err instanceof ConfigError) return EXIT.usage;
     if (err instanceof NotFoundError) return EXIT.notFound;
-    if (err instanceof BusError && (err.code === 'bus.nats_server_missing' || err.code === 'bus.unreachable')) return EXIT.usage;
+    if (err instanceof BusError && ['bus.nats_server_missing', 'bus.unreachable', 'bus.auth_failed', 'bus.creds_unreadable'].includes(err.code)) return EXIT.usage;
     return EXIT.failed;
   }
   out.stderr.write(`actorloop: unexpected error: ${terminalText((err as Error)?.message ?? String(err), 'block')}\n`);
@@ -81,8 +83,23 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     if (o.fault !== undefined) f.fault = o.fault;
     return f;
   };
+  // The workspace file's keys that did not count are named once per command, on stderr, when
+  // the command is done: a command's first line (the agent ID of `run`) stays its first.
+  const ignored = new Set<string>();
+  const load = (o: { dataDir?: string; nats?: string; fault?: string; cwd?: string }): EffectiveConfig => {
+    const config = loadConfig(flags(o));
+    for (const note of config.ignoredKeys) ignored.add(note);
+    return config;
+  };
   const act = <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
-    async (...args: A): Promise<void> => setCode(await fn(...args));
+    async (...args: A): Promise<void> => {
+      try {
+        setCode(await fn(...args));
+      } finally {
+        for (const note of ignored) out.stderr.write(`actorloop: ignored ${terminalText(note, 'line')}\n`);
+        ignored.clear();
+      }
+    };
 
   common(program.command('run').argument('<task>', 'what the agent should do'))
     .description('start an agent on a task: hand it to a running host and follow it, else host it here, until the turn ends')
@@ -103,7 +120,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     )
     .option('--in-process', 'host the agent in this process even when a host is running')
     .addOption(new Option('--fault <spec>', 'inject a fault here (the agent is then hosted in this process): <point>[:<agentId>][@<n>][=kill|drop]'))
-    .action(act(async (task: string, o) => runCommand(task, o, loadConfig(flags(o)), out)));
+    .action(act(async (task: string, o) => runCommand(task, o, load(o), out)));
 
   common(program.command('approve').argument('<agentId>').argument('<approvalId>'))
     .description('approve a pending tool call and follow (or host) the agent to the end of its turn')
@@ -111,7 +128,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
-    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'approve', o, loadConfig(flags(o)), out)));
+    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'approve', o, load(o), out)));
 
   common(program.command('deny').argument('<agentId>').argument('<approvalId>'))
     .description('deny a pending tool call (the model is told why) and follow (or host) the agent to the end of its turn')
@@ -119,14 +136,14 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
-    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'deny', o, loadConfig(flags(o)), out)));
+    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'deny', o, load(o), out)));
 
   common(program.command('resume').argument('<agentId>'))
     .description('finish an agent\'s turn: follow it on the host that runs it, hand it to a running host, or rehydrate it here')
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'rehydrate and host the agent in this process even when a host is running')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
-    .action(act(async (id: string, o) => resumeCommand(id, o, loadConfig(flags(o)), out)));
+    .action(act(async (id: string, o) => resumeCommand(id, o, load(o), out)));
 
   common(program.command('host'))
     .description('host agents until SIGTERM: claim leases for agents with work, run them, renew, drain on exit')
@@ -136,7 +153,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .addOption(new Option('--fault <spec>', 'inject a fault: <point>[:<agentId>][@<n>][=kill|drop]'))
     .action(act(async (o) => {
       ownsStopSignals();
-      return hostCommand(o, loadConfig(flags(o)), out);
+      return hostCommand(o, load(o), out);
     }));
 
   common(program.command('events').argument('<agentId>'))
@@ -144,29 +161,29 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--after <seq>', 'only events after this sequence', wholeNumber('--after', 0))
     .option('--follow', 'keep printing new events until Ctrl-C')
     .option('--json', 'NDJSON, one event per line')
-    .action(act(async (id: string, o) => eventsCommand(id, o, loadConfig(flags(o)), out)));
+    .action(act(async (id: string, o) => eventsCommand(id, o, load(o), out)));
 
   common(program.command('runs'))
     .description('list the agents of this data dir')
     .option('--json', 'NDJSON, one agent per line')
-    .action(act(async (o) => runsCommand(o, loadConfig(flags(o)), out)));
+    .action(act(async (o) => runsCommand(o, load(o), out)));
 
   common(program.command('verify').argument('<agentId>'))
     .description("check an agent's log against the runtime's invariants")
     .option('--json', 'one JSON object')
-    .action(act(async (id: string, o) => verifyCommand(id, o, loadConfig(flags(o)), out)));
+    .action(act(async (id: string, o) => verifyCommand(id, o, load(o), out)));
 
   common(program.command('demo'))
     .description('run the bundled scenario: an agent fixes a failing test in a sample workspace')
     .option('--json', 'print only NDJSON events on stdout')
-    .action(act(async (o) => demoCommand(o, loadConfig(flags(o)), out)));
+    .action(act(async (o) => demoCommand(o, load(o), out)));
 
   common(program.command('doctor'))
     .description('check nats-server, JetStream, the data dir, LMDB and the model endpoint')
     .option('--model <spec>', 'the model to probe: scripted:<file.json> or openai:<model> (default: as `run` chooses)')
     .option('--base-url <url>', 'an OpenAI-compatible endpoint for openai: models (default: OPENAI_BASE_URL)')
     .option('--json', 'NDJSON, one check per line: {check, status, detail, fix}')
-    .action(act(async (o) => doctorCommand(o, loadConfig(flags(o)), out)));
+    .action(act(async (o) => doctorCommand(o, load(o), out)));
 
   common(program.command('chaos').argument('<script.json>', 'a scripted scenario whose shell calls append to effects.log'))
     .description('kill runs of a scenario at every fault point, resume them, and check each log and the effects')
@@ -175,7 +192,20 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--seed <n>', "kill at occurrences drawn by a seeded PRNG (default: each point's first occurrence)")
     .option('--hosts <k>', 'host processes: 1 (default) kills `run`; K > 1 starts K `actorloop host` processes and kills them')
     .option('--json', 'one JSON object per point, then a summary')
-    .action(act(async (script: string, o) => chaosCommand(script, o, loadConfig(flags(o)), out)));
+    .action(act(async (script: string, o) => chaosCommand(script, o, load(o), out)));
+
+  common(program.command('trust').argument('[dir]', 'the workspace (default: the current directory)'))
+    .description("trust a workspace: let its actorloop.toml set every key (endpoints, allow rules, a looser run mode), recorded in your config")
+    .option('--revoke', 'stop trusting it: its actorloop.toml may only tighten again')
+    .option('--json', 'one JSON object')
+    .action(act(async (dir: string | undefined, o) => trustCommand(dir, o, loadConfig(flags(o)), out)));
+
+  const configCmd = program.command('config').description('show the settings commands run with');
+  common(configCmd.command('show'))
+    .description('the effective settings in a workspace, where they came from, and the workspace keys that did not count')
+    .option('--cwd <dir>', 'the workspace (default: the current directory)')
+    .option('--json', 'one JSON object')
+    .action(act(async (o) => configShowCommand(o, loadConfig(flags(o)), out)));
 
   registerDlqCommand(program, { common, flags, act, out });
 

@@ -118,7 +118,7 @@ describe('approvals', () => {
     const digest = actor.projection.approvals![approvalId!]!.planDigest;
     // what a host (an agent's runtime) may publish: the actors' channel, whatever `from` claims
     const forged = approvalMessage(actor.actorId, approvalId!, digest, { decision: 'approve', always: false });
-    await publishInbox(rt.bus.js, forged, 'actor');
+    await publishInbox(rt!.bus.js, forged, 'actor');
     await waitFor(() => actor.projection.inbox[forged.id]?.state === 'cancelled');
     expect(actor.projection.approvals![approvalId!]!.state).toBe('pending');
     expect(await effects()).toEqual([]);

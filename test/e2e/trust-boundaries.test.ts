@@ -191,3 +191,27 @@ test('a command whose embedded server dies starts it again on the same store, wi
   const verify = await cli.run(['verify', agentId]);
   expect(verify.code, show(verify)).toBe(0);
 }, 90_000);
+
+test('a server given by URL: no login is a clear error, NATS_USER and NATS_PASSWORD log in', async ({ onTestFinished }) => {
+  const { writeFile, mkdir } = await import('node:fs/promises');
+  const { startNatsServer } = await import('../../src/bus/nats-server.js');
+  const storeDir = await tempDir('trust-ext-nats');
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('trust-ext');
+  dirs.push(storeDir, ws, dataDir);
+  await mkdir(storeDir, { recursive: true });
+  const conf = join(storeDir, 'auth.conf');
+  await writeFile(conf, 'authorization { users: [ { user: "ops", password: "ops-password-0123456789" } ] }\n');
+  const server = await startNatsServer({ storeDir, configFile: conf });
+  onTestFinished(() => server.stop());
+  const noLogin = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const refused = await noLogin.run(['run', 'x', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--nats', server.url]);
+  expect(refused.code, show(refused)).toBe(2);
+  expect(refused.stderr).toMatch(/refused the login.*\n?.*NATS_USER and NATS_PASSWORD/);
+  expect(refused.stderr).not.toMatch(/\n\s+at /);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir, { NATS_USER: 'ops', NATS_PASSWORD: 'ops-password-0123456789' }));
+  const run = await cli.run(['run', 'fix the test', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--approve', 'auto-edit', '--json', '--nats', server.url]);
+  expect(run.code, show(run)).toBe(0);
+  const doctor = await cli.run(['doctor', '--nats', server.url]);
+  expect(doctor.stdout).toMatch(/ok\s+auth: .* refuses anonymous connections; logging in with a user/);
+}, 60_000);

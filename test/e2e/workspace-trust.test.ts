@@ -3,7 +3,6 @@
 // its own workspace's deny rules when it is recovered from another directory, or when a rule is
 // added while it waits for an approval.
 import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer as createHttpServer } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';

@@ -2,6 +2,7 @@ import { rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openBus } from '../../bus/connection.js';
+import type { NatsCredentials } from '../../bus/nats-auth.js';
 import { environmentOf, type EffectiveConfig } from '../../config/config.js';
 import { loadScript } from '../../model/script.js';
 import { ConfigError } from '../../protocol/errors.js';
@@ -19,7 +20,7 @@ import {
 import { runScenario, type ChaosContext, type ScenarioResult } from '../chaos-run.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
-import { createLogger } from '../runtime.js';
+import { busOptions, createLogger } from '../runtime.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 
 /** Options of `actorloop chaos`, as commander hands them over (strings: checked here). */
@@ -81,8 +82,11 @@ function cliEntry(): string {
 }
 
 /** The environment the config was loaded from, minus `ACTORLOOP_FAULTS`: each child gets only the fault its run plans. */
-function childEnv(config: EffectiveConfig): NodeJS.ProcessEnv {
+function childEnv(config: EffectiveConfig, hostLogin: NatsCredentials): NodeJS.ProcessEnv {
   const { ACTORLOOP_FAULTS: _faults, ...env } = environmentOf(config);
+  // Hosts of a chaos run keep data dirs of their own, so they cannot find the server's logins in
+  // one: they get the host login the usual way. Commands on the session's data dir use its logins.
+  if (hostLogin.kind === 'user') return { ...env, NATS_USER: hostLogin.user, NATS_PASSWORD: hostLogin.pass };
   return env;
 }
 
@@ -99,13 +103,7 @@ export async function chaosCommand(scriptPath: string, opts: ChaosOptions, confi
   const s = await settingsOf(scriptPath, opts);
   const started = Date.now();
   const logger = createLogger(config);
-  const bus = await openBus({
-    natsUrl: config.natsUrl,
-    dataDir: config.dataDir,
-    logger,
-    name: 'actorloop-chaos',
-    ...(config.natsServerBinary ? { binary: config.natsServerBinary } : {}),
-  });
+  const bus = await openBus(busOptions(config, logger, 'actorloop-chaos', 'client'));
   const abort = new AbortController();
   const interrupted = (): boolean => abort.signal.aborted;
   const onSigint = (): void => {
@@ -125,7 +123,7 @@ export async function chaosCommand(scriptPath: string, opts: ChaosOptions, confi
       natsUrl: bus.url,
       dataDir: config.dataDir,
       hosts: s.hosts,
-      env: childEnv(config),
+      env: childEnv(config, bus.loginFor('host')),
       reader: createLogReader({ js: bus.js, jsm: bus.jsm, logger }),
       directory: bus.directory,
       signal: abort.signal,

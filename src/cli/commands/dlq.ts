@@ -5,7 +5,7 @@ import { loadConfig, type ConfigFlags, type EffectiveConfig } from '../../config
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { terminalText } from '../terminal-text.js';
-import { createLogger } from '../runtime.js';
+import { busOptions, createLogger } from '../runtime.js';
 
 /** What `buildProgram` lends a command it does not define itself. */
 export interface CommandKit {
@@ -43,13 +43,7 @@ export function registerDlqCommand(program: Command, kit: CommandKit): Command {
 // Only the bus: listing and redriving touch neither LMDB nor the tools.
 async function withBus<T>(config: EffectiveConfig, fn: (bus: Bus) => Promise<T>): Promise<T> {
   const logger = createLogger(config);
-  const bus = await openBus({
-    natsUrl: config.natsUrl,
-    dataDir: config.dataDir,
-    logger,
-    name: 'actorloop',
-    ...(config.natsServerBinary ? { binary: config.natsServerBinary } : {}),
-  });
+  const bus = await openBus(busOptions(config, logger, 'actorloop', 'client'));
   try {
     return await fn(bus);
   } finally {

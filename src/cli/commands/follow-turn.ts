@@ -146,7 +146,7 @@ async function askAll(o: FollowTurnOptions, p: Projection, waiting: string[], an
     if (!approval || approval.state !== 'pending') continue;
     const answer = await o.prompt!(describeApproval(approvalId, approval));
     const msg = approvalMessage(o.entry.actorId, approvalId, approval.planDigest, answer);
-    await publishInbox(o.rt.bus.js, msg);
+    await publishInbox(await o.rt.bus.person(), msg, 'person');
     answered.set(approvalId, msg.id);
   }
 }

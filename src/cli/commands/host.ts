@@ -23,7 +23,8 @@ export interface HostCommandOptions {
  */
 export async function hostCommand(opts: HostCommandOptions, config: EffectiveConfig, out: Out): Promise<number> {
   const logger = createLogger(config);
-  const rt = await openRuntime(config, logger, opts.leaseTtl ? { leaseTtlMs: opts.leaseTtl } : {});
+  // a host runs agents and never speaks for a person: no client login
+  const rt = await openRuntime(config, logger, { person: false, ...(opts.leaseTtl ? { leaseTtlMs: opts.leaseTtl } : {}) });
   const name = opts.name ?? localHolder();
   try {
     let host: Host | undefined;

@@ -20,7 +20,7 @@ async function rootOf(rt: Runtime, agentId: string): Promise<string> {
 
 async function withRuntime<T>(config: EffectiveConfig, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   // events, runs and verify read: a client login is all they need
-  const rt = await openRuntime(config, createLogger(config));
+  const rt = await openRuntime(config, createLogger(config), { role: 'client' });
   try {
     return await fn(rt);
   } finally {

@@ -220,7 +220,7 @@ async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, an
   // nobody holds it: the answer is mail, which a host claims the agent for
   if (place.kind === 'free') await releaseToHosts(rt, entry);
   const msg = approvalMessage(agentId, approvalId, approval.planDigest, answer);
-  await publishInbox(rt.bus.js, msg);
+  await publishInbox(await rt.bus.person(), msg, 'person');
   return followTurn({
     rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
     prompt: promptFor(out, json), answered: new Map([[approvalId, msg.id]]), handedOver: place.kind === 'free',
