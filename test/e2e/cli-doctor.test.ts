@@ -114,8 +114,11 @@ describe('doctor against a working setup', () => {
     const r = await doctor(...args);
     expectExit(r, 0);
     const checks = parseText(r.stdout);
-    expect(checks.map((c) => c.check)).toEqual(['nats-server', 'jetstream', 'streams', 'data dir', 'lmdb', 'sandbox', 'search', 'policy', ...MODEL_CHECKS]);
-    expect(checks.filter((c) => c.status !== 'ok'), r.stdout).toEqual([]);
+    expect(checks.map((c) => c.check)).toEqual(['nats-server', 'auth', 'jetstream', 'streams', 'data dir', 'lmdb', 'sandbox', 'search', 'policy', 'trust', ...MODEL_CHECKS]);
+    // the test server takes anonymous connections: that, and only that, is worth a warning
+    expect(checks.filter((c) => c.status !== 'ok'), r.stdout).toEqual([
+      expect.objectContaining({ check: 'auth', status: 'warning', detail: expect.stringMatching(/accepts connections without a login/) }),
+    ]);
     expect(byName(checks, 'nats-server').detail).toContain(nats.url);
     expect(byName(checks, 'jetstream').detail).toMatch(/enabled .*nats-server 2\./);
     expect(byName(checks, 'streams').detail).toMatch(/LOGS .*INBOX .*IDEM .*as expected/);
@@ -126,8 +129,8 @@ describe('doctor against a working setup', () => {
     const json = await doctor(...args, '--json');
     expectExit(json, 0);
     const parsed = parseJson(json.stdout);
-    expect(parsed.map((c) => [c.check, c.status])).toEqual(checks.map((c) => [c.check, 'ok']));
-    expect(parsed.every((c) => c.fix === null)).toBe(true);
+    expect(parsed.map((c) => [c.check, c.status])).toEqual(checks.map((c) => [c.check, c.check === 'auth' ? 'warning' : 'ok']));
+    expect(parsed.every((c) => (c.fix === null) === (c.check !== 'auth'))).toBe(true);
 
     // the key went on the wire and nowhere else
     for (const out of [fresh, r, json]) expect(out.stdout + out.stderr).not.toContain(KEY);

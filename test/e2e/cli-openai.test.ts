@@ -251,6 +251,9 @@ describe('configuration files drive a run', () => {
         '',
       ].join('\n'),
     );
+    // the base URL counts only from a workspace the user trusts
+    const trusted = await cli.run(['trust', ws]);
+    expect(trusted.code, show(trusted)).toBe(0);
     // no --model, no --base-url, no key: all from the workspace file
     const r = await cli.run(['run', 'x', '--cwd', ws, '--json', ...common]);
     expect(r.code, show(r)).toBe(0);
@@ -259,7 +262,10 @@ describe('configuration files drive a run', () => {
     expect(events.find((e) => e.type === 'step/start')!.data).toMatchObject({ capabilities: { contextWindow: 8192, parallelToolCalls: false } });
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { costUsd: 0.5 } });
     const start = events.find((e): e is Extract<ActorEvent, { type: 'turn/start' }> => e.type === 'turn/start')!;
-    expect(start.data.settings.config).toMatchObject({ configFiles: [`${ws}/actorloop.toml`], defaultModel: 'openai:local-llama' });
+    expect(start.data.settings.config).toMatchObject({
+      configFiles: [`${ws}/actorloop.toml`, expect.stringMatching(/actorloop\/config\.toml$/)], defaultModel: 'openai:local-llama',
+      workspace: { trusted: true },
+    });
   });
 
   test('a config file with an unknown key: exit 2 naming the file and the key', async ({ onTestFinished }) => {

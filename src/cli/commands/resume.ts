@@ -87,6 +87,11 @@ export async function resumeCommand(agentId: string, opts: ResumeOptions, config
     if (opts.inProcess !== true) {
       const code = await resumeOnHost(rt, agentId, json, out);
       if (code !== null) return code;
+    } else if ((await placementOf(rt, agentId)).kind !== 'free') {
+      // held by a live host or command: hosting it here is refused (saying how to follow it),
+      // whether or not its log has work left
+      await rt.pin(agentId);
+      await rt.unpin(agentId);
     }
     const entry = await entryOf(rt, agentId);
     const logged = await foldLog(rt, entry);
