@@ -57,7 +57,7 @@ const MARKER_RESERVE = 96;
 export function shapeObservation(raw: string | Uint8Array, opts: ShapeObservationOptions): ShapedObservation {
   const budget = opts.budgetBytes ?? DEFAULT_OBSERVATION_BUDGET_BYTES;
   if (typeof raw === 'string' ? raw.includes('\u0000') : !isText(raw)) {
-    return binaryObservation(typeof raw === 'string' ? Buffer.from(raw, 'utf8') : raw);
+    return binaryObservation(typeof raw === 'string' ? Buffer.from(raw, 'utf8') : raw, opts.redactor);
   }
   const rawBytes = typeof raw === 'string' ? null : asBuffer(raw);
   const { text, count } = opts.redactor.redact(rawBytes ? rawBytes.toString('utf8') : (raw as string));
@@ -130,13 +130,25 @@ function makeArtifact(content: Uint8Array, binary: boolean, lines: number | null
   return { id: derivedId('artifact', digest), digest, bytes: content.byteLength, binary, lines, content };
 }
 
-function binaryObservation(content: Uint8Array): ShapedObservation {
+/**
+ * Binary output is stored, not shown, but it is stored redacted too: secrets in it (key lines
+ * followed by a NUL, an environment block) are found in the bytes read as Latin-1, one character
+ * a byte, so a span is a byte range, and each of its bytes becomes `*` before the store sees it.
+ */
+function binaryObservation(raw: Uint8Array, redactor: Redactor): ShapedObservation {
+  const spans = redactor.spans(asBuffer(raw).toString('latin1'));
+  let content = raw;
+  if (spans.length > 0) {
+    const masked = Buffer.from(raw);
+    for (const span of spans) masked.fill(0x2a, span.start, span.end);
+    content = masked;
+  }
   const artifact = makeArtifact(content, true, null);
   const what = describeBinary(content);
   const output =
     `[binary output (${what}, ${formatBytes(content.byteLength)}) stored as artifact ${artifact.id}; ` +
     `it is not shown as text. artifact_read {"id":"${artifact.id}"} shows its type and a hex dump]`;
-  return { output, redactions: 0, artifact };
+  return { output, redactions: spans.length, artifact };
 }
 
 /** The header, head, omission marker and tail the model sees of a text artifact. */

@@ -119,13 +119,27 @@ describe('shapeObservation: binary', () => {
     );
   });
 
-  it('treats invalid UTF-8 and strings with NUL as binary, unredacted and unshown', () => {
-    const latin1 = Buffer.from('caf\xe9 TOKEN=abc123', 'latin1');
+  it('treats invalid UTF-8 and strings with NUL as binary: unshown, and stored with its secrets masked byte for byte', () => {
+    const latin1 = Buffer.from('caf\xe9 TOKEN=abc123secret', 'latin1');
     const shaped = shapeObservation(latin1, { redactor });
-    expect(shaped).toMatchObject({ redactions: 0, artifact: { binary: true } });
+    expect(shaped).toMatchObject({ artifact: { binary: true, bytes: latin1.length } });
+    expect(shaped.redactions).toBeGreaterThan(0);
     expect(shaped.output).toContain('binary data or text that is not UTF-8');
     expect(shaped.output).not.toContain('abc123');
+    const stored = Buffer.from(shaped.artifact!.content).toString('latin1');
+    expect(stored).not.toContain('abc123secret');
+    expect(stored.startsWith('caf\xe9 ')).toBe(true);
     const nul = shapeObservation('a\u0000b', { redactor });
     expect(nul.artifact).toMatchObject({ binary: true, bytes: 3 });
+    expect(nul.redactions).toBe(0);
+  });
+
+  it('masks key lines that a NUL made binary (sed -n 3,6p key.pem; printf \\0)', () => {
+    const body = ['MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj', 'MkUCvTRDsNgrJBN9M8rNpaTlBbzYHxmqV3oY2tdQ8dMvlVSfdCqh7OU9ARWvgFpz', 'G2N1AyUBNN2pGYjlRpgmhiEnWDs0WmsGVVdPqmd0JQDvHnhLJkI+DjaBD5j0oBFD'];
+    const bytes = Buffer.concat([Buffer.from(`${body.join('\n')}\n`), Buffer.from([0])]);
+    const shaped = shapeObservation(bytes, { redactor });
+    const stored = Buffer.from(shaped.artifact!.content).toString('latin1');
+    for (const line of body) expect(stored).not.toContain(line);
+    expect(shaped.artifact!.bytes).toBe(bytes.length);
   });
 });
