@@ -39,7 +39,7 @@ async function setup(ctx: TestContext, responses: unknown[], userConfig?: string
   }
   const cli = pool.forTest(ctx, env);
   const common = ['--nats', nats.url, '--data-dir', dataDir];
-  return { ws, cli, common, model: `scripted:${scriptPath}` };
+  return { ws, cli, common, dataDir, model: `scripted:${scriptPath}` };
 }
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
@@ -67,6 +67,28 @@ describe('model output bigger than a NATS message', () => {
     expect(Math.max(...lines(events.stdout).map((l) => l.length))).toBeLessThan(100 * 1024);
 
     expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
+  }, 90_000);
+
+  test('a 3 MB answer of a turn a host on the same data dir ran: the command that followed it prints it whole', async (ctx) => {
+    const { expect } = ctx;
+    const { ws, cli, common, model, dataDir } = await setup(ctx, [{ content: BIG }]);
+    const { spawn } = await import('node:child_process');
+    const { REPO_ROOT } = await import('../helpers/cli.js');
+    const host = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', 'big-host', ...common], {
+      cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    ctx.onTestFinished(async () => {
+      if (host.exitCode === null && host.signalCode === null) host.kill('SIGKILL');
+    });
+    let err = '';
+    host.stderr!.setEncoding('utf8').on('data', (t: string) => (err += t));
+    for (let i = 0; i < 200 && !err.includes('hosting agents'); i++) await new Promise((r) => setTimeout(r, 50));
+    const run = await cli.run(['run', 'say a lot', '--model', model, '--cwd', ws, ...common], { timeoutMs: 60_000 });
+    expectExit(expect, run, 0);
+    expect(run.stderr).toMatch(/handed agt_\w+ to/);
+    expect(run.stdout).toContain(`\n${BIG}\n`);
+    host.kill('SIGTERM');
+    await new Promise((r) => host.once('exit', r));
   }, 90_000);
 
   test('a 3 MB write_file argument under full-auto: the file is written whole, the turn completes', async (ctx) => {

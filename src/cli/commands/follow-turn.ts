@@ -108,7 +108,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
       o.printer.commit([event]);
       if (event.type === 'turn/end') {
         await watch.last(p);
-        return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, turnEnded(event));
+        return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, await withWholeAnswer(o.rt, turnEnded(event), event));
       }
     }
   } finally {
@@ -117,6 +117,18 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
     stop.abort();
     void events.return?.(undefined);
   }
+}
+
+/**
+ * An answer too big for the log is a preview there and whole in the blob store: a host on this
+ * data dir wrote it to the same LMDB, so the person gets it whole; a host with a data dir of its
+ * own kept it there, and the preview (which says so) is what this command can print.
+ */
+async function withWholeAnswer(rt: Runtime, ended: TurnEnded, e: Extract<ActorEvent, { type: 'turn/end' }>): Promise<TurnEnded> {
+  const ref = e.data.answerRef;
+  if (!ref) return ended;
+  const whole = await rt.blobs.getText(ref.digest).catch(() => undefined);
+  return whole === undefined ? ended : { ...ended, answer: whole };
 }
 
 function turnEnded(e: Extract<ActorEvent, { type: 'turn/end' }>): TurnEnded {
