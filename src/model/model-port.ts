@@ -1,13 +1,7 @@
 import type { FinishReason, ModelErrorClass, ReasoningEffort } from '../protocol/events.js';
 import type { HistoryItem, ToolCallRequest, Usage } from '../protocol/history.js';
-import type { BlobDelta } from '../store/blob-port.js';
-
-/** A tool as the model sees it: name, description and JSON Schema of its input. */
-export interface ToolSpec {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
+import type { BlobDelta } from '../protocol/blob-delta.js';
+import type { ToolSpec } from '../protocol/tool-spec.js';
 
 /** What a Step asks of a model, before an adapter turns it into a wire body. */
 export interface ModelRequest {

@@ -1,6 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { HistoryItem } from '../protocol/history.js';
-import type { BlobDelta } from '../store/blob-port.js';
+import type { BlobDelta } from '../protocol/blob-delta.js';
 
 /**
  * A request body whose one array (the messages, the input items) grows at its end from one step

@@ -1,17 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { sha256Digest } from '../protocol/canonical-json.js';
+import type { BlobDelta } from '../protocol/blob-delta.js';
 import type { LmdbStore } from './lmdb-store.js';
-
-/**
- * A blob written as the continuation of another: its first `bytes` bytes are the first `bytes`
- * bytes of blob `base`, and `suffix` is the rest. A turn's prepared requests are this: each one's
- * body is the last one's up to the end of the history, plus the step's new items.
- */
-export interface BlobDelta {
-  base: string;
-  bytes: number;
-  suffix: string | Uint8Array;
-}
 
 /** Content-addressed blobs (prepared requests, artifacts, ...) named `sha256:<hex>` (design §4). */
 export interface BlobStore {

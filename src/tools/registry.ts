@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ToolSpec } from '../model/model-port.js';
+import type { ToolSpec } from '../protocol/tool-spec.js';
 import type { ExecutionSemantics, PlanContext, ToolDefinition } from './tool.js';
 import { valueAt } from '../protocol/value-at.js';
 import { ConfigError } from '../protocol/errors.js';
