@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
 import { createActorDirectory, type ActorDirectory } from './directory.js';
-import { acquireEmbeddedNats, embeddedPaths, pidAlive, readEmbeddedState, type EmbeddedNats } from './embedded.js';
+import { acquireEmbeddedNats, embeddedPaths, pidAlive, readEmbeddedState, type AcquireEmbeddedOptions, type EmbeddedNats } from './embedded.js';
 import { readEmbeddedAuth, type EmbeddedAuth, type NatsCredentials, type NatsRole } from './nats-auth.js';
 import { ensureStreams } from './streams.js';
 
@@ -21,6 +21,8 @@ export interface OpenBusOptions {
   name?: string;
   /** nats-server binary for the embedded server. */
   binary?: string;
+  /** The PATH that binary is looked up on (`StartNatsServerOptions.pathEnv`). */
+  pathEnv?: string;
   /**
    * Who this process is on the bus (design §11a): `host` runs actors, `client` is a person's
    * command (default `host`). A host bus opens a second, client connection on first use of `person()`, unless
@@ -61,6 +63,11 @@ export interface Bus {
   close(): Promise<void>;
 }
 
+/** What the embedded server is started with, of `openBus`'s options. */
+function serverOptions(opts: OpenBusOptions): AcquireEmbeddedOptions {
+  return { ...(opts.binary ? { binary: opts.binary } : {}), ...(opts.pathEnv !== undefined ? { pathEnv: opts.pathEnv } : {}) };
+}
+
 const UNREACHABLE_HINT = 'start nats-server with JetStream (nats-server -js) or check NATS_URL';
 
 /** Connects to `natsUrl` or an embedded server, ensures streams and buckets, and opens the directory. */
@@ -75,7 +82,7 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
     url = opts.natsUrl;
     local = await localLogins(opts.dataDir, url);
   } else {
-    embedded = await acquireEmbeddedNats(opts.dataDir, logger, opts.binary ? { binary: opts.binary } : {});
+    embedded = await acquireEmbeddedNats(opts.dataDir, logger, serverOptions(opts));
     url = embedded.url;
   }
   const loginOf = (role: NatsRole): NatsCredentials => {
@@ -223,7 +230,7 @@ async function keepEmbeddedAlive(
       restarting = true;
       try {
         const port = Number(new URL(was.url).port);
-        const next = await acquireEmbeddedNats(opts.dataDir, logger, { port, ...(opts.binary ? { binary: opts.binary } : {}) });
+        const next = await acquireEmbeddedNats(opts.dataDir, logger, { port, ...serverOptions(opts) });
         replace(next);
         logger.warn({ pid: next.pid, url: next.url }, next.owned ? 'the embedded nats-server died; started it again on the same store' : 'the embedded nats-server died; another process started it again');
       } catch (err) {

@@ -36,6 +36,8 @@ export type EmbeddedState = z.infer<typeof EmbeddedStateSchema>;
 /** Options of `acquireEmbeddedNats` beyond the data dir and logger. */
 export interface AcquireEmbeddedOptions {
   binary?: string;
+  /** The PATH the binary is looked up on (`StartNatsServerOptions.pathEnv`). */
+  pathEnv?: string;
   /** How long to wait for another process that is starting the server. */
   lockTimeoutMs?: number;
   /** Start on this port (a restart after the server died, so clients reconnect to the same URL). */
@@ -75,7 +77,8 @@ export async function acquireEmbeddedNats(
     const configFile = await writeServerConfig(paths.dir, auth);
     const handle = await startNatsServer({
       storeDir: paths.storeDir, logFile: paths.logFile, logger, configFile,
-      ...(opts.binary ? { binary: opts.binary } : {}), ...(opts.port ? { port: opts.port } : {}),
+      ...(opts.binary ? { binary: opts.binary } : {}), ...(opts.pathEnv !== undefined ? { pathEnv: opts.pathEnv } : {}),
+      ...(opts.port ? { port: opts.port } : {}),
     });
     const state: EmbeddedState = {
       pid: handle.pid, ownerPid: process.pid, url: handle.url, startedAt: new Date().toISOString(), auth: true,

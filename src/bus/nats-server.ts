@@ -21,8 +21,14 @@ export const NATS_SERVER_HINT =
 export interface StartNatsServerOptions {
   /** JetStream store directory (`-sd`). */
   storeDir: string;
-  /** Binary name or path; defaults to `nats-server` on PATH (or /usr/sbin, /usr/local/bin). */
+  /** Binary name or path; defaults to `nats-server` on `pathEnv` (then /usr/sbin, /usr/local/bin). */
   binary?: string;
+  /**
+   * The PATH a binary name is looked up on, before the fallback dirs: the caller's environment
+   * (the CLI passes `environmentOf(config).PATH`: only src/config reads the process environment).
+   * Unset: the fallback dirs alone.
+   */
+  pathEnv?: string;
   /** Port to listen on; defaults to a free loopback port. */
   port?: number;
   /** Where the server writes its log (stdout + stderr); defaults to `<storeDir>/nats-server.log`. */
@@ -48,14 +54,17 @@ export interface NatsServerHandle {
 // Debian installs nats-server in /usr/sbin, which is not on a normal user's PATH.
 const FALLBACK_DIRS = ['/usr/sbin', '/usr/local/bin', '/usr/local/sbin'];
 
-/** Resolves the nats-server binary to run, or throws `bus.nats_server_missing`. */
-export function resolveNatsServerBinary(binary?: string): string {
+/**
+ * Resolves the nats-server binary to run, looking a name up on `pathEnv` (a PATH string) and then
+ * the fallback dirs, or throws `bus.nats_server_missing`.
+ */
+export function resolveNatsServerBinary(binary?: string, pathEnv?: string): string {
   const name = binary ?? 'nats-server';
   if (name.includes('/')) {
     if (isExecutable(name)) return name;
     throw missingError(name);
   }
-  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), ...FALLBACK_DIRS];
+  const dirs = [...(pathEnv ?? '').split(delimiter).filter(Boolean), ...FALLBACK_DIRS];
   for (const dir of dirs) {
     const candidate = join(dir, name);
     if (isExecutable(candidate)) return candidate;
@@ -79,9 +88,9 @@ function missingError(name: string, cause?: unknown): BusError {
   });
 }
 
-/** The version of a nats-server binary, e.g. `2.9.10`. */
-export async function natsServerVersion(binary?: string): Promise<string> {
-  const path = resolveNatsServerBinary(binary);
+/** The version of a nats-server binary, e.g. `2.9.10` (`pathEnv` as in `resolveNatsServerBinary`). */
+export async function natsServerVersion(binary?: string, pathEnv?: string): Promise<string> {
+  const path = resolveNatsServerBinary(binary, pathEnv);
   const out = await new Promise<string>((resolve, reject) => {
     execFile(path, ['--version'], { timeout: 5_000 }, (err, stdout) => {
       if (err) reject((err as NodeJS.ErrnoException).code === 'ENOENT' ? missingError(path, err) : err);
@@ -143,7 +152,7 @@ export async function natsAccepts(url: string, timeoutMs = 1_000, serverName?: s
 /** Starts `nats-server -js` on loopback and waits until it accepts connections. */
 export async function startNatsServer(opts: StartNatsServerOptions): Promise<NatsServerHandle> {
   const logger = opts.logger ?? pino({ level: 'silent' });
-  const binary = resolveNatsServerBinary(opts.binary);
+  const binary = resolveNatsServerBinary(opts.binary, opts.pathEnv);
   mkdirSync(opts.storeDir, { recursive: true });
   const logFile = opts.logFile ?? join(opts.storeDir, 'nats-server.log');
   // a port picked by binding 0 can be taken before nats-server binds it: retry with another

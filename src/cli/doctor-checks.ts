@@ -93,7 +93,7 @@ export async function natsChecks(config: EffectiveConfig, logger: Logger): Promi
     let binary: string;
     let version: string;
     try {
-      binary = resolveNatsServerBinary(config.natsServerBinary ?? undefined);
+      binary = resolveNatsServerBinary(config.natsServerBinary ?? undefined, environmentOf(config).PATH);
       version = await within(natsServerVersion(binary), 6_000, `${config.natsServerBinary ?? 'nats-server'} --version`);
     } catch (err) {
       // the hint of a missing binary is the fix line, not part of what was found

@@ -95,7 +95,14 @@ export function busOptions(config: EffectiveConfig, logger: Logger, name: string
     person,
     credentials: natsCredentialsOf(config),
     ...(config.natsServerBinary ? { binary: config.natsServerBinary } : {}),
+    ...pathOf(config),
   };
+}
+
+/** The PATH the nats-server binary is looked up on: the one of the config's environment. */
+function pathOf(config: EffectiveConfig): { pathEnv?: string } {
+  const path = environmentOf(config).PATH;
+  return path === undefined ? {} : { pathEnv: path };
 }
 
 /** Options of `openRuntime`. */

@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { rm } from 'node:fs/promises';
+import { chmod, rm, writeFile } from 'node:fs/promises';
+import { delimiter, join } from 'node:path';
 import { hasCode } from '../../src/protocol/errors.js';
 import {
-  NATS_SERVER_HINT, natsAccepts, natsServerVersion, startNatsServer,
+  NATS_SERVER_HINT, natsAccepts, natsServerVersion, resolveNatsServerBinary, startNatsServer,
 } from '../../src/bus/nats-server.js';
 import { pidAlive } from '../../src/bus/embedded.js';
 import { tempDir } from '../helpers/nats.js';
@@ -60,6 +61,18 @@ describe('startNatsServer', () => {
     } finally {
       await first.stop();
     }
+  });
+
+  it('looks a name up on the PATH it is given, then in the fallback dirs', async () => {
+    const bin = await tempDir('ns-path');
+    dirs.push(bin);
+    const fake = join(bin, 'nats-server');
+    await writeFile(fake, '#!/bin/sh\n');
+    await chmod(fake, 0o755);
+    expect(resolveNatsServerBinary(undefined, ['/nonexistent', bin].join(delimiter))).toBe(fake);
+    // the process's own PATH is not read here: without one, only the fallback dirs are searched
+    expect(resolveNatsServerBinary(undefined, '')).toMatch(/^\/usr\/(local\/)?s?bin\/nats-server$/);
+    expect(() => resolveNatsServerBinary('nats-server-that-does-not-exist', bin)).toThrow(/nats-server was not found/);
   });
 
   it('reports its version', async () => {
