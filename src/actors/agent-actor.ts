@@ -143,6 +143,10 @@ export class AgentActor {
         this.machines.signal({ type: 'tick', nowMs });
         this.kick();
       },
+      park: (ids, commands) => {
+        this.stage({ type: 'actor/parked', data: { waitingFor: 'approval', ids, commands } });
+        this.kick();
+      },
     }));
   }
 

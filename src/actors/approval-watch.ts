@@ -15,11 +15,19 @@ export interface ApprovalHost {
   idle(): Promise<void>;
   /** Sends a `tick` with the time to the machines and runs what they ask for. */
   tick(nowMs: number): void;
+  /** Stages (and commits) `actor/parked`: the actor waits on a person for these approvals. */
+  park(approvalIds: string[], commands: string[]): void;
+}
+
+/** What a person runs to answer each approval of an agent. */
+export function answerCommands(actorId: string, approvalIds: string[]): string[] {
+  return approvalIds.flatMap((id) => [`actorloop approve ${actorId} ${id}`, `actorloop deny ${actorId} ${id} --reason "<why>"`]);
 }
 
 /**
  * The approvals an actor waits on: re-arms the soonest absolute expiry as a timer (a `tick` past
- * it denies the call), and tells callers when the actor can do nothing but wait for a person.
+ * it denies the call), and when the actor can do nothing but wait for a person commits that as
+ * `actor/parked` (once per set of approvals) and tells the callers waiting for it.
  */
 export class ApprovalWatch {
   private timer: NodeJS.Timeout | null = null;
@@ -39,17 +47,26 @@ export class ApprovalWatch {
     return p;
   }
 
-  /** After a commit: a waiter may be answerable now. */
+  /** After a commit: the actor may be parked now, and a waiter answerable. */
   committed(): void {
-    if (this.waiters.length > 0) queueMicrotask(() => this.check());
+    if (this.waiters.length > 0 || this.unparked()) queueMicrotask(() => this.check());
+  }
+
+  /** True when approvals are pending and the log does not yet say the actor waits on exactly them. */
+  private unparked(): boolean {
+    const ids = this.pending();
+    const parked = this.host.projection.parked;
+    return ids.length > 0 && (parked?.waitingFor !== 'approval' || parked.ids.join() !== ids.join());
   }
 
   private check(): void {
-    if (this.waiters.length === 0 || this.pending().length === 0) return;
+    if ((this.waiters.length === 0 && !this.unparked()) || this.pending().length === 0) return;
     this.host.idle().then(
       () => {
         const ids = this.pending();
         if (ids.length === 0 || this.host.busy()) return;
+        // the fact first: a client following the log learns of the wait from it, never from silence
+        if (this.host.active() && this.unparked()) this.host.park(ids, answerCommands(this.host.projection.actorId, ids));
         const waiters = this.waiters;
         this.waiters = [];
         for (const w of waiters) w(ids);

@@ -312,6 +312,17 @@ export const EventDataSchemas = {
    */
   'actor/released': z.object({ reason: z.string() }),
   'actor/stopped': z.object({ reason: z.string() }),
+  /**
+   * The actor can do nothing more until a person answers (design §4, "parked facts"): committed
+   * when its work is idle and what it waits on is a person's, so a client never infers a wait
+   * from silence. `commands` are what a person runs to answer, one per line.
+   */
+  'actor/parked': z.object({
+    waitingFor: z.enum(['approval', 'question']),
+    /** The approvals (or questions) waited on, soonest expiry first. */
+    ids: z.array(z.string()).min(1),
+    commands: z.array(z.string()),
+  }),
 } as const;
 
 /** Every event type this version writes. */

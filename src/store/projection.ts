@@ -112,6 +112,11 @@ export interface Projection {
    * purpose, so what is open was not left by a crash. Any later event clears it.
    */
   released?: { epoch: number; reason: string };
+  /**
+   * Set by `actor/parked`: what the actor waits on a person for. Any later event but
+   * `actor/released` clears it (the wait is over, or the next incarnation parks again).
+   */
+  parked?: { waitingFor: 'approval' | 'question'; ids: string[]; commands: string[] };
 }
 
 /** The projection of an empty log. */
@@ -164,6 +169,7 @@ function endCall(p: Projection, callId: string | undefined, observation: string)
 export function foldEvent(p: Projection, e: ActorEvent): Projection {
   p.seq = e.seq;
   if (p.released !== undefined) delete p.released;
+  if (p.parked !== undefined && e.type !== 'actor/released') delete p.parked;
   if (e.epoch > p.epoch) p.epoch = e.epoch;
   switch (e.type) {
     case 'inbox/received':
@@ -267,6 +273,9 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     case 'actor/released':
       p.released = { epoch: e.epoch, reason: e.data.reason };
+      break;
+    case 'actor/parked':
+      p.parked = { waitingFor: e.data.waitingFor, ids: [...e.data.ids], commands: [...e.data.commands] };
       break;
     case 'assistant/rejected':
       // the refused answer and why stay in the history: the next step answers again knowing both
