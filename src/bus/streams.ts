@@ -33,18 +33,6 @@ export const STREAM_CONFIGS: Record<keyof typeof STREAMS, Partial<StreamConfig> 
     discard: DiscardPolicy.New,
     duplicate_window: nanos(10 * 60_000),
   },
-  // One permanent record per idempotency key. nats-server 2.9.10 accepts
-  // discard_new_per_subject (verified), so a second record for a key is refused (10077)
-  // instead of replacing the first.
-  idem: {
-    name: STREAMS.idem,
-    subjects: ['idem.>'],
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
-    max_msgs_per_subject: 1,
-    discard: DiscardPolicy.New,
-    discard_new_per_subject: true,
-  },
   // Dead letters (`dlq.<actorId>`): inbox messages given up on after max_deliver, kept until an
   // operator removes them. It also captures the server's max-deliveries advisories for INBOX
   // consumers: a message exhausted with no host left to record it (one that died on its last

@@ -1,5 +1,5 @@
 /** JetStream stream names (design §6). */
-export const STREAMS = { logs: 'LOGS', inbox: 'INBOX', idem: 'IDEM', dlq: 'DLQ' } as const;
+export const STREAMS = { logs: 'LOGS', inbox: 'INBOX', dlq: 'DLQ' } as const;
 
 /** KV bucket names (design §6). */
 export const BUCKETS = { actors: 'actors', leases: 'leases', hosts: 'hosts' } as const;
@@ -7,11 +7,6 @@ export const BUCKETS = { actors: 'actors', leases: 'leases', hosts: 'hosts' } as
 /** Subject of one actor's append-only log: `log.<rootId>.<actorId>`. */
 export function logSubject(rootId: string, actorId: string): string {
   return `log.${rootId}.${actorId}`;
-}
-
-/** Filter that replays a whole run (every actor under one root) in stream order. */
-export function runLogFilter(rootId: string): string {
-  return `log.${rootId}.>`;
 }
 
 /**
@@ -86,11 +81,6 @@ export function redriveMsgId(messageId: string, deadLetterSeq: number): string {
 /** `Nats-Msg-Id` of the record that a dead letter was redriven. */
 export function redrivenMsgId(deadLetterSeq: number): string {
   return `redriven:${deadLetterSeq}`;
-}
-
-/** Subject of a permanent idempotency record for an effectful tool call. */
-export function idemSubject(key: string): string {
-  return `idem.${key}`;
 }
 
 /** Core NATS subject of live (not persisted) stream deltas of a model attempt. */

@@ -102,7 +102,7 @@ export async function natsChecks(config: EffectiveConfig, logger: Logger): Promi
     }
     const old = olderThan(version, [2, 9]);
     results.push(old
-      ? warning('nats-server', `${binary} is version ${version}`, 'install nats-server 2.9 or later: actorloop needs discard_new_per_subject for idempotency records')
+      ? warning('nats-server', `${binary} is version ${version}`, 'install nats-server 2.9 or later: actorloop reads its logs with next_by_subj gets')
       : ok('nats-server', `${binary}, version ${version} (embedded: started only while a command runs)`));
     try {
       embedded = await within(acquireEmbeddedNats(config.dataDir, logger, { binary, lockTimeoutMs: 10_000 }), EMBEDDED_TIMEOUT_MS, 'the embedded nats-server');

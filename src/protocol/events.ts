@@ -408,8 +408,3 @@ export const CommitSchema = z.object({ events: z.array(EventSchema).min(1) });
 export function parseEvent(raw: unknown): ActorEvent {
   return EventSchema.parse(raw) as ActorEvent;
 }
-
-/** True when the event's type is T. */
-export function isEvent<T extends EventType>(e: ActorEvent, type: T): e is Extract<ActorEvent, { type: T }> {
-  return e.type === type;
-}

@@ -25,12 +25,6 @@ describe('ensureStreams', () => {
     expect(inbox.discard).toBe(DiscardPolicy.New);
     expect(inbox.duplicate_window).toBe(nanos(600_000));
 
-    const idem = (await t.bus.jsm.streams.info(STREAMS.idem)).config;
-    expect(idem.subjects).toEqual(['idem.>']);
-    expect(idem.max_msgs_per_subject).toBe(1);
-    expect(idem.discard).toBe(DiscardPolicy.New);
-    expect(idem.discard_new_per_subject).toBe(true);
-
     const kv = (await t.bus.jsm.streams.info(`KV_${BUCKETS.actors}`)).config;
     expect(kv.max_msgs_per_subject).toBe(1);
     expect(kv.storage).toBe(StorageType.File);
@@ -47,12 +41,5 @@ describe('ensureStreams', () => {
     await t.bus.jsm.streams.update(STREAMS.inbox, { ...after.config, duplicate_window: nanos(60_000) });
     await ensureStreams(t.bus.jsm);
     expect((await t.bus.jsm.streams.info(STREAMS.inbox)).config.duplicate_window).toBe(nanos(600_000));
-  });
-
-  it('keeps one record per idempotency key (discard new per subject)', async () => {
-    await t.bus.js.publish('idem.k1', 'first');
-    await expect(t.bus.js.publish('idem.k1', 'second')).rejects.toThrow(/maximum messages per subject/);
-    const m = await t.bus.jsm.streams.getMessage(STREAMS.idem, { last_by_subj: 'idem.k1' });
-    expect(m?.string()).toBe('first');
   });
 });

@@ -104,7 +104,7 @@ describe('doctor against a working setup', () => {
     // a fresh server has none of the streams yet: a warning, not a failure
     const fresh = await doctor(...args, '--json');
     expectExit(fresh, 0);
-    expect(byName(parseJson(fresh.stdout), 'streams')).toMatchObject({ status: 'warning', detail: expect.stringContaining('LOGS, INBOX, IDEM, DLQ absent') });
+    expect(byName(parseJson(fresh.stdout), 'streams')).toMatchObject({ status: 'warning', detail: expect.stringContaining('LOGS, INBOX, DLQ absent') });
     // the check reads the streams, it does not create them
     expect(byName(parseJson((await doctor(...args, '--json')).stdout), 'streams').status).toBe('warning');
 
@@ -121,7 +121,7 @@ describe('doctor against a working setup', () => {
     ]);
     expect(byName(checks, 'nats-server').detail).toContain(nats.url);
     expect(byName(checks, 'jetstream').detail).toMatch(/enabled .*nats-server 2\./);
-    expect(byName(checks, 'streams').detail).toMatch(/LOGS .*INBOX .*IDEM .*as expected/);
+    expect(byName(checks, 'streams').detail).toMatch(/LOGS .*INBOX .*DLQ .*as expected/);
     expect(byName(checks, 'lmdb').detail).toContain(join(dataDir, 'lmdb'));
     expect(byName(checks, 'model').detail).toContain('test-model among them');
     expect(byName(checks, 'model tool call').detail).toContain('doctor_echo');
