@@ -193,6 +193,8 @@ export class AgentActor {
       this.turnAbort.abort(effect.params.reason);
       return;
     }
+    // an interrupt from the inbox stops the turn as Ctrl-C's `abort` does, without queueing behind it
+    if (effect.name === 'interruptTurn') return this.abort(effect.params.reason);
     this.queue.push(effect);
   }
 

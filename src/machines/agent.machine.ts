@@ -18,6 +18,8 @@ export interface AgentContext {
   /** Source named by the last `startTurn`, so `recover` re-emits the same claim. */
   claimSource: ClaimSource | null;
   lastOutcome: TurnOutcome | null;
+  /** An `interrupt` was received in the open turn (absent in older snapshots): a recovery cancels it too. */
+  interrupted?: boolean;
 }
 
 /** Events the agent machine reacts to. */
@@ -39,6 +41,8 @@ export const agentMachine = setup({
     startTurn: slot<{ messageIds: string[]; source: ClaimSource }>(),
     turnEnded: slot<{ outcome: TurnOutcome }>(),
     answerApproval: slot<{ messageId: string; from: string; content: string }>(),
+    /** Cancel the open turn as an `abort` does: an interrupt came through the inbox. */
+    interruptTurn: slot<{ reason: 'interrupted' }>(),
   },
 }).createMachine({
   id: 'agent',
@@ -102,9 +106,21 @@ export const agentMachine = setup({
     },
     turn: {
       on: {
-        'inbox/received': {
-          guard: ({ event }) => STARTS_TURN.has(event.data.kind),
-          actions: assign({ queued: ({ context, event }) => [...context.queued, event.data.messageId] }),
+        'inbox/received': [
+          {
+            guard: ({ event }) => STARTS_TURN.has(event.data.kind),
+            actions: assign({ queued: ({ context, event }) => [...context.queued, event.data.messageId] }),
+          },
+          {
+            // wherever the agent is hosted, a person's Ctrl-C reaches it as mail (design §6a)
+            guard: ({ event }) => event.data.kind === 'interrupt',
+            actions: [assign({ interrupted: true }), { type: 'interruptTurn', params: { reason: 'interrupted' } }],
+          },
+        ],
+        // the interrupt is in the log but the turn is not closed: the recovering incarnation carries it out
+        recover: {
+          guard: ({ context }) => context.interrupted === true,
+          actions: { type: 'interruptTurn', params: { reason: 'interrupted' } },
         },
         'turn/end': [
           {
@@ -114,6 +130,7 @@ export const agentMachine = setup({
               assign({
                 turns: ({ context }) => context.turns + 1,
                 lastOutcome: ({ event }) => event.data.outcome,
+                interrupted: false,
               }),
               { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
               assign({ claiming: ({ context }) => context.queued.slice(0, 1), claimSource: 'follow_up' }),
@@ -130,6 +147,7 @@ export const agentMachine = setup({
               assign({
                 turns: ({ context }) => context.turns + 1,
                 lastOutcome: ({ event }) => event.data.outcome,
+                interrupted: false,
               }),
               { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
             ],

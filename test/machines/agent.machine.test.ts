@@ -215,6 +215,25 @@ describe('agent machine', () => {
       expect(s.value).toBe('turn');
       expect(fx).toEqual([]);
     });
+
+    it('an interrupt from the inbox asks to cancel the turn, queueing nothing', () => {
+      const [s, fx] = step(inTurn(), received('i1', 'interrupt'));
+      expect(s.value).toBe('turn');
+      expect(s.context.queued).toEqual([]);
+      expect(fx).toEqual([{ type: 'interruptTurn', params: { reason: 'interrupted' } }]);
+    });
+
+    it('a recovery of an interrupted turn asks again; the next turn starts uninterrupted', () => {
+      const interrupted = fold(received('m1'), turnStart(['m1']), received('i1', 'interrupt'));
+      expect(step(interrupted, { type: 'recover' })[1]).toEqual([{ type: 'interruptTurn', params: { reason: 'interrupted' } }]);
+      const next = feed(agentMachine, interrupted, [turnEnd('cancelled'), received('m2'), turnStart(['m2'])]);
+      expect(next.value).toBe('turn');
+      expect(step(next, { type: 'recover' })[1]).toEqual([]);
+    });
+
+    it('an interrupt with no turn open cancels nothing', () => {
+      expect(step(start(), received('i1', 'interrupt'))[1]).toEqual([]);
+    });
   });
 
   describe('actor/stopped', () => {
