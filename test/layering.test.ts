@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+
+/**
+ * Design §2's layout table, "may import" column: the folders of `src/` each folder may import
+ * (type-only imports count). `'*'` is "everything". This is the one copy of the table in the code.
+ * `actors` may import "all of the above, ports": the rows above it, and the folders that own the
+ * ports it drives (`model`: the model adapter; `tools`: the registry and its pipeline).
+ */
+const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
+  protocol: [],
+  machines: ['protocol'],
+  store: ['protocol', 'bus'],
+  bus: ['protocol'],
+  actors: ['protocol', 'machines', 'store', 'bus', 'model', 'tools'],
+  model: ['protocol'],
+  tools: ['protocol'],
+  context: ['protocol', 'model'],
+  knowledge: ['protocol', 'store'],
+  server: ['protocol', 'bus', 'store'],
+  config: ['protocol'],
+  client: ['protocol', 'bus', 'store'],
+  cli: '*',
+};
+
+/**
+ * Packages a folder may import, where the design limits them: protocol "zod only" (§2), machines
+ * xstate, zod and protocol, no `node:*` (STYLE "Machines are pure"). `node:crypto` in protocol is
+ * the one exception: branded IDs are made there in one place (random bytes) and canonical digests
+ * are computed there (sha256).
+ */
+const PACKAGES: Record<string, readonly string[]> = {
+  protocol: ['zod', 'node:crypto'],
+  machines: ['xstate', 'zod'],
+};
+
+/** Folders of `src/` that may read `process.env`: config loading, the one reader (STYLE, §2). */
+const ENV_READERS = ['config'];
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return tsFiles(p);
+    return e.name.endsWith('.ts') ? [p] : [];
+  });
+}
+
+/** The module specifiers of a file's static imports and re-exports, side-effect and dynamic imports. */
+function importsOf(text: string): string[] {
+  const patterns = [
+    /^(?:import|export)\b[^;]*?\bfrom\s*['"]([^'"]+)['"]/gm,
+    /^import\s*['"]([^'"]+)['"]/gm,
+    /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
+  return patterns.flatMap((re) => [...text.matchAll(re)].map((m) => m[1]!));
+}
+
+/** The top folder of `src/` a file lies in (`index` for `src/index.ts`). */
+function folderOf(file: string): string {
+  const [top, ...rest] = relative(SRC, file).split(sep);
+  return rest.length === 0 ? 'index' : top!;
+}
+
+/** What an import is: a folder of `src/`, a package (its name), or outside `src/`. */
+function targetOf(file: string, spec: string): { folder: string } | { pkg: string } | { outside: string } {
+  if (!spec.startsWith('.')) {
+    const parts = spec.split('/');
+    return { pkg: spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]! };
+  }
+  const target = resolve(dirname(file), spec);
+  const rel = relative(SRC, target);
+  if (rel.startsWith('..')) return { outside: rel };
+  return { folder: folderOf(target) };
+}
+
+/** Every import of `src/**\/*.ts` that the tables above do not allow, as `file: spec (why)`. */
+function violations(): string[] {
+  const found: string[] = [];
+  for (const file of tsFiles(SRC)) {
+    const from = folderOf(file);
+    const name = relative(SRC, file);
+    if (from !== 'index' && !(from in MAY_IMPORT)) {
+      found.push(`${name}: folder ${from} is not in design §2's table`);
+      continue;
+    }
+    for (const spec of importsOf(readFileSync(file, 'utf8'))) {
+      const t = targetOf(file, spec);
+      if ('outside' in t) found.push(`${name}: ${spec} (outside src/)`);
+      else if ('folder' in t) {
+        const allowed = from === 'index' ? '*' : MAY_IMPORT[from]!;
+        if (t.folder !== from && allowed !== '*' && !allowed.includes(t.folder)) found.push(`${name}: ${spec} (${from} may not import ${t.folder})`);
+      } else {
+        const pkgs = PACKAGES[from];
+        if (pkgs && !pkgs.includes(t.pkg)) found.push(`${name}: ${spec} (${from} may import only ${pkgs.join(', ')})`);
+      }
+    }
+  }
+  return found;
+}
+
+describe('layering (design §2)', () => {
+  it('reads the import forms the code uses', () => {
+    const text = [
+      "import { a } from '../protocol/a.js';",
+      'import type {\n  B,\n  C,\n} from "../store/b.js";',
+      "export { d } from './d.js';",
+      "import 'side-effect';",
+      "const m = await import('../bus/m.js');",
+      "export const x = 'from nowhere';",
+    ].join('\n');
+    expect(importsOf(text).sort()).toEqual(['../bus/m.js', '../protocol/a.js', '../store/b.js', './d.js', 'side-effect']);
+  });
+
+  it('every folder imports only what the table allows', () => {
+    expect(tsFiles(SRC).length).toBeGreaterThan(50);
+    expect(violations()).toEqual([]);
+  });
+
+  it('only src/config reads process.env', () => {
+    const readers = tsFiles(SRC)
+      .filter((f) => !ENV_READERS.includes(folderOf(f)))
+      .filter((f) => /\bprocess\s*(?:\.\s*env\b|\[\s*['"]env['"]\s*\])|\benv\b[^}=]*\}\s*=\s*(?:globalThis\.)?process\b/.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(SRC, f));
+    expect(readers).toEqual([]);
+  });
+});
