@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { createFaultInjector } from '../src/actors/faults.js';
 import { Supervisor } from '../src/actors/supervisor.js';
+import { createJetStreamPorts } from '../src/actors/supervisor-ports.js';
 import { openBus, type Bus } from '../src/bus/connection.js';
 import { startNatsServer, type NatsServerHandle } from '../src/bus/nats-server.js';
 import type { ModelAdapter } from '../src/model/model-port.js';
@@ -100,7 +101,7 @@ export async function openBenchRuntime(cleanup: Cleanup): Promise<BenchRuntime> 
     nats, bus, lmdb, blobs, snapshots, tools, workspace, logger,
     supervisor(hooks) {
       const s = new Supervisor({
-        bus, blobs, snapshots, tools, logger,
+        ports: createJetStreamPorts(bus), blobs, snapshots, tools, logger,
         faults: createFaultInjector([]),
         snapshotEvery: hooks.snapshotEvery ?? 64,
         modelFor: hooks.modelFor,

@@ -1,5 +1,6 @@
 import { createFaultInjector } from '../src/actors/faults.js';
 import { Supervisor } from '../src/actors/supervisor.js';
+import { createJetStreamPorts } from '../src/actors/supervisor-ports.js';
 import type { ModelAdapter } from '../src/model/model-port.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';
@@ -77,7 +78,7 @@ export async function buildLog(rt: BenchRuntime, events: number): Promise<BuiltL
 /** Times `Supervisor.hydrate` of the log's agent once, on a fresh supervisor with or without snapshots. */
 async function hydrateOnce(rt: BenchRuntime, log: BuiltLog, snapshots: boolean): Promise<{ ms: number; tail: number }> {
   const sup = new Supervisor({
-    bus: rt.bus, blobs: rt.blobs, snapshots: snapshots ? rt.snapshots : null, tools: rt.tools, logger: rt.logger,
+    ports: createJetStreamPorts(rt.bus), blobs: rt.blobs, snapshots: snapshots ? rt.snapshots : null, tools: rt.tools, logger: rt.logger,
     faults: createFaultInjector([]), snapshotEvery: SNAPSHOT_EVERY, modelFor: log.modelFor,
   });
   // the supervisor's one-time wake-up subscription is not part of an agent's cost

@@ -1,9 +1,7 @@
 import type { Logger } from 'pino';
-import type { Bus } from '../bus/connection.js';
 import type { DirectoryEntry } from '../bus/directory.js';
-import { ensureInboxConsumer, openInbox, publishInbox, type Inbox, type InboxConsumerOptions } from '../bus/inbox.js';
-import { claimSubject, liveSubject, parseInboxSubject } from '../bus/subjects.js';
-import type { Subscription } from '@nats-io/nats-core';
+import type { Inbox, InboxConsumerOptions, InboxWatch } from '../bus/inbox-port.js';
+import { liveSubject } from '../bus/subjects.js';
 import { NotFoundError } from '../protocol/errors.js';
 import type { TurnSettings } from '../protocol/events.js';
 import type { InboxMessage } from '../protocol/inbox.js';
@@ -11,7 +9,6 @@ import type { ModelAdapter, ModelStreamEvent } from '../model/model-port.js';
 import type { Price } from '../model/pricing.js';
 import type { ActorEvent } from '../protocol/events.js';
 import type { BlobStore } from '../store/blob-port.js';
-import { createJetStreamLog, createLogReader } from '../store/jetstream-log.js';
 import type { LogReader } from '../store/log-port.js';
 import { emptyProjection, foldEvent, PROJECTION_VERSION, type Projection } from '../store/projection.js';
 import { rehydrate } from '../store/rehydrate.js';
@@ -23,11 +20,13 @@ import { createMemoryFaultRecords, type FaultRecords } from './fault-records.js'
 import { commitRelease, killNotes } from './incarnation-end.js';
 import { lazyChild } from './lazy-logger.js';
 import type { MachineSnapshots } from './machine-set.js';
+import type { SupervisorPorts } from './supervisor-ports.js';
 import { defaultTooling, type ToolingPorts } from './tooling.js';
 
 /** What a supervisor needs to host agents. */
 export interface SupervisorOptions {
-  bus: Bus;
+  /** Inboxes, directory, logs and live deltas: `createJetStreamPorts(bus)`, or `createMemoryPorts()` with no NATS. */
+  ports: SupervisorPorts;
   blobs: BlobStore;
   snapshots: SnapshotStore | null;
   tools: ToolRegistry;
@@ -75,8 +74,8 @@ export class Supervisor {
   readonly reader: LogReader;
   private readonly hosted = new Map<string, Hosted>();
   private readonly clock: { nowMs(): number; sleep?(ms: number, signal: AbortSignal): Promise<void> };
-  private wakeups: Subscription | null = null;
-  private claims: Subscription | null = null;
+  private wakeups: Promise<InboxWatch> | null = null;
+  private claims: InboxWatch | null = null;
   /** A host's claim hook: mail arrived for an actor this process does not host. */
   private onUnhostedMail: ((actorId: string) => void) | null = null;
   private readonly tooling: ToolingPorts;
@@ -84,47 +83,33 @@ export class Supervisor {
   private stopped = false;
 
   constructor(private readonly opts: SupervisorOptions) {
-    this.reader = createLogReader({ js: opts.bus.js, jsm: opts.bus.jsm });
+    this.reader = opts.ports.logs.reader;
     this.clock = opts.clock ?? { nowMs: () => Date.now() };
     this.tooling = opts.tooling ?? defaultTooling();
     this.faultRecords = opts.faultRecords ?? createMemoryFaultRecords();
   }
 
   /**
-   * Inbox publishes are plain NATS messages too: one core subscription on `inbox.>` tells the
-   * host which hosted actor has mail, and only then is its durable consumer pulled. A parked actor
-   * holds no pull request, timer or heartbeat (a pull loop per actor cost ~8 KB and a request a
-   * second each, and missed heartbeats once a thousand of them shared one event loop).
+   * One watch of every inbox's mail signals tells the host which hosted actor has mail, and only
+   * then is its durable consumer pulled. A parked actor holds no pull request, timer or heartbeat
+   * (a pull loop per actor cost ~8 KB and a request a second each, and missed heartbeats once a
+   * thousand of them shared one event loop). A resync (a reconnect) makes every one look again.
    */
   private async listen(): Promise<void> {
-    if (this.wakeups) return;
-    this.wakeups = this.opts.bus.nc.subscribe('inbox.*.*', {
-      callback: (_err, msg) => {
-        const to = parseInboxSubject(msg.subject);
-        if (to) this.wake(to.actorId);
+    this.wakeups ??= this.opts.ports.inbox.watch({
+      mail: (actorId) => this.wake(actorId),
+      resync: () => {
+        if (!this.stopped) for (const id of this.hosted.keys()) this.wake(id);
       },
     });
-    // registered with the server before any actor looks at its inbox: no publish falls between
-    await this.opts.bus.nc.flush();
-    void this.wakeOnReconnect();
-  }
-
-  /**
-   * After a reconnect every hosted actor looks at its inbox again: a server killed and restarted
-   * can lose a recent delivery or ack (2.9 saves consumer state asynchronously), and no new
-   * publish would wake the actor for it.
-   */
-  private async wakeOnReconnect(): Promise<void> {
-    for await (const s of this.opts.bus.nc.status()) {
-      if (this.stopped) return;
-      if (s.type === 'reconnect') for (const id of this.hosted.keys()) this.wake(id);
-    }
+    // registered before any actor looks at its inbox: no publish falls between
+    await this.wakeups;
   }
 
   /** Registers a new agent in the directory and hosts it with an empty log. */
   async create(entry: Omit<DirectoryEntry, 'createdAt' | 'updatedAt' | 'status'>, opts: { epoch?: number } = {}): Promise<AgentActor> {
     const now = new Date(this.clock.nowMs()).toISOString();
-    await this.opts.bus.directory.put({ ...entry, status: 'running', createdAt: now, updatedAt: now });
+    await this.opts.ports.directory.put({ ...entry, status: 'running', createdAt: now, updatedAt: now });
     const position = await this.reader.end(entry.rootId, entry.actorId);
     const projection = emptyProjection(entry.actorId);
     const actor = this.build(entry.actorId, entry.rootId, projection, null, position, opts.epoch ?? 1, 0);
@@ -142,7 +127,7 @@ export class Supervisor {
     onHydrated?: (actor: AgentActor) => void,
     opts: { epoch?: number } = {},
   ): Promise<{ actor: AgentActor; recovered: boolean; entry: DirectoryEntry }> {
-    const entry = await this.opts.bus.directory.get(actorId);
+    const entry = await this.opts.ports.directory.get(actorId);
     if (!entry) {
       throw new NotFoundError('actor.not_found', `no agent ${actorId} in this data dir`, {
         hint: 'list agents with `actorloop runs`, and pass the same --data-dir and --nats as the run',
@@ -193,17 +178,17 @@ export class Supervisor {
 
   /** Messages waiting in an actor's inbox: not yet delivered, or delivered and not acked. */
   async inboxPending(actorId: string): Promise<number> {
-    const inbox = await openInbox(this.opts.bus.js, this.opts.bus.jsm, actorId, { logger: this.opts.logger, ensured: true });
+    const inbox = await this.opts.ports.inbox.open(actorId);
     return inbox.pending();
   }
 
   /**
    * Publishes what a person says to an actor's durable inbox (the PubAck means the inbox accepted
-   * it), on the person channel: through the bus's client login, which a bus opened for a host
-   * process alone does not have.
+   * it), on the person channel: on JetStream through the bus's client login, which a bus opened
+   * for a host process alone does not have.
    */
   async send(msg: InboxMessage): Promise<void> {
-    await publishInbox(await this.opts.bus.person(), msg, 'person');
+    await this.opts.ports.inbox.publish(msg, 'person');
   }
 
   private build(
@@ -213,7 +198,7 @@ export class Supervisor {
     const logger = lazyChild(this.opts.logger, { actorId });
     // the writer retries an unknown commit until it is stored; a stopped actor's must give up
     const life = new AbortController();
-    const log = createJetStreamLog({ js: this.opts.bus.logJs, rootId, actorId, position, epoch, logger, signal: life.signal });
+    const log = this.opts.ports.logs.writer({ rootId, actorId, position, epoch, logger, signal: life.signal });
     return new AgentActor({
       actorId,
       rootId,
@@ -238,7 +223,7 @@ export class Supervisor {
         onDelta: (d) => {
           // Live only (core NATS, not persisted): clients see tokens as they come; the log
           // records the accepted output alone.
-          this.opts.bus.live.publish(liveSubject(rootId, actorId), JSON.stringify(d));
+          this.opts.ports.live.publish(liveSubject(rootId, actorId), JSON.stringify(d));
           this.opts.onDelta?.(actorId, d);
         },
       },
@@ -247,7 +232,7 @@ export class Supervisor {
 
   private async serve(actor: AgentActor): Promise<void> {
     await this.listen();
-    await ensureInboxConsumer(this.opts.bus.jsm, actor.actorId, this.opts.inbox);
+    await this.opts.ports.inbox.ensure(actor.actorId, this.opts.inbox);
     this.hosted.set(actor.actorId, { actor, inbox: null, draining: false, again: false, retry: null });
     // mail that arrived while no host listened
     this.wake(actor.actorId);
@@ -299,10 +284,7 @@ export class Supervisor {
       let delivery;
       let cleanBefore = false;
       try {
-        const inbox = (h.inbox ??= await openInbox(this.opts.bus.js, this.opts.bus.jsm, actor.actorId, {
-          logger: this.opts.logger,
-          ensured: true,
-        }));
+        const inbox = (h.inbox ??= await this.opts.ports.inbox.open(actor.actorId));
         const { undelivered, unacked } = known ?? (await inbox.counts());
         known = null;
         if (undelivered === 0 && unacked === 0) return;
@@ -361,12 +343,8 @@ export class Supervisor {
    */
   async listenForMail(onUnhosted: (actorId: string) => void): Promise<void> {
     this.onUnhostedMail = onUnhosted;
-    const prefix = claimSubject('');
-    this.claims ??= this.opts.bus.nc.subscribe(claimSubject('>'), {
-      callback: (_err, msg) => {
-        const actorId = msg.subject.slice(prefix.length);
-        if (!this.stopped && !this.hosted.has(actorId)) onUnhosted(actorId);
-      },
+    this.claims ??= this.opts.ports.inbox.watchClaims((actorId) => {
+      if (!this.stopped && !this.hosted.has(actorId)) onUnhosted(actorId);
     });
     await this.listen();
   }
@@ -395,9 +373,9 @@ export class Supervisor {
    */
   async stop(reason = 'its host process stopped hosting it'): Promise<void> {
     this.stopped = true;
-    this.wakeups?.unsubscribe();
+    void this.wakeups?.then((w) => w.close(), () => {});
     this.wakeups = null;
-    this.claims?.unsubscribe();
+    this.claims?.close();
     this.claims = null;
     const releases: Array<Promise<void>> = [];
     for (const h of this.hosted.values()) {

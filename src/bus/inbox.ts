@@ -2,22 +2,19 @@ import {
   AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError,
   type ConsumerConfig, type Consumer, type JetStreamClient, type JetStreamManager, type JsMsg,
 } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/nats-core';
+import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
-import type { z } from 'zod';
 import { BusError } from '../protocol/errors.js';
-import { InboxMessageSchema, type InboxMessage } from '../protocol/inbox.js';
 import { deadLetterErrorOf, decodeInboxMessage, messageIdOf, recordDeadLetter, type DeadLetterError } from './dead-letters.js';
-import { inboxConsumerName, inboxFilter, inboxSubject, parseInboxSubject, STREAMS, type InboxChannel } from './subjects.js';
+import type {
+  FailedTake, Inbox, InboxConsumerOptions, InboxDelivery, InboxMessageInput, InboxPort, InboxPublishResult,
+} from './inbox-port.js';
+import { inboxDeliverySettings, parseInboxInput } from './inbox-port.js';
+import { claimSubject, inboxConsumerName, inboxFilter, inboxSubject, parseInboxSubject, STREAMS, type InboxChannel } from './subjects.js';
 
-/** An inbox message as a sender writes it (defaults not yet applied). */
-export type InboxMessageInput = z.input<typeof InboxMessageSchema>;
-
-/** Result of publishing to an inbox: the stream sequence and whether the ID was seen before. */
-export interface InboxPublishResult {
-  seq: number;
-  duplicate: boolean;
-}
+export type {
+  FailedTake, Inbox, InboxConsumerOptions, InboxDelivery, InboxMessageInput, InboxPort, InboxPublishResult,
+} from './inbox-port.js';
 
 /**
  * Publishes a message to its recipient's durable inbox with `Nats-Msg-Id = id`: the PubAck
@@ -25,14 +22,9 @@ export interface InboxPublishResult {
  * speaks for; the server refuses a channel the connection's user may not publish on.
  */
 export async function publishInbox(js: JetStreamClient, msg: InboxMessageInput, channel: InboxChannel): Promise<InboxPublishResult> {
-  const parsed = InboxMessageSchema.safeParse(msg);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new BusError('bus.invalid_message',
-      `invalid inbox message: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`);
-  }
+  const parsed = parseInboxInput(msg);
   try {
-    const ack = await js.publish(inboxSubject(msg.to, channel), JSON.stringify(parsed.data), { msgID: msg.id });
+    const ack = await js.publish(inboxSubject(msg.to, channel), JSON.stringify(parsed), { msgID: msg.id });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
     // a server's refusal is final; anything else (timeout, disconnect) may be retried with the same ID
@@ -43,28 +35,11 @@ export async function publishInbox(js: JetStreamClient, msg: InboxMessageInput, 
   }
 }
 
-/** Delivery settings of an actor's inbox consumer. */
-export interface InboxConsumerOptions {
-  /** Deliveries before a message is given up on (default 10). */
-  maxDeliver?: number;
-  /** Redelivery delays; must be shorter than maxDeliver (default 1 s, 5 s, 15 s, 30 s, 60 s). */
-  backoffMs?: number[];
-  /** How long a delivery may stay unacked before redelivery when no backoff applies. */
-  ackWaitMs?: number;
-}
-
-const DEFAULT_BACKOFF_MS = [1_000, 5_000, 15_000, 30_000, 60_000];
-
 /** Creates (or updates) the durable pull consumer of one actor's inbox. */
 export async function ensureInboxConsumer(
   jsm: JetStreamManager, actorId: string, opts: InboxConsumerOptions = {},
 ): Promise<void> {
-  const maxDeliver = opts.maxDeliver ?? 10;
-  const backoffMs = opts.backoffMs ?? DEFAULT_BACKOFF_MS.filter((_, i) => i < maxDeliver - 1);
-  if (backoffMs.length >= maxDeliver && maxDeliver !== -1) {
-    throw new BusError('bus.invalid_consumer', `backoff has ${backoffMs.length} steps but maxDeliver is ${maxDeliver}`,
-      { hint: 'give fewer backoff steps than maxDeliver' });
-  }
+  const { maxDeliver, backoffMs } = inboxDeliverySettings(opts);
   const name = inboxConsumerName(actorId);
   const wanted: Partial<ConsumerConfig> = {
     durable_name: name,
@@ -106,45 +81,6 @@ export async function ensureInboxConsumer(
     throw new BusError('bus.consumer_failed', `cannot set up the inbox consumer of ${actorId}: ${(err as Error).message}`,
       { cause: err, retryable: true });
   }
-}
-
-/** How a delivery that could not be taken was settled. */
-export type FailedTake = 'retry' | 'dead_letter';
-
-/** One delivery of an inbox message; settle it with exactly one of ack, nak, term, fail. */
-export interface InboxDelivery {
-  message: InboxMessage;
-  /** Who the message speaks for, from the subject it came in on (never from the message). */
-  channel: InboxChannel;
-  /** 1 on first delivery. 2.9 can lose acks in a crash: dedupe by message ID, never by count. */
-  deliveryCount: number;
-  /** The consumer gives up after this delivery: a failure now makes it a dead letter. */
-  lastDelivery: boolean;
-  /** Messages the consumer had not delivered yet when it delivered this one. */
-  undeliveredAfter: number;
-  /** Messages the pull that got this one found undecodable and settled first (they may come again). */
-  settledBefore: number;
-  /** Acknowledges and waits for the server to confirm. */
-  ack(): Promise<void>;
-  /** Asks for redelivery, after `delayMs` when given (a bare nak ignores the backoff). */
-  nak(delayMs?: number): void;
-  /** Never deliver this message again. */
-  term(): void;
-  /**
-   * Settles a delivery that could not be taken (never rejects): left for the consumer's backoff to
-   * redeliver, or on the last delivery recorded as a dead letter and terminated.
-   */
-  fail(err: unknown): Promise<FailedTake>;
-}
-
-/** An actor's inbox reader. */
-export interface Inbox {
-  /** The next delivery, or null when nothing arrived within `expiresMs` (at least 1000 ms). */
-  next(opts: { expiresMs: number }): Promise<InboxDelivery | null>;
-  /** Messages waiting: not yet delivered plus delivered and not yet acked. */
-  pending(): Promise<number>;
-  /** Messages not yet delivered, and delivered but not yet acked (they come again after their wait). */
-  counts(): Promise<{ undelivered: number; unacked: number }>;
 }
 
 /** Options of `openInbox`. */
@@ -268,4 +204,65 @@ async function failTake(m: JsMsg, messageId: string, error: DeadLetterError, ctx
   m.term();
   ctx.logger.warn(fields, 'inbox message given up on and dead-lettered: `actorloop dlq list` shows it, `actorloop dlq redrive <id>` sends it again');
   return 'dead_letter';
+}
+
+/** Options of `createJetStreamInboxes`. */
+export interface JetStreamInboxesOptions {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  /** JetStream of the login that may publish on the person channel (`bus.person`). */
+  person(): Promise<JetStreamClient>;
+  logger?: Logger;
+}
+
+/**
+ * The inboxes on the INBOX stream. Signals are core NATS: inbox publishes are plain NATS messages
+ * too, so one subscription on every inbox subject tells a host which actor has mail, and a claim
+ * request is a core message on `claim.<actorId>`.
+ */
+export function createJetStreamInboxes(o: JetStreamInboxesOptions): InboxPort {
+  const logger = o.logger ?? pino({ level: 'silent' });
+  return {
+    async publish(msg, channel) {
+      return publishInbox(channel === 'person' ? await o.person() : o.js, msg, channel);
+    },
+    ensure: (actorId, opts) => ensureInboxConsumer(o.jsm, actorId, opts),
+    open: (actorId) => openInbox(o.js, o.jsm, actorId, { logger, ensured: true }),
+    async watch(signals) {
+      let closed = false;
+      const sub = o.nc.subscribe(inboxFilter('*'), {
+        callback: (_err, msg) => {
+          const to = parseInboxSubject(msg.subject);
+          if (to) signals.mail(to.actorId);
+        },
+      });
+      // registered with the server before any actor looks at its inbox: no publish falls between
+      await o.nc.flush();
+      // A server killed and restarted can lose a recent delivery or ack (2.9 saves consumer state
+      // asynchronously), and no new publish would signal it: after a reconnect every reader looks again.
+      void (async () => {
+        for await (const s of o.nc.status()) {
+          if (closed) return;
+          if (s.type === 'reconnect') signals.resync();
+        }
+      })().catch(() => {});
+      return {
+        close() {
+          closed = true;
+          sub.unsubscribe();
+        },
+      };
+    },
+    requestClaim(actorId) {
+      o.nc.publish(claimSubject(actorId));
+    },
+    watchClaims(onClaim) {
+      const prefix = claimSubject('');
+      const sub = o.nc.subscribe(claimSubject('>'), {
+        callback: (_err, msg) => onClaim(msg.subject.slice(prefix.length)),
+      });
+      return { close: () => sub.unsubscribe() };
+    },
+  };
 }

@@ -4,6 +4,7 @@ import type { NatsCredentials, NatsRole } from '../bus/nats-auth.js';
 import { createFaultInjector, parseFaultSpecs, type FaultInjector } from '../actors/faults.js';
 import { createFileFaultRecords } from '../actors/fault-records.js';
 import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
+import { createJetStreamPorts } from '../actors/supervisor-ports.js';
 import { environmentOf, redactedValues, secretOf, type EffectiveConfig } from '../config/config.js';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -188,7 +189,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     },
     supervisor(extra = {}) {
       const s = new Supervisor({
-        bus,
+        ports: createJetStreamPorts(bus),
         blobs,
         snapshots,
         tools,

@@ -13,7 +13,7 @@ import { newId } from '../protocol/ids.js';
 import { sleep } from '../protocol/sleep.js';
 import { commitMsgId, logSubject, STREAMS } from '../bus/subjects.js';
 import type { LogPublisher } from '../bus/log-publisher.js';
-import type { ActorLogWriter, LogPosition, LogReader, StoredEvent } from './log-port.js';
+import type { ActorLogs, ActorLogWriter, LogPosition, LogReader, StoredEvent } from './log-port.js';
 
 /** Options of `createJetStreamLog`. */
 export interface JetStreamLogOptions {
@@ -361,4 +361,21 @@ export function createLogReader(opts: LogReaderOptions): LogReader {
     },
   };
   return reader;
+}
+
+/** Options of `createJetStreamLogs`. */
+export interface JetStreamLogsOptions {
+  /** The writers' publisher (`bus.logJs` on a host). */
+  publisher: LogPublisher;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+}
+
+/** Every actor's log on the LOGS stream: a `createJetStreamLog` writer per incarnation, one reader. */
+export function createJetStreamLogs(opts: JetStreamLogsOptions): ActorLogs {
+  const reader = createLogReader({ js: opts.js, jsm: opts.jsm });
+  return {
+    reader,
+    writer: (o) => createJetStreamLog({ js: opts.publisher, ...o }),
+  };
 }

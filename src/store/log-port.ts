@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { ActorEvent, EventDraft } from '../protocol/events.js';
 
 /** Where a log position is: the actor's own gapless `seq` and the JetStream stream sequence. */
@@ -45,4 +46,22 @@ export interface LogReader {
   follow(rootId: string, actorId: string, opts: { afterSeq?: number; signal: AbortSignal }): AsyncIterable<StoredEvent>;
   /** Position of the end of an actor's log right now. */
   end(rootId: string, actorId: string): Promise<LogPosition>;
+}
+
+/** What a writer of one incarnation of an actor starts from. */
+export interface LogWriterOptions {
+  rootId: string;
+  actorId: string;
+  /** Where the log ended when this incarnation read it: the fence of the first commit. */
+  position: LogPosition;
+  epoch: number;
+  logger?: Logger;
+  /** The writer's life: once aborted, a commit whose outcome is unknown stops being retried. */
+  signal?: AbortSignal;
+}
+
+/** Every actor's log: a fenced writer per incarnation and one reader (`JetStreamLogs`, `MemoryLogs`). */
+export interface ActorLogs {
+  readonly reader: LogReader;
+  writer(opts: LogWriterOptions): ActorLogWriter;
 }

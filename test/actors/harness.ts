@@ -10,7 +10,8 @@ import type { InboxKind, InboxMessage } from '../../src/protocol/inbox.js';
 import { newId } from '../../src/protocol/ids.js';
 import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
-import { openTestRuntime, readLog, type TestRuntime } from '../helpers/runtime.js';
+import { createMemoryPorts, type MemoryPorts } from '../../src/actors/supervisor-ports.js';
+import { openTestRuntime, readLog, type NatsTestRuntime, type TestRuntime, type TestRuntimeOptions } from '../helpers/runtime.js';
 
 /** Scripted models built for the turns of a runtime, in the order they were built. */
 export interface CapturedModels {
@@ -34,16 +35,28 @@ export function captureModels(script: ScriptResponse[]): CapturedModels {
   };
 }
 
+/** What `runtimes().open` takes besides where the runtime runs. */
+export type OpenOptions = Omit<TestRuntimeOptions, 'natsUrl' | 'memory' | 'modelFor'> & { models?: CapturedModels };
+
 /** Opens runtimes and closes every one of them (call `closeAll` in afterEach). */
-export function runtimes(natsUrl: () => string) {
+export interface Runtimes<R extends TestRuntime> {
+  open(opts?: OpenOptions): Promise<R>;
+  closeAll(): Promise<void>;
+}
+
+/**
+ * Runtimes on a real nats-server (`natsUrl` gives its URL), or with `memory` on in-memory ports
+ * they all share, as hosts on one server share its streams.
+ */
+export function runtimes(natsUrl: () => string): Runtimes<NatsTestRuntime>;
+export function runtimes(backend: { memory: () => MemoryPorts }): Runtimes<TestRuntime>;
+export function runtimes(backend: (() => string) | { memory: () => MemoryPorts }): Runtimes<TestRuntime> {
   const open: TestRuntime[] = [];
   return {
-    async open(opts: { script?: ScriptResponse[]; models?: CapturedModels } = {}): Promise<TestRuntime> {
-      const rt = await openTestRuntime({
-        natsUrl: natsUrl(),
-        script: opts.script,
-        ...(opts.models ? { modelFor: opts.models.modelFor } : {}),
-      });
+    async open(opts = {}) {
+      const { models, ...rest } = opts;
+      const where = typeof backend === 'function' ? { natsUrl: backend() } : { memory: backend.memory() };
+      const rt = await openTestRuntime({ ...where, ...rest, ...(models ? { modelFor: models.modelFor } : {}) });
       open.push(rt);
       return rt;
     },
@@ -111,15 +124,38 @@ export async function waitForLog(
   }
 }
 
+/** The setting of one test file: runtimes, a workspace, and where they run. */
+export interface TestWorld<R extends TestRuntime> {
+  rts: Runtimes<R>;
+  /** A workspace holding `src/a.txt` ("alpha\nbeta\n"), one for the file. */
+  readonly ws: string;
+}
+
+/** A world on a real nats-server. */
+export interface NatsTestWorld extends TestWorld<NatsTestRuntime> {
+  readonly natsUrl: string;
+  readonly nats: TestNats;
+}
+
+/** A world on in-memory ports, shared by its runtimes. */
+export interface MemoryTestWorld extends TestWorld<TestRuntime> {
+  readonly ports: MemoryPorts;
+}
+
 /**
- * The setting most actor tests share, for the file that calls it: a nats-server, a workspace
- * holding `src/a.txt` ("alpha\nbeta\n"), and runtimes closed after each test.
+ * The setting actor tests share, for the file that calls it: a workspace holding `src/a.txt`
+ * ("alpha\nbeta\n"), runtimes closed after each test, and under them in-memory ports (the
+ * default: a test not about NATS needs none) or, with `{ nats: true }`, a real nats-server.
  */
-export function actorTestWorld() {
+export function actorTestWorld(opts: { nats: true }): NatsTestWorld;
+export function actorTestWorld(opts?: { nats?: false }): MemoryTestWorld;
+export function actorTestWorld(opts: { nats?: boolean } = {}): NatsTestWorld | MemoryTestWorld {
   let nats: TestNats | undefined;
+  let ports: MemoryPorts | undefined;
   let ws = '';
   beforeAll(async () => {
-    nats = await startTestNats();
+    if (opts.nats) nats = await startTestNats();
+    else ports = createMemoryPorts();
     ws = await tempDir('ws');
     await mkdir(join(ws, 'src'));
     await writeFile(join(ws, 'src', 'a.txt'), 'alpha\nbeta\n');
@@ -128,7 +164,7 @@ export function actorTestWorld() {
     await nats?.stop();
     await rm(ws, { recursive: true, force: true });
   });
-  const rts = runtimes(() => nats!.url);
+  const rts = opts.nats ? runtimes(() => nats!.url) : runtimes({ memory: () => ports! });
   afterEach(async () => rts.closeAll());
   return {
     rts,
@@ -138,5 +174,11 @@ export function actorTestWorld() {
     get natsUrl(): string {
       return nats!.url;
     },
-  };
+    get nats(): TestNats {
+      return nats!;
+    },
+    get ports(): MemoryPorts {
+      return ports!;
+    },
+  } as NatsTestWorld | MemoryTestWorld;
 }

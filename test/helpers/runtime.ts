@@ -5,6 +5,7 @@ import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
 import { createFaultInjector, type FaultInjector } from '../../src/actors/faults.js';
 import { createFileFaultRecords, type FaultRecords } from '../../src/actors/fault-records.js';
 import { Supervisor, type SupervisorOptions } from '../../src/actors/supervisor.js';
+import { createJetStreamPorts, createMemoryPorts, type MemoryPorts, type SupervisorPorts } from '../../src/actors/supervisor-ports.js';
 import { openBus, type Bus } from '../../src/bus/connection.js';
 import type { ModelAdapter } from '../../src/model/model-port.js';
 import { createScriptedModel } from '../../src/model/scripted-model.js';
@@ -19,9 +20,13 @@ import { createToolRegistry, type ToolRegistry } from '../../src/tools/registry.
 import type { ToolDefinition } from '../../src/tools/tool.js';
 import { tempDir } from './nats.js';
 
-/** An in-process actorloop on a real nats-server and a real LMDB in a temp dir. */
+/**
+ * An in-process actorloop on a real LMDB in a temp dir, and either a real nats-server
+ * (`NatsTestRuntime`) or in-memory ports shared by the runtimes opened on them.
+ */
 export interface TestRuntime {
-  bus: Bus;
+  /** What its supervisors host agents on. */
+  ports: SupervisorPorts;
   lmdb: LmdbStore;
   blobs: BlobStore;
   snapshots: SnapshotStore;
@@ -36,9 +41,17 @@ export interface TestRuntime {
   close(): Promise<void>;
 }
 
+/** A test runtime on a real nats-server. */
+export interface NatsTestRuntime extends TestRuntime {
+  bus: Bus;
+}
+
 /** Options of `openTestRuntime`. */
 export interface TestRuntimeOptions {
-  natsUrl: string;
+  /** A real nats-server to run on; without it the runtime runs on `memory` (or ports of its own). */
+  natsUrl?: string;
+  /** In-memory ports to share with other runtimes, as hosts share one server. */
+  memory?: MemoryPorts;
   /** Responses every scripted model replays (a fresh adapter per turn, at the log's cursor). */
   script?: ScriptResponse[];
   /** Extra tools besides the built-ins. */
@@ -47,11 +60,14 @@ export interface TestRuntimeOptions {
   modelFor?(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
 }
 
-/** Opens a bus on `natsUrl` and an LMDB in a fresh temp data dir. */
-export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRuntime> {
+/** Opens a bus on `natsUrl` (or in-memory ports without one) and an LMDB in a fresh temp data dir. */
+export async function openTestRuntime(opts: TestRuntimeOptions & { natsUrl: string }): Promise<NatsTestRuntime>;
+export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRuntime>;
+export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRuntime | NatsTestRuntime> {
   const dataDir = await tempDir('data');
   const logger = pino({ level: 'silent' });
-  const bus = await openBus({ natsUrl: opts.natsUrl, dataDir, logger });
+  const bus = opts.natsUrl ? await openBus({ natsUrl: opts.natsUrl, dataDir, logger }) : undefined;
+  const ports = bus ? createJetStreamPorts(bus) : (opts.memory ?? createMemoryPorts());
   const lmdb = openLmdbStore(dataDir);
   const blobs = createLmdbBlobStore(lmdb);
   const snapshots = createLmdbSnapshots(lmdb, logger);
@@ -63,7 +79,8 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
     (async (_s: TurnSettings, cursor: number) => createScriptedModel({ responses: opts.script ?? [], cursor }));
   const faultRecords = createFileFaultRecords(join(dataDir, 'faults'));
   return {
-    bus,
+    ...(bus ? { bus } : {}),
+    ports,
     lmdb,
     blobs,
     snapshots,
@@ -73,7 +90,7 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
     commits,
     supervisor(o = {}) {
       const s = new Supervisor({
-        bus,
+        ports,
         blobs,
         snapshots,
         tools,
@@ -94,7 +111,7 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
     },
     async close() {
       for (const s of supervisors) await s.stop();
-      await bus.close();
+      await bus?.close();
       await blobs.flush();
       await lmdb.close();
       await rm(dataDir, { recursive: true, force: true });
