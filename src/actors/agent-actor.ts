@@ -1,51 +1,25 @@
-import type { Logger } from 'pino';
-import { EVENT_VERSION, type ActorEvent, type EventDraft, type TurnOutcome } from '../protocol/events.js';
+import { createActor } from 'xstate';
+import type { ActorEvent, EventDraft, TurnOutcome } from '../protocol/events.js';
 import { ActorloopError, StoreError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import type { InboxChannel } from '../bus/subjects.js';
 import { admit } from './inbox-door.js';
-import type { ModelAdapter, ModelStreamEvent, PreparedRequest } from '../model/model-port.js';
-import type { Price } from '../model/pricing.js';
-import type { BlobStore } from '../store/blob-port.js';
 import { OutputTexts } from './output-blobs.js';
-import type { ActorLogWriter } from '../store/log-port.js';
-import { foldEvent, PROJECTION_VERSION, type Projection } from '../store/projection.js';
-import type { SnapshotStore } from '../store/snapshots.js';
-import type { ToolRegistry } from '../tools/registry.js';
-import type { TurnSettings } from '../protocol/events.js';
-import { ActorDropped, type FaultInjector } from './faults.js';
-import { MachineSet, type Effect, type MachineSnapshots } from './machine-set.js';
-import { performEffect } from './agent-effects.js';
-import type { ToolingPorts } from './tooling.js';
+import { PROJECTION_VERSION, type Projection } from '../store/projection.js';
+import { ActorDropped } from './faults.js';
+import type { MachineSet, MachineSnapshots } from './machine-set.js';
+import type { MachineEffect } from './machine-effects.js';
+import { performEffect, type QueuedEffect } from './agent-effects.js';
 import { ToolRunner } from './tool-runner.js';
 import { ApprovalWatch } from './approval-watch.js';
 import { pendingApprovals } from '../store/projection.js';
-import { isoOf } from '../protocol/iso-time.js';
-import { snapshotDue, withContinuation, type CommitWaiter, type Launch, type RecoveryNote } from './commit-batch.js';
+import { snapshotDue } from './commit-batch.js';
+import { CommitPipeline } from './commit-pipeline.js';
+import type { AgentPorts } from './agent-ports.js';
+import type { EffectContext, TurnCache } from './effect-context.js';
+import { createAgentLogic, type AgentActorRef, type AgentLogic, type InspectObserver, type PersistedAgentSnapshot } from './agent-logic.js';
 
-/** The ports an agent actor acts through (design §2): everything outside the machines. */
-export interface AgentPorts {
-  log: ActorLogWriter;
-  blobs: BlobStore;
-  snapshots: SnapshotStore | null;
-  tools: ToolRegistry;
-  /** Policy rules, sandbox, secrets and budgets of the tool pipeline. */
-  tooling: ToolingPorts;
-  /** Builds the model adapter for a turn; `cursor` is how many responses the log says were consumed. */
-  modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
-  /** Time; `sleep` (optional) waits on this clock, so retry backoff follows a fake clock in tests. */
-  clock: { nowMs(): number; sleep?(ms: number, signal: AbortSignal): Promise<void> };
-  /** The price of a model, for the cost of each attempt; null (or absent): unknown. */
-  pricing?(model: string): Price | null;
-  faults: FaultInjector;
-  logger: Logger;
-  /** Called with each commit once JetStream acknowledged it. */
-  onCommit?(events: ActorEvent[]): void;
-  /** Called with live stream deltas of a model attempt (never committed). */
-  onDelta?(delta: ModelStreamEvent): void;
-  /** Called once when this incarnation stops or fails: its log writer stops retrying commits. */
-  onHalt?(): void;
-}
+export type { AgentPorts } from './agent-ports.js';
 
 /** Options of an agent actor. */
 export interface AgentActorOptions {
@@ -58,6 +32,8 @@ export interface AgentActorOptions {
   snapshotEvery: number;
   /** Seq of the snapshot this incarnation started from (0: none). */
   snapshotSeq: number;
+  /** Receives XState's inspection events of this agent's actor (none given: inspection costs nothing). */
+  inspect?: InspectObserver;
 }
 
 /** How a turn ended, as `turn/end` recorded it. */
@@ -71,44 +47,43 @@ export interface TurnEnded {
 }
 
 /**
- * One agent: its projection, its machines and its effect pump. Events are *staged* (applied to
- * the projection and routed to the machines at once) and *committed* in batches: every effect that
- * acts on the world (a model request, a tool execution) first flushes what is staged, so nothing
- * reaches a model or a tool that is not in the log. That gives about two commits per step.
+ * One hosted agent: its projection, its XState actor (which owns its machines), its commit
+ * pipeline and its effect pump. Events are *staged* (applied to the projection and sent to the
+ * actor at once) and *committed* in batches: every effect that acts on the world (a model
+ * request, a tool execution) first flushes what is staged, so nothing reaches a model or a tool
+ * that is not in the log. That gives about two commits per step. Effect handlers see the narrow
+ * `EffectContext` this class builds, never the class.
  */
 export class AgentActor {
   readonly actorId: string;
   readonly rootId: string;
+  /** @internal */
   readonly ports: AgentPorts;
+  /** The agent's projection of its log: read it, never write it. */
   readonly projection: Projection;
-  readonly machines: MachineSet;
-  /** The model adapter of the open turn, built on first use. */
-  model: ModelAdapter | null = null;
-  /** Aborted when in-flight work must stop (deadline, interrupt, shutdown). */
+  /** The agent's XState actor: `subscribe`, `getSnapshot`, `getPersistedSnapshot`, and inspection. */
+  readonly ref: AgentActorRef;
+  /** Aborted when in-flight work must stop (deadline, interrupt, shutdown). @internal */
   turnAbort = new AbortController();
-  /** Prepared requests of this incarnation by digest, so an attempt need not re-read its blob. */
-  readonly prepared = new Map<string, PreparedRequest>();
+
+  private readonly logic: AgentLogic;
+  private readonly pipeline: CommitPipeline;
+  private readonly ctx: EffectContext;
+  private readonly turnCache: TurnCache = { model: null, prepared: new Map() };
   /** Whole texts of the model output the log keeps as blobs (made on first use: most agents have none). */
   private outputTexts: OutputTexts | null = null;
   private toolRunner: ToolRunner | null = null;
-
   private readonly snapshotEvery: number;
-  private readonly queue: Effect[] = [];
-  private staged: ActorEvent[] = [];
-  private nextSeq: number;
+  private readonly queue: QueuedEffect[] = [];
   private sinkOpen = false;
   private pumping: Promise<void> | null = null;
-  private waiters: CommitWaiter[] = [];
   private turnWaiters: Array<(t: TurnEnded) => void> = [];
   private deadlineTimer: NodeJS.Timeout | null = null;
-  private launches: Launch[] = [];
   private approvalWatch: ApprovalWatch | null = null;
   private lastSnapshotSeq: number;
   private failure: unknown = null;
   /** Set by `stop` and `fail`: from then on this incarnation commits nothing, as after a crash. */
   private halted = false;
-  /** While recovering: where `recovery/continuation` goes in the staged batch, and what was closed. */
-  private recovery: RecoveryNote | null = null;
 
   constructor(opts: AgentActorOptions) {
     this.actorId = opts.actorId;
@@ -116,17 +91,72 @@ export class AgentActor {
     this.ports = opts.ports;
     this.projection = opts.projection;
     this.snapshotEvery = opts.snapshotEvery;
-    this.nextSeq = opts.projection.seq + 1;
     this.lastSnapshotSeq = opts.snapshotSeq;
-    this.machines = new MachineSet(opts.actorId, (e) => this.sink(e), opts.machines);
+    this.pipeline = new CommitPipeline({
+      actorId: opts.actorId,
+      log: opts.ports.log,
+      projection: opts.projection,
+      nowMs: () => this.ports.clock.nowMs(),
+      staged: (e) => this.onStaged(e),
+      committed: (events) => this.onCommitted(events),
+      refusal: () => this.failure ?? new ActorloopError('actor.stopped', `actor ${this.actorId} was stopped; it commits nothing more`),
+    });
+    this.logic = createAgentLogic(opts.actorId, (e) => this.sink(e));
+    const persisted: PersistedAgentSnapshot | undefined = opts.machines
+      ? { status: 'active', output: undefined, error: undefined, machines: opts.machines }
+      : undefined;
+    this.ref = createActor(this.logic, {
+      systemId: opts.actorId,
+      input: { actorId: opts.actorId },
+      ...(persisted ? { snapshot: persisted } : {}),
+      ...(opts.inspect ? { inspect: opts.inspect } : {}),
+    });
+    this.ref.start();
+    this.ctx = this.effectContext();
   }
 
-  /** Runs the tool calls of the open step, in parallel where their resources allow (made on first use). */
+  /** The narrow view of this actor its effect handlers get. */
+  private effectContext(): EffectContext {
+    const self = this;
+    return {
+      actorId: this.actorId,
+      projection: this.projection,
+      ports: this.ports,
+      logger: this.ports.logger,
+      epoch: this.ports.log.epoch,
+      get signal() {
+        return self.turnAbort.signal;
+      },
+      get halted() {
+        return self.halted;
+      },
+      turn: this.turnCache,
+      get outputs() {
+        return self.outputs;
+      },
+      stage: (d) => this.stage(d),
+      flush: () => this.flush(),
+      afterCommit: (seq, launch) => this.pipeline.afterCommit(seq, launch),
+      noteRecovered: (description) => this.pipeline.noteRecovered(description),
+      send: (signal) => this.send(signal),
+      callState: (callId) => this.machines.callState(callId),
+      startCall: (callId, rerun) => this.runner.request(callId, rerun),
+      kick: () => this.kick(),
+      fail: (err) => this.fail(err),
+    };
+  }
+
+  /** The agent's machines (owned by its XState actor's logic). @internal */
+  get machines(): MachineSet {
+    return this.logic.machines;
+  }
+
+  /** Runs the tool calls of the open step (made on first use). @internal */
   get runner(): ToolRunner {
-    return (this.toolRunner ??= new ToolRunner(this));
+    return (this.toolRunner ??= new ToolRunner(this.ctx));
   }
 
-  /** Whole texts of blob-stored model output: the next request's history, the open step's calls. */
+  /** Whole texts of blob-stored model output: the next request's history, the open step's calls. @internal */
   get outputs(): OutputTexts {
     return (this.outputTexts ??= new OutputTexts(this.ports.blobs));
   }
@@ -137,10 +167,10 @@ export class AgentActor {
       projection: this.projection,
       nowMs: () => this.ports.clock.nowMs(),
       active: () => this.sinkOpen && !this.halted,
-      busy: () => this.staged.length > 0 || this.queue.length > 0 || this.pumping !== null || (this.toolRunner?.active ?? 0) > 0,
+      busy: () => this.pipeline.pending > 0 || this.queue.length > 0 || this.pumping !== null || (this.toolRunner?.active ?? 0) > 0,
       idle: () => this.idle(),
       tick: (nowMs) => {
-        this.machines.signal({ type: 'tick', nowMs });
+        this.send({ type: 'tick', nowMs });
         this.kick();
       },
       park: (ids, commands) => {
@@ -150,32 +180,25 @@ export class AgentActor {
     }));
   }
 
-
   /** True once this incarnation stopped (or failed): it commits nothing more. */
   get isHalted(): boolean {
     return this.halted;
   }
 
-  /** Runs `launch.run` once the event at `launch.seq` is committed; `drop` if it never will be. */
-  afterCommit(seq: number, launch: Omit<Launch, 'seq'>): void {
-    this.launches.push({ seq, ...launch });
+  /** Runs `launch.run` once the event at `seq` is committed; `drop` if it never will be. @internal */
+  afterCommit(seq: number, launch: { run(): void; drop(): void }): void {
+    this.pipeline.afterCommit(seq, launch);
   }
 
-  private dropLaunches(): void {
-    const dropped = this.launches;
-    this.launches = [];
-    for (const l of dropped) l.drop();
-  }
-
-  /** Replays events that are already committed (a log tail after a snapshot): no effect runs. */
+  /** Replays events that are already committed (a log tail after a snapshot): no effect runs. @internal */
   replay(events: ActorEvent[]): void {
     for (const e of events) {
-      this.machines.route(e);
-      this.nextSeq = e.seq + 1;
+      this.send(e);
+      this.pipeline.replayed(e);
     }
   }
 
-  /** Starts acting: effects asked for from now on run. */
+  /** Starts acting: effects asked for from now on run. @internal */
   open(): void {
     this.sinkOpen = true;
     this.queue.length = 0;
@@ -186,7 +209,13 @@ export class AgentActor {
     return this.failure;
   }
 
-  private sink(effect: Effect): void {
+  /** Sends an event to the XState actor; a throw inside its transition comes back out here. */
+  private send(e: Parameters<AgentActorRef['send']>[0]): void {
+    this.ref.send(e);
+    this.logic.rethrow();
+  }
+
+  private sink(effect: MachineEffect): void {
     if (!this.sinkOpen) return;
     // Aborting must not wait behind the effect that is in flight: it is what stops that effect.
     if (effect.name === 'abortWork') {
@@ -198,22 +227,13 @@ export class AgentActor {
     this.queue.push(effect);
   }
 
-  /** Stages one event: stamps it, folds it into the projection, routes it to the machines. */
+  /** Stages one event: stamps it, folds it into the projection, sends it to the machines. @internal */
   stage(d: EventDraft): ActorEvent {
-    // A stopped actor's machines are stopped too: what in-flight work tries to stage is refused.
-    if (this.halted) this.refuseCommit();
-    const e = {
-      v: EVENT_VERSION,
-      seq: this.nextSeq++,
-      id: '',
-      at: d.at ?? this.isoNow(),
-      epoch: this.ports.log.epoch,
-      actor: this.actorId,
-      ...d,
-    } as ActorEvent;
-    this.staged.push(e);
-    foldEvent(this.projection, e);
-    this.machines.route(e);
+    return this.pipeline.stage(d);
+  }
+
+  private onStaged(e: ActorEvent): void {
+    this.send(e);
     // a new step's calls start afresh (not on a re-dispatch in recovery: queued calls would be lost)
     if (e.type === 'step/start') this.toolRunner?.reset();
     if (e.type === 'turn/start') this.onTurnStart(e.data.settings.budgets.deadlineAt);
@@ -223,75 +243,23 @@ export class AgentActor {
       // a call that waited on this one may start now
       this.toolRunner?.schedule();
     }
-    return e;
   }
 
-  private isoMs = -1;
-  private iso = '';
-  /** The clock as ISO 8601, formatted once per millisecond (a step stages about ten events). */
-  private isoNow(): string {
-    const ms = this.ports.clock.nowMs();
-    if (ms !== this.isoMs) {
-      this.isoMs = ms;
-      this.iso = isoOf(ms);
-    }
-    return this.iso;
+  /** Commits everything staged as one log message. @internal */
+  flush(): Promise<void> {
+    return this.pipeline.flush();
   }
 
-  /** Notes a closing event staged by recovery, so `recovery/continuation` lists it and follows it. */
-  noteRecovered(description: string): void {
-    if (!this.recovery) return;
-    this.recovery.closed.push(description);
-    this.recovery.insertAt = this.staged.length;
-  }
-
-  /** Commits everything staged as one JetStream message. */
-  async flush(): Promise<void> {
-    if (this.halted) this.refuseCommit();
-    if (this.staged.length === 0) return;
-    let batch = this.staged;
-    this.staged = [];
-    if (this.recovery) {
-      batch = withContinuation(batch, this.recovery);
-      this.recovery = null;
-      this.nextSeq += 1;
-      this.projection.seq += 1;
-    }
-    // Staged events carry their place in the log: the writer fills in their IDs, not copies them.
-    const committed = await this.ports.log.commit(batch);
-    const last = committed[committed.length - 1]!;
-    for (const w of this.waiters.filter((w) => w.seq <= last.seq)) w.resolve();
-    this.waiters = this.waiters.filter((w) => w.seq > last.seq);
+  private onCommitted(committed: ActorEvent[]): void {
     this.ports.onCommit?.(committed);
     for (const e of committed) this.ports.faults.hit(`after:${e.type}`, this.actorId);
-    this.maybeSnapshot(last.seq);
+    this.maybeSnapshot(committed[committed.length - 1]!.seq);
     this.approvalWatch?.committed();
-    if (this.launches.length > 0) {
-      const ready = this.launches.filter((l) => l.seq <= last.seq);
-      this.launches = this.launches.filter((l) => l.seq > last.seq);
-      for (const l of ready) l.run();
-    }
-  }
-
-  /**
-   * A stopped or dropped incarnation leaves what is open as a crash would: what its in-flight
-   * effect staged after the abort (an aborted attempt, a cancelled call) is never committed, or
-   * the next incarnation would read a cancellation nobody asked for. Throwing also stops that
-   * effect from going on as if its intent were in the log.
-   */
-  private refuseCommit(): never {
-    const err = this.failure ?? new ActorloopError('actor.stopped', `actor ${this.actorId} was stopped; it commits nothing more`);
-    const lost = this.staged.at(-1)?.seq ?? 0;
-    this.staged = [];
-    this.dropLaunches();
-    for (const w of this.waiters.filter((w) => w.seq <= lost)) w.reject(err);
-    this.waiters = this.waiters.filter((w) => w.seq > lost);
-    throw err;
   }
 
   private maybeSnapshot(seq: number): void {
     const store = this.ports.snapshots;
-    if (!store || this.staged.length > 0 || !snapshotDue(seq, this.lastSnapshotSeq, this.snapshotEvery, this.projection)) return;
+    if (!store || this.pipeline.pending > 0 || !snapshotDue(seq, this.lastSnapshotSeq, this.snapshotEvery, this.projection)) return;
     this.lastSnapshotSeq = seq;
     const pos = this.ports.log.position();
     const snapshot = {
@@ -325,32 +293,32 @@ export class AgentActor {
         data: { messageId: msg.id, kind: msg.kind, from: verdict.from, content: msg.content, request: msg.request },
       })
       : this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: verdict.reason, kind: msg.kind, from: msg.from } });
-    const done = new Promise<void>((resolve, reject) => this.waiters.push({ seq: e.seq, resolve, reject }));
+    const done = this.pipeline.whenCommitted(e.seq);
     this.kick();
     return done;
   }
 
-  /** Starts recovery after a rehydrate: closes what a crash left open, then carries on. */
+  /** Starts recovery after a rehydrate: closes what a crash left open, then carries on. @internal */
   recover(reason: string): boolean {
     const open = this.machines.hasOpenTurn() || this.machines.isClaiming();
     if (!open) return false;
     this.stage({ type: 'recovery/started', data: { fromSeq: this.projection.seq, reason } });
-    this.recovery = { insertAt: this.staged.length, closed: [], turn: this.projection.openTurn?.id };
+    this.pipeline.beginRecovery(this.projection.openTurn?.id);
     const deadline = this.projection.openTurn?.settings.budgets.deadlineAt ?? null;
     this.onTurnStart(deadline);
     // pending approvals keep their persisted expiry: re-armed, not restarted
     this.approvals.arm();
-    this.machines.signal({ type: 'recover' });
+    this.send({ type: 'recover' });
     this.kick();
     return true;
   }
 
-  /** Runs queued effects until none is left, then commits what is staged. */
+  /** Runs queued effects until none is left, then commits what is staged. @internal */
   kick(): void {
     if (this.pumping || this.failure || this.halted) return;
     this.pumping = this.pump().finally(() => {
       this.pumping = null;
-      if (this.queue.length > 0 || this.staged.length > 0) this.kick();
+      if (this.queue.length > 0 || this.pipeline.pending > 0) this.kick();
     });
   }
 
@@ -358,7 +326,7 @@ export class AgentActor {
     try {
       while (this.queue.length > 0) {
         const effect = this.queue.shift()!;
-        await performEffect(this, effect);
+        await performEffect(this.ctx, effect);
       }
       await this.flush();
     } catch (err) {
@@ -368,23 +336,33 @@ export class AgentActor {
     }
   }
 
-  /** Stops the actor after an error it cannot act past (fenced, dropped, store down). */
+  /** Stops the actor after an error it cannot act past (fenced, dropped, store down). @internal */
   fail(err: unknown): void {
     if (this.failure) return;
     this.failure = err;
-    this.halted = true;
-    this.ports.onHalt?.();
-    this.sinkOpen = false;
-    this.turnAbort.abort('actor stopped');
-    this.clearDeadline();
-    this.dropLaunches();
+    this.halt('actor stopped');
     if (err instanceof ActorDropped) this.ports.logger.warn({ actorId: this.actorId }, err.message);
     else if (err instanceof StoreError && err.code === 'store.fenced')
       this.ports.logger.error({ actorId: this.actorId }, 'another writer appended to this log; this incarnation stops');
     else this.ports.logger.error({ err, actorId: this.actorId }, 'actor stopped on an error');
-    for (const w of this.waiters) w.reject(err);
-    this.waiters = [];
+    this.pipeline.rejectAll(err);
+  }
+
+  /** Stops the actor without closing anything (shutdown of its host). */
+  stop(): void {
+    this.halt('host stopping');
+  }
+
+  private halt(reason: string): void {
+    this.halted = true;
+    this.ports.onHalt?.();
+    this.sinkOpen = false;
+    this.turnAbort.abort(reason);
+    this.clearDeadline();
+    this.pipeline.halt();
+    // no event is handled and no effect asked for after this, even one already in the mailbox
     this.machines.stop();
+    this.ref.stop();
   }
 
   /** Resolves when the open (or next) turn ends. */
@@ -392,7 +370,7 @@ export class AgentActor {
     return new Promise((resolve, reject) => {
       if (this.failure) return reject(this.failure);
       this.turnWaiters.push(resolve);
-      this.waiters.push({ seq: Number.MAX_SAFE_INTEGER, resolve: () => {}, reject });
+      this.pipeline.wait({ seq: Number.MAX_SAFE_INTEGER, resolve: () => {}, reject });
     });
   }
 
@@ -420,18 +398,7 @@ export class AgentActor {
 
   /** Stops in-flight work with a reason (interrupt, shutdown); the turn records how it ended. */
   abort(reason: string): void {
-    this.machines.signal({ type: 'abort', reason });
-  }
-
-  /** Stops the actor without closing anything (shutdown of its host). */
-  stop(): void {
-    this.halted = true;
-    this.ports.onHalt?.();
-    this.sinkOpen = false;
-    this.turnAbort.abort('host stopping');
-    this.clearDeadline();
-    this.dropLaunches();
-    this.machines.stop();
+    this.send({ type: 'abort', reason });
   }
 
   private onTurnStart(deadlineAt: number | null): void {
@@ -441,7 +408,7 @@ export class AgentActor {
     const delay = Math.max(0, deadlineAt - this.ports.clock.nowMs());
     // The deadline is absolute, in the log: after a rehydrate it is re-armed, not restarted.
     this.deadlineTimer = setTimeout(() => {
-      this.machines.signal({ type: 'tick', nowMs: this.ports.clock.nowMs() });
+      this.send({ type: 'tick', nowMs: this.ports.clock.nowMs() });
       this.kick();
     }, delay);
     this.deadlineTimer.unref?.();
@@ -449,8 +416,8 @@ export class AgentActor {
 
   private onTurnEnd(e: Extract<ActorEvent, { type: 'turn/end' }>): void {
     this.clearDeadline();
-    this.model = null;
-    this.prepared.clear();
+    this.turnCache.model = null;
+    this.turnCache.prepared.clear();
     const ended: TurnEnded = {
       turnId: e.turn!,
       outcome: e.data.outcome,
@@ -467,7 +434,7 @@ export class AgentActor {
     if (waiters.length > 0) {
       const hand = (answer: string | null): void => waiters.forEach((w) => w(answer === null ? ended : { ...ended, answer }));
       const resolve = (): void => void (whole ?? Promise.resolve(null)).then(hand);
-      this.waiters.push({ seq: e.seq, resolve, reject: () => {} });
+      this.pipeline.wait({ seq: e.seq, resolve, reject: () => {} });
     }
   }
 

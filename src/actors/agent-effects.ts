@@ -1,10 +1,9 @@
 import { derivedId, newId } from '../protocol/ids.js';
-import { assertNever } from '../protocol/errors.js';
 import { ZERO_USAGE, type ToolCallRequest } from '../protocol/history.js';
-import type { AgentActor } from './agent-actor.js';
+import type { EffectContext } from './effect-context.js';
 import { abortReason, ensureModel, estimateUsage, costFor, prepare, scope, settings } from './effect-helpers.js';
 import { sleep } from '../protocol/sleep.js';
-import type { Effect } from './machine-set.js';
+import type { EffectParams, MachineEffect } from './machine-effects.js';
 import { callModel } from './model-call.js';
 import type { ApprovalMode } from '../protocol/events.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
@@ -12,165 +11,145 @@ import { answerApproval, decideCall, expireApproval, requestApproval } from './t
 import { reconcileCall, settleReconciled } from './reconcile.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
-export { DEFAULT_INSTRUCTIONS, MAX_OBSERVATION_BYTES, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
+export { DEFAULT_INSTRUCTIONS, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
-/** Runs one effect a machine asked for; I/O effects first commit what is staged. */
-export async function performEffect(a: AgentActor, effect: Effect): Promise<void> {
-  const p = effect.params;
-  const name = effect.name as EffectName;
-  // Calls are planned synchronously (policy, scheduling): blob-stored arguments of the open step
-  // are read first (after a rehydrate nothing of them is in memory yet).
-  if (PLANS_CALLS.has(name)) await a.outputs.loadCalls(a.projection.pending.calls);
-  switch (name) {
-    case 'startTurn': {
-      const items = (p.messageIds as string[]).map((id) => ({ id, item: a.projection.inbox[id] }));
-      const request = items.find((x) => x.item?.request)?.item?.request ?? null;
-      const turn = newId('turn');
-      const s = resolveSettings(request, a.projection.lastSettings, a.ports.clock.nowMs(), a.ports.tools.names());
-      a.stage({ type: 'turn/start', turn, data: { source: p.source, messageIds: p.messageIds, settings: s } });
-      for (const { id, item } of items) {
-        a.stage({ type: 'user/message', turn, data: { messageId: id, content: item?.content ?? '' } });
-      }
-      return;
-    }
-    case 'turnEnded':
-      return;
-    case 'startStep': {
-      const s = settings(a);
-      const model = await ensureModel(a);
-      a.stage({
-        type: 'step/start',
-        turn: a.projection.openTurn!.id,
-        step: newId('step'),
-        data: {
-          index: p.index,
-          model: s.model,
-          maxOutputTokens: s.maxOutputTokens ?? null,
-          effort: s.effort ?? null,
-          maxAttempts: s.maxAttempts,
-          toolBudgetLeft: p.toolBudgetLeft,
-          // frozen for the step: what the model was taken to be able to do when it began
-          provider: model.provider,
-          capabilities: model.capabilities(modelName(s.model)),
-        },
-      });
-      return;
-    }
-    case 'prepareRequest': {
-      const prepared = await prepare(a);
-      // The blob is written off the step's critical path, in the blob store's next batch (a
-      // synced LMDB commit costs ~1 ms of disk). A crash before it lands loses nothing: preparing
-      // again from the log gives the same bytes, and the digest in request/prepared proves it.
-      // A body that continues the last one's is stored as what it adds (`BlobDelta`).
-      a.ports.blobs.put(prepared.body, prepared.digest, prepared.delta).catch((err: unknown) =>
-        a.ports.logger.warn({ err, digest: prepared.digest }, 'prepared request blob not stored'),
-      );
-      a.stage({
-        type: 'request/prepared',
-        ...scope(a),
-        data: { digest: prepared.digest, bytes: prepared.bytes ?? Buffer.byteLength(prepared.body), messages: a.projection.history.length },
-      });
-      return;
-    }
-    case 'startAttempt': {
-      if (p.notBeforeMs !== null) {
-        // Commit the failed attempt before waiting, so a crash during backoff re-arms it.
-        await a.flush();
-        // the clock's own sleep when it has one: a fake clock lets tests wait minutes in no time
-        const wait = p.notBeforeMs - a.ports.clock.nowMs();
-        await (a.ports.clock.sleep ? a.ports.clock.sleep(wait, a.turnAbort.signal) : sleep(wait, a.turnAbort.signal));
-      }
-      if (a.turnAbort.signal.aborted) {
-        a.machines.signal({ type: 'abort', reason: abortReason(a) });
-        return;
-      }
-      a.stage({
-        type: 'attempt/start',
-        ...scope(a),
-        attempt: newId('attempt'),
-        data: { index: p.index, requestDigest: a.projection.lastPrepared!.digest },
-      });
-      return;
-    }
-    case 'callModel':
-      return callModel(a, p.attemptId, p.requestDigest);
-    case 'interruptAttempt': {
-      a.stage({
-        type: 'attempt/end',
-        ...scope(a),
-        attempt: p.attemptId,
-        data: {
-          outcome: 'interrupted',
-          error: null,
-          usage: estimateUsage(a.projection.lastPrepared?.bytes ?? 0, 0),
-          backoffMs: null,
-          latencyMs: null,
-          costUsd: costFor(a, estimateUsage(a.projection.lastPrepared?.bytes ?? 0, 0)),
-        },
-      });
-      a.noteRecovered(`attempt ${p.attemptId} interrupted`);
-      return;
-    }
-    case 'dispatchCalls':
-      return dispatchCalls(a, p.calls, p.toolBudgetLeft);
-    case 'decidePolicy':
-      return decideCall(a, p.callId, p.recheck === true);
-    case 'requestApproval':
-      return requestApproval(a, p.callId, p.confirmUnknown === true, p.reason);
-    case 'expireApproval':
-      return expireApproval(a, p.callId, p.approvalId);
-    case 'answerApproval':
-      return answerApproval(a, p.messageId, p.from, p.content);
-    case 'startTool':
-      a.runner.request(p.callId, p.rerun);
-      return;
-    case 'rejectCall':
-      a.stage({
-        type: 'tool/result',
-        ...scope(a),
-        call: p.callId,
-        data: { ok: false, output: p.error, error: { code: 'invalid_call', message: p.error, retryable: false }, durationMs: 0 },
-      });
-      return;
-    case 'denyCall':
-      a.stage({ type: 'tool/denied', ...scope(a), call: p.callId, data: { reason: p.reason } });
-      return;
-    case 'cancelCall':
-      a.stage({ type: 'tool/cancelled', ...scope(a), call: p.callId, data: { reason: p.reason } });
-      return;
-    case 'reconcileCall':
-      return reconcileCall(a, p.callId);
-    case 'settleReconciled':
-      return settleReconciled(a, p.callId, p.output);
-    case 'markOutcomeUnknown':
-      a.stage({ type: 'tool/outcome_unknown', ...scope(a), call: p.callId, data: { reason: p.reason } });
-      a.noteRecovered(`call ${p.callId} outcome unknown`);
-      return;
-    case 'endStep': {
-      const open = a.projection.openStep!;
-      a.stage({ type: 'step/end', ...scope(a), data: Object.assign({}, p, { usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null }) });
-      return;
-    }
-    case 'endTurn':
-      a.stage({ type: 'turn/end', turn: a.projection.openTurn!.id, data: Object.assign({}, p, { costUsd: a.projection.openTurn!.costUsd }) });
-      return;
-    default:
-      assertNever(name, 'effect');
-  }
-}
+/** Effects the actor's sink carries out at once, never queued behind the one in flight. */
+type ImmediateEffect = 'abortWork' | 'interruptTurn';
 
-type EffectName =
-  | 'startTurn' | 'turnEnded' | 'startStep' | 'prepareRequest' | 'startAttempt' | 'callModel'
-  | 'interruptAttempt' | 'dispatchCalls' | 'decidePolicy' | 'requestApproval' | 'expireApproval' | 'answerApproval'
-  | 'startTool' | 'rejectCall' | 'denyCall' | 'reconcileCall' | 'settleReconciled'
-  | 'cancelCall' | 'markOutcomeUnknown' | 'endStep' | 'endTurn';
+/** An effect that waits its turn in the actor's effect queue. */
+export type QueuedEffect = Exclude<MachineEffect, { name: ImmediateEffect }>;
+
+type QueuedName = QueuedEffect['name'];
+
+/** One handler per effect slot the machines declare: a slot without one, or a misspelled one, does not compile. */
+type EffectTable = { [N in QueuedName]: (ctx: EffectContext, params: EffectParams<N>) => void | Promise<void> };
+
+const EFFECTS: EffectTable = {
+  startTurn(ctx, p) {
+    const items = p.messageIds.map((id) => ({ id, item: ctx.projection.inbox[id] }));
+    const request = items.find((x) => x.item?.request)?.item?.request ?? null;
+    const turn = newId('turn');
+    const s = resolveSettings(request, ctx.projection.lastSettings, ctx.ports.clock.nowMs(), ctx.ports.tools.names());
+    ctx.stage({ type: 'turn/start', turn, data: { source: p.source, messageIds: p.messageIds, settings: s } });
+    for (const { id, item } of items) {
+      ctx.stage({ type: 'user/message', turn, data: { messageId: id, content: item?.content ?? '' } });
+    }
+  },
+  turnEnded() {},
+  async startStep(ctx, p) {
+    const s = settings(ctx);
+    const model = await ensureModel(ctx);
+    ctx.stage({
+      type: 'step/start',
+      turn: ctx.projection.openTurn!.id,
+      step: newId('step'),
+      data: {
+        index: p.index,
+        model: s.model,
+        maxOutputTokens: s.maxOutputTokens ?? null,
+        effort: s.effort ?? null,
+        maxAttempts: s.maxAttempts,
+        toolBudgetLeft: p.toolBudgetLeft,
+        // frozen for the step: what the model was taken to be able to do when it began
+        provider: model.provider,
+        capabilities: model.capabilities(modelName(s.model)),
+      },
+    });
+  },
+  async prepareRequest(ctx) {
+    const prepared = await prepare(ctx);
+    // The blob is written off the step's critical path, in the blob store's next batch (a
+    // synced LMDB commit costs ~1 ms of disk). A crash before it lands loses nothing: preparing
+    // again from the log gives the same bytes, and the digest in request/prepared proves it.
+    // A body that continues the last one's is stored as what it adds (`BlobDelta`).
+    ctx.ports.blobs.put(prepared.body, prepared.digest, prepared.delta).catch((err: unknown) =>
+      ctx.logger.warn({ err, digest: prepared.digest }, 'prepared request blob not stored'),
+    );
+    ctx.stage({
+      type: 'request/prepared',
+      ...scope(ctx),
+      data: { digest: prepared.digest, bytes: prepared.bytes ?? Buffer.byteLength(prepared.body), messages: ctx.projection.history.length },
+    });
+  },
+  async startAttempt(ctx, p) {
+    if (p.notBeforeMs !== null) {
+      // Commit the failed attempt before waiting, so a crash during backoff re-arms it.
+      await ctx.flush();
+      // the clock's own sleep when it has one: a fake clock lets tests wait minutes in no time
+      const wait = p.notBeforeMs - ctx.ports.clock.nowMs();
+      await (ctx.ports.clock.sleep ? ctx.ports.clock.sleep(wait, ctx.signal) : sleep(wait, ctx.signal));
+    }
+    if (ctx.signal.aborted) {
+      ctx.send({ type: 'abort', reason: abortReason(ctx) });
+      return;
+    }
+    ctx.stage({
+      type: 'attempt/start',
+      ...scope(ctx),
+      attempt: newId('attempt'),
+      data: { index: p.index, requestDigest: ctx.projection.lastPrepared!.digest },
+    });
+  },
+  callModel: (ctx, p) => callModel(ctx, p.attemptId, p.requestDigest),
+  interruptAttempt(ctx, p) {
+    const usage = estimateUsage(ctx.projection.lastPrepared?.bytes ?? 0, 0);
+    ctx.stage({
+      type: 'attempt/end',
+      ...scope(ctx),
+      attempt: p.attemptId,
+      data: { outcome: 'interrupted', error: null, usage, backoffMs: null, latencyMs: null, costUsd: costFor(ctx, usage) },
+    });
+    ctx.noteRecovered(`attempt ${p.attemptId} interrupted`);
+  },
+  dispatchCalls: (ctx, p) => dispatchCalls(ctx, p.calls, p.toolBudgetLeft),
+  decidePolicy: (ctx, p) => decideCall(ctx, p.callId, p.recheck === true),
+  requestApproval: (ctx, p) => requestApproval(ctx, p.callId, p.confirmUnknown === true, p.reason),
+  expireApproval: (ctx, p) => expireApproval(ctx, p.callId, p.approvalId),
+  answerApproval: (ctx, p) => answerApproval(ctx, p.messageId, p.from, p.content),
+  startTool: (ctx, p) => ctx.startCall(p.callId, p.rerun),
+  rejectCall(ctx, p) {
+    ctx.stage({
+      type: 'tool/result',
+      ...scope(ctx),
+      call: p.callId,
+      data: { ok: false, output: p.error, error: { code: 'invalid_call', message: p.error, retryable: false }, durationMs: 0 },
+    });
+  },
+  denyCall: (ctx, p) => void ctx.stage({ type: 'tool/denied', ...scope(ctx), call: p.callId, data: { reason: p.reason } }),
+  cancelCall: (ctx, p) => void ctx.stage({ type: 'tool/cancelled', ...scope(ctx), call: p.callId, data: { reason: p.reason } }),
+  reconcileCall: (ctx, p) => reconcileCall(ctx, p.callId),
+  settleReconciled: (ctx, p) => settleReconciled(ctx, p.callId, p.output),
+  markOutcomeUnknown(ctx, p) {
+    ctx.stage({ type: 'tool/outcome_unknown', ...scope(ctx), call: p.callId, data: { reason: p.reason } });
+    ctx.noteRecovered(`call ${p.callId} outcome unknown`);
+  },
+  endStep(ctx, p) {
+    const open = ctx.projection.openStep!;
+    ctx.stage({ type: 'step/end', ...scope(ctx), data: Object.assign({}, p, { usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null }) });
+  },
+  endTurn(ctx, p) {
+    ctx.stage({ type: 'turn/end', turn: ctx.projection.openTurn!.id, data: Object.assign({}, p, { costUsd: ctx.projection.openTurn!.costUsd }) });
+  },
+};
 
 /** Effects that plan the open step's calls, and so need their whole arguments in memory. */
-const PLANS_CALLS: ReadonlySet<EffectName> = new Set<EffectName>([
+const PLANS_CALLS: ReadonlySet<QueuedName> = new Set<QueuedName>([
   'decidePolicy', 'requestApproval', 'startTool', 'reconcileCall', 'settleReconciled',
 ]);
 
-async function dispatchCalls(a: AgentActor, calls: ToolCallRequest[], budget: number | null): Promise<void> {
+/** Runs one effect a machine asked for; I/O effects first commit what is staged. */
+export async function performEffect(ctx: EffectContext, effect: QueuedEffect): Promise<void> {
+  // Calls are planned synchronously (policy, scheduling): blob-stored arguments of the open step
+  // are read first (after a rehydrate nothing of them is in memory yet).
+  if (PLANS_CALLS.has(effect.name)) await ctx.outputs.loadCalls(ctx.projection.pending.calls);
+  await run(ctx, effect);
+}
+
+function run<N extends QueuedName>(ctx: EffectContext, effect: { name: N; params: EffectParams<N> }): void | Promise<void> {
+  return EFFECTS[effect.name](ctx, effect.params);
+}
+
+async function dispatchCalls(a: EffectContext, calls: ToolCallRequest[], budget: number | null): Promise<void> {
   const s = settings(a);
   const { step } = scope(a);
   const known = new Set(a.projection.pending.calls.map((c) => c.callId));

@@ -2,13 +2,13 @@ import type { TurnSettings } from '../protocol/events.js';
 import type { Usage } from '../protocol/history.js';
 import type { PreparedRequest } from '../model/model-port.js';
 import { costOf } from '../model/pricing.js';
-import type { AgentActor } from './agent-actor.js';
-import { MAX_OBSERVATION_BYTES, modelName } from './turn-settings.js';
+import type { EffectContext } from './effect-context.js';
+import { modelName } from './turn-settings.js';
 
 // Helpers the effect handlers share: the open turn's settings and scope, its model, time.
 
 /** The cost of an attempt's usage at the turn's model's price; null when the price is unknown. */
-export function costFor(a: AgentActor, usage: Usage): number | null {
+export function costFor(a: EffectContext, usage: Usage): number | null {
   return costOf(usage, a.ports.pricing?.(modelName(settings(a).model)) ?? null);
 }
 
@@ -16,32 +16,25 @@ export function estimateUsage(bytesIn: number, charsOut: number): Usage {
   return { inputTokens: Math.ceil(bytesIn / 4), outputTokens: Math.ceil(charsOut / 4), estimated: true };
 }
 
-export function cutObservation(text: string): string {
-  if (Buffer.byteLength(text) <= MAX_OBSERVATION_BYTES) return text;
-  const head = Buffer.from(text).subarray(0, MAX_OBSERVATION_BYTES).toString('utf8');
-  return `${head}\n[output cut at ${MAX_OBSERVATION_BYTES} bytes of ${Buffer.byteLength(text)}; read a narrower range]`;
-}
-
-
-export function abortReason(a: AgentActor): string {
-  const r: unknown = a.turnAbort.signal.reason;
+export function abortReason(a: EffectContext): string {
+  const r: unknown = a.signal.reason;
   return typeof r === 'string' ? r : 'cancelled';
 }
 
-export function scope(a: AgentActor): { turn: string; step: string } {
+export function scope(a: EffectContext): { turn: string; step: string } {
   return { turn: a.projection.openTurn!.id, step: a.projection.openStep!.id };
 }
 
-export async function ensureModel(a: AgentActor) {
-  if (!a.model) a.model = await a.ports.modelFor(a.projection.openTurn!.settings, a.projection.modelResponses);
-  return a.model;
+export async function ensureModel(a: EffectContext) {
+  a.turn.model ??= await a.ports.modelFor(a.projection.openTurn!.settings, a.projection.modelResponses);
+  return a.turn.model;
 }
 
-export function settings(a: AgentActor): TurnSettings {
+export function settings(a: EffectContext): TurnSettings {
   return a.projection.openTurn!.settings;
 }
 
-export async function prepare(a: AgentActor): Promise<PreparedRequest> {
+export async function prepare(a: EffectContext): Promise<PreparedRequest> {
   const model = await ensureModel(a);
   const s = settings(a);
   const prepared = model.prepare({
@@ -57,7 +50,7 @@ export async function prepare(a: AgentActor): Promise<PreparedRequest> {
     ...(s.effort ? { effort: s.effort } : {}),
   });
   // Only the step's own request is kept: older ones are in the blob store, and bodies grow with history.
-  a.prepared.clear();
-  a.prepared.set(prepared.digest, prepared);
+  a.turn.prepared.clear();
+  a.turn.prepared.set(prepared.digest, prepared);
   return prepared;
 }

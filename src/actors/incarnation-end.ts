@@ -1,6 +1,6 @@
 import type { EventDraft } from '../protocol/events.js';
 import type { Projection } from '../store/projection.js';
-import type { AgentActor } from './agent-actor.js';
+import type { AgentPorts } from './agent-ports.js';
 import type { FaultRecord } from './fault-records.js';
 
 // How the incarnations before this one ended, as the log shows it. One that lets go of an actor
@@ -45,7 +45,10 @@ export function killNotes(p: Projection, records: readonly FaultRecord[]): Event
  * order). Best effort: a refused or unknown commit leaves the log as a crash would, and the next
  * incarnation then notes a kill whose point is not known.
  */
-export async function commitRelease(actor: AgentActor, reason: string): Promise<void> {
+export async function commitRelease(
+  actor: { actorId: string; ports: Pick<AgentPorts, 'log' | 'onCommit' | 'logger'> },
+  reason: string,
+): Promise<void> {
   try {
     const committed = await actor.ports.log.commit([{ type: 'actor/released', data: { reason } }]);
     actor.ports.onCommit?.(committed);

@@ -1,13 +1,13 @@
 import { agentMachine } from '../machines/agent.machine.js';
 import { attemptMachine } from '../machines/attempt.machine.js';
-import { CompiledMachine, type CompiledSnapshot, type Effect } from '../machines/compiled-machine.js';
+import { CompiledMachine, type CompiledSnapshot, type EffectSink } from '../machines/compiled-machine.js';
 import type { MachineEvent } from '../machines/machine-event.js';
 import { stepMachine } from '../machines/step.machine.js';
 import { toolCallMachine } from '../machines/tool-call.machine.js';
 import { turnMachine } from '../machines/turn.machine.js';
+import type { StateValue } from 'xstate';
 import type { ActorEvent } from '../protocol/events.js';
-
-export type { Effect } from '../machines/compiled-machine.js';
+import type { MachineEffect } from './machine-effects.js';
 
 /** Persisted snapshots of the machines of one agent; a cache of the log, like the projection. */
 export interface MachineSnapshots {
@@ -18,7 +18,27 @@ export interface MachineSnapshots {
   calls: Record<string, unknown>;
 }
 
-type Sink = (e: Effect) => void;
+type Sink = (e: MachineEffect) => void;
+
+/** State values of an agent's open machines, for progress lines and the visualizer. */
+export interface MachineStates {
+  agent: StateValue;
+  turn: StateValue | null;
+  step: StateValue | null;
+  attempt: StateValue | null;
+  calls: Record<string, StateValue>;
+}
+
+/** The compiled snapshots of an agent's open machines at one moment (they never change). */
+export interface MachineCells {
+  agent: CompiledSnapshot;
+  turn: CompiledSnapshot | null;
+  step: CompiledSnapshot | null;
+  attempt: CompiledSnapshot | null;
+  calls: ReadonlyArray<readonly [string, CompiledSnapshot]>;
+}
+
+const NO_CALLS: MachineCells['calls'] = [];
 
 // The machines are pure (guards, `assign` and named effect slots only), so they need no XState
 // actor: an actor per machine per step cost more than the transitions, and XState's general
@@ -73,14 +93,13 @@ export class MachineSet {
   private step: Cell | null = null;
   private attempt: Cell | null = null;
   private readonly calls = new Map<string, Cell>();
-  private readonly sink: Sink;
-  /** Events routed while a transition of this set runs (an effect staging one): handled in order after it. */
-  private readonly pending: MachineEvent[] = [];
-  private running = false;
+  private readonly sink: EffectSink;
   private stopped = false;
 
   constructor(actorId: string, sink: Sink, snapshots: MachineSnapshots | null = null) {
-    this.sink = sink;
+    // The compiled engine emits only the names of the slots its machines declare (it refuses
+    // anything else when it compiles them), with the params their expressions compute.
+    this.sink = sink as EffectSink;
     const restore = (machine: CompiledMachine, snapshot: unknown): Cell => new Cell(machine, machine.restore(snapshot as never));
     if (snapshots) {
       this.agent = restore(KINDS.agent, snapshots.agent);
@@ -105,36 +124,18 @@ export class MachineSet {
   }
 
   /**
-   * Handles one event now, or after the transition in progress when routed from one of its
-   * effects (in order, as an actor's mailbox would).
+   * Handles one event: a log event is routed, a runtime signal sent to every open machine. Not
+   * re-entrant: the agent's XState actor calls it from its mailbox, which holds an event sent
+   * while a transition runs until that transition ends.
    */
-  private handle(e: MachineEvent): void {
+  handle(e: MachineEvent): void {
     if (this.stopped) return;
-    if (this.running) {
-      this.pending.push(e);
-      return;
-    }
-    this.running = true;
-    try {
-      this.dispatch(e);
-      while (this.pending.length > 0 && !this.stopped) this.dispatch(this.pending.shift()!);
-    } finally {
-      this.running = false;
-      this.pending.length = 0;
-    }
-  }
-
-  private dispatch(e: MachineEvent): void {
-    if (e.type === 'recover' || e.type === 'tick' || e.type === 'abort') this.signalNow(e as Exclude<MachineEvent, ActorEvent>);
-    else this.routeNow(e as ActorEvent);
+    if (e.type === 'recover' || e.type === 'tick' || e.type === 'abort') this.signal(e as Exclude<MachineEvent, ActorEvent>);
+    else this.route(e as ActorEvent);
   }
 
   /** Routes one log event: opens the machine it starts, then sends it to every open machine. */
   route(e: ActorEvent): void {
-    this.handle(e);
-  }
-
-  private routeNow(e: ActorEvent): void {
     switch (e.type) {
       case 'turn/start':
         this.turn = this.open(KINDS.turn, { turnId: e.turn!, budgets: e.data.settings.budgets });
@@ -181,10 +182,6 @@ export class MachineSet {
 
   /** Sends a runtime signal (`recover`, `tick`, `abort`) to the open machines, innermost first. */
   signal(e: Exclude<MachineEvent, ActorEvent>): void {
-    this.handle(e);
-  }
-
-  private signalNow(e: Exclude<MachineEvent, ActorEvent>): void {
     for (const call of [...this.calls.values()]) this.deliver(call, e);
     if (this.attempt) this.deliver(this.attempt, e);
     if (this.step) this.deliver(this.step, e);
@@ -202,14 +199,35 @@ export class MachineSet {
   }
 
   /** State values of the open machines, for progress lines and the visualizer. */
-  states(): { agent: unknown; turn: unknown; step: unknown; attempt: unknown; calls: Record<string, unknown> } {
+  states(): MachineStates {
+    return MachineSet.statesOf(this.cells());
+  }
+
+  /** The compiled snapshots of the open machines now: what an agent's XState snapshot holds. */
+  cells(): MachineCells {
     return {
-      agent: this.agent.snapshot.value,
-      turn: this.turn?.snapshot.value ?? null,
-      step: this.step?.snapshot.value ?? null,
-      attempt: this.attempt?.snapshot.value ?? null,
-      calls: Object.fromEntries([...this.calls].map(([id, c]) => [id, c.snapshot.value])),
+      agent: this.agent.snapshot,
+      turn: this.turn?.snapshot ?? null,
+      step: this.step?.snapshot ?? null,
+      attempt: this.attempt?.snapshot ?? null,
+      calls: this.calls.size === 0 ? NO_CALLS : Array.from(this.calls, ([id, c]) => [id, c.snapshot] as const),
     };
+  }
+
+  /** The state values of a moment's snapshots. */
+  static statesOf(c: MachineCells): MachineStates {
+    return {
+      agent: c.agent.value,
+      turn: c.turn?.value ?? null,
+      step: c.step?.value ?? null,
+      attempt: c.attempt?.value ?? null,
+      calls: Object.fromEntries(c.calls.map(([id, s]) => [id, s.value])),
+    };
+  }
+
+  /** The state value of an open tool call (undefined: not open). */
+  callState(callId: string): StateValue | undefined {
+    return this.calls.get(callId)?.snapshot.value;
   }
 
   /** True while a turn is open. */
@@ -220,11 +238,6 @@ export class MachineSet {
   /** True when the agent machine is waiting for `turn/start` after asking for it. */
   isClaiming(): boolean {
     return this.agent.snapshot.value === 'claiming';
-  }
-
-  /** The step machine's state value, or null when no step is open. */
-  stepState(): unknown {
-    return this.step?.snapshot.value ?? null;
   }
 
   /** Persisted snapshots of every open machine. */
@@ -241,6 +254,5 @@ export class MachineSet {
   /** Stops every machine: no event is handled and no effect asked for after this. */
   stop(): void {
     this.stopped = true;
-    this.pending.length = 0;
   }
 }

@@ -2,7 +2,7 @@ import type { ModelOutput } from '../model/model-port.js';
 import { checkAnswer } from '../model/output-schema.js';
 import { hasCode } from '../protocol/errors.js';
 import type { Usage } from '../protocol/history.js';
-import type { AgentActor } from './agent-actor.js';
+import type { EffectContext } from './effect-context.js';
 import { abortReason, costFor, ensureModel, estimateUsage, prepare, scope, settings } from './effect-helpers.js';
 import { maxOutputBytesOf, OUTPUT_TOO_LARGE, outputBytes, outputTooLarge, storeOutput } from './output-blobs.js';
 
@@ -11,22 +11,22 @@ import { maxOutputBytesOf, OUTPUT_TOO_LARGE, outputBytes, outputTooLarge, storeO
  * publishes deltas live, and stages the outcome: an accepted (or, against an output schema,
  * refused) answer with its attempt/end, or a classified failure with its backoff.
  */
-export async function callModel(a: AgentActor, attemptId: string, digest: string): Promise<void> {
+export async function callModel(a: EffectContext, attemptId: string, digest: string): Promise<void> {
   // Intent before act: the attempt (and the step that holds it) is in the log before any byte is sent.
   await a.flush();
   const ids = Object.assign(scope(a), { attempt: attemptId });
-  let prepared = a.prepared.get(digest);
+  let prepared = a.turn.prepared.get(digest);
   if (!prepared) {
     // After a rehydrate: the closed history has not changed since the step began, so preparing
     // again gives the same bytes; the digest check proves it.
     prepared = await prepare(a);
     if (prepared.digest !== digest) {
-      a.ports.logger.warn({ expected: digest, got: prepared.digest }, 're-prepared request differs from the recorded one');
+      a.logger.warn({ expected: digest, got: prepared.digest }, 're-prepared request differs from the recorded one');
     }
   }
   const model = await ensureModel(a);
   const started = a.ports.clock.nowMs();
-  const signal = a.turnAbort.signal;
+  const signal = a.signal;
   // A signal of this attempt alone, unlinked when it ends: clients add listeners to the signal
   // they are given and keep them, so the turn's own signal would collect one per attempt.
   const attempt = new AbortController();

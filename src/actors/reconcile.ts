@@ -3,7 +3,7 @@ import { ToolError } from '../protocol/errors.js';
 import type { OpenCall } from '../store/projection.js';
 import { idempotencyKey } from '../tools/idempotency.js';
 import type { ReconcileVerdict } from '../tools/tool.js';
-import type { AgentActor } from './agent-actor.js';
+import type { EffectContext } from './effect-context.js';
 import { scope, settings } from './effect-helpers.js';
 import { planCall } from './tool-policy.js';
 
@@ -27,7 +27,7 @@ function message(err: unknown): string {
  * changes nothing, so asking twice is harmless). A throw, a timeout or a malformed answer is an
  * `unknown` verdict naming what went wrong.
  */
-export async function reconcileCall(a: AgentActor, callId: string): Promise<void> {
+export async function reconcileCall(a: EffectContext, callId: string): Promise<void> {
   const call = a.projection.pending.calls.find((c) => c.callId === callId);
   if (!call || call.observation !== null) return;
   const started = performance.now();
@@ -35,7 +35,7 @@ export async function reconcileCall(a: AgentActor, callId: string): Promise<void
   // the tool has answered and nothing of it is staged yet: a crash here must ask again
   a.ports.faults.hit('during:reconcile', a.actorId);
   // an abort while the tool looked closed the call already (as unknown): its late answer is dropped
-  if (a.isHalted || a.machines.states().calls[callId] !== 'reconciling') return;
+  if (a.halted || a.callState(callId) !== 'reconciling') return;
   const t = a.ports.tooling;
   let output: string | null = null;
   let redactions = 0;
@@ -55,7 +55,7 @@ export async function reconcileCall(a: AgentActor, callId: string): Promise<void
 }
 
 /** Stages the result of a call reconcile found applied, with the output its verdict carried. */
-export function settleReconciled(a: AgentActor, callId: string, output: string): void {
+export function settleReconciled(a: EffectContext, callId: string, output: string): void {
   const call = a.projection.pending.calls.find((c) => c.callId === callId);
   if (!call || call.observation !== null) return;
   a.stage({
@@ -67,7 +67,7 @@ export function settleReconciled(a: AgentActor, callId: string, output: string):
   a.noteRecovered(`call ${callId} (${call.name}) reconciled: it had taken effect; its result is recorded`);
 }
 
-async function ask(a: AgentActor, call: OpenCall): Promise<ReconcileVerdict> {
+async function ask(a: EffectContext, call: OpenCall): Promise<ReconcileVerdict> {
   let planned;
   try {
     planned = planCall(a, call);
@@ -81,8 +81,8 @@ async function ask(a: AgentActor, call: OpenCall): Promise<ReconcileVerdict> {
   if (!tool.reconcile) return { status: 'unknown', reason: `${tool.name} has no reconcile operation` };
   const timeoutMs = tool.timeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
   const ctl = new AbortController();
-  const onAbort = () => ctl.abort(a.turnAbort.signal.reason);
-  a.turnAbort.signal.addEventListener('abort', onAbort, { once: true });
+  const onAbort = () => ctl.abort(a.signal.reason);
+  a.signal.addEventListener('abort', onAbort, { once: true });
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<ReconcileVerdict>((resolve) => {
     timer = setTimeout(() => {
@@ -96,10 +96,10 @@ async function ask(a: AgentActor, call: OpenCall): Promise<ReconcileVerdict> {
         workspace: settings(a).workspace,
         callId: call.callId,
         idempotencyKey: idempotencyKey(call.callId, call.name, planned.input),
-        epoch: a.ports.log.epoch,
+        epoch: a.epoch,
         preimage: call.preimage,
         signal: ctl.signal,
-        logger: a.ports.logger,
+        logger: a.logger,
       }),
     );
     return checked(tool.name, await Promise.race([answer, timedOut]));
@@ -107,7 +107,7 @@ async function ask(a: AgentActor, call: OpenCall): Promise<ReconcileVerdict> {
     return { status: 'unknown', reason: `${tool.name}'s reconcile failed: ${message(err)}` };
   } finally {
     clearTimeout(timer);
-    a.turnAbort.signal.removeEventListener('abort', onAbort);
+    a.signal.removeEventListener('abort', onAbort);
   }
 }
 

@@ -6,7 +6,7 @@ import { approvalsOf, type ApprovalRecord, type OpenCall } from '../store/projec
 import { decide, defaultPlan, planDigest, type PolicyDecision } from '../tools/policy.js';
 import { parseShellCommand, type ParsedCommand } from '../tools/shell-command.js';
 import type { ExecutionPlan, ResourceKey, ToolDefinition } from '../tools/tool.js';
-import type { AgentActor } from './agent-actor.js';
+import type { EffectContext } from './effect-context.js';
 import { scope, settings } from './effect-helpers.js';
 import { clipStrings } from './output-blobs.js';
 
@@ -24,7 +24,7 @@ export interface CallPlan {
 }
 
 /** Plans a valid call of the open step; a ToolError when the tool cannot plan it (its message says why). */
-export function planCall(a: AgentActor, call: OpenCall): CallPlan {
+export function planCall(a: EffectContext, call: OpenCall): CallPlan {
   const s = settings(a);
   const ctx = { workspace: s.workspace };
   const r = a.ports.tools.resolveCall(call.name, a.outputs.argumentsOf(call), s.tools, ctx);
@@ -38,14 +38,14 @@ export function planCall(a: AgentActor, call: OpenCall): CallPlan {
   return { tool: r.tool, input: r.input, plan, digest: planDigest(plan), resources, shell };
 }
 
-function openCall(a: AgentActor, callId: string): OpenCall {
+function openCall(a: EffectContext, callId: string): OpenCall {
   const call = a.projection.pending.calls.find((c) => c.callId === callId);
   if (!call) throw new Error(`tool call ${callId} is not in the open step`);
   return call;
 }
 
 /** Decides a call: policy rules, run mode, remembered "always" answers, and (on recheck) the approval's binding. */
-export function decideCall(a: AgentActor, callId: string, recheck: boolean): void {
+export function decideCall(a: EffectContext, callId: string, recheck: boolean): void {
   const call = openCall(a, callId);
   const ids = Object.assign(scope(a), { call: callId });
   let planned: CallPlan;
@@ -119,7 +119,7 @@ export const UNKNOWN_OUTCOME_QUESTION =
  * scope and expiry. `confirmUnknown`: the question is whether the turn may go on after a crash
  * left the call's outcome unknown (`reconcileReason`: why its tool's reconcile could not tell).
  */
-export function requestApproval(a: AgentActor, callId: string, confirmUnknown = false, reconcileReason?: string): void {
+export function requestApproval(a: EffectContext, callId: string, confirmUnknown = false, reconcileReason?: string): void {
   const call = openCall(a, callId);
   const planned: ApprovalSubject = confirmUnknown ? planOrRecorded(a, call) : planCall(a, call);
   const question = reconcileReason === undefined
@@ -149,7 +149,7 @@ export function requestApproval(a: AgentActor, callId: string, confirmUnknown = 
  * no longer resolves (a resume with another registry), the call as the log recorded it. The
  * person must still be asked: the call may have run.
  */
-function planOrRecorded(a: AgentActor, call: OpenCall): ApprovalSubject {
+function planOrRecorded(a: EffectContext, call: OpenCall): ApprovalSubject {
   try {
     return planCall(a, call);
   } catch (err) {
@@ -180,10 +180,10 @@ export const CLIENT_SENDER = /^client:[a-z0-9_-]+$/;
  * an answer for another plan than the one asked about. Otherwise `approval/granted` or
  * `approval/denied`, scoped to the call it was asked for.
  */
-export async function answerApproval(a: AgentActor, messageId: string, from: string, content: string): Promise<void> {
+export async function answerApproval(a: EffectContext, messageId: string, from: string, content: string): Promise<void> {
   const refuse = (reason: string): void => {
     a.stage({ type: 'inbox/cancelled', data: { messageId, reason } });
-    a.ports.logger.warn({ messageId, from }, `approval answer refused: ${reason}`);
+    a.logger.warn({ messageId, from }, `approval answer refused: ${reason}`);
   };
   if (!CLIENT_SENDER.test(from)) return refuse(`approvals are answered by client commands (actorloop approve / deny), not by ${from}`);
   const answer = parseAnswer(content);
@@ -216,7 +216,7 @@ export async function answerApproval(a: AgentActor, messageId: string, from: str
 }
 
 /** Denies a call whose approval was not answered in time (its expiry is a persisted deadline). */
-export function expireApproval(a: AgentActor, callId: string, approvalId: string): void {
+export function expireApproval(a: EffectContext, callId: string, approvalId: string): void {
   const ap = approvalsOf(a.projection)[approvalId];
   if (!ap || ap.state !== 'pending' || !a.projection.openStep) return;
   a.stage({

@@ -3,20 +3,20 @@ import { idempotencyKey } from '../tools/idempotency.js';
 import { shapeObservation } from '../tools/observation.js';
 import type { ResourceKey } from '../tools/tool.js';
 import type { OpenCall } from '../store/projection.js';
-import type { AgentActor } from './agent-actor.js';
+import type { EffectContext } from './effect-context.js';
 import { abortReason, scope, settings } from './effect-helpers.js';
 import { planCall, type CallPlan } from './tool-policy.js';
 import { clipStrings } from './output-blobs.js';
 import { ToolError } from '../protocol/errors.js';
 
 /** The tool's record of what a call is about to change (undefined: it keeps none, or could not take it). */
-function capturePreimage(a: AgentActor, planned: CallPlan, workspace: string): unknown {
+function capturePreimage(a: EffectContext, planned: CallPlan, workspace: string): unknown {
   if (!planned.tool.preimage) return undefined;
   try {
     return planned.tool.preimage(planned.input, { workspace }) ?? undefined;
   } catch (err) {
     // nothing recorded: reconcile can then only tell "applied" from "unknown"
-    a.ports.logger.warn({ err, tool: planned.tool.name }, 'preimage not recorded');
+    a.logger.warn({ err, tool: planned.tool.name }, 'preimage not recorded');
     return undefined;
   }
 }
@@ -59,7 +59,7 @@ export class ToolRunner {
    */
   private readonly plans = new Map<string, CallPlan>();
 
-  constructor(private readonly a: AgentActor) {}
+  constructor(private readonly a: EffectContext) {}
 
   /** Asks to start a call (from the tool-call machine's `startTool` effect). */
   request(callId: string, rerun: boolean): void {
@@ -184,7 +184,7 @@ export class ToolRunner {
         this.execute(call, planned, key, ids).finally(() => {
           this.running.delete(call.callId);
           release();
-          if (!a.isHalted) {
+          if (!a.halted) {
             this.schedule();
             a.kick();
           }
@@ -201,7 +201,7 @@ export class ToolRunner {
     const a = this.a;
     const t = a.ports.tooling;
     try {
-      if (a.turnAbort.signal.aborted) {
+      if (a.signal.aborted) {
         a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a) } });
         return;
       }
@@ -213,9 +213,9 @@ export class ToolRunner {
           workspace: settings(a).workspace,
           callId: call.callId,
           idempotencyKey: key,
-          epoch: a.ports.log.epoch,
-          logger: a.ports.logger,
-          signal: a.turnAbort.signal,
+          epoch: a.epoch,
+          logger: a.logger,
+          signal: a.signal,
           env: t.env,
           sandbox: { bwrapPath: t.bwrapPath, network: grant.network, envAllow: grant.envAllow, hide: t.hiddenPaths },
           artifacts: { read: (id) => this.readArtifact(id) },
@@ -252,7 +252,7 @@ export class ToolRunner {
       });
     } catch (err) {
       // a halted incarnation commits nothing more: the next one closes the call
-      if (!a.isHalted) a.fail(err);
+      if (!a.halted) a.fail(err);
     }
   }
 

@@ -10,9 +10,6 @@ export const DEFAULT_INSTRUCTIONS =
 /** Defaults of a turn's budgets and retries. */
 export const TURN_DEFAULTS = { maxSteps: 100, maxAttempts: 4 } as const;
 
-/** Largest observation committed in `tool/result`; larger output is cut (artifacts come later). */
-export const MAX_OBSERVATION_BYTES = 64 * 1024;
-
 /** Resolves a client's turn request into the settings `turn/start` records. */
 export function resolveSettings(req: TurnRequest | null, last: TurnSettings | null, nowMs: number, allTools: string[]): TurnSettings {
   if (!req) {
