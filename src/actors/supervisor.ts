@@ -15,6 +15,7 @@ import { rehydrate } from '../store/rehydrate.js';
 import type { SnapshotStore } from '../store/snapshots.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { AgentActor } from './agent-actor.js';
+import type { InspectObserver } from './agent-logic.js';
 import { ActorDropped, type FaultInjector } from './faults.js';
 import { createMemoryFaultRecords, type FaultRecords } from './fault-records.js';
 import { commitRelease, killNotes } from './incarnation-end.js';
@@ -45,6 +46,8 @@ export interface SupervisorOptions {
   pricing?(model: string): Price | null;
   onCommit?(actorId: string, events: ActorEvent[]): void;
   onDelta?(actorId: string, delta: ModelStreamEvent): void;
+  /** Receives XState's inspection events (`@xstate.actor`, `@xstate.event`, `@xstate.snapshot`) of every hosted agent. */
+  inspect?: InspectObserver;
 }
 
 /** A hosted agent and the state of its inbox reader. */
@@ -206,6 +209,8 @@ export class Supervisor {
       machines,
       snapshotEvery: this.opts.snapshotEvery ?? 64,
       snapshotSeq,
+      // each agent is its own root XState actor, systemId = its ID (design §7)
+      ...(this.opts.inspect ? { inspect: this.opts.inspect } : {}),
       ports: {
         log,
         blobs: this.opts.blobs,
