@@ -1,6 +1,6 @@
-// When a follower (a `run` or `resume` following a host's agent) decides, from the log alone, that
-// the turn waits for a person: only approvals are open, nothing else still runs, and no answer
-// of its own is on the way.
+// When a follower (`run`, `resume`, `approve`) takes the turn to wait for a person: the agent
+// committed `actor/parked` naming approvals still pending, and no answer of its own is on the way.
+// Silence proves nothing: without the parked fact nobody is asked.
 import { describe, expect, test } from 'vitest';
 import { awaitingPerson } from '../../src/cli/commands/follow-turn.js';
 import { emptyProjection, foldEvent } from '../../src/store/projection.js';
@@ -22,18 +22,33 @@ function twoCalls(): LogBuilder {
   return b;
 }
 
+/** The agent's own fact that it can do nothing but wait for `ids`. */
+function park(b: LogBuilder, ...ids: string[]): LogBuilder {
+  b.push('actor/parked', { waitingFor: 'approval', ids, commands: ids.map((id) => `actorloop approve ${ACTOR} ${id}`) });
+  return b;
+}
+
 describe('awaitingPerson', () => {
-  test('not while another call of the step still runs; once it ended, the pending approval', () => {
+  test('not while the agent has not parked, even with every other call ended; once it parked, the pending approval', () => {
     const b = twoCalls();
     expect(awaitingPerson(projectionOf(b), new Map())).toEqual([]);
     b.result('call_2');
+    expect(awaitingPerson(projectionOf(b), new Map())).toEqual([]);
+    park(b, 'apr_1');
     expect(awaitingPerson(projectionOf(b), new Map())).toEqual(['apr_1']);
   });
 
   test('not while an answer this command sent is on its way, nor once the approval is answered', () => {
-    const b = twoCalls().result('call_2');
+    const b = park(twoCalls().result('call_2'), 'apr_1');
     expect(awaitingPerson(projectionOf(b), new Map([['apr_1', 'msg_2']]))).toEqual([]);
     b.push('approval/granted', { approvalId: 'apr_1', by: 'client:cli', messageId: 'msg_2' }, { turn: b.turn, step: b.step, call: 'call_1' });
+    expect(awaitingPerson(projectionOf(b), new Map())).toEqual([]);
+  });
+
+  test('a release after the parked fact leaves it parked; any other event ends the wait', () => {
+    const b = park(twoCalls().result('call_2'), 'apr_1').released('run left for a person');
+    expect(awaitingPerson(projectionOf(b), new Map())).toEqual(['apr_1']);
+    b.push('recovery/started', { fromSeq: b.events.length, reason: 'resume' });
     expect(awaitingPerson(projectionOf(b), new Map())).toEqual([]);
   });
 

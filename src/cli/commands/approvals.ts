@@ -53,18 +53,30 @@ export function approvalMessage(agentId: string, approvalId: string, planDigest:
   };
 }
 
-/** Asks on the terminal: y (once), n (deny, with an optional reason), a (always for this exact plan). */
+/** Ctrl-C at a prompt: the person asked to interrupt, which is not an error of the command. */
+export class PromptInterrupted extends Error {
+  override readonly name = 'PromptInterrupted';
+}
+
+/**
+ * Asks on the terminal: y (once), n (deny, with an optional reason), a (always for this exact
+ * plan). Ctrl-C rejects with `PromptInterrupted` (readline's own error says "Aborted with Ctrl+C").
+ */
 export function ttyPrompt(input: NodeJS.ReadableStream, output: NodeJS.WritableStream): Prompt {
   return async (lines) => {
     const rl = createInterface({ input, output, terminal: true });
+    // without a listener readline only pauses; with one, the question is given up as an interrupt
+    const interrupted = new Promise<never>((_, reject) => rl.once('SIGINT', () => reject(new PromptInterrupted('Ctrl-C at the prompt'))));
+    interrupted.catch(() => {});
+    const question = (q: string): Promise<string> => Promise.race([rl.question(q), interrupted]);
     try {
       output.write(`\n${lines.map((l) => `  ${l}`).join('\n')}\n`);
       for (;;) {
-        const reply = (await rl.question('allow? [y]es once / [n]o / [a]lways for this exact plan: ')).trim().toLowerCase();
+        const reply = (await question('allow? [y]es once / [n]o / [a]lways for this exact plan: ')).trim().toLowerCase();
         if (reply === 'y' || reply === 'yes') return { decision: 'approve', always: false };
         if (reply === 'a' || reply === 'always') return { decision: 'approve', always: true };
         if (reply === 'n' || reply === 'no') {
-          const reason = (await rl.question('reason for the agent (optional): ')).trim();
+          const reason = (await question('reason for the agent (optional): ')).trim();
           return { decision: 'deny', reason: reason === '' ? null : reason };
         }
         output.write('answer y, n or a\n');

@@ -2,11 +2,13 @@ import type { TurnEnded } from '../../actors/agent-actor.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import { publishInbox } from '../../bus/inbox.js';
 import type { ActorEvent } from '../../protocol/events.js';
-import { foldEvent, pendingApprovals, type Projection } from '../../store/projection.js';
+import type { Projection } from '../../store/projection.js';
+import { followAgent } from '../../client/follower.js';
+import { InterruptKey } from '../interrupt-key.js';
 import { EXIT } from '../exit-codes.js';
 import { placementOf, type Placement } from '../hand-off.js';
 import type { Runtime } from '../runtime.js';
-import { approvalMessage, describeApproval, type Prompt } from './approvals.js';
+import { approvalMessage, describeApproval, PromptInterrupted, type Prompt } from './approvals.js';
 import { printTurnEnd, printWaiting, type TurnOutput } from './host-turn.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
@@ -16,12 +18,18 @@ const HOLDER_POLL_FIRST_MS = 200;
 const HOLDER_POLL_MS = 1_000;
 /** How long the look before the turn's end may take: a slow bus must not hold the answer back. */
 const LAST_LOOK_MS = 2_000;
-/** The follower's clock: how often it looks whether the agent waits for a person. */
+/** How often the follower looks at the agent's holder and its turn's deadline (never at a wait: the log says that). */
 const TICK_MS = 100;
-/** No event for this long with only approvals left open: the agent waits for a person. */
-const SETTLE_MS = 200;
 /** With no event for this long, the follower says again what it waits for. */
 const QUIET_NOTICE_MS = 30_000;
+
+/**
+ * Where the followed agent runs: on a host (this command handed it over, or follows a host's
+ * agent), or in this process (`failed` rejects when it stops on an error).
+ */
+export type Hosting =
+  | { kind: 'host'; handedOver: boolean }
+  | { kind: 'here'; failed: Promise<never> };
 
 /** What `followTurn` needs: the agent, its state so far, and where its turn is printed. */
 export interface FollowTurnOptions extends TurnOutput {
@@ -33,89 +41,111 @@ export interface FollowTurnOptions extends TurnOutput {
   prompt: Prompt | null;
   /** Approvals this command answered (approval ID → message ID): their answers are on the way. */
   answered?: Map<string, string>;
-  /** `run` handed the agent over (says so once a host took it); else the command follows a host's agent. */
-  handedOver: boolean;
+  hosting: Hosting;
   /** When the turn must have ended (ms), before its `turn/start` says so; null: no deadline. */
   deadlineAt?: number | null;
 }
 
 /**
- * Follows the next end of a turn of an agent a host runs, printing what the in-process path
- * prints: the events as they are committed (RunPrinter), then the answer and the outcome, with
- * the same exit code. An approval left for a person is asked on a TTY and answered through the
- * inbox, or printed with exit 4. A host that dies does not end the following: another host (or a
- * later `resume`) takes the agent over and its events go on; changes of holder, a long silence
- * and a turn deadline long past are said on stderr, the last with exit 4. Ctrl-C stops following
- * (exit 130), SIGTERM or SIGHUP too (128 + the signal); the turn goes on on its host.
+ * Follows the next end of a turn through the one client follower (`src/client`), printing the
+ * events as they are committed (RunPrinter), then the answer and the outcome, with the exit code
+ * of the outcome. When the agent commits `actor/parked` the approvals it waits on are asked on a
+ * TTY and answered through the inbox, or printed with exit 4. Ctrl-C interrupts the turn through
+ * the inbox wherever it runs (a second one leaves at once, see `InterruptKey`); SIGTERM or SIGHUP
+ * leaves it as it is (128 + the signal). On a host: a host that dies does not end the following
+ * (another host, or a later `resume`, takes it over); changes of holder, a long silence and a
+ * deadline long past are said on stderr, the last with exit 4.
  */
 export async function followTurn(o: FollowTurnOptions): Promise<number> {
   const { rt, entry, out } = o;
   const p = o.from;
   const answered = new Map(o.answered ?? []);
-  const watch = new HolderWatch(o);
+  const onHost = o.hosting.kind === 'host';
+  const watch = new HolderWatch(o, o.hosting.kind === 'host' && o.hosting.handedOver);
   const stop = new AbortController();
-  let onSigint = (): void => {};
-  const interrupted = new Promise<{ kind: 'interrupt' }>((resolve) => (onSigint = () => resolve({ kind: 'interrupt' })));
-  process.once('SIGINT', onSigint);
+  const key = new InterruptKey({
+    agentId: entry.actorId,
+    send: async (msg) => void (await publishInbox(await rt.bus.person(), msg, 'person')),
+    say: (line) => {
+      o.printer.endLine();
+      out.stderr.write(`\n${line}\n`);
+    },
+  });
+  const onSigint = (): void => key.press();
+  process.on('SIGINT', onSigint);
   const stopSignal = whenStopped();
   const stopped = stopSignal.stopped.then((signal) => ({ kind: 'stop' as const, signal }));
-  const follow = () => rt.reader.follow(entry.rootId, entry.actorId, { afterSeq: p.seq, signal: stop.signal })[Symbol.asyncIterator]();
-  let events = follow();
+  const failed = o.hosting.kind === 'here' ? o.hosting.failed : new Promise<never>(() => {});
+  const leaving = Promise.race([key.left, stopped]);
+  const events = followAgent({ reader: rt.reader, rootId: entry.rootId, actorId: entry.actorId, from: p, signal: stop.signal });
   const pull = () => events.next().then((r) => ({ kind: 'event' as const, r }));
   let next = pull();
   let tick: Promise<{ kind: 'tick' }> | null = null;
   let lastEventAt = Date.now();
   o.printer.seed(p.openStep?.index ?? p.openTurn?.steps ?? 0, p.usage.inputTokens + p.usage.outputTokens);
+  const leave = (r: Awaited<typeof leaving>): number => {
+    o.printer.endLine();
+    const id = entry.actorId;
+    if (onHost) {
+      const why = r.kind === 'leave' && r.sent ? 'the interrupt is on its way to its host' : 'its turn goes on on its host';
+      out.stderr.write(`\nstopped following ${id}; ${why} (\`actorloop resume ${id}\` follows it again)\n`);
+    } else if (r.kind === 'leave') {
+      const why = r.sent ? 'the interrupt is in its inbox, and `resume` ends the turn cancelled' : 'the turn stays open';
+      out.stderr.write(`\nleaving now: ${why} (\`actorloop resume ${id}\` carries it on)\n`);
+    } else {
+      out.stderr.write(`\n${r.signal}: stopping; the turn stays open (\`actorloop resume ${id}\` carries it on)\n`);
+    }
+    return r.kind === 'stop' ? exitCodeForSignal(r.signal) : EXIT.interrupted;
+  };
   try {
+    // a host's agent may be parked already: what the log says it waits on is asked now
+    let waiting = onHost ? awaitingPerson(p, answered) : [];
     for (;;) {
-      tick ??= new Promise((resolve) => setTimeout(() => resolve({ kind: 'tick' }), TICK_MS));
-      const r = await Promise.race([next, tick, interrupted, stopped]);
-      if (r.kind === 'interrupt' || r.kind === 'stop') {
+      if (waiting.length > 0) {
+        // who holds the agent is said before what it waits for
+        if (onHost) await watch.last(p);
         o.printer.endLine();
-        out.stderr.write(`\nstopped following ${entry.actorId}; its turn goes on on its host (\`actorloop resume ${entry.actorId}\` follows it again)\n`);
-        return r.kind === 'stop' ? exitCodeForSignal(r.signal) : EXIT.interrupted;
+        if (!o.prompt) return await printWaiting(o, { actorId: entry.actorId, projection: p }, waiting);
+        const asked = await Promise.race([askAll(o, p, waiting, answered, key).then(() => null), leaving]);
+        if (asked) return leave(asked);
+        waiting = [];
+        lastEventAt = Date.now();
       }
+      if (onHost) tick ??= new Promise((resolve) => setTimeout(() => resolve({ kind: 'tick' }), TICK_MS));
+      const r = await Promise.race([next, leaving, failed, ...(tick ? [tick] : [])]);
+      if (r.kind === 'leave' || r.kind === 'stop') return leave(r);
       if (r.kind === 'tick') {
         tick = null;
         const now = Date.now();
-        const waiting = now - lastEventAt >= SETTLE_MS ? awaitingPerson(p, answered) : [];
-        if (waiting.length > 0) {
-          o.printer.endLine();
-          if (!o.prompt) return await printWaiting(o, { actorId: entry.actorId, projection: p }, waiting);
-          const left = await Promise.race([askAll(o, p, waiting, answered).then(() => null), stopped]);
-          if (left) return exitCodeForSignal(left.signal);
-          lastEventAt = Date.now();
-          continue;
-        }
         watch.look(now, lastEventAt, p);
         if (watch.overdue(now, p)) return EXIT.stopped;
         continue;
       }
-      if (r.r.done) {
-        // the follower's consumer ended without being asked to (the server lost it): follow on from here
-        events = follow();
-        next = pull();
-        continue;
-      }
+      // the follower ends only when asked to, which happens after this loop
+      if (r.r.done) throw new Error(`the log follower of ${entry.actorId} ended`);
       next = pull();
       const { event } = r.r.value;
       lastEventAt = Date.now();
-      foldEvent(p, event);
       if (event.type === 'inbox/cancelled') {
         // an answer of ours the agent refused: the approval is a person's to answer again
         for (const [approvalId, messageId] of answered) if (messageId === event.data.messageId) answered.delete(approvalId);
       }
       o.printer.commit([event]);
+      if (event.type === 'actor/parked') waiting = awaitingPerson(p, answered);
       if (event.type === 'turn/end') {
-        await watch.last(p);
+        key.clear();
+        if (onHost) await watch.last(p);
         return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, await withWholeAnswer(o.rt, turnEnded(event), event));
       }
     }
   } finally {
+    key.clear();
     process.off('SIGINT', onSigint);
     stopSignal.dispose();
     stop.abort();
-    void events.return?.(undefined);
+    // the read under way ends with the connection: its error is nobody's to handle now
+    next.catch(() => {});
+    void events.return(undefined).catch(() => {});
   }
 }
 
@@ -136,27 +166,28 @@ function turnEnded(e: Extract<ActorEvent, { type: 'turn/end' }>): TurnEnded {
 }
 
 /**
- * The approvals a person must answer before the open turn can go on, from the log alone: some
- * are pending, and every call of the open step has ended or waits on one of them (one whose answer
- * this command sent is still on its way, so the agent is not idle yet). Empty otherwise.
+ * The approvals a person must answer, from the log alone: those the agent's `actor/parked` names
+ * that are still pending and whose answer this command has not sent. Empty when it is not parked.
  */
 export function awaitingPerson(p: Projection, answered: ReadonlyMap<string, string>): string[] {
-  if (!p.openTurn) return [];
-  const pending = pendingApprovals(p).map((a) => a.approvalId).filter((id) => !answered.has(id));
-  if (pending.length === 0) return [];
-  const busy = p.pending.calls.some((c) => {
-    if (c.observation !== null) return false;
-    const held = c.approvalId !== undefined && p.approvals?.[c.approvalId]?.state === 'pending' && !answered.has(c.approvalId);
-    return !held;
-  });
-  return busy ? [] : pending;
+  if (!p.openTurn || p.parked?.waitingFor !== 'approval') return [];
+  return p.parked.ids.filter((id) => p.approvals?.[id]?.state === 'pending' && !answered.has(id));
 }
 
-async function askAll(o: FollowTurnOptions, p: Projection, waiting: string[], answered: Map<string, string>): Promise<void> {
+/** Asks each approval in turn and sends the answers; Ctrl-C at the prompt is a Ctrl-C press, not an error. */
+async function askAll(o: FollowTurnOptions, p: Projection, waiting: string[], answered: Map<string, string>, key: InterruptKey): Promise<void> {
   for (const approvalId of waiting) {
     const approval = p.approvals?.[approvalId];
     if (!approval || approval.state !== 'pending') continue;
-    const answer = await o.prompt!(describeApproval(approvalId, approval));
+    let answer;
+    try {
+      answer = await o.prompt!(describeApproval(approvalId, approval));
+    } catch (err) {
+      if (!(err instanceof PromptInterrupted)) throw err;
+      key.press();
+      // the turn is being interrupted: nothing more is asked, the log says how it ends
+      return;
+    }
     const msg = approvalMessage(o.entry.actorId, approvalId, approval.planDigest, answer);
     await publishInbox(await o.rt.bus.person(), msg, 'person');
     answered.set(approvalId, msg.id);
@@ -189,7 +220,7 @@ class HolderWatch {
   private saidNoHost = false;
   private looking: Promise<void> | null = null;
 
-  constructor(private readonly o: FollowTurnOptions) {}
+  constructor(private readonly o: FollowTurnOptions, private readonly handedOver: boolean) {}
 
   private say(line: string): void {
     this.o.printer.endLine();
@@ -222,7 +253,7 @@ class HolderWatch {
     const holder = place.kind === 'host' ? place.host : place.kind === 'other' ? place.holder : null;
     if (holder !== this.holder) {
       if (holder && !this.seen) {
-        this.say(this.o.handedOver ? `handed ${id} to host ${holder}; following its events` : `${id} is run by ${holder}; following its events`);
+        this.say(this.handedOver ? `handed ${id} to host ${holder}; following its events` : `${id} is run by ${holder}; following its events`);
       } else if (holder) {
         this.say(`${id} was taken over by ${holder}`);
       } else if (this.holder) {

@@ -1,5 +1,4 @@
 import type { EffectiveConfig } from '../../config/config.js';
-import { NotFoundError } from '../../protocol/errors.js';
 import type { ActorEvent } from '../../protocol/events.js';
 import { formatViolations, verifyLog } from '../../actors/verify.js';
 import { EXIT } from '../exit-codes.js';
@@ -7,15 +6,13 @@ import { describeEvent, eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
+import { entryOf, foldLog } from '../hand-off.js';
+import { followAgent } from '../../client/follower.js';
+import { statusOf } from '../../client/status.js';
+import { emptyProjection } from '../../store/projection.js';
 
 async function rootOf(rt: Runtime, agentId: string): Promise<string> {
-  const entry = await rt.bus.directory.get(agentId);
-  if (!entry) {
-    throw new NotFoundError('actor.not_found', `no agent ${agentId} in this data dir`, {
-      hint: 'list agents with `actorloop runs`, and pass the same --data-dir and --nats as the run',
-    });
-  }
-  return entry.rootId;
+  return (await entryOf(rt, agentId)).rootId;
 }
 
 async function withRuntime<T>(config: EffectiveConfig, fn: (rt: Runtime) => Promise<T>): Promise<T> {
@@ -48,8 +45,10 @@ export async function eventsCommand(
     const onSigint = (): void => stop.abort();
     process.once('SIGINT', onSigint);
     const offStop = onStop(() => stop.abort());
+    // the one client follower; `--after` skips what came before (its state is not needed to print)
+    const from = { ...emptyProjection(agentId), seq: opts.after ?? 0 };
     try {
-      for await (const { event } of rt.reader.follow(rootId, agentId, { afterSeq: opts.after ?? 0, signal: stop.signal })) print(event);
+      for await (const { event } of followAgent({ reader: rt.reader, rootId, actorId: agentId, from, signal: stop.signal })) print(event);
     } finally {
       process.off('SIGINT', onSigint);
       offStop();
@@ -62,7 +61,10 @@ export async function eventsCommand(
 /** `actorloop runs`: the agents of this data dir, newest first. */
 export async function runsCommand(opts: { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
   return withRuntime(config, async (rt) => {
-    const entries = (await rt.bus.directory.list()).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+    const listed = (await rt.bus.directory.list()).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+    // the status the log gives, not the directory's cache of it: a library run, a command that
+    // left, a host that died may each have left the cache behind
+    const entries = await Promise.all(listed.map(async (e) => ({ ...e, status: statusOf(await foldLog(rt, e)) })));
     if (opts.json) {
       for (const e of entries) out.stdout.write(`${JSON.stringify(e)}\n`);
       return EXIT.completed;

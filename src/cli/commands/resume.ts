@@ -2,11 +2,11 @@ import type { AgentActor, TurnEnded } from '../../actors/agent-actor.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { ConfigError, NotFoundError } from '../../protocol/errors.js';
 import { EXIT, exitCodeFor } from '../exit-codes.js';
+import type { DirectoryEntry } from '../../bus/directory.js';
 import { RunPrinter, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import type { Supervisor } from '../../actors/supervisor.js';
 import { approvalMessage, ttyPrompt, type ApprovalAnswer, type Prompt } from './approvals.js';
-import { awaitTurn, whenAnswered } from './host-turn.js';
 import { followTurn } from './follow-turn.js';
 import { entryOf, foldLog, inboxPending, placementOf, releaseToHosts } from '../hand-off.js';
 import { publishInbox } from '../../bus/inbox.js';
@@ -25,42 +25,40 @@ interface Hosted {
   supervisor: Supervisor;
   actor: AgentActor;
   recovered: boolean;
-  ended: Promise<TurnEnded>;
-  printer: RunPrinter;
+  /** Rejects when the actor stops on an error; never resolves. */
+  failed: Promise<never>;
 }
 
-async function hostExisting(
-  agentId: string, json: boolean, config: EffectiveConfig, out: Out, rt: Runtime, onHydrated?: (p: Projection) => void,
-): Promise<Hosted> {
-  const printer = new RunPrinter(out, json);
-  const supervisor = rt.supervisor({ onCommit: (_id, events) => printer.commit(events) });
+/** A promise that rejects when `ended` does (the actor stopped on an error) and never resolves. */
+export function failureOf(ended: Promise<unknown>): Promise<never> {
+  const failed = ended.then(() => new Promise<never>(() => {}));
+  // raced by the follower; an actor that fails after the command has ended is not an error of it
+  failed.catch(() => {});
+  return failed;
+}
+
+async function hostExisting(agentId: string, rt: Runtime, onHydrated?: (p: Projection) => void): Promise<Hosted> {
+  const supervisor = rt.supervisor({});
   // no agent is rehydrated twice at once: a host process (or another command) holding its lease wins
   const lease = await rt.pin(agentId);
   let ended!: Promise<TurnEnded>;
   const { actor, recovered } = await supervisor.hydrate(
     agentId,
     (a) => {
-      const p = a.projection;
-      printer.seed(p.openStep?.index ?? p.openTurn?.steps ?? 0, p.usage.inputTokens + p.usage.outputTokens);
-      onHydrated?.(p);
+      onHydrated?.(a.projection);
       // before recovery starts: a short rest of a turn can end while the inbox is being set up
       ended = a.whenTurnEnds();
     },
     { epoch: lease.epoch },
   );
-  return { rt, supervisor, actor, recovered, ended, printer };
+  return { rt, supervisor, actor, recovered, failed: failureOf(ended) };
 }
 
-function awaitHosted(h: Hosted, json: boolean, out: Out): Promise<number> {
-  return awaitTurn({
-    actor: h.actor,
-    ended: h.ended,
-    directory: h.rt.bus.directory,
-    printer: h.printer,
-    out,
-    json,
-    send: (msg) => h.supervisor.send(msg),
-    prompt: promptFor(out, json),
+/** Follows the turn of an agent hosted here from `from` (its log before it was hosted) to its end. */
+function awaitHosted(h: Hosted, entry: DirectoryEntry, from: Projection, json: boolean, out: Out, answered?: Map<string, string>): Promise<number> {
+  return followTurn({
+    rt: h.rt, entry, from, directory: h.rt.bus.directory, printer: new RunPrinter(out, json), out, json,
+    prompt: promptFor(out, json), answered, hosting: { kind: 'here', failed: h.failed },
   });
 }
 
@@ -97,9 +95,9 @@ export async function resumeCommand(agentId: string, opts: ResumeOptions, config
     const logged = await foldLog(rt, entry);
     // A message sent but never taken (the run died before committing it) starts the turn now.
     if (!hasWork(logged) && (await inboxPending(rt, agentId)) === 0) return noOpenTurn(agentId, logged, out);
-    const h = await hostExisting(agentId, json, config, out, rt);
+    const h = await hostExisting(agentId, rt);
     if (!hasWork(logged) && !(await mailStartsTurn(h, agentId))) return noOpenTurn(agentId, h.actor.projection, out);
-    return await awaitHosted(h, json, out);
+    return await awaitHosted(h, entry, logged, json, out);
   } finally {
     await rt.close();
   }
@@ -150,7 +148,7 @@ async function resumeOnHost(rt: Runtime, agentId: string, json: boolean, out: Ou
   if (place.kind === 'free') await releaseToHosts(rt, entry);
   return followTurn({
     rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
-    prompt: promptFor(out, json), handedOver: place.kind === 'free',
+    prompt: promptFor(out, json), hosting: { kind: 'host', handedOver: place.kind === 'free' },
   });
 }
 
@@ -186,19 +184,20 @@ export async function answerCommand(
       const code = await answerOnHost(rt, agentId, approvalId, answer, json, out);
       if (code !== null) return code;
     }
+    const entry = await entryOf(rt, agentId);
+    const from = await foldLog(rt, entry);
     let logged: ApprovalRecord | undefined;
-    const h = await hostExisting(agentId, json, config, out, rt, (p) => (logged = p.approvals?.[approvalId] && { ...p.approvals[approvalId]! }));
+    const h = await hostExisting(agentId, rt, (p) => (logged = p.approvals?.[approvalId] && { ...p.approvals[approvalId]! }));
     if (logged && expiredUnanswered(logged)) {
-      // the agent's own watch denies it as it is hosted (its expiry is persisted): wait for that
-      // denial, which hosting the turn on commits, rather than send an answer it can only refuse
+      // the agent's own watch denies it as it is hosted (its expiry is persisted): the follower
+      // waits for that denial rather than send an answer the agent can only refuse
       sayExpired(out, approvalId, logged);
-      await whenAnswered(h.actor, approvalId);
-      return await awaitHosted(h, json, out);
+      return await awaitHosted(h, entry, from, json, out, new Map([[approvalId, 'expiry']]));
     }
     const approval = approvalToAnswer(agentId, approvalId, h.actor.projection);
-    await h.supervisor.send(approvalMessage(agentId, approvalId, approval.planDigest, answer));
-    await whenAnswered(h.actor, approvalId);
-    return await awaitHosted(h, json, out);
+    const msg = approvalMessage(agentId, approvalId, approval.planDigest, answer);
+    await h.supervisor.send(msg);
+    return await awaitHosted(h, entry, from, json, out, new Map([[approvalId, msg.id]]));
   } finally {
     await rt.close();
   }
@@ -218,7 +217,7 @@ async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, an
     return followTurn({
       rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
       // the expiry is on its way: the follower does not wait on it for a person
-      prompt: promptFor(out, json), answered: new Map([[approvalId, 'expiry']]), handedOver: place.kind === 'free',
+      prompt: promptFor(out, json), answered: new Map([[approvalId, 'expiry']]), hosting: { kind: 'host', handedOver: place.kind === 'free' },
     });
   }
   const approval = approvalToAnswer(agentId, approvalId, p);
@@ -228,7 +227,7 @@ async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, an
   await publishInbox(await rt.bus.person(), msg, 'person');
   return followTurn({
     rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
-    prompt: promptFor(out, json), answered: new Map([[approvalId, msg.id]]), handedOver: place.kind === 'free',
+    prompt: promptFor(out, json), answered: new Map([[approvalId, msg.id]]), hosting: { kind: 'host', handedOver: place.kind === 'free' },
   });
 }
 

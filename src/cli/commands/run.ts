@@ -9,12 +9,11 @@ import { ReasoningEffortSchema, type ApprovalMode, type TurnRequest } from '../.
 import { newId } from '../../protocol/ids.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { RunPrinter, type Out } from '../output.js';
-import { awaitTurn } from './host-turn.js';
 import { followTurn } from './follow-turn.js';
 import { submitToHosts } from '../hand-off.js';
 import { emptyProjection } from '../../store/projection.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
-import { promptFor } from './resume.js';
+import { failureOf, promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
 
 /** Options of `actorloop run`, as commander parsed them. */
@@ -177,22 +176,17 @@ export async function runCommand(
       await submitToHosts(rt, entry, message);
       return await followTurn({
         rt, entry, from: emptyProjection(actorId), directory: rt.bus.directory, printer, out, json,
-        prompt: promptFor(out, json), handedOver: true, deadlineAt,
+        prompt: promptFor(out, json), hosting: { kind: 'host', handedOver: true }, deadlineAt,
       });
     }
-    const supervisor = rt.supervisor({ onCommit: (_id, events) => printer.commit(events) });
+    // hosted here, followed as a host's agent is: the same follower prints it and asks for approvals
+    const supervisor = rt.supervisor({});
     const actor = await supervisor.create(entry, { epoch: (await rt.pinNew(actorId)).epoch });
-    const ended = actor.whenTurnEnds();
+    const failed = failureOf(actor.whenTurnEnds());
     await supervisor.send(message);
-    return await awaitTurn({
-      actor,
-      ended,
-      directory: rt.bus.directory,
-      printer,
-      out,
-      json,
-      send: (msg) => supervisor.send(msg),
-      prompt: promptFor(out, json),
+    return await followTurn({
+      rt, entry, from: emptyProjection(actorId), directory: rt.bus.directory, printer, out, json,
+      prompt: promptFor(out, json), hosting: { kind: 'here', failed },
     });
   } finally {
     await rt.close();
