@@ -4,39 +4,21 @@ import { AgentActor } from '../src/actors/agent-actor.js';
 import { createFaultInjector } from '../src/actors/faults.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';
-import type { ActorEvent, EventDraft } from '../src/protocol/events.js';
-import { stampDrafts } from '../src/store/jetstream-log.js';
+import type { ActorEvent } from '../src/protocol/events.js';
 import { newId } from '../src/protocol/ids.js';
 import type { BlobStore } from '../src/store/blob-port.js';
 import type { ActorLogWriter } from '../src/store/log-port.js';
 import { emptyProjection } from '../src/store/projection.js';
-import { encodeCommit } from '../src/store/commit-codec.js';
+import { createMemoryLogs } from '../src/store/memory-log.js';
 import { createToolRegistry } from '../src/tools/registry.js';
 import { echoTool } from './echo-tool.js';
 import { benchTurnRequest } from './harness.js';
 import { cpuMeter, settleGc, nowMs, sampleRss } from './stats.js';
 import type { RunResult } from './workload.js';
 
-/**
- * A log writer that keeps commits in memory: stamps and validates every event and encodes the
- * commit as the JetStream writer does, then resolves on the next microtask instead of a PubAck.
- */
+/** The in-memory log of one agent of a no-I/O run: stamped, validated and encoded as on JetStream; a commit resolves on a microtask instead of a PubAck. */
 export function memoryLog(actorId: string): ActorLogWriter {
-  let seq = 0;
-  return {
-    actorId,
-    rootId: actorId,
-    epoch: 1,
-    position: () => ({ seq, streamSeq: seq }),
-    async commit(drafts: EventDraft[]) {
-      // stamped and checked as the JetStream writer does
-      const events = stampDrafts(drafts, { firstSeq: seq + 1, epoch: 1, actorId }, () => new Date());
-      seq += events.length;
-      encodeCommit(events);
-      await Promise.resolve();
-      return events;
-    },
-  };
+  return createMemoryLogs().writer({ rootId: actorId, actorId, position: { seq: 0, streamSeq: 0 }, epoch: 1 });
 }
 
 /** A blob store that stores nothing (the no-I/O runs write no blobs). */

@@ -2,12 +2,16 @@
 
 export { AgentActor, type AgentPorts, type TurnEnded } from './actors/agent-actor.js';
 export { Supervisor, type SupervisorOptions } from './actors/supervisor.js';
+export { createJetStreamPorts, createMemoryPorts, type SupervisorPorts, type MemoryPorts } from './actors/supervisor-ports.js';
 export { createFaultInjector, parseFaultSpecs, FAULT_POINTS, type FaultSpec, type FaultInjector } from './actors/faults.js';
 export { createFileFaultRecords, createMemoryFaultRecords, type FaultRecord, type FaultRecords } from './actors/fault-records.js';
 export { verifyLog, formatViolations, type Violation } from './actors/verify.js';
 export { openBus, type Bus } from './bus/connection.js';
 export { startNatsServer, type NatsServerHandle } from './bus/nats-server.js';
 export { publishInbox } from './bus/inbox.js';
+export { createMemoryInboxes, type MemoryInboxes } from './bus/memory-inbox.js';
+export { createMemoryDirectory } from './bus/memory-directory.js';
+export { createMemoryLeaseStore } from './bus/memory-leases.js';
 export { loadConfig, type EffectiveConfig } from './config/config.js';
 export { agentMachine } from './machines/agent.machine.js';
 export { turnMachine } from './machines/turn.machine.js';
@@ -30,6 +34,7 @@ export {
   ActorloopError, BusError, StoreError, ModelError, ToolError, PolicyError, ConfigError, NotFoundError,
 } from './protocol/errors.js';
 export { createJetStreamLog, createLogReader } from './store/jetstream-log.js';
+export { createMemoryLogs, type MemoryLogs } from './store/memory-log.js';
 export { openLmdbStore } from './store/lmdb-store.js';
 export { createLmdbSnapshots } from './store/snapshots.js';
 export { createLmdbBlobStore, type BlobStore } from './store/blob-port.js';
