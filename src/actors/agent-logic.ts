@@ -1,4 +1,5 @@
-import type { ActorLogic, ActorRefFrom, InspectionEvent, Observer, StateValue } from 'xstate';
+import type { ActorLogic, ActorRefFrom, InspectionEvent, Observer, StateMachine, StateValue } from 'xstate';
+import type { agentMachine } from '../machines/agent.machine.js';
 import type { MachineEvent } from '../machines/machine-event.js';
 import { MachineSet, type MachineCells, type MachineSnapshots, type MachineStates } from './machine-set.js';
 import type { MachineEffect } from './machine-effects.js';
@@ -8,8 +9,11 @@ import type { MachineEffect } from './machine-effects.js';
 // them on the compiled engine. XState's mailbox orders the events: one sent while a transition
 // runs (an effect staging an event, an interrupt aborting the turn) is handled after it.
 
-/** What the agent is doing, as a client shows it. */
-export type AgentStatus = 'idle' | 'claiming' | 'running' | 'waiting_input' | 'waiting_approval' | 'waiting_job' | 'stopped';
+/** The agent machine's states (idle, claiming, turn, waiting_…), read off its definition. */
+type AgentState = typeof agentMachine extends StateMachine<any, any, any, any, any, any, any, infer V, any, any, any, any, any, any> ? V : never;
+
+/** What the agent is doing: its machine's state, or `stopped` once its actor stopped. */
+export type AgentStatus = Extract<AgentState, string> | 'stopped';
 
 /**
  * The snapshot of a hosted agent: XState's status, the agent's own status, and the state value
@@ -35,8 +39,8 @@ export class AgentSnapshot {
   /** What the agent is doing. */
   get agentStatus(): AgentStatus {
     if (this.status === 'stopped') return 'stopped';
-    const v = this.cells.agent.value;
-    return (typeof v === 'string' ? v : Object.keys(v)[0]!) as AgentStatus;
+    // the agent machine is flat: its value is the name of its state
+    return this.cells.agent.value as AgentStatus;
   }
 
   /** State values of the open machines: agent, turn, step, attempt and every open tool call. */

@@ -1,6 +1,6 @@
 import { agentMachine } from '../machines/agent.machine.js';
 import { attemptMachine } from '../machines/attempt.machine.js';
-import { CompiledMachine, type CompiledSnapshot, type EffectSink } from '../machines/compiled-machine.js';
+import { CompiledMachine, type EffectSink } from '../machines/compiled-machine.js';
 import type { MachineEvent } from '../machines/machine-event.js';
 import { stepMachine } from '../machines/step.machine.js';
 import { toolCallMachine } from '../machines/tool-call.machine.js';
@@ -29,13 +29,34 @@ export interface MachineStates {
   calls: Record<string, StateValue>;
 }
 
-/** The compiled snapshots of an agent's open machines at one moment (they never change). */
+/** What the set reads of a machine snapshot (a compiled one, or XState's own). */
+export interface EngineSnapshot {
+  readonly value: StateValue;
+  readonly status: string;
+  readonly context: any;
+}
+
+/**
+ * What runs one machine definition: the compiled engine in the runtime; XState's own
+ * `transition()` in the tests that hold the runtime to it.
+ */
+export interface MachineEngine {
+  initial(input: object, sink: EffectSink | null): EngineSnapshot;
+  transition(snapshot: EngineSnapshot, event: MachineEvent, sink: EffectSink | null): EngineSnapshot;
+  persist(snapshot: EngineSnapshot): unknown;
+  restore(persisted: never): EngineSnapshot;
+}
+
+/** An engine for each kind of machine of an agent. */
+export type MachineEngines = Record<'agent' | 'turn' | 'step' | 'attempt' | 'call', MachineEngine>;
+
+/** The snapshots of an agent's open machines at one moment (they never change). */
 export interface MachineCells {
-  agent: CompiledSnapshot;
-  turn: CompiledSnapshot | null;
-  step: CompiledSnapshot | null;
-  attempt: CompiledSnapshot | null;
-  calls: ReadonlyArray<readonly [string, CompiledSnapshot]>;
+  agent: EngineSnapshot;
+  turn: EngineSnapshot | null;
+  step: EngineSnapshot | null;
+  attempt: EngineSnapshot | null;
+  calls: ReadonlyArray<readonly [string, EngineSnapshot]>;
 }
 
 const NO_CALLS: MachineCells['calls'] = [];
@@ -44,7 +65,7 @@ const NO_CALLS: MachineCells['calls'] = [];
 // actor: an actor per machine per step cost more than the transitions, and XState's general
 // transition algorithm cost more than all the rest of a step. Each definition is compiled once
 // and run by `CompiledMachine`, which is checked against XState's own `transition`.
-const KINDS = {
+const KINDS: MachineEngines = {
   agent: new CompiledMachine(agentMachine),
   turn: new CompiledMachine(turnMachine),
   step: new CompiledMachine(stepMachine),
@@ -64,8 +85,8 @@ const HANDLES = {
 /** One machine's current snapshot. */
 class Cell {
   constructor(
-    readonly machine: CompiledMachine,
-    public snapshot: CompiledSnapshot,
+    readonly machine: MachineEngine,
+    public snapshot: EngineSnapshot,
   ) {}
 
   get context(): any {
@@ -96,24 +117,28 @@ export class MachineSet {
   private readonly sink: EffectSink;
   private stopped = false;
 
-  constructor(actorId: string, sink: Sink, snapshots: MachineSnapshots | null = null) {
+  private readonly engines: MachineEngines;
+
+  /** `engines`: what runs each kind of machine; the compiled engine unless a test says otherwise. */
+  constructor(actorId: string, sink: Sink, snapshots: MachineSnapshots | null = null, engines: MachineEngines = KINDS) {
+    this.engines = engines;
     // The compiled engine emits only the names of the slots its machines declare (it refuses
     // anything else when it compiles them), with the params their expressions compute.
     this.sink = sink as EffectSink;
-    const restore = (machine: CompiledMachine, snapshot: unknown): Cell => new Cell(machine, machine.restore(snapshot as never));
+    const restore = (machine: MachineEngine, snapshot: unknown): Cell => new Cell(machine, machine.restore(snapshot as never));
     if (snapshots) {
-      this.agent = restore(KINDS.agent, snapshots.agent);
-      if (snapshots.turn) this.turn = restore(KINDS.turn, snapshots.turn);
-      if (snapshots.step) this.step = restore(KINDS.step, snapshots.step);
-      if (snapshots.attempt) this.attempt = restore(KINDS.attempt, snapshots.attempt);
-      for (const [id, snap] of Object.entries(snapshots.calls)) this.calls.set(id, restore(KINDS.call, snap));
+      this.agent = restore(this.engines.agent, snapshots.agent);
+      if (snapshots.turn) this.turn = restore(this.engines.turn, snapshots.turn);
+      if (snapshots.step) this.step = restore(this.engines.step, snapshots.step);
+      if (snapshots.attempt) this.attempt = restore(this.engines.attempt, snapshots.attempt);
+      for (const [id, snap] of Object.entries(snapshots.calls)) this.calls.set(id, restore(this.engines.call, snap));
     } else {
-      this.agent = this.open(KINDS.agent, { actorId });
+      this.agent = this.open(this.engines.agent, { actorId });
     }
   }
 
   /** Creates a machine's initial snapshot; its entry effects go to this set's sink. */
-  private open(machine: CompiledMachine, input: object): Cell {
+  private open(machine: MachineEngine, input: object): Cell {
     return new Cell(machine, machine.initial(input, this.stopped ? null : this.sink));
   }
 
@@ -138,10 +163,10 @@ export class MachineSet {
   route(e: ActorEvent): void {
     switch (e.type) {
       case 'turn/start':
-        this.turn = this.open(KINDS.turn, { turnId: e.turn!, budgets: e.data.settings.budgets });
+        this.turn = this.open(this.engines.turn, { turnId: e.turn!, budgets: e.data.settings.budgets });
         break;
       case 'step/start':
-        this.step = this.open(KINDS.step, {
+        this.step = this.open(this.engines.step, {
           stepId: e.step!,
           index: e.data.index,
           maxAttempts: e.data.maxAttempts,
@@ -149,12 +174,12 @@ export class MachineSet {
         });
         break;
       case 'attempt/start':
-        this.attempt = this.open(KINDS.attempt, { attemptId: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest });
+        this.attempt = this.open(this.engines.attempt, { attemptId: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest });
         break;
       case 'tool/call':
         this.calls.set(
           e.call!,
-          this.open(KINDS.call, {
+          this.open(this.engines.call, {
             callId: e.call!,
             name: e.data.name,
             valid: e.data.status === 'valid',
