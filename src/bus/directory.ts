@@ -11,7 +11,7 @@ export const DirectoryEntrySchema = z.object({
   kind: z.enum(['agent', 'subagent', 'job']),
   parentId: z.string().nullable(),
   rootId: z.string(),
-  status: z.enum(['idle', 'running', 'waiting', 'stopped', 'completed', 'failed']),
+  status: z.enum(['idle', 'running', 'waiting', 'stopped', 'completed', 'failed', 'cancelled']),
   title: z.string(),
   workspace: z.string(),
   createdAt: z.string(),
@@ -28,16 +28,17 @@ export const STATUS_AFTER_TURN: Record<'completed' | 'failed' | 'stopped' | 'can
   completed: 'completed',
   failed: 'failed',
   stopped: 'stopped',
-  cancelled: 'stopped',
+  cancelled: 'cancelled',
 };
 
 /**
  * The status a committed event moves an actor to, or null when it moves none: a turn starting
- * (`running`), asking a person (`waiting`), ending (its outcome's status).
+ * (`running`), asking a person or parked for one (`waiting`), ending (its outcome's status).
+ * A cache: `runs` shows the status its log gives (`src/client/status.ts`).
  */
 export function statusAfter(e: { type: string; data?: unknown }): ActorStatus | null {
   if (e.type === 'turn/start' || e.type === 'approval/granted' || e.type === 'approval/denied') return 'running';
-  if (e.type === 'approval/requested') return 'waiting';
+  if (e.type === 'approval/requested' || e.type === 'actor/parked') return 'waiting';
   if (e.type === 'turn/end') return STATUS_AFTER_TURN[(e.data as { outcome: keyof typeof STATUS_AFTER_TURN }).outcome] ?? null;
   return null;
 }
