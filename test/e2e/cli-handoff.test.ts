@@ -3,7 +3,7 @@
 // keeps the old behaviour. One real `actorloop host` on a real nats-server serves the file; every
 // CLI is a real process with a data dir of its own (the host keeps its LMDB elsewhere).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
 import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
@@ -188,6 +188,35 @@ describe('with a host running', () => {
     const events = parseEvents(resumed.stdout);
     expect(events.map((e) => e.type)).toContain('recovery/continuation');
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+    expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
+  });
+
+  test('Ctrl-C (SIGINT) during a handed-over run cancels the turn on the host: turn/end cancelled (interrupted), exit 130, verify passes', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, cli, common } = await setup(onTestFinished);
+    const script = join(ws, 'slow.json');
+    await writeFile(script, JSON.stringify({ responses: [{ content: 'too late', delay_ms: 20_000 }] }));
+    const child = spawn(process.execPath, ['bin/actorloop.js', 'run', 'wait', '--model', `scripted:${script}`, '--cwd', ws, '--json', ...common], {
+      cwd: REPO_ROOT, env: cliEnv(dataDir),
+    });
+    children.add(child);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // the host's model request is in flight
+    await until('the attempt on the host', async () => out.includes('"type":"attempt/start"') && err.includes(`to host ${HOST}; following its events`));
+    const t0 = Date.now();
+    child.kill('SIGINT');
+    expect(await exited, err).toBe(130);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    const agentId = lines(err)[0]!;
+    const events = parseEvents(out);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'cancelled', reason: 'interrupted' } });
+    // the host did it: the interrupt came through its inbox, and no command ever hosted the agent
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(log.find((e) => e.type === 'inbox/received' && e.data.kind === 'interrupt')).toMatchObject({ data: { from: 'client:cli' } });
+    expect(new Set(log.map((e) => e.epoch)).size).toBe(1);
     expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
   });
 
