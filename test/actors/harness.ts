@@ -36,7 +36,7 @@ export function captureModels(script: ScriptResponse[]): CapturedModels {
 }
 
 /** What `runtimes().open` takes besides where the runtime runs. */
-export type OpenOptions = Omit<TestRuntimeOptions, 'natsUrl' | 'memory' | 'modelFor'> & { models?: CapturedModels };
+export type OpenOptions = Omit<TestRuntimeOptions, 'natsUrl' | 'memory'> & { models?: CapturedModels };
 
 /** Opens runtimes and closes every one of them (call `closeAll` in afterEach). */
 export interface Runtimes<R extends TestRuntime> {
@@ -126,7 +126,13 @@ export async function waitForLog(
 
 /** The setting of one test file: runtimes, a workspace, and where they run. */
 export interface TestWorld<R extends TestRuntime> {
+  /** Runtimes closed after each test. */
   rts: Runtimes<R>;
+  /**
+   * A runtime for the whole file: opened before its tests with what `opts()` says then (after the
+   * file's own setup registered before this call), closed after them.
+   */
+  shared(opts?: () => OpenOptions): { readonly rt: R };
   /** A workspace holding `src/a.txt` ("alpha\nbeta\n"), one for the file. */
   readonly ws: string;
 }
@@ -166,8 +172,22 @@ export function actorTestWorld(opts: { nats?: boolean } = {}): NatsTestWorld | M
   });
   const rts = opts.nats ? runtimes(() => nats!.url) : runtimes({ memory: () => ports! });
   afterEach(async () => rts.closeAll());
+  const lasting = opts.nats ? runtimes(() => nats!.url) : runtimes({ memory: () => ports! });
   return {
     rts,
+    shared(o = () => ({})) {
+      let rt: TestRuntime | undefined;
+      beforeAll(async () => {
+        rt = await lasting.open(o());
+      });
+      // registered after the world's own: runs before the server stops
+      afterAll(async () => lasting.closeAll());
+      return {
+        get rt() {
+          return rt!;
+        },
+      };
+    },
     get ws(): string {
       return ws;
     },

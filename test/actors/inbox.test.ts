@@ -1,27 +1,13 @@
-import { rm } from 'node:fs/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { publishInbox } from '../../src/bus/inbox.js';
 import { inboxConsumerName, STREAMS } from '../../src/bus/subjects.js';
 import { newId } from '../../src/protocol/ids.js';
-import { message, ofType, runtimes, startTurn, waitForLog } from './harness.js';
+import { actorTestWorld, message, ofType, startTurn, waitForLog } from './harness.js';
 
-let nats: TestNats;
-let ws: string;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  ws = await tempDir('ws');
-});
-afterAll(async () => {
-  await nats.stop();
-  await rm(ws, { recursive: true, force: true });
-});
-
-const rts = runtimes(() => nats.url);
-afterEach(async () => rts.closeAll());
+const world = actorTestWorld({ nats: true });
+const { rts } = world;
 
 const turnEnds = (n: number) => (log: { type: string }[]) => log.filter((e) => e.type === 'turn/end').length >= n;
 
@@ -40,10 +26,10 @@ describe('inbox', () => {
       const backlog = async (n: number): Promise<number> => {
         const actorId = newId('agent');
         const first = rt.supervisor();
-        await first.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: ws, labels: {} });
+        await first.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: world.ws, labels: {} });
         await first.stop();
         // mail that arrived while no host held the agent
-        for (let i = 0; i < n; i++) await publishInbox(rt.bus.js, message(actorId, `task ${i}`, { request: turnRequest(ws) }), 'person');
+        for (let i = 0; i < n; i++) await publishInbox(rt.bus.js, message(actorId, `task ${i}`, { request: turnRequest(world.ws) }), 'person');
         const next = rt.supervisor();
         const { actor } = await next.hydrate(actorId);
         const log = await waitForLog(next, actor, (l) => l.filter((e) => e.type === 'inbox/received').length === n);
@@ -65,9 +51,9 @@ describe('inbox', () => {
   it('starts one turn for a message sent twice with the same ID', async () => {
     const rt = await rts.open({ script: [{ content: 'first' }, { content: 'second' }, { content: 'third' }] });
     const sup = rt.supervisor();
-    const { actor, ended, messageId } = await startTurn(sup, 'hello', turnRequest(ws));
+    const { actor, ended, messageId } = await startTurn(sup, 'hello', turnRequest(world.ws));
     // the same message again: the inbox dedupes by its ID
-    const dup = message(actor.actorId, 'hello', { id: messageId as never, request: turnRequest(ws) });
+    const dup = message(actor.actorId, 'hello', { id: messageId as never, request: turnRequest(world.ws) });
     await sup.send(dup);
     expect(await ended).toMatchObject({ outcome: 'completed', answer: 'first' });
     // a later, distinct message: anything delivered before it has been taken by the time its turn ends
@@ -85,11 +71,11 @@ describe('inbox', () => {
   it('takes a redelivered message that is already in the log without a new event', async () => {
     const rt = await rts.open({ script: [{ content: 'first' }] });
     const sup = rt.supervisor();
-    const { actor, ended, messageId } = await startTurn(sup, 'hello', turnRequest(ws));
+    const { actor, ended, messageId } = await startTurn(sup, 'hello', turnRequest(world.ws));
     await ended;
     const before = await readLog(sup, actor.rootId, actor.actorId);
     // as after a lost ack: the same message delivered to the actor again
-    await actor.receive(message(actor.actorId, 'hello', { id: messageId as never, request: turnRequest(ws) }));
+    await actor.receive(message(actor.actorId, 'hello', { id: messageId as never, request: turnRequest(world.ws) }));
     await actor.idle();
     expect(await readLog(sup, actor.rootId, actor.actorId)).toEqual(before);
     expect(actor.projection.inbox[messageId]).toMatchObject({ state: 'included', content: '' });
@@ -98,7 +84,7 @@ describe('inbox', () => {
   it('starts a follow-up sent during a turn as the next turn once the first ends', async () => {
     const rt = await rts.open({ script: [{ content: 'first answer', delay_ms: 500 }, { content: 'follow-up answer' }] });
     const sup = rt.supervisor();
-    const { actor, ended, messageId } = await startTurn(sup, 'first question', turnRequest(ws));
+    const { actor, ended, messageId } = await startTurn(sup, 'first question', turnRequest(world.ws));
     await waitForLog(sup, actor, (l) => l.some((e) => e.type === 'attempt/start'));
     const followUp = message(actor.actorId, 'and then?', { kind: 'follow_up' });
     await sup.send(followUp);

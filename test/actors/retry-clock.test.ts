@@ -1,22 +1,10 @@
-import { rm } from 'node:fs/promises';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { verifyLog } from '../../src/actors/verify.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { readLog, runTurn, turnRequest } from '../helpers/runtime.js';
-import { ofType, runtimes } from './harness.js';
+import { actorTestWorld, ofType } from './harness.js';
 
-let nats: TestNats;
-let ws: string;
-beforeAll(async () => {
-  nats = await startTestNats();
-  ws = await tempDir('ws');
-});
-afterAll(async () => {
-  await nats.stop();
-  await rm(ws, { recursive: true, force: true });
-});
-const rts = runtimes(() => nats.url);
-afterEach(async () => rts.closeAll());
+const world = actorTestWorld();
+const { rts } = world;
 
 /** A clock that starts now and jumps forward when something sleeps on it. */
 function fakeClock() {
@@ -39,7 +27,7 @@ it('waits out a two-minute Retry-After on the clock, retries the identical reque
   const { clock, slept } = fakeClock();
   const sup = rt.supervisor({ extra: { clock } });
   const t0 = Date.now();
-  const { actor, ended } = await runTurn(sup, 'answer', turnRequest(ws));
+  const { actor, ended } = await runTurn(sup, 'answer', turnRequest(world.ws));
   expect(ended.outcome).toBe('completed');
   expect(Date.now() - t0).toBeLessThan(10_000);
   expect(slept.length).toBe(1);
@@ -59,7 +47,7 @@ it('a backoff longer than the deadline is cut short by it: the turn stops on tim
   const rt = await rts.open({ script: [{ error: { type: 'server', retry_after_ms: 600_000 } }, { content: 'never' }] });
   const sup = rt.supervisor();
   const t0 = Date.now();
-  const { actor, ended } = await runTurn(sup, 'answer', turnRequest(ws, { deadlineSeconds: 0.5 }));
+  const { actor, ended } = await runTurn(sup, 'answer', turnRequest(world.ws, { deadlineSeconds: 0.5 }));
   expect(ended).toMatchObject({ outcome: 'stopped', reason: 'deadline' });
   expect(Date.now() - t0).toBeLessThan(5_000);
   const log = await readLog(sup, actor.rootId, actor.actorId);

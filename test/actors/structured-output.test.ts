@@ -1,10 +1,8 @@
-import { rm } from 'node:fs/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/actors/verify.js';
 import { checkAnswer } from '../../src/model/output-schema.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { readLog, runTurn, turnRequest } from '../helpers/runtime.js';
-import { captureModels, ofType, runtimes } from './harness.js';
+import { actorTestWorld, captureModels, ofType } from './harness.js';
 
 const SCHEMA = {
   type: 'object',
@@ -13,18 +11,8 @@ const SCHEMA = {
   additionalProperties: false,
 };
 
-let nats: TestNats;
-let ws: string;
-beforeAll(async () => {
-  nats = await startTestNats();
-  ws = await tempDir('ws');
-});
-afterAll(async () => {
-  await nats.stop();
-  await rm(ws, { recursive: true, force: true });
-});
-const rts = runtimes(() => nats.url);
-afterEach(async () => rts.closeAll());
+const world = actorTestWorld();
+const { rts } = world;
 
 describe('structured output', () => {
   it('checks answers against a JSON Schema with reasons a model can act on', () => {
@@ -43,7 +31,7 @@ describe('structured output', () => {
     ]);
     const rt = await rts.open({ models });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'what is the bug?', turnRequest(ws, { outputSchema: SCHEMA }));
+    const { actor, ended } = await runTurn(sup, 'what is the bug?', turnRequest(world.ws, { outputSchema: SCHEMA }));
     expect(ended).toMatchObject({ outcome: 'completed', answer: '{"bug":"only the first space is replaced","fixed":true}' });
     const log = await readLog(sup, actor.rootId, actor.actorId);
     expect(ofType(log, 'assistant/rejected')).toHaveLength(1);
@@ -61,7 +49,7 @@ describe('structured output', () => {
   it('fails the turn with a clear reason after three refused answers', async () => {
     const rt = await rts.open({ script: [{ content: 'no' }, { content: '{"bug":2}' }, { content: '[]' }, { content: 'unused' }] });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'what is the bug?', turnRequest(ws, { outputSchema: SCHEMA }));
+    const { actor, ended } = await runTurn(sup, 'what is the bug?', turnRequest(world.ws, { outputSchema: SCHEMA }));
     expect(ended.outcome).toBe('failed');
     expect(ended.reason).toMatch(/^invalid final answer: the answer does not match the output schema/);
     const log = await readLog(sup, actor.rootId, actor.actorId);
