@@ -1,6 +1,7 @@
 // The public API of actorloop: explicit named exports, the only barrel.
 
 export { AgentActor, type AgentPorts, type TurnEnded } from './actors/agent-actor.js';
+export type { AgentActorRef, AgentSnapshot, AgentStatus, InspectObserver } from './actors/agent-logic.js';
 export { Supervisor, type SupervisorOptions } from './actors/supervisor.js';
 export { createJetStreamPorts, createMemoryPorts, type SupervisorPorts, type MemoryPorts } from './actors/supervisor-ports.js';
 export { createFaultInjector, parseFaultSpecs, FAULT_POINTS, type FaultSpec, type FaultInjector } from './actors/faults.js';
