@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { DirectoryEntry } from '../bus/directory.js';
 import type { Inbox, InboxConsumerOptions, InboxWatch } from '../bus/inbox-port.js';
 import { liveSubject } from '../bus/subjects.js';
-import { NotFoundError } from '../protocol/errors.js';
+import { agentNotFound } from '../protocol/errors.js';
 import type { TurnSettings } from '../protocol/events.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import type { ModelAdapter, ModelStreamEvent } from '../model/model-port.js';
@@ -132,9 +132,7 @@ export class Supervisor {
   ): Promise<{ actor: AgentActor; recovered: boolean; entry: DirectoryEntry }> {
     const entry = await this.opts.ports.directory.get(actorId);
     if (!entry) {
-      throw new NotFoundError('actor.not_found', `no agent ${actorId} in this data dir`, {
-        hint: 'list agents with `actorloop runs`, and pass the same --data-dir and --nats as the run',
-      });
+      throw agentNotFound(actorId);
     }
     const r = await rehydrate<Projection>({
       reader: this.reader,

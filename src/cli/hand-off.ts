@@ -3,7 +3,7 @@ import type { DirectoryEntry } from '../bus/directory.js';
 import type { HostRecord } from '../bus/hosts.js';
 import { ensureInboxConsumer, openInbox, publishInbox } from '../bus/inbox.js';
 import { claimSubject } from '../bus/subjects.js';
-import { NotFoundError } from '../protocol/errors.js';
+import { agentNotFound } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import { emptyProjection, foldEvent, type Projection } from '../store/projection.js';
 import type { Runtime } from './runtime.js';
@@ -35,9 +35,7 @@ export async function placementOf(rt: Runtime, agentId: string): Promise<Placeme
 export async function entryOf(rt: Runtime, agentId: string): Promise<DirectoryEntry> {
   const entry = await rt.bus.directory.get(agentId);
   if (!entry) {
-    throw new NotFoundError('actor.not_found', `no agent ${agentId} in this data dir`, {
-      hint: 'list agents with `actorloop runs`, and pass the same --data-dir and --nats as the run',
-    });
+    throw agentNotFound(agentId);
   }
   return entry;
 }

@@ -17,7 +17,7 @@ import { BUCKETS } from '../bus/subjects.js';
 import { createKvLeaseStore, DEFAULT_LEASE_TTL_MS, ensureLeaseBucket, type Lease, type LeaseStore } from '../bus/leases.js';
 import { createKvHostPresence, ensureHostsBucket, type HostPresence } from '../bus/hosts.js';
 import { LeaseKeeper, localHolder } from '../actors/lease-keeper.js';
-import { ConfigError, NotFoundError } from '../protocol/errors.js';
+import { ConfigError, agentNotFound } from '../protocol/errors.js';
 import { createModelAdapter } from '../model/factory.js';
 import { modelName } from '../actors/agent-effects.js';
 import { priceFor } from '../model/pricing.js';
@@ -168,9 +168,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     hosts,
     async pin(actorId) {
       if (!(await bus.directory.get(actorId))) {
-        throw new NotFoundError('actor.not_found', `no agent ${actorId} in this data dir`, {
-          hint: 'list agents with `actorloop runs`, and pass the same --data-dir and --nats as the run',
-        });
+        throw agentNotFound(actorId);
       }
       const lease = await keeper.take(actorId);
       if (lease) return lease;

@@ -44,6 +44,13 @@ export class ConfigError extends ActorloopError {}
 /** Something the user named does not exist: exit 3. */
 export class NotFoundError extends ActorloopError {}
 
+/** An agent ID the directory does not hold (exit 3), in the one wording every command uses. */
+export function agentNotFound(actorId: string): NotFoundError {
+  return new NotFoundError('actor.not_found', `no agent ${actorId} in this data dir`, {
+    hint: 'list agents with `actorloop runs`, and pass the same --data-dir and --nats as the run',
+  });
+}
+
 /** Stable store error codes. */
 export const STORE_CODES = {
   fenced: 'store.fenced',
