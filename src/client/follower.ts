@@ -1,7 +1,7 @@
 import type { ActorEvent } from '../protocol/events.js';
 import type { LogReader } from '../store/log-port.js';
 import { emptyProjection, foldEvent, type Projection } from '../store/projection.js';
-import { statusOf, type AgentStatus } from './status.js';
+import { statusOf, type ClientStatus } from './status.js';
 
 /** Where a follower reads: one agent's log. */
 export interface FollowTarget {
@@ -28,7 +28,7 @@ export interface ClientEvent {
   streamSeq: number;
   /** The agent's state with this event folded in (the same object each time). */
   projection: Projection;
-  status: AgentStatus;
+  status: ClientStatus;
 }
 
 /**

@@ -6,10 +6,10 @@ import type { Projection } from '../store/projection.js';
  * turn open or a task received and not yet started, `waiting` once it committed `actor/parked`
  * (a person must answer), the outcome of its last turn once that ended, `idle` before any.
  */
-export type AgentStatus = 'idle' | 'running' | 'waiting' | TurnOutcome;
+export type ClientStatus = 'idle' | 'running' | 'waiting' | TurnOutcome;
 
 /** The status of an agent whose log folds to `p`. */
-export function statusOf(p: Projection): AgentStatus {
+export function statusOf(p: Projection): ClientStatus {
   if (p.parked) return 'waiting';
   if (p.openTurn) return 'running';
   const startsTurn = Object.values(p.inbox).some((i) => i.state === 'pending' && (i.kind === 'user_message' || i.kind === 'follow_up'));
