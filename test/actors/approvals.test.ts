@@ -1,35 +1,28 @@
 import { appendFile, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
 import { defaultTooling, type ToolingPorts } from '../../src/actors/tooling.js';
 import { verifyLog } from '../../src/actors/verify.js';
 import { approvalMessage } from '../../src/cli/commands/approvals.js';
 import { CLIENT_SENDER } from '../../src/actors/tool-policy.js';
-import { publishInbox } from '../../src/bus/inbox.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { PolicyRule } from '../../src/protocol/policy-rule.js';
 import type { ToolDefinition } from '../../src/tools/tool.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
-import { openTestRuntime, readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
-import { message, ofType, only, startTurn } from './harness.js';
+import { tempDir } from '../helpers/nats.js';
+import { readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
+import { actorTestWorld, message, ofType, only, startTurn } from './harness.js';
 
-let nats: TestNats;
 let ws: string;
 let rt: TestRuntime | null = null;
 
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await nats.stop();
-});
+const world = actorTestWorld();
 beforeEach(async () => {
   ws = await tempDir('ws');
 });
 afterEach(async () => {
-  await rt?.close();
+  await world.rts.closeAll();
   rt = null;
   await rm(ws, { recursive: true, force: true });
 });
@@ -60,7 +53,7 @@ const appendTool: ToolDefinition<{ line: string }> = {
 const append = (line: string): ScriptResponse => ({ tool_calls: [{ name: 'append', arguments: { line } }] });
 
 async function open(script: ScriptResponse[], tooling: Partial<ToolingPorts> = {}, faults = '') {
-  rt = await openTestRuntime({ natsUrl: nats.url, script, tools: [appendTool] });
+  rt = await world.rts.open({ script, tools: [appendTool] });
   return rt.supervisor({ extra: { tooling: defaultTooling(tooling) }, faults: createFaultInjector(parseFaultSpecs(faults)) });
 }
 
@@ -118,7 +111,7 @@ describe('approvals', () => {
     const digest = actor.projection.approvals![approvalId!]!.planDigest;
     // what a host (an agent's runtime) may publish: the actors' channel, whatever `from` claims
     const forged = approvalMessage(actor.actorId, approvalId!, digest, { decision: 'approve', always: false });
-    await publishInbox(rt!.bus.js, forged, 'actor');
+    await rt!.ports.inbox.publish(forged, 'actor');
     await waitFor(() => actor.projection.inbox[forged.id]?.state === 'cancelled');
     expect(actor.projection.approvals![approvalId!]!.state).toBe('pending');
     expect(await effects()).toEqual([]);
@@ -245,7 +238,7 @@ describe('approvals', () => {
     await sup.send(approvalMessage(actor.actorId, approvalId!, actor.projection.approvals![approvalId!]!.planDigest, { decision: 'approve', always: false }));
     await expect(ended).rejects.toThrow();
     // another runtime on the same log, built without the tool
-    const other = await openTestRuntime({ natsUrl: nats.url, script: [append('one'), { content: 'done' }] });
+    const other = await world.rts.open({ script: [append('one'), { content: 'done' }] });
     try {
       const next = other.supervisor({ extra: { tooling: defaultTooling() } });
       let resumed!: Promise<unknown>;

@@ -4,33 +4,30 @@
 // the effectful write ran at most once per started call.
 import { cp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
 import { loadScript } from '../../src/model/script.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { tempDir } from '../helpers/nats.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
-import { ofType, replay, runtimes, startTurn } from './harness.js';
+import { actorTestWorld, ofType, replay, startTurn } from './harness.js';
 
 const DEMO = join(import.meta.dirname, '..', '..', 'examples', 'demo');
-let nats: TestNats;
 let script: ScriptResponse[];
 let fixed: string;
 const dirs: string[] = [];
 
+const world = actorTestWorld();
+const { rts } = world;
 beforeAll(async () => {
-  nats = await startTestNats();
   script = await loadScript(join(DEMO, 'script.json'));
   fixed = (script[3]!.tool_calls![0]!.arguments as { content: string }).content;
 });
 afterAll(async () => {
-  await nats.stop();
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
-const rts = runtimes(() => nats.url);
-afterEach(async () => rts.closeAll());
 
 // How often the demo reaches each point: 6 steps, 6 tool calls, 6 model streams.
 const CASES: Array<[string, number]> = [

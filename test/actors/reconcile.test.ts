@@ -1,9 +1,9 @@
-// Recovery by reconcile, in process on a real nats-server and LMDB: a call with reconcile
+// Recovery by reconcile, in process on the in-memory ports and LMDB: a call with reconcile
 // semantics is dropped after its tool/start (never ran) or before its result (ran), and the next
 // incarnation asks its tool, commits the verdict as tool/reconciled, and settles the call by it.
 import { appendFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
@@ -13,27 +13,21 @@ import { approvalMessage } from '../../src/cli/commands/approvals.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { ReconcileContext, ReconcileVerdict, ToolDefinition } from '../../src/tools/tool.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
-import { openTestRuntime, readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
-import { ofType, only, replay, startTurn } from './harness.js';
+import { tempDir } from '../helpers/nats.js';
+import { readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
+import { actorTestWorld, ofType, only, replay, startTurn } from './harness.js';
 
-let nats: TestNats;
 let ws: string;
 let rt: TestRuntime | null = null;
 
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await nats.stop();
-});
+const world = actorTestWorld();
 beforeEach(async () => {
   ws = await tempDir('ws-reconcile');
   asked = [];
   answer = null;
 });
 afterEach(async () => {
-  await rt?.close();
+  await world.rts.closeAll();
   rt = null;
   await rm(ws, { recursive: true, force: true });
 });
@@ -77,7 +71,7 @@ const effects = async (): Promise<string[]> => (await readFile(join(ws, 'effects
 
 /** Runs the script until the drop at `spec`; the drop leaves its point in the runtime's fault records. */
 async function dropAt(spec: string): Promise<AgentActor> {
-  rt = await openTestRuntime({ natsUrl: nats.url, script: SCRIPT, tools: [appendLine] });
+  rt = await world.rts.open({ script: SCRIPT, tools: [appendLine] });
   const sup = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs(spec), undefined, rt.faultRecords) });
   const { actor, ended } = await startTurn(sup, 'append one', turnRequest(ws));
   await expect(ended).rejects.toMatchObject({ code: 'actor.dropped' });
@@ -195,7 +189,7 @@ describe('reconcile recovery', () => {
 
   it('resumed by a runtime without the tool: unknown (nobody to ask), and a person is still asked', async () => {
     const dropped = await dropAt('before:tool/result=drop');
-    const other = await openTestRuntime({ natsUrl: nats.url, script: SCRIPT });
+    const other = await world.rts.open({ script: SCRIPT });
     try {
       const sup = other.supervisor();
       let ended!: Promise<TurnEnded>;
@@ -261,7 +255,7 @@ describe('write_file reconcile through recovery', () => {
   ] as const)('a drop at %s: %s, the file written once', async (spec, verdict, starts) => {
     await mkdir(join(ws, 'src'), { recursive: true });
     await writeFile(join(ws, 'src', 'a.txt'), 'old\n');
-    rt = await openTestRuntime({ natsUrl: nats.url, script: writeScript('new\n') });
+    rt = await world.rts.open({ script: writeScript('new\n') });
     const sup1 = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs(spec), undefined, rt.faultRecords) });
     const { actor: dropped, ended: dead } = await startTurn(sup1, 'write it', turnRequest(ws));
     await expect(dead).rejects.toMatchObject({ code: 'actor.dropped' });

@@ -1,6 +1,6 @@
 import { appendFile, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
 import { defaultTooling, staticPolicy, type ToolingPorts } from '../../src/actors/tooling.js';
@@ -10,26 +10,20 @@ import { shapeObservation } from '../../src/tools/observation.js';
 import { createRedactor } from '../../src/tools/redact.js';
 import { findBubblewrap } from '../../src/tools/sandbox.js';
 import type { ToolDefinition } from '../../src/tools/tool.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
-import { openTestRuntime, readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
-import { ofType, only, startTurn } from './harness.js';
+import { tempDir } from '../helpers/nats.js';
+import { readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
+import { actorTestWorld, ofType, only, startTurn } from './harness.js';
 
-let nats: TestNats;
 let ws: string;
 let rt: TestRuntime | null = null;
 
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await nats.stop();
-});
+const world = actorTestWorld();
 beforeEach(async () => {
   ws = await tempDir('ws');
   intervals.length = 0;
 });
 afterEach(async () => {
-  await rt?.close();
+  await world.rts.closeAll();
   rt = null;
   await rm(ws, { recursive: true, force: true });
 });
@@ -88,7 +82,7 @@ const echoTool: ToolDefinition<{ text?: string; repeat?: number }> = {
 };
 
 async function open(script: ScriptResponse[], tooling: Partial<ToolingPorts> = {}, faults = '') {
-  rt = await openTestRuntime({ natsUrl: nats.url, script, tools: [slowTool, keyedTool, echoTool] });
+  rt = await world.rts.open({ script, tools: [slowTool, keyedTool, echoTool] });
   return rt.supervisor({ extra: { tooling: defaultTooling(tooling) }, faults: createFaultInjector(parseFaultSpecs(faults)) });
 }
 

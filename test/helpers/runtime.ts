@@ -78,6 +78,7 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
     opts.modelFor ??
     (async (_s: TurnSettings, cursor: number) => createScriptedModel({ responses: opts.script ?? [], cursor }));
   const faultRecords = createFileFaultRecords(join(dataDir, 'faults'));
+  let closing: Promise<void> | undefined;
   return {
     ...(bus ? { bus } : {}),
     ports,
@@ -109,12 +110,16 @@ export async function openTestRuntime(opts: TestRuntimeOptions): Promise<TestRun
       supervisors.push(s);
       return s;
     },
-    async close() {
-      for (const s of supervisors) await s.stop();
-      await bus?.close();
-      await blobs.flush();
-      await lmdb.close();
-      await rm(dataDir, { recursive: true, force: true });
+    // once, however often it is called: a test may close a runtime its fixture closes too
+    close() {
+      closing ??= (async () => {
+        for (const s of supervisors) await s.stop();
+        await bus?.close();
+        await blobs.flush();
+        await lmdb.close();
+        await rm(dataDir, { recursive: true, force: true });
+      })();
+      return closing;
     },
   };
 }
