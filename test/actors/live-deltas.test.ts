@@ -1,25 +1,15 @@
-import { rm } from 'node:fs/promises';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { liveSubject } from '../../src/bus/subjects.js';
 import { newId } from '../../src/protocol/ids.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
-import { openTestRuntime, turnRequest, type TestRuntime } from '../helpers/runtime.js';
+import { turnRequest } from '../helpers/runtime.js';
+import { actorTestWorld } from './harness.js';
 
-let nats: TestNats;
-let rt: TestRuntime;
-let ws: string;
-beforeAll(async () => {
-  nats = await startTestNats();
-  ws = await tempDir('ws');
-  rt = await openTestRuntime({ natsUrl: nats.url, script: [{ content: 'one two three four five six' }] });
-});
-afterAll(async () => {
-  await rt.close();
-  await nats.stop();
-  await rm(ws, { recursive: true, force: true });
-});
+// live deltas are core NATS messages: a real server
+const world = actorTestWorld({ nats: true });
+const file = world.shared(() => ({ script: [{ content: 'one two three four five six' }] }));
 
 it('publishes stream deltas live on live.<root>.<actor>, and commits only the accepted output', async () => {
+  const { rt } = file;
   const sup = rt.supervisor();
   const actorId = newId('agent');
   const deltas: string[] = [];
@@ -32,7 +22,7 @@ it('publishes stream deltas live on live.<root>.<actor>, and commits only the ac
   const ended = actor.whenTurnEnds();
   await sup.send({
     id: newId('message'), from: 'test', to: actorId, kind: 'user_message', target: 'next_turn', wakeup: true,
-    content: 'count', request: turnRequest(ws), sentAt: new Date().toISOString(),
+    content: 'count', request: turnRequest(world.ws), sentAt: new Date().toISOString(),
   });
   expect((await ended).answer).toBe('one two three four five six');
   await rt.bus.nc.flush();

@@ -1,9 +1,8 @@
 // Inbox delivery hardening on a real nats-server: a message is included once however often it
 // comes (lost ack, re-publish), a message that cannot be taken is retried with backoff and then
 // becomes a dead letter (never dropped silently), and a dead letter can be sent again.
-import { rm } from 'node:fs/promises';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFaultInjector, type FaultInjector } from '../../src/actors/faults.js';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
 import { openBus, type Bus } from '../../src/bus/connection.js';
@@ -12,27 +11,19 @@ import { openInbox, publishInbox } from '../../src/bus/inbox.js';
 import { inboxSubject } from '../../src/bus/subjects.js';
 import { ActorloopError } from '../../src/protocol/errors.js';
 import { newId } from '../../src/protocol/ids.js';
-import { message, ofType, runtimes, startTurn, waitForLog } from '../actors/harness.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { actorTestWorld, message, ofType, startTurn, waitForLog } from '../actors/harness.js';
 import { turnRequest } from '../helpers/runtime.js';
 
-let nats: TestNats;
+const world = actorTestWorld({ nats: true });
+const { rts } = world;
+// a bus of the test's own, for what it publishes and reads besides the runtimes
 let bus: Bus;
-let ws: string;
-
 beforeAll(async () => {
-  nats = await startTestNats();
-  bus = await openBus({ natsUrl: nats.url, dataDir: nats.storeDir, logger: pino({ level: 'silent' }) });
-  ws = await tempDir('ws');
+  bus = await openBus({ natsUrl: world.natsUrl, dataDir: world.nats.storeDir, logger: pino({ level: 'silent' }) });
 });
 afterAll(async () => {
   await bus?.close();
-  await nats?.stop();
-  if (ws) await rm(ws, { recursive: true, force: true });
 });
-
-const rts = runtimes(() => nats.url);
-afterEach(async () => rts.closeAll());
 
 const text = (data: Uint8Array) => new TextDecoder().decode(data);
 
@@ -174,7 +165,7 @@ describe('inbox delivery through a supervisor', () => {
     const rt = await rts.open({ script: [{ content: 'done' }] });
     // the first host commits inbox/received, then stops before acking (as a crash would)
     const first = rt.supervisor({ faults: createFaultInjector([{ point: 'before:inbox-ack', actorId: null, nth: 1, action: 'drop' }]) });
-    const { actor, messageId } = await startTurn(first, 'hello', turnRequest(ws));
+    const { actor, messageId } = await startTurn(first, 'hello', turnRequest(world.ws));
     await eventually('the first host dropped', async () => actor.failed !== null, Boolean);
     await first.stop();
 
@@ -191,11 +182,11 @@ describe('inbox delivery through a supervisor', () => {
   it('includes a message re-published with its ID once, even when the stream stores it twice', async () => {
     const rt = await rts.open({ script: [{ content: 'first' }, { content: 'second' }] });
     const sup = rt.supervisor();
-    const { actor, ended, messageId } = await startTurn(sup, 'hello', turnRequest(ws));
+    const { actor, ended, messageId } = await startTurn(sup, 'hello', turnRequest(world.ws));
     await ended;
     const before = (await waitForLog(sup, actor, turnEnds(1))).length;
     // past the 10-minute duplicate window (or from a redrive) the stream keeps a second copy
-    const copy = message(actor.actorId, 'hello', { id: messageId as never, request: turnRequest(ws) });
+    const copy = message(actor.actorId, 'hello', { id: messageId as never, request: turnRequest(world.ws) });
     const stored = await bus.js.publish(inboxSubject(actor.actorId, 'person'), JSON.stringify(copy), { msgID: `${messageId}:again` });
     expect(stored.duplicate).toBe(false);
     await settled(actor.actorId);
@@ -208,10 +199,10 @@ describe('inbox delivery through a supervisor', () => {
     const rt = await rts.open({ script: [{ content: 'still here' }] });
     const sup = rt.supervisor({ extra: { inbox: { maxDeliver: 2, backoffMs: [300] } } });
     const actorId = newId('agent');
-    const actor = await sup.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: ws, labels: {} });
+    const actor = await sup.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: world.ws, labels: {} });
     await bus.js.publish(inboxSubject(actorId, 'person'), '{"kind":"user_message","content":"no id, no sender"}', { msgID: 'poison-1' });
     const ended = actor.whenTurnEnds();
-    await sup.send(message(actorId, 'a real task', { request: turnRequest(ws) }));
+    await sup.send(message(actorId, 'a real task', { request: turnRequest(world.ws) }));
     expect(await ended).toMatchObject({ outcome: 'completed', answer: 'still here' });
 
     const letter = await oneLetter(actorId);
@@ -225,11 +216,11 @@ describe('inbox delivery through a supervisor', () => {
     const inbox = { maxDeliver: 2, backoffMs: [300] };
     const actorId = newId('agent');
     const first = rt.supervisor({ extra: { inbox } });
-    await first.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: ws, labels: {} });
+    await first.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: world.ws, labels: {} });
     await first.stop();
     // both wait while no host holds the agent: the pull that sets the poison aside gets the real one
     await bus.js.publish(inboxSubject(actorId, 'person'), '{"kind":"user_message","content":"no id, no sender"}', { msgID: 'poison-backlog' });
-    await publishInbox(bus.js, message(actorId, 'the real task', { request: turnRequest(ws) }), 'person');
+    await publishInbox(bus.js, message(actorId, 'the real task', { request: turnRequest(world.ws) }), 'person');
     const next = rt.supervisor({ extra: { inbox } });
     const { actor } = await next.hydrate(actorId);
     await waitForLog(next, actor, (l) => l.some((e) => e.type === 'turn/end'));
@@ -249,8 +240,8 @@ describe('inbox delivery through a supervisor', () => {
     const rt = await rts.open({ script: [{ content: 'taken at last' }] });
     const sup = rt.supervisor({ faults, extra: { inbox: { maxDeliver: 2, backoffMs: [200] } } });
     const actorId = newId('agent');
-    const actor = await sup.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: ws, labels: {} });
-    const msg = message(actorId, 'do it', { request: turnRequest(ws) });
+    const actor = await sup.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 't', workspace: world.ws, labels: {} });
+    const msg = message(actorId, 'do it', { request: turnRequest(world.ws) });
     await sup.send(msg);
 
     const letter = await oneLetter(actorId);

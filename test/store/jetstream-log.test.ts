@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
-import { pino } from 'pino';
-import { openBus, type Bus } from '../../src/bus/connection.js';
+import type { Bus } from '../../src/bus/connection.js';
 import { ensureStreams } from '../../src/bus/streams.js';
 import { commitMsgId, logSubject, STREAMS } from '../../src/bus/subjects.js';
 import { hasCode } from '../../src/protocol/errors.js';
@@ -10,7 +9,7 @@ import { draft, EVENT_VERSION, type ActorEvent, type EventDraft } from '../../sr
 import { newId } from '../../src/protocol/ids.js';
 import { createJetStreamLog, createLogReader } from '../../src/store/jetstream-log.js';
 import type { LogReader, StoredEvent } from '../../src/store/log-port.js';
-import { startTestNats, type TestNats } from '../helpers/nats.js';
+import { useTestBus } from '../helpers/test-bus.js';
 
 const say = (content: string): EventDraft => draft('user/message', { messageId: newId('message'), content });
 
@@ -33,19 +32,14 @@ function withPublish(js: JetStreamClient, fake: (real: JetStreamClient['publish'
 }
 
 describe('JetStream log', () => {
-  let nats: TestNats;
+  const nats = useTestBus();
   let bus: Bus;
   let reader: LogReader;
   const root = newId('agent');
   const fresh = () => ({ seq: 0, streamSeq: 0 });
   beforeAll(async () => {
-    nats = await startTestNats();
-    bus = await openBus({ natsUrl: nats.url, dataDir: nats.storeDir, logger: pino({ level: 'silent' }) });
+    bus = nats.bus;
     reader = createLogReader({ js: bus.js, jsm: bus.jsm });
-  });
-  afterAll(async () => {
-    await bus?.close();
-    await nats?.stop();
   });
 
   it('stamps, validates and commits several events as ONE message', async () => {

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
-import { pino } from 'pino';
-import { openBus, type Bus } from '../../src/bus/connection.js';
+import type { Bus } from '../../src/bus/connection.js';
 import { commitMsgId, logSubject } from '../../src/bus/subjects.js';
 import { draft, EVENT_VERSION, type ActorEvent, type EventDraft } from '../../src/protocol/events.js';
 import { newId } from '../../src/protocol/ids.js';
@@ -10,7 +9,8 @@ import { openLmdbStore, type LmdbStore } from '../../src/store/lmdb-store.js';
 import type { LogReader } from '../../src/store/log-port.js';
 import { rehydrate, type RehydrateOptions } from '../../src/store/rehydrate.js';
 import { createLmdbSnapshots, type SnapshotStore } from '../../src/store/snapshots.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { tempDir } from '../helpers/nats.js';
+import { useTestBus } from '../helpers/test-bus.js';
 
 /** A simple fold: counts per type, the last seq, and the order of seqs seen. */
 interface Counts { types: Record<string, number>; lastSeq: number; seqs: number[] }
@@ -26,7 +26,8 @@ const say = (content: string): EventDraft => draft('user/message', { messageId: 
 const stop = (): EventDraft => draft('actor/stopped', { reason: 'r' });
 
 describe('rehydrate', () => {
-  let nats: TestNats;
+  // a real server: the gap test writes the stream directly, as no log writer would
+  const nats = useTestBus();
   let bus: Bus;
   let reader: LogReader;
   let dir: string;
@@ -35,16 +36,13 @@ describe('rehydrate', () => {
   const root = newId('agent');
 
   beforeAll(async () => {
-    nats = await startTestNats();
-    bus = await openBus({ natsUrl: nats.url, dataDir: nats.storeDir, logger: pino({ level: 'silent' }) });
+    bus = nats.bus;
     reader = createLogReader({ js: bus.js, jsm: bus.jsm });
     dir = await tempDir('rehydrate');
     lmdb = openLmdbStore(dir);
     snapshots = createLmdbSnapshots(lmdb);
   });
   afterAll(async () => {
-    await bus?.close();
-    await nats?.stop();
     await lmdb?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
