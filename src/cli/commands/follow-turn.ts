@@ -44,6 +44,8 @@ export interface FollowTurnOptions extends TurnOutput {
   hosting: Hosting;
   /** When the turn must have ended (ms), before its `turn/start` says so; null: no deadline. */
   deadlineAt?: number | null;
+  /** False when the events were printed already as they were committed (default true). */
+  echo?: boolean;
 }
 
 /**
@@ -130,7 +132,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         // an answer of ours the agent refused: the approval is a person's to answer again
         for (const [approvalId, messageId] of answered) if (messageId === event.data.messageId) answered.delete(approvalId);
       }
-      o.printer.commit([event]);
+      if (o.echo !== false) o.printer.commit([event]);
       if (event.type === 'actor/parked') waiting = awaitingPerson(p, answered);
       if (event.type === 'turn/end') {
         key.clear();

@@ -27,6 +27,17 @@ interface Hosted {
   recovered: boolean;
   /** Rejects when the actor stops on an error; never resolves. */
   failed: Promise<never>;
+  printer: RunPrinter;
+  /** True when commits are printed as they are made (a fault plan may kill this process right after one). */
+  printsOnCommit: boolean;
+}
+
+/**
+ * With a fault plan this process may SIGKILL itself right after a commit, before a follower could
+ * print it: its commits are printed as the actor makes them, and the follower prints none again.
+ */
+export function printsOnCommit(config: EffectiveConfig): boolean {
+  return config.faults !== null;
 }
 
 /** A promise that rejects when `ended` does (the actor stopped on an error) and never resolves. */
@@ -37,8 +48,10 @@ export function failureOf(ended: Promise<unknown>): Promise<never> {
   return failed;
 }
 
-async function hostExisting(agentId: string, rt: Runtime, onHydrated?: (p: Projection) => void): Promise<Hosted> {
-  const supervisor = rt.supervisor({});
+async function hostExisting(agentId: string, rt: Runtime, out: Out, json: boolean, onHydrated?: (p: Projection) => void): Promise<Hosted> {
+  const printer = new RunPrinter(out, json);
+  const echo = printsOnCommit(rt.config);
+  const supervisor = rt.supervisor(echo ? { onCommit: (_id, events) => printer.commit(events) } : {});
   // no agent is rehydrated twice at once: a host process (or another command) holding its lease wins
   const lease = await rt.pin(agentId);
   let ended!: Promise<TurnEnded>;
@@ -51,14 +64,14 @@ async function hostExisting(agentId: string, rt: Runtime, onHydrated?: (p: Proje
     },
     { epoch: lease.epoch },
   );
-  return { rt, supervisor, actor, recovered, failed: failureOf(ended) };
+  return { rt, supervisor, actor, recovered, failed: failureOf(ended), printer, printsOnCommit: echo };
 }
 
 /** Follows the turn of an agent hosted here from `from` (its log before it was hosted) to its end. */
 function awaitHosted(h: Hosted, entry: DirectoryEntry, from: Projection, json: boolean, out: Out, answered?: Map<string, string>): Promise<number> {
   return followTurn({
-    rt: h.rt, entry, from, directory: h.rt.bus.directory, printer: new RunPrinter(out, json), out, json,
-    prompt: promptFor(out, json), answered, hosting: { kind: 'here', failed: h.failed },
+    rt: h.rt, entry, from, directory: h.rt.bus.directory, printer: h.printer, out, json,
+    prompt: promptFor(out, json), answered, hosting: { kind: 'here', failed: h.failed }, echo: !h.printsOnCommit,
   });
 }
 
@@ -95,7 +108,7 @@ export async function resumeCommand(agentId: string, opts: ResumeOptions, config
     const logged = await foldLog(rt, entry);
     // A message sent but never taken (the run died before committing it) starts the turn now.
     if (!hasWork(logged) && (await inboxPending(rt, agentId)) === 0) return noOpenTurn(agentId, logged, out);
-    const h = await hostExisting(agentId, rt);
+    const h = await hostExisting(agentId, rt, out, json);
     if (!hasWork(logged) && !(await mailStartsTurn(h, agentId))) return noOpenTurn(agentId, h.actor.projection, out);
     return await awaitHosted(h, entry, logged, json, out);
   } finally {
@@ -187,7 +200,7 @@ export async function answerCommand(
     const entry = await entryOf(rt, agentId);
     const from = await foldLog(rt, entry);
     let logged: ApprovalRecord | undefined;
-    const h = await hostExisting(agentId, rt, (p) => (logged = p.approvals?.[approvalId] && { ...p.approvals[approvalId]! }));
+    const h = await hostExisting(agentId, rt, out, json, (p) => (logged = p.approvals?.[approvalId] && { ...p.approvals[approvalId]! }));
     if (logged && expiredUnanswered(logged)) {
       // the agent's own watch denies it as it is hosted (its expiry is persisted): the follower
       // waits for that denial rather than send an answer the agent can only refuse

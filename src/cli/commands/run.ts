@@ -13,7 +13,7 @@ import { followTurn } from './follow-turn.js';
 import { submitToHosts } from '../hand-off.js';
 import { emptyProjection } from '../../store/projection.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
-import { failureOf, promptFor } from './resume.js';
+import { failureOf, printsOnCommit, promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
 
 /** Options of `actorloop run`, as commander parsed them. */
@@ -180,13 +180,14 @@ export async function runCommand(
       });
     }
     // hosted here, followed as a host's agent is: the same follower prints it and asks for approvals
-    const supervisor = rt.supervisor({});
+    const echo = printsOnCommit(config);
+    const supervisor = rt.supervisor(echo ? { onCommit: (_id, events) => printer.commit(events) } : {});
     const actor = await supervisor.create(entry, { epoch: (await rt.pinNew(actorId)).epoch });
     const failed = failureOf(actor.whenTurnEnds());
     await supervisor.send(message);
     return await followTurn({
       rt, entry, from: emptyProjection(actorId), directory: rt.bus.directory, printer, out, json,
-      prompt: promptFor(out, json), hosting: { kind: 'here', failed },
+      prompt: promptFor(out, json), hosting: { kind: 'here', failed }, echo: !echo,
     });
   } finally {
     await rt.close();
