@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { StoreError, STORE_CODES } from '../protocol/errors.js';
 import { CommitSchema, type ActorEvent } from '../protocol/events.js';
 
 /**
@@ -106,4 +107,24 @@ export function decodeCommitValue(raw: unknown): { events: ActorEvent[] } | { is
 function issueOf(error: z.ZodError): CommitIssue {
   const issue = error.issues[0];
   return { path: issue?.path.join('.') || '(root)', message: issue?.message ?? 'invalid' };
+}
+
+/** Decodes one commit message, validating every event; throws `store.invalid_event` naming the stream seq. */
+export function decodeCommit(data: Uint8Array, streamSeq: number, actorId?: string): ActorEvent[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Buffer.from(data).toString('utf8'));
+  } catch (err) {
+    throw new StoreError(STORE_CODES.invalidEvent, `log message at stream seq ${streamSeq} is not JSON`, { cause: err });
+  }
+  const decoded = decodeCommitValue(raw);
+  if ('issue' in decoded) {
+    throw new StoreError(STORE_CODES.invalidEvent,
+      `log message at stream seq ${streamSeq} is not a valid commit: ${decoded.issue.path}: ${decoded.issue.message}`);
+  }
+  const events = decoded.events;
+  if (actorId !== undefined && events.some((e) => e.actor !== actorId)) {
+    throw new StoreError(STORE_CODES.invalidEvent, `log message at stream seq ${streamSeq} holds events of another actor`);
+  }
+  return events;
 }

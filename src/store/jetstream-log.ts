@@ -6,14 +6,16 @@ import { ClosedConnectionError, DrainingConnectionError, InvalidArgumentError } 
 import { pino, type Logger } from 'pino';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { StoreError, STORE_CODES } from '../protocol/errors.js';
-import { EVENT_VERSION, type ActorEvent, type EventDraft } from '../protocol/events.js';
-import { eventCheck } from './event-check.js';
-import { decodeCommitValue, encodeCommit } from './commit-codec.js';
-import { newId } from '../protocol/ids.js';
+import type { ActorEvent, EventDraft } from '../protocol/events.js';
+import { decodeCommit, encodeCommit } from './commit-codec.js';
+import { stampDrafts } from './stamp-drafts.js';
 import { sleep } from '../protocol/sleep.js';
 import { commitMsgId, logSubject, STREAMS } from '../bus/subjects.js';
 import type { LogPublisher } from '../bus/log-publisher.js';
 import type { ActorLogs, ActorLogWriter, LogPosition, LogReader, StoredEvent } from './log-port.js';
+
+export { decodeCommit } from './commit-codec.js';
+export { stampDrafts, type CommitPlace } from './stamp-drafts.js';
 
 /** Options of `createJetStreamLog`. */
 export interface JetStreamLogOptions {
@@ -68,36 +70,6 @@ function transientApiError(err: JetStreamApiError): boolean {
   return err.status === 503;
 }
 
-
-/** Where a commit's events go: the seq of its first event, the writer's epoch and actor. */
-export interface CommitPlace {
-  firstSeq: number;
-  epoch: number;
-  actorId: string;
-}
-
-/**
- * Stamps v, seq, id, at, epoch and actor on each draft and checks it (`store.invalid_event`
- * otherwise). A draft the caller already stamped for this very place (an actor's staged event)
- * is used as it is, its ID filled in; any other is copied.
- */
-export function stampDrafts(drafts: EventDraft[], place: CommitPlace, now: () => Date): ActorEvent[] {
-  const check = eventCheck();
-  const { epoch, actorId } = place;
-  // the runtime stages every event with its time: the clock is read only for a draft without one
-  let at: string | undefined;
-  return drafts.map((d, i) => {
-    const seq = place.firstSeq + i;
-    const e = d as Partial<ActorEvent>;
-    // Object.assign, not `{ ...d, v, … }`: that literal takes a slow path in Node 20's V8.
-    let raw: object = d;
-    if (e.seq === seq && e.epoch === epoch && e.actor === actorId && e.v === EVENT_VERSION && e.at !== undefined) e.id = newId('event');
-    else raw = Object.assign({}, d, { v: EVENT_VERSION, seq, id: newId('event'), at: d.at ?? (at ??= now().toISOString()), epoch, actor: actorId });
-    const issue = check(raw);
-    if (issue) throw new StoreError(STORE_CODES.invalidEvent, `invalid ${d.type} event: ${issue.path}: ${issue.message}`);
-    return raw as ActorEvent;
-  });
-}
 
 /**
  * The JetStream writer of one actor's log: one message per commit, fenced by
@@ -252,26 +224,6 @@ export interface LogReaderOptions {
   js: JetStreamClient;
   jsm: JetStreamManager;
   logger?: Logger;
-}
-
-/** Decodes one commit message, validating every event; throws `store.invalid_event` naming the stream seq. */
-export function decodeCommit(data: Uint8Array, streamSeq: number, actorId?: string): ActorEvent[] {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(Buffer.from(data).toString('utf8'));
-  } catch (err) {
-    throw new StoreError(STORE_CODES.invalidEvent, `log message at stream seq ${streamSeq} is not JSON`, { cause: err });
-  }
-  const decoded = decodeCommitValue(raw);
-  if ('issue' in decoded) {
-    throw new StoreError(STORE_CODES.invalidEvent,
-      `log message at stream seq ${streamSeq} is not a valid commit: ${decoded.issue.path}: ${decoded.issue.message}`);
-  }
-  const events = decoded.events;
-  if (actorId !== undefined && events.some((e) => e.actor !== actorId)) {
-    throw new StoreError(STORE_CODES.invalidEvent, `log message at stream seq ${streamSeq} holds events of another actor`);
-  }
-  return events;
 }
 
 /** A reader of actor logs on the LOGS stream, through ordered consumers. */

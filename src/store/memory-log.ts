@@ -1,8 +1,8 @@
 import { StoreError, STORE_CODES } from '../protocol/errors.js';
 import type { ActorEvent, EventDraft } from '../protocol/events.js';
 import { commitMsgId, logSubject } from '../bus/subjects.js';
-import { encodeCommit } from './commit-codec.js';
-import { decodeCommit, stampDrafts } from './jetstream-log.js';
+import { decodeCommit, encodeCommit } from './commit-codec.js';
+import { stampDrafts } from './stamp-drafts.js';
 import type { ActorLogs, ActorLogWriter, LogPosition, LogReader, LogWriterOptions, StoredEvent } from './log-port.js';
 
 /** Options of `createMemoryLogs`. */
