@@ -1,5 +1,13 @@
 // The public API of actorloop: explicit named exports, the only barrel.
 
+// The embedding entry: a runtime, its agents, their turns.
+export {
+  createRuntime, type Runtime, type RuntimeOptions, type AgentHandle, type AgentOptions, type TurnHandle,
+} from './actors/runtime.js';
+export { followAgent, type ClientEvent, type FollowOptions } from './client/follower.js';
+export { statusOf, type ClientStatus } from './client/status.js';
+export { createMemoryBlobStore } from './store/memory-blobs.js';
+
 export { AgentActor, type AgentPorts, type TurnEnded } from './actors/agent-actor.js';
 export type { AgentActorRef, AgentSnapshot, AgentStatus, InspectObserver } from './actors/agent-logic.js';
 export { Supervisor, type SupervisorOptions } from './actors/supervisor.js';

@@ -1,0 +1,217 @@
+import { resolve } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { openBus, type Bus } from '../bus/connection.js';
+import type { NatsCredentials } from '../bus/nats-auth.js';
+import { followAgent } from '../client/follower.js';
+import { createModelAdapter } from '../model/factory.js';
+import type { ModelAdapter } from '../model/model-port.js';
+import { priceFor } from '../model/pricing.js';
+import type { ActorEvent, ApprovalMode, TurnRequest, TurnSettings } from '../protocol/events.js';
+import { ConfigError } from '../protocol/errors.js';
+import { newId } from '../protocol/ids.js';
+import type { BlobStore } from '../store/blob-port.js';
+import { createLmdbBlobStore } from '../store/blob-port.js';
+import { openLmdbStore, type LmdbStore } from '../store/lmdb-store.js';
+import { createMemoryBlobStore } from '../store/memory-blobs.js';
+import { createLmdbSnapshots } from '../store/snapshots.js';
+import { builtinTools } from '../tools/builtins/index.js';
+import { createToolRegistry } from '../tools/registry.js';
+import type { ToolDefinition } from '../tools/tool.js';
+import type { AgentActor, TurnEnded } from './agent-actor.js';
+import type { AgentActorRef, InspectObserver } from './agent-logic.js';
+import { createFaultInjector } from './faults.js';
+import { Supervisor } from './supervisor.js';
+import { createJetStreamPorts, createMemoryPorts, type SupervisorPorts } from './supervisor-ports.js';
+import { defaultTooling, staticPolicy, type ToolingPorts } from './tooling.js';
+
+/** Options of `createRuntime`: where the agents' logs live and what they may use. */
+export interface RuntimeOptions {
+  /**
+   * Where the embedded nats-server keeps the logs and LMDB the snapshots and blobs: agents there
+   * survive a restart of this process. Required unless `memory` is set.
+   */
+  dataDir?: string;
+  /** Logs, inboxes and blobs in this process's memory: no NATS, no LMDB, nothing survives the process. */
+  memory?: boolean;
+  /** A NATS server with JetStream instead of the embedded one, and how to log in to it. */
+  natsUrl?: string;
+  natsCredentials?: NatsCredentials;
+  /** The PATH to look for nats-server on (besides /usr/sbin and /usr/local/bin). */
+  pathEnv?: string;
+  /** The model of agents that name none: `scripted:<file.json>`, `openai:<model>`, `openai-responses:<model>`. */
+  model?: string;
+  /** The key and endpoint of `openai:` models (this library reads no environment). */
+  apiKey?: string;
+  baseUrl?: string | null;
+  /** Builds a turn's model instead of the spec (an adapter of your own, a fake). */
+  modelFor?(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
+  /** Tools besides the built-ins (read_file, write_file, apply_patch, list_dir, search, shell, artifact_read). */
+  tools?: ToolDefinition<any>[];
+  /** Policy rules, sandbox and budgets of the tool pipeline (default: no rules, no sandbox: shell asks). */
+  tooling?: Partial<ToolingPorts>;
+  /** XState's inspection events of every agent. */
+  inspect?: InspectObserver;
+  logger?: Logger;
+}
+
+/** What an agent is created with; each turn's request is built from it. */
+export interface AgentOptions {
+  /** The directory its tools work in. */
+  workspace: string;
+  /** Default: the runtime's `model`. */
+  model?: string;
+  /** What may run without asking (default `ask`: reads only). */
+  approvalMode?: ApprovalMode;
+  instructions?: string;
+  /** The tools the model sees (default: all). */
+  tools?: string[];
+  maxSteps?: number;
+  maxToolCalls?: number;
+  deadlineSeconds?: number;
+  title?: string;
+}
+
+/** One turn an agent was given: its events as they are committed, and how it ended. */
+export interface TurnHandle {
+  /** The events of the agent's log from this turn on, as committed, until the turn ends. */
+  events(): AsyncIterable<ActorEvent>;
+  /** Resolves when the turn ends: outcome (`completed | stopped | failed | cancelled`), reason, answer. */
+  outcome: Promise<TurnEnded>;
+}
+
+/** An agent hosted by the runtime. */
+export interface AgentHandle {
+  readonly id: string;
+  /** The agent as an XState actor: `getSnapshot()`, `subscribe()`. */
+  readonly ref: AgentActorRef;
+  /** Sends a task (through the agent's durable inbox) and returns the turn it starts. */
+  send(task: string): Promise<TurnHandle>;
+  /** Approvals the agent waits on, once it can do nothing but wait for a person. */
+  whenAwaitingApproval(): Promise<string[]>;
+  /** Answers an approval the way `actorloop approve` / `deny` does. */
+  answer(approvalId: string, decision: 'approve' | 'deny', reason?: string): Promise<void>;
+}
+
+/** Agents in this process, on the embedded (or a given) NATS server and LMDB, or in memory. */
+export interface Runtime {
+  agent(opts: AgentOptions): Promise<AgentHandle>;
+  /** The supervisor hosting the agents (rehydrate, inbox, reader). */
+  readonly supervisor: Supervisor;
+  /** Stops the agents (turns left open resume later) and closes what the runtime opened. */
+  close(): Promise<void>;
+}
+
+/**
+ * The embedding entry: a runtime hosting agents in this process. With `dataDir` it starts (or
+ * reuses) the embedded nats-server of that dir and opens its LMDB, as the CLI does; with
+ * `memory: true` it needs neither.
+ */
+export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
+  const logger = opts.logger ?? pino({ level: 'silent' });
+  if (!opts.memory && !opts.dataDir) {
+    throw new ConfigError('runtime.no_data_dir', 'createRuntime needs a dataDir (where the logs live), or memory: true',
+      { hint: 'pass { dataDir: "/path" } for agents that survive a restart, { memory: true } for a throwaway runtime' });
+  }
+  let bus: Bus | null = null;
+  let lmdb: LmdbStore | null = null;
+  let ports: SupervisorPorts;
+  let blobs: BlobStore;
+  if (opts.memory) {
+    ports = createMemoryPorts();
+    blobs = createMemoryBlobStore();
+  } else {
+    bus = await openBus({
+      natsUrl: opts.natsUrl ?? null, dataDir: opts.dataDir!, logger, name: 'actorloop-embedded', role: 'host',
+      ...(opts.natsCredentials ? { credentials: opts.natsCredentials } : {}), ...(opts.pathEnv ? { pathEnv: opts.pathEnv } : {}),
+    });
+    try {
+      lmdb = openLmdbStore(opts.dataDir!);
+    } catch (err) {
+      await bus.close();
+      throw err;
+    }
+    ports = createJetStreamPorts(bus);
+    blobs = createLmdbBlobStore(lmdb);
+  }
+  const supervisor = new Supervisor({
+    ports,
+    blobs,
+    snapshots: lmdb ? createLmdbSnapshots(lmdb, logger) : null,
+    tools: createToolRegistry([...builtinTools(), ...(opts.tools ?? [])]),
+    tooling: defaultTooling({ policy: staticPolicy(), ...opts.tooling }),
+    faults: createFaultInjector([]),
+    logger,
+    pricing: (model) => priceFor(model, {}),
+    modelFor: opts.modelFor ?? ((settings, cursor) =>
+      createModelAdapter(settings.model, { cursor, baseUrl: settings.baseUrl, apiKey: opts.apiKey ?? '', capabilities: {} })),
+    ...(opts.inspect ? { inspect: opts.inspect } : {}),
+  });
+
+  const handle = (actor: AgentActor, agent: AgentOptions): AgentHandle => ({
+    id: actor.actorId,
+    ref: actor.ref,
+    async send(task) {
+      const model = absoluteScript(agent.model ?? opts.model);
+      if (!model) throw new ConfigError('runtime.no_model', 'the agent has no model', { hint: 'pass model to createRuntime or to agent()' });
+      const request: TurnRequest = {
+        model, baseUrl: opts.baseUrl ?? null, workspace: agent.workspace, tools: agent.tools ?? null,
+        instructions: agent.instructions ?? null, approvalMode: agent.approvalMode ?? 'ask',
+        maxSteps: agent.maxSteps ?? null, maxToolCalls: agent.maxToolCalls ?? null, deadlineSeconds: agent.deadlineSeconds ?? null,
+        maxAttempts: null,
+      };
+      const from = actor.projection.seq;
+      const outcome = actor.whenTurnEnds();
+      await supervisor.send({
+        id: newId('message'), from: 'client:embedded', to: actor.actorId, kind: 'user_message', target: 'next_turn',
+        wakeup: true, content: task, request, sentAt: new Date().toISOString(),
+      });
+      return {
+        outcome,
+        async *events() {
+          // the follower folds its own projection from the log: the actor's is never shared
+          const stop = new AbortController();
+          try {
+            for await (const { event } of followAgent({ reader: supervisor.reader, rootId: actor.rootId, actorId: actor.actorId, signal: stop.signal })) {
+              if (event.seq <= from) continue;
+              yield event;
+              if (event.type === 'turn/end') return;
+            }
+          } finally {
+            stop.abort();
+          }
+        },
+      };
+    },
+    whenAwaitingApproval: () => actor.whenAwaitingApproval(),
+    async answer(approvalId, decision, reason) {
+      const planDigest = actor.projection.approvals?.[approvalId]?.planDigest;
+      await supervisor.send({
+        id: newId('message'), from: 'client:embedded', to: actor.actorId, kind: 'approval_response', target: 'now', wakeup: true,
+        content: JSON.stringify({ approvalId, decision, ...(planDigest ? { planDigest } : {}), ...(reason ? { reason } : {}) }),
+        request: null, sentAt: new Date().toISOString(),
+      });
+    },
+  });
+
+  return {
+    supervisor,
+    async agent(agent) {
+      const actorId = newId('agent');
+      const actor = await supervisor.create({
+        actorId, kind: 'agent', parentId: null, rootId: actorId, title: agent.title ?? 'agent', workspace: agent.workspace, labels: {},
+      });
+      return handle(actor, agent);
+    },
+    async close() {
+      await supervisor.stop();
+      await bus?.close();
+      await blobs.flush();
+      await lmdb?.close();
+    },
+  };
+}
+
+/** A scripted spec names its file absolutely in the log: a turn resumed from another directory finds it. */
+function absoluteScript(spec: string | undefined): string | undefined {
+  return spec?.startsWith('scripted:') ? `scripted:${resolve(spec.slice('scripted:'.length))}` : spec;
+}
