@@ -49,6 +49,8 @@ export const VIOLATION_CODES = [
   'recovery.unclosed',
   'recovery.continuation_without_start',
   'recovery.killed_inconsistent',
+  'parked.outside_turn',
+  'parked.not_pending',
 ] as const;
 
 /** One of `VIOLATION_CODES`. */
@@ -97,6 +99,7 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
     createRecoveryCheck(report),
     createScopeCheck(report),
     createCallCheck(report),
+    createParkedCheck(report),
   ];
   for (const e of events) for (const c of checks) c.event(e);
   for (const c of checks) c.end(opts.complete ?? false);
@@ -215,5 +218,32 @@ function createRecoveryCheck(report: Report): Check {
     end(complete) {
       if (complete && open !== null) unclosed(open, 'by the end of the log');
     },
+  };
+}
+
+/**
+ * An `actor/parked` is a wait for a person inside an open turn, and every approval it names is
+ * one the turn asked for and nobody has answered yet: a client acts on it as the truth.
+ */
+function createParkedCheck(report: Report): Check {
+  let turn: string | null = null;
+  const pending = new Set<string>();
+  return {
+    event(e) {
+      if (e.type === 'turn/start') turn = e.turn ?? null;
+      else if (e.type === 'turn/end') {
+        turn = null;
+        pending.clear();
+      } else if (e.type === 'approval/requested') pending.add(e.data.approvalId);
+      else if (e.type === 'approval/granted' || e.type === 'approval/denied') pending.delete(e.data.approvalId);
+      else if (e.type === 'actor/parked') {
+        if (turn === null) report('parked.outside_turn', e.seq, 'actor/parked with no turn open: there is nothing to wait for');
+        else if (e.data.waitingFor === 'approval') {
+          const answered = e.data.ids.filter((id) => !pending.has(id));
+          if (answered.length > 0) report('parked.not_pending', e.seq, `actor/parked waits on ${answered.join(', ')}, which no open request of the turn left unanswered`);
+        }
+      }
+    },
+    end() {},
   };
 }

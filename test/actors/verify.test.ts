@@ -131,6 +131,11 @@ function like(r: RawEvent[], i: number, over: Partial<RawEvent>, data: Record<st
 const pairs = (v: Violation[]) => v.map((x) => [x.code, x.seq]);
 
 describe('verifyLog on logs the runtime writes', () => {
+  it('holds for a turn that parked for its approval before the grant', () => {
+    const log = mutate(approved(), (r) => r.splice(indexOf(r, 'approval/granted'), 0, parked(r, indexOf(r, 'approval/requested'))));
+    expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
   it('lays the fixture out as the comments say', () => {
     expect(clean().map((e) => e.type)).toEqual([
       'inbox/received', 'turn/start', 'user/message', 'step/start', 'request/prepared', 'attempt/start', 'attempt/end',
@@ -325,7 +330,20 @@ const cases: Case[] = [
     name: 'a continuation with no recovery', code: 'recovery.continuation_without_start', seq: 9,
     log: () => mutate(recovered(), (r) => r.splice(indexOf(r, 'recovery/started'), 1)),
   },
+  {
+    name: 'a parked fact after the turn ended', code: 'parked.outside_turn', seq: 24,
+    log: () => mutate(approved(), (r) => r.push(parked(r, r.length - 1))),
+  },
+  {
+    name: 'a parked fact for an approval already granted', code: 'parked.not_pending', seq: 13,
+    log: () => mutate(approved(), (r) => r.splice(indexOf(r, 'approval/granted') + 1, 0, parked(r, indexOf(r, 'approval/granted')))),
+  },
 ];
+
+/** `actor/parked` for `apr_1` as the runtime commits it (no scope), at the time of event `i`. */
+function parked(r: RawEvent[], i: number): RawEvent {
+  return { ...structuredClone(r[i]!), type: 'actor/parked', turn: undefined, step: undefined, attempt: undefined, call: undefined, data: { waitingFor: 'approval', ids: ['apr_1'], commands: ['actorloop approve agt_1 apr_1'] } };
+}
 
 describe('verifyLog on minimally broken logs', () => {
   it.each(cases)('$code: $name', (c) => {
