@@ -179,7 +179,7 @@ export class Supervisor {
 
   /** Messages waiting in an actor's inbox: not yet delivered, or delivered and not acked. */
   async inboxPending(actorId: string): Promise<number> {
-    const inbox = await this.opts.ports.inbox.open(actorId);
+    const inbox = await this.opts.ports.inbox.open(actorId, { logger: this.opts.logger });
     return inbox.pending();
   }
 
@@ -287,7 +287,7 @@ export class Supervisor {
       let delivery;
       let cleanBefore = false;
       try {
-        const inbox = (h.inbox ??= await this.opts.ports.inbox.open(actor.actorId));
+        const inbox = (h.inbox ??= await this.opts.ports.inbox.open(actor.actorId, { logger: this.opts.logger }));
         const { undelivered, unacked } = known ?? (await inbox.counts());
         known = null;
         if (undelivered === 0 && unacked === 0) return;

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { BusError } from '../protocol/errors.js';
 import { InboxMessageSchema, type InboxMessage } from '../protocol/inbox.js';
@@ -112,8 +113,8 @@ export interface InboxPort {
   publish(msg: InboxMessageInput, channel: InboxChannel): Promise<InboxPublishResult>;
   /** Creates (or updates) the actor's durable consumer; mail published before it is delivered too. */
   ensure(actorId: string, opts?: InboxConsumerOptions): Promise<void>;
-  /** A reader of an actor's inbox, whose consumer `ensure` made. */
-  open(actorId: string): Promise<Inbox>;
+  /** A reader of an actor's inbox, whose consumer `ensure` made; `logger` hears of takes that failed. */
+  open(actorId: string, opts?: { logger?: Logger }): Promise<Inbox>;
   /** Hears of mail to any inbox from the moment the promise resolves (no publish falls between). */
   watch(signals: InboxSignals): Promise<InboxWatch>;
   /** Asks the live hosts to claim an actor handed over with no new mail (each tries its lease). */

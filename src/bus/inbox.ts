@@ -228,7 +228,7 @@ export function createJetStreamInboxes(o: JetStreamInboxesOptions): InboxPort {
       return publishInbox(channel === 'person' ? await o.person() : o.js, msg, channel);
     },
     ensure: (actorId, opts) => ensureInboxConsumer(o.jsm, actorId, opts),
-    open: (actorId) => openInbox(o.js, o.jsm, actorId, { logger, ensured: true }),
+    open: (actorId, opts) => openInbox(o.js, o.jsm, actorId, { logger: opts?.logger ?? logger, ensured: true }),
     async watch(signals) {
       let closed = false;
       const sub = o.nc.subscribe(inboxFilter('*'), {

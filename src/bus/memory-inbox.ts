@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import { deadLetterErrorOf, type DeadLetterError } from './dead-letters.js';
@@ -93,7 +94,7 @@ export function createMemoryInboxes(opts: { now?: () => number } = {}): MemoryIn
       box.wakers.add(done);
     });
 
-  const deliver = (actorId: string, box: ActorInbox, m: Stored): InboxDelivery => {
+  const deliver = (actorId: string, box: ActorInbox, m: Stored, logger?: Logger): InboxDelivery => {
     const consumer = box.consumer!;
     m.deliveries += 1;
     const count = m.deliveries;
@@ -133,10 +134,16 @@ export function createMemoryInboxes(opts: { now?: () => number } = {}): MemoryIn
         settle(finish);
       },
       async fail(err) {
-        if (!last) return 'retry';
+        const error = deadLetterErrorOf(err);
+        const fields = { messageId: m.message.id, inboxSeq: m.seq, deliveries: count, maxDeliver: consumer.maxDeliver, error };
+        if (!last) {
+          logger?.warn(fields, 'inbox message not taken; it is redelivered after its backoff');
+          return 'retry';
+        }
         settle(() => {
-          dead.push({ actorId, messageId: m.message.id, inboxSeq: m.seq, deliveries: count, error: deadLetterErrorOf(err) });
+          dead.push({ actorId, messageId: m.message.id, inboxSeq: m.seq, deliveries: count, error });
           finish();
+          logger?.warn(fields, 'inbox message given up on and dead-lettered');
         });
         return 'dead_letter';
       },
@@ -165,8 +172,9 @@ export function createMemoryInboxes(opts: { now?: () => number } = {}): MemoryIn
       const s = inboxDeliverySettings(o);
       inboxOf(actorId).consumer = { maxDeliver: s.maxDeliver, backoffMs: s.backoffMs, ackWaitMs: s.ackWaitMs ?? DEFAULT_ACK_WAIT_MS };
     },
-    async open(actorId): Promise<Inbox> {
+    async open(actorId, o): Promise<Inbox> {
       const box = inboxOf(actorId);
+      const logger = o?.logger?.child({ actorId });
       if (!box.consumer) {
         throw new BusError('bus.consumer_failed', `the inbox of ${actorId} has no consumer`,
           { hint: 'ensure the inbox before opening it', retryable: true });
@@ -181,7 +189,7 @@ export function createMemoryInboxes(opts: { now?: () => number } = {}): MemoryIn
           const until = now() + Math.max(1_000, expiresMs);
           for (;;) {
             const m = pick(box);
-            if (m) return deliver(actorId, box, m);
+            if (m) return deliver(actorId, box, m, logger);
             if (now() >= until) return null;
             await waitFor(box, until);
           }
