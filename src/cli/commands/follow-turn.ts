@@ -9,7 +9,7 @@ import { EXIT } from '../exit-codes.js';
 import { placementOf, type Placement } from '../hand-off.js';
 import type { Runtime } from '../runtime.js';
 import { approvalMessage, describeApproval, PromptInterrupted, type Prompt } from './approvals.js';
-import { printTurnEnd, printWaiting, type TurnOutput } from './host-turn.js';
+import { printTurnEnd, printWaiting, type TurnOutput } from './turn-output.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
 
