@@ -376,7 +376,8 @@ export class Supervisor {
    */
   async stop(reason = 'its host process stopped hosting it'): Promise<void> {
     this.stopped = true;
-    void this.wakeups?.then((w) => w.close(), () => {});
+    // a watch still being set up is closed once it is; a closed connection has nothing to close
+    void this.wakeups?.then((w) => w.close()).catch(() => {});
     this.wakeups = null;
     this.claims?.close();
     this.claims = null;
