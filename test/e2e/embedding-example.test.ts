@@ -65,3 +65,14 @@ test('the README embedding example runs as written and completes the demo turn',
   });
   expect(servers).toEqual([]);
 }, 90_000);
+
+test('the published types leave the agent internals out', async () => {
+  const dts = await readFile(join(REPO_ROOT, 'dist', 'actors', 'agent-actor.d.ts'), 'utf8');
+  // members marked @internal in src/actors/agent-actor.ts: staging, the pump's abort, the machines
+  for (const member of ['stage(d', 'turnAbort', 'get machines()', 'replay(events']) expect(dts).not.toContain(member);
+  // what an embedder reads stays
+  expect(dts).toContain('readonly projection: Projection');
+  const index = await readFile(join(REPO_ROOT, 'dist', 'index.d.ts'), 'utf8');
+  expect(index).toContain('createRuntime');
+});
+
