@@ -103,10 +103,10 @@ export function createMemoryInboxes(opts: { now?: () => number } = {}): MemoryIn
     m.dueAtMs = now() + (backoff.length > 0 ? backoff[Math.min(count - 1, backoff.length - 1)]! : consumer.ackWaitMs);
     const last = consumer.maxDeliver > 0 && count >= consumer.maxDeliver;
     let settled = false;
-    // Each delivery settles once; a later settle of the same delivery (or of one redelivered
-    // since) changes nothing, as a stale ack reply does nothing on the server.
+    // Each delivery settles once, and a message once acked, terminated or dead-lettered stays so:
+    // a later settle changes nothing. As on the server, an ack of an earlier delivery still acks.
     const settle = (fn: () => void): void => {
-      if (settled || m.done || m.deliveries !== count) return;
+      if (settled || m.done) return;
       settled = true;
       fn();
     };
