@@ -14,7 +14,8 @@
  * --takeover-mid 100 (agents killed mid-turn; 0: none) --takeover-ttl 3000 (the hosts' lease TTL, ms)
  * --rehydrate-events 100,10000 (log lengths whose rehydration is timed; 0: none) --floor-pad 0 (bytes of
  * padding in each durable floor publish: what message size alone costs the floor) --long-steps 300
- * (0 leaves the long turn out) --long-result-bytes 4000.
+ * (0 leaves the long turn out) --long-result-bytes 4000 --fresh 100 (agents created one per task, 0 leaves it out)
+ * --fresh-lanes 1,10 (how many create-and-run at once).
  * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
  * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
  */
@@ -25,6 +26,7 @@ import { STREAMS } from '../src/bus/subjects.js';
 import { Cleanup, openBenchRuntime, type BenchRuntime } from './harness.js';
 import { ensureFloorStream, FLOOR_STREAM, runFloor } from './floors.js';
 import { runPark, type ParkResult } from './park.js';
+import { printFresh, runFreshAgents } from './fresh-agent.js';
 import { fmtMs, median, percentile, table, type CpuUse } from './stats.js';
 import { runActorloop, toolLoopScript, type RunResult } from './workload.js';
 import { runActorloopNoIo } from './no-io.js';
@@ -56,6 +58,9 @@ interface Flags {
   /** Echo steps of the long-turn section (0 leaves it out), and the bytes of each result. */
   longSteps: number;
   longResultBytes: number;
+  /** Agents created for the fresh-agent section (0 leaves it out), split over each number of lanes. */
+  fresh: number;
+  freshLanes: number[];
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -80,13 +85,15 @@ const FLAG_OPTIONS = {
   'floor-pad': { type: 'string', default: '0' },
   'long-steps': { type: 'string', default: '300' },
   'long-result-bytes': { type: 'string', default: '4000' },
+  fresh: { type: 'string', default: '100' },
+  'fresh-lanes': { type: 'string', default: '1,10' },
 } as const;
 
 function parseFlags(): Flags {
   let values: {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'model-latency': string; 'skip-model': boolean;
     'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
-    'floor-pad': string; 'long-steps': string; 'long-result-bytes': string;
+    'floor-pad': string; 'long-steps': string; 'long-result-bytes': string; fresh: string; 'fresh-lanes': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -117,6 +124,8 @@ function parseFlags(): Flags {
     floorPad: int('floor-pad', values['floor-pad'], 0),
     longSteps: int('long-steps', values['long-steps'], 0),
     longResultBytes: int('long-result-bytes', values['long-result-bytes'], 1),
+    fresh: int('fresh', values.fresh, 0),
+    freshLanes: list('fresh-lanes', values['fresh-lanes']),
   };
 }
 
@@ -350,6 +359,14 @@ async function main(cleanup: Cleanup): Promise<void> {
   const started = Date.now();
   if (flags.agents.length > 0) await toolLoop(rt, flags, started);
 
+  if (flags.fresh > 0 && flags.freshLanes.length > 0) {
+    await runFreshAgents(rt, 1, 20, 3); // warm-up, not reported
+    const fresh = [];
+    // the tasks split over the lanes, so every concurrency creates the same number of agents
+    for (const lanes of flags.freshLanes) fresh.push(await runFreshAgents(rt, lanes, Math.max(1, Math.round(flags.fresh / lanes)), 3));
+    printFresh(fresh, 3);
+  }
+
   if (flags.park > 0) {
     const p = await runPark(rt, flags.park);
     console.log('');
@@ -395,7 +412,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10)\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed
