@@ -2,7 +2,6 @@ import { resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { openBus, type Bus } from '../bus/connection.js';
 import type { NatsCredentials } from '../bus/nats-auth.js';
-import { followAgent } from '../client/follower.js';
 import { createModelAdapter } from '../model/factory.js';
 import type { ModelAdapter } from '../model/model-port.js';
 import { priceFor } from '../model/pricing.js';
@@ -168,11 +167,10 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       return {
         outcome,
         async *events() {
-          // the follower folds its own projection from the log: the actor's is never shared
+          // the log as committed, from the turn's first event; src/client's follower adds a status
           const stop = new AbortController();
           try {
-            for await (const { event } of followAgent({ reader: supervisor.reader, rootId: actor.rootId, actorId: actor.actorId, signal: stop.signal })) {
-              if (event.seq <= from) continue;
+            for await (const { event } of supervisor.reader.follow(actor.rootId, actor.actorId, { afterSeq: from, signal: stop.signal })) {
               yield event;
               if (event.type === 'turn/end') return;
             }
