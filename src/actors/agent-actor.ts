@@ -12,7 +12,6 @@ import type { MachineEffect } from './machine-effects.js';
 import { performEffect, type QueuedEffect } from './agent-effects.js';
 import { ToolRunner } from './tool-runner.js';
 import { ApprovalWatch } from './approval-watch.js';
-import { pendingApprovals } from '../store/projection.js';
 import { snapshotDue } from './commit-batch.js';
 import { CommitPipeline } from './commit-pipeline.js';
 import type { AgentPorts } from './agent-ports.js';
@@ -381,11 +380,6 @@ export class AgentActor {
       else await this.toolRunner!.idle();
     }
     if (this.failure) throw this.failure;
-  }
-
-  /** Approval IDs the open turn waits on; non-empty with nothing else to do means a person must answer. */
-  waitingApprovals(): string[] {
-    return pendingApprovals(this.projection).map((a) => a.approvalId);
   }
 
   /**

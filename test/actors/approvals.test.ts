@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
 import { defaultTooling, type ToolingPorts } from '../../src/actors/tooling.js';
 import { verifyLog } from '../../src/actors/verify.js';
+import { pendingApprovals } from '../../src/store/projection.js';
 import { approvalMessage } from '../../src/cli/commands/approvals.js';
 import { CLIENT_SENDER } from '../../src/actors/tool-policy.js';
 import type { ScriptResponse } from '../../src/model/script.js';
@@ -142,7 +143,7 @@ describe('approvals', () => {
     const replay = approvalMessage(actor.actorId, a1!.id, a1!.planDigest, { decision: 'approve', always: false });
     await sup.send(replay);
     await waitFor(() => actor.projection.inbox[replay.id]?.state === 'cancelled');
-    expect(actor.waitingApprovals()).toEqual([a2!.id]);
+    expect(pendingApprovals(actor.projection).map((a) => a.approvalId)).toEqual([a2!.id]);
     await sup.send(approvalMessage(actor.actorId, a2!.id, a2!.planDigest, { decision: 'approve', always: false }));
     await ended;
     expect(await effects()).toEqual(['one', 'two']);
