@@ -1,4 +1,5 @@
 import { createActor } from 'xstate';
+import type { Logger } from 'pino';
 import type { ActorEvent, EventDraft, TurnOutcome } from '../protocol/events.js';
 import { ActorloopError, StoreError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
@@ -66,9 +67,11 @@ export class AgentActor {
   turnAbort = new AbortController();
 
   private readonly logic: AgentLogic;
-  private readonly pipeline: CommitPipeline;
+  /** @internal */
+  readonly pipeline: CommitPipeline;
   private readonly ctx: EffectContext;
-  private readonly turnCache: TurnCache = { model: null, prepared: new Map() };
+  /** @internal */
+  readonly turnCache: TurnCache = { model: null, prepared: new Map() };
   /** Whole texts of the model output the log keeps as blobs (made on first use: most agents have none). */
   private outputTexts: OutputTexts | null = null;
   private toolRunner: ToolRunner | null = null;
@@ -82,7 +85,8 @@ export class AgentActor {
   private lastSnapshotSeq: number;
   private failure: unknown = null;
   /** Set by `stop` and `fail`: from then on this incarnation commits nothing, as after a crash. */
-  private halted = false;
+  /** @internal */
+  halted = false;
 
   constructor(opts: AgentActorOptions) {
     this.actorId = opts.actorId;
@@ -111,38 +115,7 @@ export class AgentActor {
       ...(opts.inspect ? { inspect: opts.inspect } : {}),
     });
     this.ref.start();
-    this.ctx = this.effectContext();
-  }
-
-  /** The narrow view of this actor its effect handlers get. */
-  private effectContext(): EffectContext {
-    const self = this;
-    return {
-      actorId: this.actorId,
-      projection: this.projection,
-      ports: this.ports,
-      logger: this.ports.logger,
-      epoch: this.ports.log.epoch,
-      get signal() {
-        return self.turnAbort.signal;
-      },
-      get halted() {
-        return self.halted;
-      },
-      turn: this.turnCache,
-      get outputs() {
-        return self.outputs;
-      },
-      stage: (d) => this.stage(d),
-      flush: () => this.flush(),
-      afterCommit: (seq, launch) => this.pipeline.afterCommit(seq, launch),
-      noteRecovered: (description) => this.pipeline.noteRecovered(description),
-      send: (signal) => this.send(signal),
-      callState: (callId) => this.machines.callState(callId),
-      startCall: (callId, rerun) => this.runner.request(callId, rerun),
-      kick: () => this.kick(),
-      fail: (err) => this.fail(err),
-    };
+    this.ctx = new ActorEffectContext(this);
   }
 
   /** The agent's machines (owned by its XState actor's logic). @internal */
@@ -209,7 +182,8 @@ export class AgentActor {
   }
 
   /** Sends an event to the XState actor; a throw inside its transition comes back out here. */
-  private send(e: Parameters<AgentActorRef['send']>[0]): void {
+  /** Sends an event to the agent's XState actor, rethrowing what its transition threw. @internal */
+  send(e: Parameters<AgentActorRef['send']>[0]): void {
     this.ref.send(e);
     this.logic.rethrow();
   }
@@ -436,5 +410,67 @@ export class AgentActor {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     this.deadlineTimer = null;
     this.approvalWatch?.clear();
+  }
+}
+
+/**
+ * The narrow view of an actor its effect handlers get (design §5): one object whose methods are
+ * on its prototype, so a hosted agent carries one small object for it, not a closure a member.
+ */
+class ActorEffectContext implements EffectContext {
+  constructor(private readonly a: AgentActor) {}
+  get actorId(): string {
+    return this.a.actorId;
+  }
+  get projection(): Projection {
+    return this.a.projection;
+  }
+  get ports(): AgentPorts {
+    return this.a.ports;
+  }
+  get logger(): Logger {
+    return this.a.ports.logger;
+  }
+  get epoch(): number {
+    return this.a.ports.log.epoch;
+  }
+  get signal(): AbortSignal {
+    return this.a.turnAbort.signal;
+  }
+  get halted(): boolean {
+    return this.a.halted;
+  }
+  get turn(): TurnCache {
+    return this.a.turnCache;
+  }
+  get outputs(): OutputTexts {
+    return this.a.outputs;
+  }
+  stage(d: EventDraft): ActorEvent {
+    return this.a.stage(d);
+  }
+  flush(): Promise<void> {
+    return this.a.flush();
+  }
+  afterCommit(seq: number, launch: { run(): void; drop(): void }): void {
+    this.a.pipeline.afterCommit(seq, launch);
+  }
+  noteRecovered(description: string): void {
+    this.a.pipeline.noteRecovered(description);
+  }
+  send(signal: Parameters<EffectContext['send']>[0]): void {
+    this.a.send(signal);
+  }
+  callState(callId: string): ReturnType<EffectContext['callState']> {
+    return this.a.machines.callState(callId);
+  }
+  startCall(callId: string, rerun: boolean): void {
+    this.a.runner.request(callId, rerun);
+  }
+  kick(): void {
+    this.a.kick();
+  }
+  fail(err: unknown): void {
+    this.a.fail(err);
   }
 }
