@@ -9,6 +9,18 @@ export function logSubject(rootId: string, actorId: string): string {
   return `log.${rootId}.${actorId}`;
 }
 
+/** Filter that replays a whole run (every actor under one root) in stream order: `log.<rootId>.>`. */
+export function runLogFilter(rootId: string): string {
+  return `log.${rootId}.>`;
+}
+
+/** The root and actor of a log subject, or null for a subject that is not one actor's log. */
+export function parseLogSubject(subject: string): { rootId: string; actorId: string } | null {
+  const parts = subject.split('.');
+  if (parts.length !== 3 || parts[0] !== 'log' || !parts[1] || !parts[2]) return null;
+  return { rootId: parts[1], actorId: parts[2] };
+}
+
 /**
  * Who a message in an inbox speaks for, told by the subject it came in on (design §11a): `person`
  * is published only by client users (the CLI, the gateway), `actor` by hosts on an actor's

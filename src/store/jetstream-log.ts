@@ -1,6 +1,6 @@
 import {
   DeliverPolicy, JetStreamApiCodes, JetStreamApiError,
-  type JetStreamClient, type JetStreamManager, type MsgRequest,
+  type JetStreamClient, type JetStreamManager, type JsMsg, type MsgRequest,
 } from '@nats-io/jetstream';
 import { ClosedConnectionError, DrainingConnectionError, InvalidArgumentError } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
@@ -10,9 +10,9 @@ import type { ActorEvent, EventDraft } from '../protocol/events.js';
 import { decodeCommit, encodeCommit } from './commit-codec.js';
 import { stampDrafts } from './stamp-drafts.js';
 import { sleep } from '../protocol/sleep.js';
-import { commitMsgId, logSubject, STREAMS } from '../bus/subjects.js';
+import { commitMsgId, logSubject, parseLogSubject, runLogFilter, STREAMS } from '../bus/subjects.js';
 import type { LogPublisher } from '../bus/log-publisher.js';
-import type { ActorLogs, ActorLogWriter, LogPosition, LogReader, StoredEvent } from './log-port.js';
+import type { ActorLogs, ActorLogWriter, LogPosition, LogReader, StoredEvent, TreeEvent } from './log-port.js';
 
 export { decodeCommit } from './commit-codec.js';
 export { stampDrafts, type CommitPlace } from './stamp-drafts.js';
@@ -226,22 +226,36 @@ export interface LogReaderOptions {
   logger?: Logger;
 }
 
-/** A reader of actor logs on the LOGS stream, through ordered consumers. */
 /** Commits a read takes by direct get before it makes a consumer for the rest. */
 const DIRECT_READS = 8;
 
+/** Where a consumer's messages end: at the end a read fixed, or live until the signal aborts. */
+interface ConsumeUntil {
+  /** The stream seq of the last message on the filter that the read wants (fixed before the consumer is made). */
+  streamSeq?: number;
+  /**
+   * Also end when the consumer says nothing is pending. Not for a tree: nats-server 2.9.10 counts
+   * one message too many for a wildcard filter that starts on another subject's message.
+   */
+  endWhenCaughtUp?: boolean;
+  signal?: AbortSignal;
+}
+
+/** A reader of actor logs on the LOGS stream, through ordered consumers. */
 export function createLogReader(opts: LogReaderOptions): LogReader {
   const { js, jsm } = opts;
 
-  async function* consume(
-    rootId: string, actorId: string, afterSeq: number, startStreamSeq: number,
-    stopAtStreamSeq: number | undefined, signal?: AbortSignal,
-  ): AsyncGenerator<StoredEvent> {
+  /**
+   * Messages on `filter` (one actor's subject, or a tree's) from stream seq `start`, in stream
+   * order, through an ordered consumer that is made again when the server loses it.
+   */
+  async function* logMessages(filter: string, start: number, until: ConsumeUntil): AsyncGenerator<JsMsg> {
+    const { signal } = until;
     /** The next stream seq wanted: where a consumer made again starts. */
-    let next = Math.max(1, startStreamSeq);
+    let next = Math.max(1, start);
     for (;;) {
       const consumer = await js.consumers.get(STREAMS.logs, {
-        filter_subjects: logSubject(rootId, actorId),
+        filter_subjects: filter,
         deliver_policy: DeliverPolicy.StartSequence,
         opt_start_seq: next,
       });
@@ -265,10 +279,8 @@ export function createLogReader(opts: LogReaderOptions): LogReader {
           // already yielded by the consumer before this one
           if (m.seq < next) continue;
           next = m.seq + 1;
-          for (const event of decodeCommit(m.data, m.seq, actorId)) {
-            if (event.seq > afterSeq) yield { event, streamSeq: m.seq };
-          }
-          if (stopAtStreamSeq !== undefined && (m.seq >= stopAtStreamSeq || m.info.pending === 0)) return;
+          yield m;
+          if (until.streamSeq !== undefined && (m.seq >= until.streamSeq || (until.endWhenCaughtUp && m.info.pending === 0))) return;
         }
       } finally {
         signal?.removeEventListener('abort', stop);
@@ -277,6 +289,30 @@ export function createLogReader(opts: LogReaderOptions): LogReader {
       }
       if (!remade || signal?.aborted) return;
     }
+  }
+
+  /** The events of one actor's commit with a seq after `afterSeq`. */
+  function* actorEvents(m: { data: Uint8Array; seq: number }, actorId: string, afterSeq: number): Generator<StoredEvent> {
+    for (const event of decodeCommit(m.data, m.seq, actorId)) {
+      if (event.seq > afterSeq) yield { event, streamSeq: m.seq };
+    }
+  }
+
+  /** The events of a commit in a tree, each with its actor: the subject's (a commit there of another actor's events is refused). */
+  function* treeEvents(rootId: string, m: JsMsg): Generator<TreeEvent> {
+    const place = parseLogSubject(m.subject);
+    if (!place || place.rootId !== rootId) {
+      throw new StoreError(STORE_CODES.invalidEvent,
+        `log message at stream seq ${m.seq} is on ${m.subject}, not the log of an actor under ${rootId}`);
+    }
+    for (const event of decodeCommit(m.data, m.seq, place.actorId)) yield { actorId: place.actorId, event, streamSeq: m.seq };
+  }
+
+  /** One actor's events after `afterSeq`, from `startStreamSeq`. */
+  async function* consume(
+    rootId: string, actorId: string, afterSeq: number, startStreamSeq: number, until: ConsumeUntil,
+  ): AsyncGenerator<StoredEvent> {
+    for await (const m of logMessages(logSubject(rootId, actorId), startStreamSeq, until)) yield* actorEvents(m, actorId, afterSeq);
   }
 
   const reader: LogReader = {
@@ -293,17 +329,29 @@ export function createLogReader(opts: LogReaderOptions): LogReader {
         // `next_by_subj` is in the server's MSG.GET since 2.9 (nats.js types it for direct gets only)
         const m = await jsm.streams.getMessage(STREAMS.logs, { next_by_subj: subject, seq: start } as unknown as MsgRequest);
         if (!m || m.seq > end.streamSeq) return;
-        for (const event of decodeCommit(m.data, m.seq, actorId)) {
-          if (event.seq > afterSeq) yield { event, streamSeq: m.seq };
-        }
+        yield* actorEvents(m, actorId, afterSeq);
         if (m.seq >= end.streamSeq) return;
         start = m.seq + 1;
       }
-      yield* consume(rootId, actorId, afterSeq, start, end.streamSeq);
+      yield* consume(rootId, actorId, afterSeq, start, { streamSeq: end.streamSeq, endWhenCaughtUp: true });
     },
     async *follow(rootId, actorId, o) {
       if (o.signal.aborted) return;
-      yield* consume(rootId, actorId, o.afterSeq ?? 0, 1, undefined, o.signal);
+      yield* consume(rootId, actorId, o.afterSeq ?? 0, 1, { signal: o.signal });
+    },
+    async *readTree(rootId, o = {}) {
+      const filter = runLogFilter(rootId);
+      const start = (o.afterStreamSeq ?? 0) + 1;
+      // "to the end as of the call": the tree's last message first (nats-server 2.9.10 answers a
+      // wildcard `last_by_subj`), and an empty tail costs no consumer
+      const last = await jsm.streams.getMessage(STREAMS.logs, { last_by_subj: filter });
+      if (!last || last.seq < start) return;
+      for await (const m of logMessages(filter, start, { streamSeq: last.seq })) yield* treeEvents(rootId, m);
+    },
+    async *followTree(rootId, o) {
+      if (o.signal.aborted) return;
+      const start = (o.afterStreamSeq ?? 0) + 1;
+      for await (const m of logMessages(runLogFilter(rootId), start, { signal: o.signal })) yield* treeEvents(rootId, m);
     },
     async end(rootId, actorId) {
       const m = await jsm.streams.getMessage(STREAMS.logs, { last_by_subj: logSubject(rootId, actorId) });

@@ -15,6 +15,21 @@ export interface StoredEvent {
   streamSeq: number;
 }
 
+/** A committed event of one actor of a tree, as a read over the whole tree gives it. */
+export interface TreeEvent extends StoredEvent {
+  /** The actor whose log holds the event (its subject's). */
+  actorId: string;
+}
+
+/**
+ * Where a read over a tree starts: after a stream sequence, the client's resume cursor (design
+ * §4). A commit is one stream sequence, so a cursor resumes after a whole commit.
+ */
+export interface TreeCursor {
+  /** Commits with a stream sequence above this are read (default 0: the whole run). */
+  afterStreamSeq?: number;
+}
+
 /**
  * The writer of one actor's log (design §4). One commit is one JetStream message holding ≥1
  * events, fenced by `expect.lastSubjectSequence` and deduped by `Nats-Msg-Id`.
@@ -46,6 +61,13 @@ export interface LogReader {
   follow(rootId: string, actorId: string, opts: { afterSeq?: number; signal: AbortSignal }): AsyncIterable<StoredEvent>;
   /** Position of the end of an actor's log right now. */
   end(rootId: string, actorId: string): Promise<LogPosition>;
+  /**
+   * Events of every actor under `rootId` (its log and its descendants'), in stream order across
+   * actors, after the cursor, to the end as of the call.
+   */
+  readTree(rootId: string, opts?: TreeCursor): AsyncIterable<TreeEvent>;
+  /** Like `readTree`, then keeps following live commits of the tree until `signal` aborts. */
+  followTree(rootId: string, opts: TreeCursor & { signal: AbortSignal }): AsyncIterable<TreeEvent>;
 }
 
 /** What a writer of one incarnation of an actor starts from. */

@@ -1,9 +1,9 @@
 import { StoreError, STORE_CODES } from '../protocol/errors.js';
 import type { ActorEvent, EventDraft } from '../protocol/events.js';
-import { commitMsgId, logSubject } from '../bus/subjects.js';
+import { commitMsgId, logSubject, parseLogSubject } from '../bus/subjects.js';
 import { decodeCommit, encodeCommit } from './commit-codec.js';
 import { stampDrafts } from './stamp-drafts.js';
-import type { ActorLogs, ActorLogWriter, LogPosition, LogReader, LogWriterOptions, StoredEvent } from './log-port.js';
+import type { ActorLogs, ActorLogWriter, LogPosition, LogReader, LogWriterOptions, StoredEvent, TreeEvent } from './log-port.js';
 
 /** Options of `createMemoryLogs`. */
 export interface MemoryLogsOptions {
@@ -120,6 +120,34 @@ export function createMemoryLogs(opts: MemoryLogsOptions = {}): MemoryLogs {
     }
   }
 
+  /** Commits of every actor under `rootId` with a stream seq above `after`, in stream order. */
+  const treeCommitsAfter = (rootId: string, after: number): { actorId: string; commit: StoredCommit }[] => {
+    const out: { actorId: string; commit: StoredCommit }[] = [];
+    for (const [subject, list] of bySubject) {
+      const place = parseLogSubject(subject);
+      if (place?.rootId !== rootId) continue;
+      // a subject's commits are in stream order: only its tail past the cursor is wanted
+      for (let i = list.length - 1; i >= 0 && list[i]!.streamSeq > after; i--) out.push({ actorId: place.actorId, commit: list[i]! });
+    }
+    return out.sort((a, b) => a.commit.streamSeq - b.commit.streamSeq);
+  };
+
+  /** The events of one commit in a tree, each with its actor. */
+  function* treeEventsOf(actorId: string, c: StoredCommit): Generator<TreeEvent> {
+    for (const s of eventsOf(c, actorId, 0)) yield { actorId, ...s };
+  }
+
+  /** Resolves at the next commit to any log, or when `signal` aborts. */
+  const nextCommit = (signal: AbortSignal): Promise<void> => new Promise<void>((resolve) => {
+    const done = (): void => {
+      waiting.delete(done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    waiting.add(done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+
   const reader: LogReader = {
     async *read(rootId, actorId, o = {}) {
       const afterSeq = o.afterSeq ?? 0;
@@ -141,15 +169,23 @@ export function createMemoryLogs(opts: MemoryLogsOptions = {}): MemoryLogs {
           yield* eventsOf(list[next++]!, actorId, afterSeq);
           continue;
         }
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            waiting.delete(done);
-            o.signal.removeEventListener('abort', done);
-            resolve();
-          };
-          waiting.add(done);
-          o.signal.addEventListener('abort', done, { once: true });
-        });
+        await nextCommit(o.signal);
+      }
+    },
+    async *readTree(rootId, o = {}) {
+      // "to the end as of the call": the commits are taken first
+      for (const { actorId, commit } of treeCommitsAfter(rootId, o.afterStreamSeq ?? 0)) yield* treeEventsOf(actorId, commit);
+    },
+    async *followTree(rootId, o) {
+      let after = o.afterStreamSeq ?? 0;
+      while (!o.signal.aborted) {
+        const batch = treeCommitsAfter(rootId, after);
+        for (const { actorId, commit } of batch) {
+          if (o.signal.aborted) return;
+          yield* treeEventsOf(actorId, commit);
+          after = commit.streamSeq;
+        }
+        if (batch.length === 0) await nextCommit(o.signal);
       }
     },
     async end(rootId, actorId) {

@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { hasCode } from '../../src/protocol/errors.js';
 import { draft, type EventDraft } from '../../src/protocol/events.js';
 import { newId } from '../../src/protocol/ids.js';
-import type { ActorLogs, StoredEvent } from '../../src/store/log-port.js';
+import type { ActorLogs, StoredEvent, TreeEvent } from '../../src/store/log-port.js';
 
 const say = (content: string): EventDraft => draft('user/message', { messageId: newId('message'), content });
 const fresh = () => ({ seq: 0, streamSeq: 0 });
 
-async function collect(it: AsyncIterable<StoredEvent>): Promise<StoredEvent[]> {
-  const out: StoredEvent[] = [];
+async function collect<T extends StoredEvent>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
   for await (const e of it) out.push(e);
   return out;
 }
@@ -18,7 +18,8 @@ const contents = (events: StoredEvent[]) => events.map((s) => (s.event.data as {
 /**
  * What every `ActorLogs` implementation must do (design §4): gapless seqs, fencing by the last
  * stream sequence (a zombie incarnation stops), a seq committed once, reads from a seq, to a fixed
- * end, and live. `logs()` gives the implementation under test, opened before the suite runs.
+ * end, and live; and reads of a whole tree (every actor under one root) in stream order from a
+ * stream-seq cursor, to the end and live. `logs()` gives the implementation under test, opened before the suite runs.
  */
 export function logContract(name: string, logs: () => ActorLogs): void {
   describe(`log contract: ${name}`, () => {
@@ -120,6 +121,85 @@ export function logContract(name: string, logs: () => ActorLogs): void {
       await w.commit([say('d')]);
       await following;
       expect(seen).toEqual(['b', 'c', 'd']);
+    });
+
+    /** Two actors under a fresh root and one under another, committing in turn: a, x1, b, y1, c. */
+    async function twoTrees() {
+      const [rootA, rootB] = [newId('agent'), newId('agent')];
+      const [a, child, other] = [newId('agent'), newId('agent'), newId('agent')];
+      const wa = logs().writer({ rootId: rootA, actorId: a, position: fresh(), epoch: 1 });
+      const wc = logs().writer({ rootId: rootA, actorId: child, position: fresh(), epoch: 1 });
+      const wo = logs().writer({ rootId: rootB, actorId: other, position: fresh(), epoch: 1 });
+      await wa.commit([say('a1'), say('a2')]);
+      await wo.commit([say('x1')]);
+      await wc.commit([say('c1')]);
+      await wo.commit([say('y1')]);
+      await wa.commit([say('a3')]);
+      return { rootA, rootB, a, child, other, wa, wc, wo };
+    }
+
+    const placed = (events: TreeEvent[]) => events.map((s) => [s.actorId, (s.event.data as { content: string }).content]);
+
+    it('reads a tree: only its actors, in stream order across them, each event with its actor', async () => {
+      const { rootA, rootB, a, child, other } = await twoTrees();
+      const tree = await collect(logs().reader.readTree(rootA));
+      expect(placed(tree)).toEqual([[a, 'a1'], [a, 'a2'], [child, 'c1'], [a, 'a3']]);
+      expect(tree.every((s) => s.event.actor === s.actorId)).toBe(true);
+      // stream order: the sequences never fall, and a commit's events share one
+      expect(tree.map((s) => s.streamSeq)).toEqual([...tree.map((s) => s.streamSeq)].sort((x, y) => x - y));
+      expect(tree[0]!.streamSeq).toBe(tree[1]!.streamSeq);
+      // the same events, with the same sequences, as each actor's own read
+      const own = await collect(logs().reader.read(rootA, child));
+      expect(tree.filter((s) => s.actorId === child).map((s) => [s.event.id, s.streamSeq])).toEqual(own.map((s) => [s.event.id, s.streamSeq]));
+      expect(placed(await collect(logs().reader.readTree(rootB)))).toEqual([[other, 'x1'], [other, 'y1']]);
+      expect(await collect(logs().reader.readTree(newId('agent')))).toEqual([]);
+    });
+
+    it('reads a tree from a stream-seq cursor, to the end as of the call', async () => {
+      const { rootA, a, child, wc } = await twoTrees();
+      const tree = await collect(logs().reader.readTree(rootA));
+      // a cursor resumes after a whole commit: a1 and a2 share the first
+      expect(placed(await collect(logs().reader.readTree(rootA, { afterStreamSeq: tree[0]!.streamSeq })))).toEqual([[child, 'c1'], [a, 'a3']]);
+      expect(await collect(logs().reader.readTree(rootA, { afterStreamSeq: tree.at(-1)!.streamSeq }))).toEqual([]);
+      const reading = logs().reader.readTree(rootA, { afterStreamSeq: tree[2]!.streamSeq })[Symbol.asyncIterator]();
+      const first = await reading.next();
+      await wc.commit([say('c2')]);
+      const rest: TreeEvent[] = [];
+      for (let r = await reading.next(); !r.done; r = await reading.next()) rest.push(r.value);
+      expect(placed([first.value as TreeEvent, ...rest])).toEqual([[a, 'a3']]); // c2 landed after the read began
+      expect(placed(await collect(logs().reader.readTree(rootA, { afterStreamSeq: tree.at(-1)!.streamSeq })))).toEqual([[child, 'c2']]);
+    });
+
+    it('follows a tree: what is there after the cursor, then each commit of any of its actors, until aborted', async () => {
+      const { rootA, a, child, wa, wc, wo } = await twoTrees();
+      const tree = await collect(logs().reader.readTree(rootA));
+      const stop = new AbortController();
+      const seen: TreeEvent[] = [];
+      const following = (async () => {
+        for await (const s of logs().reader.followTree(rootA, { afterStreamSeq: tree[0]!.streamSeq, signal: stop.signal })) {
+          seen.push(s);
+          if (seen.length === 5) stop.abort();
+        }
+      })();
+      await wo.commit([say('x2')]); // another root's: never seen
+      await wc.commit([say('c2')]);
+      await wa.commit([say('a4'), say('a5')]);
+      await following;
+      expect(placed(seen)).toEqual([[child, 'c1'], [a, 'a3'], [child, 'c2'], [a, 'a4'], [a, 'a5']]);
+      expect(seen.map((s) => s.streamSeq)).toEqual([...seen.map((s) => s.streamSeq)].sort((x, y) => x - y));
+    });
+
+    it('ends a tree follow on abort while it waits for a commit, and on a signal aborted before it starts', async () => {
+      const { rootA } = await twoTrees();
+      const stop = new AbortController();
+      const seen: TreeEvent[] = [];
+      const following = (async () => {
+        for await (const s of logs().reader.followTree(rootA, { signal: stop.signal })) seen.push(s);
+      })();
+      setTimeout(() => stop.abort(), 100);
+      await following;
+      expect(seen.length).toBe(4);
+      expect(await collect(logs().reader.followTree(rootA, { signal: stop.signal }))).toEqual([]);
     });
   });
 }
