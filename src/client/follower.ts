@@ -54,3 +54,62 @@ export async function* followAgent(o: FollowOptions): AsyncGenerator<ClientEvent
     if (!signal || signal.aborted) return;
   }
 }
+
+/** Options of `followTree`. */
+export interface FollowTreeOptions {
+  reader: Pick<LogReader, 'read' | 'readTree' | 'followTree'>;
+  /** The tree: its top agent. */
+  rootId: string;
+  /** The client's resume cursor: commits after this stream sequence are read (absent: the whole run). */
+  afterStreamSeq?: number;
+  /**
+   * Each actor's state folded so far, by actor ID (not copied: the follower folds into it and adds
+   * the actors it meets). An actor it does not hold is caught up from its own log first.
+   */
+  projections?: Map<string, Projection>;
+  /** Ends the following; without it the follower stops at the end of the tree's log as of now. */
+  signal?: AbortSignal;
+}
+
+/** One committed event of a tree as a client sees it: its actor, the event, that actor's state after it, and its status. */
+export interface TreeClientEvent extends ClientEvent {
+  actorId: string;
+}
+
+/**
+ * The client path over a whole run (design §4, §11): every actor's events under one root in
+ * stream order from a stream-sequence cursor, then (with a signal) live, each folded into its
+ * actor's projection with the same code `followAgent` uses. An actor first met after its first
+ * event (a resume from a cursor) has its earlier events folded from its own log, so its state is
+ * the log's, never a guess from a partial tail. A live follow whose consumer ends without being
+ * asked to goes on from the last commit seen.
+ */
+export async function* followTree(o: FollowTreeOptions): AsyncGenerator<TreeClientEvent> {
+  const { reader, rootId, signal } = o;
+  const projections = o.projections ?? new Map<string, Projection>();
+  let after = o.afterStreamSeq ?? 0;
+  for (;;) {
+    const source = signal
+      ? reader.followTree(rootId, { afterStreamSeq: after, signal })
+      : reader.readTree(rootId, { afterStreamSeq: after });
+    for await (const { actorId, event, streamSeq } of source) {
+      let p = projections.get(actorId);
+      if (!p) {
+        p = emptyProjection(actorId);
+        projections.set(actorId, p);
+        if (event.seq > 1) {
+          for await (const earlier of reader.read(rootId, actorId, { end: { seq: event.seq - 1, streamSeq } })) {
+            if (earlier.event.seq < event.seq) foldEvent(p, earlier.event);
+          }
+        }
+      }
+      // a consumer restarted from a commit may hand an event seen already: each is folded once
+      if (event.seq <= p.seq) continue;
+      foldEvent(p, event);
+      // a commit holds several events: going on after the one before it cannot skip its rest
+      after = streamSeq - 1;
+      yield { actorId, event, streamSeq, projection: p, status: statusOf(p) };
+    }
+    if (!signal || signal.aborted) return;
+  }
+}

@@ -1,11 +1,12 @@
 // The one client follower on the in-memory log: the log after a seq, then live commits, each event
 // folded once with the status that follows from it; a wait for a person is the agent's own
-// `actor/parked`, never a pause.
+// `actor/parked`, never a pause. The tree follower does the same over every actor under one root,
+// in stream order from a stream-seq cursor, each actor folded on its own.
 import { describe, expect, test } from 'vitest';
-import { followAgent, type ClientEvent } from '../../src/client/follower.js';
+import { followAgent, followTree, type ClientEvent, type TreeClientEvent } from '../../src/client/follower.js';
 import { statusOf } from '../../src/client/status.js';
 import type { EventDraft } from '../../src/protocol/events.js';
-import { emptyProjection, foldEvent } from '../../src/store/projection.js';
+import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
 import { createMemoryLogs } from '../../src/store/memory-log.js';
 import { ACTOR, LogBuilder } from '../actors/log-builder.js';
 
@@ -31,8 +32,8 @@ function parkedTurn(): LogBuilder {
   return b;
 }
 
-async function collect(it: AsyncIterable<ClientEvent>, until: (e: ClientEvent) => boolean = () => false): Promise<ClientEvent[]> {
-  const seen: ClientEvent[] = [];
+async function collect<E extends ClientEvent>(it: AsyncIterable<E>, until: (e: E) => boolean = () => false): Promise<E[]> {
+  const seen: E[] = [];
   for await (const e of it) {
     // copy what changes: the follower folds into one projection
     seen.push({ ...e, projection: structuredClone(e.projection) });
@@ -79,6 +80,92 @@ describe('followAgent', () => {
     const seen = collect(followAgent({ reader: logs.reader, rootId: ROOT, actorId: ACTOR, from, signal: stop.signal }));
     setTimeout(() => stop.abort(), 50);
     expect((await seen).length).toBe(parkedTurn().events.length);
+  });
+});
+
+const CHILD = 'agt_01TESTCHILD00000000000000000';
+const STRANGER = 'agt_01TESTSTRANGER0000000000000';
+
+/** A tree (the root parked for an approval, a child that answered) and an actor of another root, committed in turn. */
+async function treeLog() {
+  const logs = createMemoryLogs();
+  const writer = (rootId: string, actorId: string) => {
+    const w = logs.writer({ rootId, actorId, position: { seq: 0, streamSeq: 0 }, epoch: 1 });
+    return (events: LogBuilder['events']) =>
+      w.commit(events.map(({ type, data, turn, step, attempt, call }) => ({ type, data, turn, step, attempt, call }) as EventDraft));
+  };
+  const [root, child, stranger] = [writer(ROOT, ACTOR), writer(ROOT, CHILD), writer(STRANGER, STRANGER)];
+  const parked = parkedTurn();
+  const answered = new LogBuilder().receive('msg_c', 'Read notes.txt').startTurn('msg_c').startStep(1).answer('Notes read.').endStep('final');
+  const split = (b: LogBuilder, n: number) => [b.events.slice(0, n), b.events.slice(n)] as const;
+  const [root1, root2] = split(parked, 3);
+  const [child1, child2] = split(answered, 2);
+  await root(root1);
+  await stranger(new LogBuilder().receive('msg_s').events);
+  await child(child1);
+  await root(root2);
+  await child(child2);
+  return { logs, root, child, stranger, events: { root: parked.events.length, child: answered.events.length } };
+}
+
+/** The state an actor's whole log folds to, read on its own. */
+async function foldedAlone(logs: ReturnType<typeof createMemoryLogs>, actorId: string): Promise<Projection> {
+  const p = emptyProjection(actorId);
+  for await (const _ of followAgent({ reader: logs.reader, rootId: ROOT, actorId, from: p })) void _;
+  return p;
+}
+
+describe('followTree', () => {
+  test('without a signal it reads every actor of the tree in stream order, each event folded into its own actor\'s state', async () => {
+    const { logs, events } = await treeLog();
+    const seen = await collect(followTree({ reader: logs.reader, rootId: ROOT }));
+    expect(seen.map((e) => e.actorId)).toEqual([...Array(3).fill(ACTOR), ...Array(2).fill(CHILD), ...Array(events.root - 3).fill(ACTOR), ...Array(events.child - 2).fill(CHILD)]);
+    expect(seen.map((e) => e.streamSeq)).toEqual([...seen.map((e) => e.streamSeq)].sort((a, b) => a - b));
+    expect(seen.every((e) => e.projection.actorId === e.actorId && e.projection.seq === e.event.seq)).toBe(true);
+    expect(seen.filter((e) => e.actorId === ACTOR).at(-1)).toMatchObject({ status: 'waiting', event: { type: 'actor/parked' } });
+    expect(seen.filter((e) => e.actorId === CHILD).at(-1)!.status).toBe('running'); // a step ended, the turn is open
+    expect(seen.at(-1)!.projection).toEqual(await foldedAlone(logs, CHILD));
+  });
+
+  test('from a cursor it reads only later commits, and an actor met mid-log has its earlier events folded from its own log', async () => {
+    const { logs } = await treeLog();
+    const all = await collect(followTree({ reader: logs.reader, rootId: ROOT }));
+    // after the child's first commit: the root's and the child's rest
+    const cursor = all.find((e) => e.actorId === CHILD)!.streamSeq;
+    const projections = new Map<string, Projection>();
+    const seen = await collect(followTree({ reader: logs.reader, rootId: ROOT, afterStreamSeq: cursor, projections }));
+    expect(seen.map((e) => [e.actorId, e.event.seq])).toEqual(all.filter((e) => e.streamSeq > cursor).map((e) => [e.actorId, e.event.seq]));
+    expect(projections.get(ACTOR)).toEqual(await foldedAlone(logs, ACTOR));
+    expect(projections.get(CHILD)).toEqual(await foldedAlone(logs, CHILD));
+    expect(seen.filter((e) => e.actorId === ACTOR).at(-1)!.status).toBe('waiting');
+    expect(await collect(followTree({ reader: logs.reader, rootId: ROOT, afterStreamSeq: all.at(-1)!.streamSeq }))).toEqual([]);
+  });
+
+  test('with a signal it follows live commits of any actor of the tree, none of another root\'s, until aborted', async () => {
+    const { logs, root, child, stranger } = await treeLog();
+    const end = (await collect(followTree({ reader: logs.reader, rootId: ROOT }))).at(-1)!.streamSeq;
+    const stop = new AbortController();
+    const live = collect(followTree({ reader: logs.reader, rootId: ROOT, afterStreamSeq: end, signal: stop.signal }),
+      (e: TreeClientEvent) => e.event.type === 'turn/end');
+    await stranger(new LogBuilder().receive('msg_s2').events);
+    const childEnd = new LogBuilder();
+    childEnd.turn = 'turn_1';
+    await child(childEnd.endTurn('completed', 'Notes read.').events);
+    const seen = await live;
+    expect(seen.map((e) => [e.actorId, e.event.type, e.status])).toEqual([[CHILD, 'turn/end', 'completed']]);
+    // met first at its turn/end: the rest of its state came from its own log
+    expect(seen[0]!.projection).toEqual(await foldedAlone(logs, CHILD));
+    stop.abort();
+    await root(new LogBuilder().receive('msg_late').events);
+    expect(await collect(followTree({ reader: logs.reader, rootId: ROOT, signal: stop.signal }))).toEqual([]); // aborted: it ends at once
+  });
+
+  test('an abort ends a live tree follow that has nothing to read', async () => {
+    const { logs, events } = await treeLog();
+    const stop = new AbortController();
+    const seen = collect(followTree({ reader: logs.reader, rootId: ROOT, signal: stop.signal }));
+    setTimeout(() => stop.abort(), 50);
+    expect((await seen).length).toBe(events.root + events.child);
   });
 });
 
