@@ -5,6 +5,7 @@ export {
   createRuntime, type Runtime, type RuntimeOptions, type AgentHandle, type AgentOptions, type TurnHandle,
 } from './actors/runtime.js';
 export { followAgent, type ClientEvent, type FollowOptions } from './client/follower.js';
+export { followTree, type FollowTreeOptions, type TreeClientEvent } from './client/follower.js';
 export { statusOf, type ClientStatus } from './client/status.js';
 export { createMemoryBlobStore } from './store/memory-blobs.js';
 
