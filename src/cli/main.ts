@@ -6,7 +6,7 @@ import { ActorloopError, BusError, ConfigError, NotFoundError } from '../protoco
 import { demoCommand } from './commands/demo.js';
 import { doctorCommand } from './commands/doctor.js';
 import { eventsCommand, runsCommand, verifyCommand } from './commands/inspect.js';
-import { answerCommand, resumeCommand } from './commands/resume.js';
+import { answerCommand, interruptCommand, resumeCommand } from './commands/resume.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
 import { hostCommand } from './commands/host.js';
@@ -144,6 +144,12 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--in-process', 'rehydrate and host the agent in this process even when a host is running')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .action(act(async (id: string, o) => resumeCommand(id, o, load(o), out)));
+
+  common(program.command('interrupt').argument('<agentId>'))
+    .description("interrupt the agent's open turn wherever it runs: the turn ends cancelled (exit 0); nothing open: says so")
+    .option('--json', 'print only NDJSON events on stdout')
+    .option('--in-process', 'carry the interrupt out in this process when no host holds the agent, even with hosts running')
+    .action(act(async (id: string, o) => interruptCommand(id, o, load(o), out)));
 
   common(program.command('host'))
     .description('host agents until SIGTERM: claim leases for agents with work, run them, renew, drain on exit')

@@ -220,6 +220,35 @@ describe('with a host running', () => {
     expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
   });
 
+  test('actorloop interrupt from another process cancels a turn the host runs; an agent with nothing open is said so', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, cli, common } = await setup(onTestFinished);
+    const script = join(ws, 'slow.json');
+    await writeFile(script, JSON.stringify({ responses: [{ content: 'too late', delay_ms: 20_000 }] }));
+    const child = spawn(process.execPath, ['bin/actorloop.js', 'run', 'wait', '--model', `scripted:${script}`, '--cwd', ws, '--json', ...common], {
+      cwd: REPO_ROOT, env: cliEnv(dataDir),
+    });
+    children.add(child);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await until('the attempt on the host', async () => out.includes('"type":"attempt/start"'));
+    const agentId = lines(err)[0]!;
+    const interrupted = await cli.run(['interrupt', agentId, '--json', ...common]);
+    expectExit(expect, interrupted, 0);
+    expect(parseEvents(interrupted.stdout).at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'cancelled', reason: 'interrupted' } });
+    // the run that followed it ends with it
+    expect(await exited, err).toBe(130);
+    expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
+    const again = await cli.run(['interrupt', agentId, ...common]);
+    expectExit(expect, again, 0);
+    expect(again.stderr).toContain(`${agentId} has no open turn: nothing to interrupt (its last turn ended cancelled)`);
+    const unknown = await cli.run(['interrupt', 'agt_01J00000000000000000000000', ...common]);
+    expectExit(expect, unknown, 3);
+    expect(unknown.stderr).toMatch(/^actorloop: no agent agt_01J00000000000000000000000 in this data dir/);
+  });
+
   test('on a terminal, a handed-over run asks inline, answers through the inbox, and the host goes on after "y"', async ({ expect, onTestFinished }) => {
     const { ws, dataDir, common } = await setup(onTestFinished);
     const cmd = ['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common].join(' ');

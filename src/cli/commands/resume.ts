@@ -12,6 +12,7 @@ import { entryOf, foldLog, inboxPending, placementOf, releaseToHosts } from '../
 import { publishInbox } from '../../bus/inbox.js';
 import { pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
+import { interruptMessage } from '../interrupt-key.js';
 
 /** A person to ask on this terminal, or null (not a TTY, or stdout belongs to `--json`). */
 export function promptFor(out: Out, json: boolean): Prompt | null {
@@ -278,4 +279,53 @@ function approvalToAnswer(agentId: string, approvalId: string, p: Projection): A
     });
   }
   return approval;
+}
+
+/** Options of `actorloop interrupt`. */
+export interface InterruptOptions {
+  json?: boolean;
+  /** Host the agent here to carry the interrupt out even when a host is running. */
+  inProcess?: boolean;
+}
+
+/**
+ * `actorloop interrupt <agent>`: sends an `interrupt` to the agent's inbox on the person channel
+ * and follows its turn to the end, wherever it is hosted: on a host or in another command the
+ * interrupt is mail it takes at once; when nobody runs the agent, a live host is handed it, or it
+ * is rehydrated here and the interrupt is carried out by its recovery. Exit 0 once the turn ended
+ * cancelled; an agent with no open turn has nothing to interrupt (exit 0, said so).
+ */
+export async function interruptCommand(agentId: string, opts: InterruptOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  const rt = await openRuntime(config, createLogger(config));
+  try {
+    const json = opts.json === true;
+    const entry = await entryOf(rt, agentId);
+    const from = await foldLog(rt, entry);
+    if (!from.openTurn) {
+      const last = from.lastTurn ? ` (its last turn ended ${from.lastTurn.outcome})` : '';
+      out.stderr.write(`${agentId} has no open turn: nothing to interrupt${terminalText(last)}\n`);
+      return EXIT.completed;
+    }
+    const msg = interruptMessage(agentId);
+    const place = await placementOf(rt, agentId);
+    const elsewhere = place.kind === 'host' || place.kind === 'other' || (place.kind === 'free' && place.hosts.length > 0 && opts.inProcess !== true);
+    let code: number;
+    if (elsewhere) {
+      if (place.kind === 'free') await releaseToHosts(rt, entry);
+      await publishInbox(await rt.bus.person(), msg, 'person');
+      code = await followTurn({
+        rt, entry, from, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
+        prompt: null, hosting: { kind: 'host', handedOver: place.kind === 'free' },
+      });
+    } else {
+      // the mail first: hosted, the agent recovers its open turn and takes the interrupt in
+      await publishInbox(await rt.bus.person(), msg, 'person');
+      const h = await hostExisting(agentId, rt, out, json);
+      code = await awaitHosted(h, entry, from, json, out);
+    }
+    // the turn ended as asked: the command did what it was told
+    return code === EXIT.interrupted ? EXIT.completed : code;
+  } finally {
+    await rt.close();
+  }
 }

@@ -1,0 +1,40 @@
+// `actorloop interrupt` of an agent nobody runs (its run was killed mid-turn, no host is up): the
+// command rehydrates it, its recovery takes the interrupt in, and the turn ends cancelled.
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { CliPool, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
+import { tempDir } from '../helpers/nats.js';
+
+const dirs: string[] = [];
+const pool = new CliPool();
+afterAll(async () => {
+  await pool.killAll();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+test('interrupt of a killed run with no host: rehydrated here, the open turn ends cancelled, verify passes', async ({ onTestFinished }) => {
+  const ws = await demoWorkspace();
+  const dataDir = await tempDir('interrupt');
+  dirs.push(ws, dataDir);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const script = join(dataDir, 'script.json');
+  await writeFile(script, JSON.stringify({ responses: [
+    { tool_calls: [{ name: 'list_dir', arguments: { path: '.' } }] },
+    { tool_calls: [{ name: 'read_file', arguments: { path: 'src/slug.js' } }] },
+    { content: 'done' },
+  ] }));
+  const run = await cli.run(['run', 'look', '--model', `scripted:${script}`, '--cwd', ws, '--json', '--fault', 'after:tool/start@1']);
+  expect(run.signal, show(run)).toBe('SIGKILL');
+  const agentId = lines(run.stderr)[0]!;
+  const r = await cli.run(['interrupt', agentId, '--json']);
+  expect(r.code, show(r)).toBe(0);
+  const events = parseEvents(r.stdout);
+  expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'cancelled', reason: 'interrupted' } });
+  // the model never got its second request: the interrupt ended the turn first
+  const log = parseEvents((await cli.run(['events', agentId, '--json'])).stdout);
+  expect(log.filter((e) => e.type === 'assistant/accepted')).toHaveLength(1);
+  expect(log.some((e) => e.type === 'recovery/started')).toBe(true);
+  const verify = await cli.run(['verify', agentId]);
+  expect(verify.code, show(verify)).toBe(0);
+}, 60_000);
