@@ -25,6 +25,18 @@ const pool = new CliPool();
 afterAll(async () => {
   for (const h of hosts) if (h.exitCode === null && h.signalCode === null) h.kill('SIGKILL');
   await pool.killAll();
+  // a host killed by a failing test leaves its embedded server running on purpose (the next
+  // command would adopt it): nothing comes after this file, so stop it here
+  for (const d of dirs) {
+    const state = await readEmbeddedState(embeddedPaths(d).stateFile);
+    if (state) {
+      try {
+        process.kill(state.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
