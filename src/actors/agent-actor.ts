@@ -1,5 +1,4 @@
 import { createActor } from 'xstate';
-import type { Logger } from 'pino';
 import type { ActorEvent, EventDraft, TurnOutcome } from '../protocol/events.js';
 import { ActorloopError, StoreError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
@@ -17,6 +16,7 @@ import { snapshotDue } from './commit-batch.js';
 import { CommitPipeline } from './commit-pipeline.js';
 import type { AgentPorts } from './agent-ports.js';
 import type { EffectContext, TurnCache } from './effect-context.js';
+import { ActorEffectContext } from './actor-effect-context.js';
 import { createAgentLogic, type AgentActorRef, type AgentLogic, type InspectObserver, type PersistedAgentSnapshot } from './agent-logic.js';
 
 export type { AgentPorts } from './agent-ports.js';
@@ -410,67 +410,5 @@ export class AgentActor {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     this.deadlineTimer = null;
     this.approvalWatch?.clear();
-  }
-}
-
-/**
- * The narrow view of an actor its effect handlers get (design §5): one object whose methods are
- * on its prototype, so a hosted agent carries one small object for it, not a closure a member.
- */
-class ActorEffectContext implements EffectContext {
-  constructor(private readonly a: AgentActor) {}
-  get actorId(): string {
-    return this.a.actorId;
-  }
-  get projection(): Projection {
-    return this.a.projection;
-  }
-  get ports(): AgentPorts {
-    return this.a.ports;
-  }
-  get logger(): Logger {
-    return this.a.ports.logger;
-  }
-  get epoch(): number {
-    return this.a.ports.log.epoch;
-  }
-  get signal(): AbortSignal {
-    return this.a.turnAbort.signal;
-  }
-  get halted(): boolean {
-    return this.a.halted;
-  }
-  get turn(): TurnCache {
-    return this.a.turnCache;
-  }
-  get outputs(): OutputTexts {
-    return this.a.outputs;
-  }
-  stage(d: EventDraft): ActorEvent {
-    return this.a.stage(d);
-  }
-  flush(): Promise<void> {
-    return this.a.flush();
-  }
-  afterCommit(seq: number, launch: { run(): void; drop(): void }): void {
-    this.a.pipeline.afterCommit(seq, launch);
-  }
-  noteRecovered(description: string): void {
-    this.a.pipeline.noteRecovered(description);
-  }
-  send(signal: Parameters<EffectContext['send']>[0]): void {
-    this.a.send(signal);
-  }
-  callState(callId: string): ReturnType<EffectContext['callState']> {
-    return this.a.machines.callState(callId);
-  }
-  startCall(callId: string, rerun: boolean): void {
-    this.a.runner.request(callId, rerun);
-  }
-  kick(): void {
-    this.a.kick();
-  }
-  fail(err: unknown): void {
-    this.a.fail(err);
   }
 }
