@@ -1,28 +1,11 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { environmentOf, loadConfig, redactedValues, secretOf } from '../../src/config/config.js';
 import { ConfigError } from '../../src/protocol/errors.js';
-import { tempDir } from '../helpers/nats.js';
-
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
-});
+import { configFixture } from './config-fixture.js';
 
 /** A workspace and a config home with the given files; env points at them. */
-async function setup(files: { workspace?: string; user?: string }) {
-  const root = await tempDir('config');
-  dirs.push(root);
-  const ws = join(root, 'ws');
-  const home = join(root, 'home');
-  await mkdir(ws);
-  await mkdir(join(home, 'actorloop'), { recursive: true });
-  if (files.workspace !== undefined) await writeFile(join(ws, 'actorloop.toml'), files.workspace);
-  if (files.user !== undefined) await writeFile(join(home, 'actorloop', 'config.toml'), files.user);
-  const env: NodeJS.ProcessEnv = { XDG_CONFIG_HOME: home, HOME: root };
-  return { ws, home, env };
-}
+const setup = configFixture();
 
 describe('configuration', () => {
   it('merges the workspace file, the user file, the environment and flags, later ones winning', async () => {

@@ -1,27 +1,12 @@
-import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { createPolicySource } from '../../src/config/turn-policy.js';
-import { tempDir } from '../helpers/nats.js';
+import { configFixture } from './config-fixture.js';
 
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
-});
-
-async function setup(files: { workspace?: string; user?: string }) {
-  const root = await tempDir('trust');
-  dirs.push(root);
-  const ws = join(root, 'ws');
-  const home = join(root, 'home');
-  await mkdir(ws);
-  await mkdir(join(home, 'actorloop'), { recursive: true });
-  if (files.workspace !== undefined) await writeFile(join(ws, 'actorloop.toml'), files.workspace);
-  if (files.user !== undefined) await writeFile(join(home, 'actorloop', 'config.toml'), files.user);
-  const env: NodeJS.ProcessEnv = { XDG_CONFIG_HOME: home, HOME: root, AWS_SECRET_ACCESS_KEY: 'aws-secret-0123456789' };
-  return { root, ws, env, userFile: join(home, 'actorloop', 'config.toml'), wsFile: join(ws, 'actorloop.toml') };
-}
+const setup = (files: { workspace?: string; user?: string }) => configFixtureSetup(files, { AWS_SECRET_ACCESS_KEY: 'aws-secret-0123456789' });
+const configFixtureSetup = configFixture();
 
 // Everything a cloned repository's actorloop.toml tried in the attacks of issue 13, and what may stay.
 const HOSTILE = [
