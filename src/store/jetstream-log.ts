@@ -12,7 +12,7 @@ import { stampDrafts } from './stamp-drafts.js';
 import { sleep } from '../protocol/sleep.js';
 import { commitMsgId, logSubject, parseLogSubject, runLogFilter, STREAMS } from '../bus/subjects.js';
 import type { LogPublisher } from '../bus/log-publisher.js';
-import type { ActorLogs, ActorLogWriter, LogPosition, LogReader, StoredEvent, TreeEvent } from './log-port.js';
+import { serialCommits, type ActorLogs, type ActorLogWriter, type LogPosition, type LogReader, type StoredEvent, type TreeEvent } from './log-port.js';
 
 export { decodeCommit } from './commit-codec.js';
 export { stampDrafts, type CommitPlace } from './stamp-drafts.js';
@@ -204,19 +204,7 @@ export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
     return settle(pending);
   };
 
-  // Commits run one at a time: two in flight would stamp the same seqs and fence each other.
-  let queue: Promise<unknown> = Promise.resolve();
-  return {
-    actorId,
-    rootId,
-    epoch,
-    position: () => ({ ...position }),
-    commit(drafts) {
-      const run = queue.then(() => commitNow(drafts));
-      queue = run.catch(() => {});
-      return run;
-    },
-  };
+  return { actorId, rootId, epoch, position: () => ({ ...position }), commit: serialCommits(commitNow) };
 }
 
 /** Options of `createLogReader`. */

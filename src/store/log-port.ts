@@ -87,3 +87,16 @@ export interface ActorLogs {
   readonly reader: LogReader;
   writer(opts: LogWriterOptions): ActorLogWriter;
 }
+
+/**
+ * A writer's commits, one at a time: two in flight would stamp the same seqs and fence each
+ * other. A failed commit does not block the next (the writer itself decides whether it is fenced).
+ */
+export function serialCommits(commitNow: (drafts: EventDraft[]) => Promise<ActorEvent[]>): ActorLogWriter['commit'] {
+  let queue: Promise<unknown> = Promise.resolve();
+  return (drafts) => {
+    const run = queue.then(() => commitNow(drafts));
+    queue = run.catch(() => {});
+    return run;
+  };
+}

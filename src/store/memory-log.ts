@@ -3,7 +3,7 @@ import type { ActorEvent, EventDraft } from '../protocol/events.js';
 import { commitMsgId, logSubject, parseLogSubject } from '../bus/subjects.js';
 import { decodeCommit, encodeCommit } from './commit-codec.js';
 import { stampDrafts } from './stamp-drafts.js';
-import type { ActorLogs, ActorLogWriter, LogPosition, LogReader, LogWriterOptions, StoredEvent, TreeEvent } from './log-port.js';
+import { serialCommits, type ActorLogs, type ActorLogWriter, type LogPosition, type LogReader, type LogWriterOptions, type StoredEvent, type TreeEvent } from './log-port.js';
 
 /** Options of `createMemoryLogs`. */
 export interface MemoryLogsOptions {
@@ -91,19 +91,7 @@ export function createMemoryLogs(opts: MemoryLogsOptions = {}): MemoryLogs {
       return events;
     };
 
-    // Commits run one at a time: two in flight would stamp the same seqs and fence each other.
-    let queue: Promise<unknown> = Promise.resolve();
-    return {
-      actorId,
-      rootId,
-      epoch,
-      position: () => ({ ...position }),
-      commit(drafts) {
-        const run = queue.then(() => commitNow(drafts));
-        queue = run.catch(() => {});
-        return run;
-      },
-    };
+    return { actorId, rootId, epoch, position: () => ({ ...position }), commit: serialCommits(commitNow) };
   };
 
   const endOf = (rootId: string, actorId: string): LogPosition => {
