@@ -9,6 +9,7 @@ import type { ApprovalMode } from '../protocol/events.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
 import { answerApproval, decideCall, expireApproval, requestApproval } from './tool-policy.js';
 import { reconcileCall, settleReconciled } from './reconcile.js';
+import { answerQuestion } from './questions.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
 export { DEFAULT_INSTRUCTIONS, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
@@ -106,6 +107,7 @@ const EFFECTS: EffectTable = {
   requestApproval: (ctx, p) => requestApproval(ctx, p.callId, p.confirmUnknown === true, p.reason),
   expireApproval: (ctx, p) => expireApproval(ctx, p.callId, p.approvalId),
   answerApproval: (ctx, p) => answerApproval(ctx, p.messageId, p.from, p.content),
+  answerQuestion: (ctx, p) => answerQuestion(ctx, p.messageId, p.from, p.content),
   startTool: (ctx, p) => ctx.startCall(p.callId, p.rerun),
   rejectCall(ctx, p) {
     ctx.stage({

@@ -41,6 +41,8 @@ export const agentMachine = setup({
     startTurn: slot<{ messageIds: string[]; source: ClaimSource }>(),
     turnEnded: slot<{ outcome: TurnOutcome }>(),
     answerApproval: slot<{ messageId: string; from: string; content: string }>(),
+    /** A person's answer to a question `ask_user` asked: the runtime checks it against the questions the log holds. */
+    answerQuestion: slot<{ messageId: string; from: string; content: string }>(),
     /** Cancel the open turn as an `abort` does: an interrupt came through the inbox. */
     interruptTurn: slot<{ reason: 'interrupted' }>(),
   },
@@ -58,13 +60,22 @@ export const agentMachine = setup({
   on: {
     'actor/stopped': { target: '.stopped' },
     // in any state: the runtime checks the answer against the approvals the log holds
-    'inbox/received': {
-      guard: ({ event }) => event.data.kind === 'approval_response',
-      actions: {
-        type: 'answerApproval',
-        params: ({ event }) => ({ messageId: event.data.messageId, from: event.data.from, content: event.data.content }),
+    'inbox/received': [
+      {
+        guard: ({ event }) => event.data.kind === 'approval_response',
+        actions: {
+          type: 'answerApproval',
+          params: ({ event }) => ({ messageId: event.data.messageId, from: event.data.from, content: event.data.content }),
+        },
       },
-    },
+      {
+        guard: ({ event }) => event.data.kind === 'ask_answer',
+        actions: {
+          type: 'answerQuestion',
+          params: ({ event }) => ({ messageId: event.data.messageId, from: event.data.from, content: event.data.content }),
+        },
+      },
+    ],
   },
   states: {
     idle: {

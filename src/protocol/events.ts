@@ -131,11 +131,15 @@ export const EventDataSchemas = {
     provider: z.string().optional(),
     effort: ReasoningEffortSchema.nullable().optional(),
     capabilities: CapabilitiesSchema.nullable().optional(),
+    /** Inbox messages (steer, inject) this step claims: `reserved` until a prepared request includes them. */
+    messageIds: z.array(z.string()).optional(),
   }),
   'request/prepared': z.object({
     digest: z.string(),
     bytes: z.number().int().nonnegative(),
     messages: z.number().int().nonnegative(),
+    /** Inbox messages this request holds for the first time: `included` from this commit on. */
+    messageIds: z.array(z.string()).optional(),
   }),
   'attempt/start': z.object({ index: z.number().int().positive(), requestDigest: z.string() }),
   'attempt/end': z.object({
@@ -285,7 +289,12 @@ export const EventDataSchemas = {
    * refused at the door, before it was received, names its kind and claimed sender here.
    */
   'inbox/cancelled': z.object({ messageId: z.string(), reason: z.string(), kind: z.string().optional(), from: z.string().optional() }),
-  'recovery/started': z.object({ fromSeq: z.number().int().nonnegative(), reason: z.string() }),
+  'recovery/started': z.object({
+    fromSeq: z.number().int().nonnegative(),
+    reason: z.string(),
+    /** Messages a step had reserved that no prepared request included: `pending` again. */
+    requeued: z.array(z.string()).optional(),
+  }),
   'recovery/continuation': z.object({
     closed: z.array(z.string()),
     resume: z.enum(['step', 'turn', 'none']),
@@ -317,6 +326,48 @@ export const EventDataSchemas = {
    * when its work is idle and what it waits on is a person's, so a client never infers a wait
    * from silence. `commands` are what a person runs to answer, one per line.
    */
+  /**
+   * A person asked the open turn to stop (Ctrl-C, `actorloop interrupt`, a gateway): committed
+   * before anything is aborted, so every scope it ends is closed after it in the log.
+   */
+  'interrupt/requested': z.object({
+    messageId: z.string(),
+    by: z.string(),
+    /** Queued follow-ups are kept for later turns or cancelled (`interrupt_follow_ups`). */
+    followUps: z.enum(['keep', 'cancel']),
+  }),
+  /** The built-in `ask_user` tool asked a person a question; the turn waits for the answer. */
+  'ask/asked': z.object({
+    /** Stable: derived from the call, so a rerun after a crash finds the same question. */
+    questionId: z.string(),
+    question: z.string(),
+    options: z.array(z.object({ id: z.string(), label: z.string() })),
+    allowFreeText: z.boolean(),
+    /** The answer reaches the model but never the event stream, client output or logs. */
+    sensitive: z.boolean(),
+    /** Absolute expiry (ms since epoch): a persisted deadline, re-armed after a crash. */
+    expiresAt: z.number().int(),
+  }),
+  /** A person answered a question (or it expired, or the turn stopped waiting). */
+  'ask/answered': z.object({
+    questionId: z.string(),
+    /** The inbox message that carried the answer; null when nobody answered (expired, cancelled). */
+    messageId: z.string().nullable(),
+    by: z.string(),
+    outcome: z.enum(['answered', 'expired', 'cancelled']),
+    /** The option chosen, if any. */
+    optionId: z.string().nullable(),
+    /** The answer as the model reads it; `[sensitive]` when the question was sensitive. */
+    answer: z.string(),
+    /** Where a sensitive answer is kept for the model (never in the log). */
+    answerRef: BlobRefSchema.optional(),
+  }),
+  /** The agent's plan, whole, with its version (one more than the plan it replaced). */
+  'plan/replaced': z.object({
+    version: z.number().int().positive(),
+    items: z.array(z.object({ content: z.string(), status: z.enum(['pending', 'in_progress', 'completed']) })),
+    explanation: z.string().nullable(),
+  }),
   'actor/parked': z.object({
     waitingFor: z.enum(['approval', 'question']),
     /** The approvals (or questions) waited on, soonest expiry first. */

@@ -60,6 +60,25 @@ export interface ApprovalRecord {
   reason?: string | null;
 }
 
+/** A question the `ask_user` tool asked a person (design §6): open until answered, expired or cancelled. */
+export interface QuestionRecord {
+  callId: string;
+  question: string;
+  options: Array<{ id: string; label: string }>;
+  allowFreeText: boolean;
+  sensitive: boolean;
+  /** Absolute expiry, ms since epoch. */
+  expiresAt: number;
+  state: 'pending' | 'answered' | 'expired' | 'cancelled';
+}
+
+/** The agent's plan as `update_plan` last wrote it. */
+export interface PlanRecord {
+  version: number;
+  items: Array<{ content: string; status: 'pending' | 'in_progress' | 'completed' }>;
+  explanation: string | null;
+}
+
 /** The actor's state folded from its log (design §4). Plain JSON, so snapshots store it as is. */
 export interface Projection {
   version: number;
@@ -117,6 +136,19 @@ export interface Projection {
    * `actor/released` clears it (the wait is over, or the next incarnation parks again).
    */
   parked?: { waitingFor: 'approval' | 'question'; ids: string[]; commands: string[] };
+  /** Questions asked by ID (made on first use); answered ones stay, so a second answer is refused. */
+  questions?: Record<string, QuestionRecord>;
+  /** The current plan (absent: none written yet). */
+  plan?: PlanRecord;
+  /**
+   * Delivery (design §6): `steer` and `inject` messages still `pending`, oldest first: the next
+   * step claims them all. Made on first use.
+   */
+  nextStep?: string[];
+  /** Messages the open step reserved whose content is not in the history yet (its prepare adds it). */
+  claimed?: string[];
+  /** Reserved messages whose content is in the history but no prepared request held yet. */
+  unsent?: string[];
 }
 
 /** The projection of an empty log. */
@@ -174,27 +206,43 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
   switch (e.type) {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
+      if (NEXT_STEP_KINDS.has(e.data.kind)) (p.nextStep ??= []).push(e.data.messageId);
       break;
     case 'turn/start':
       p.lastSettings = e.data.settings;
       p.openTurn = { id: e.turn!, settings: e.data.settings, startedAt: e.at, steps: 0, toolCalls: 0, usage: ZERO_USAGE, costUsd: 0 };
-      for (const id of e.data.messageIds) {
-        const item = p.inbox[id];
-        // The content lives on in `history`; the ID stays, so a redelivery is recognised.
-        if (item) p.inbox[id] = { ...item, state: 'included', content: '', request: null };
-      }
+      // claimed by the turn: its `user/message` events follow in this commit, and its first request includes them
+      for (const id of e.data.messageIds) setState(p, id, 'reserved');
+      if (p.nextStep) p.nextStep = without(p.nextStep, e.data.messageIds);
       break;
-    case 'user/message':
+    case 'user/message': {
       p.history.push({ role: 'user', content: e.data.content });
       if (p.untrusted) p.untrusted = false;
+      const item = p.inbox[e.data.messageId];
+      if (item?.state === 'reserved') {
+        // The content lives on in `history`; the ID stays, so a redelivery is recognised.
+        p.inbox[e.data.messageId] = { ...item, content: '', request: null };
+        if (p.claimed) p.claimed = without(p.claimed, [e.data.messageId]);
+        (p.unsent ??= []).push(e.data.messageId);
+      }
       break;
+    }
     case 'step/start':
       p.openStep = { id: e.step!, index: e.data.index, usage: ZERO_USAGE, costUsd: 0, untrusted: p.untrusted === true };
       p.pending = { assistant: null, calls: [] };
       if (p.openTurn) p.openTurn.steps += 1;
+      if (e.data.messageIds && e.data.messageIds.length > 0) {
+        for (const id of e.data.messageIds) setState(p, id, 'reserved');
+        p.claimed = [...(p.claimed ?? []), ...e.data.messageIds];
+        if (p.nextStep) p.nextStep = without(p.nextStep, e.data.messageIds);
+      }
       break;
     case 'request/prepared':
       p.lastPrepared = { digest: e.data.digest, bytes: e.data.bytes };
+      if (e.data.messageIds && e.data.messageIds.length > 0) {
+        for (const id of e.data.messageIds) setState(p, id, 'included');
+        if (p.unsent) p.unsent = without(p.unsent, e.data.messageIds);
+      }
       break;
     case 'attempt/start':
       p.openAttempt = { id: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest };
@@ -259,6 +307,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     case 'step/end':
       closeStep(p);
+      requeueClaimed(p);
       break;
     case 'turn/end':
       if (p.approvals) p.approvals = {};
@@ -321,6 +370,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       const item = p.inbox[e.data.messageId];
       // refused at the door: the ID is kept all the same, so a redelivery is recognised
       p.inbox[e.data.messageId] = { ...(item ?? { kind: e.data.kind ?? 'unknown' }), state: 'cancelled', content: '', request: null };
+      if (p.nextStep) p.nextStep = without(p.nextStep, [e.data.messageId]);
       break;
     }
     case 'policy/decided': {
@@ -329,7 +379,35 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       if (call && e.data.decision === 'allow') call.grant = { network: e.data.network === true, envAllow: e.data.envAllow ?? [] };
       break;
     }
+    case 'ask/asked':
+      (p.questions ??= {})[e.data.questionId] = {
+        callId: e.call ?? '',
+        question: e.data.question,
+        options: e.data.options,
+        allowFreeText: e.data.allowFreeText,
+        sensitive: e.data.sensitive,
+        expiresAt: e.data.expiresAt,
+        state: 'pending',
+      };
+      break;
+    case 'ask/answered': {
+      const q = p.questions?.[e.data.questionId];
+      if (q) q.state = e.data.outcome;
+      includeMessage(p, e.data.messageId ?? undefined);
+      break;
+    }
+    case 'plan/replaced':
+      p.plan = { version: e.data.version, items: e.data.items, explanation: e.data.explanation };
+      break;
+    case 'interrupt/requested':
+      includeMessage(p, e.data.messageId);
+      break;
     case 'recovery/started':
+      if (e.data.requeued && e.data.requeued.length > 0) {
+        if (p.claimed) p.claimed = without(p.claimed, e.data.requeued);
+        for (const id of e.data.requeued) requeue(p, id);
+      }
+      break;
     case 'recovery/continuation':
     case 'actor/rehydrated':
     case 'actor/killed':
@@ -339,6 +417,39 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       assertNever(e, 'event');
   }
   return p;
+}
+
+/** Kinds of message delivered at the next step boundary of the running (or next) turn. */
+export const NEXT_STEP_KINDS: ReadonlySet<string> = new Set(['steer', 'inject']);
+
+function without(ids: string[], drop: readonly string[]): string[] {
+  return ids.filter((id) => !drop.includes(id));
+}
+
+function setState(p: Projection, id: string, state: InboxItemState): void {
+  const item = p.inbox[id];
+  if (item) p.inbox[id] = { ...item, state };
+}
+
+/** A reserved message no request included goes back to `pending`, first in line for the next step. */
+function requeue(p: Projection, id: string): void {
+  const item = p.inbox[id];
+  if (!item || item.state !== 'reserved') return;
+  p.inbox[id] = { ...item, state: 'pending' };
+  if (NEXT_STEP_KINDS.has(item.kind)) p.nextStep = [id, ...without(p.nextStep ?? [], [id])];
+}
+
+/** A step that ended before its request held what it claimed gives the messages back. */
+function requeueClaimed(p: Projection): void {
+  if (!p.claimed || p.claimed.length === 0) return;
+  const ids = p.claimed;
+  p.claimed = [];
+  for (const id of [...ids].reverse()) requeue(p, id);
+}
+
+/** Reserved messages no prepared request holds yet, whose content is in the history (the next request includes them). */
+export function unsentMessages(p: Projection): readonly string[] {
+  return p.unsent ?? [];
 }
 
 /** An answer message (approval) was consumed: its ID stays so a redelivery is recognised. */

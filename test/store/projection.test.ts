@@ -173,7 +173,7 @@ describe('foldEvent', () => {
     expect(fold(b.events).openTurn).toMatchObject({ steps: 2, toolCalls: 1 });
   });
 
-  it('keeps inbox states: pending when received, included (content and request dropped) once a turn claims it', () => {
+  it('keeps inbox states: pending when received, reserved (content and request dropped) once a turn claims it', () => {
     const b = new LogBuilder();
     b.push('inbox/received', { messageId: 'msg_1', kind: 'user_message', from: 'cli', content: 'first', request: REQUEST });
     b.push('inbox/received', { messageId: 'msg_2', kind: 'follow_up', from: 'cli', content: 'second', request: null });
@@ -184,8 +184,9 @@ describe('foldEvent', () => {
     });
     b.startTurn('msg_1');
     p = fold(b.events);
-    expect(p.inbox.msg_1).toEqual({ state: 'included', kind: 'user_message', content: '', request: null });
+    expect(p.inbox.msg_1).toEqual({ state: 'reserved', kind: 'user_message', content: '', request: null });
     expect(p.inbox.msg_2!.state).toBe('pending');
+    expect(p.unsent).toEqual(['msg_1']);
     expect(p.openTurn!.settings).toEqual(p.lastSettings);
   });
 
