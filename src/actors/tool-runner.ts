@@ -8,6 +8,7 @@ import { abortReason, scope, settings } from './effect-helpers.js';
 import { planCall, type CallPlan } from './tool-policy.js';
 import { clipStrings } from './output-blobs.js';
 import { ToolError } from '../protocol/errors.js';
+import { runtimeTool } from './runtime-tools.js';
 
 /** The tool's record of what a call is about to change (undefined: it keeps none, or could not take it). */
 function capturePreimage(a: EffectContext, planned: CallPlan, workspace: string): unknown {
@@ -181,7 +182,7 @@ export class ToolRunner {
     // No effect starts without a committed tool/start: the tool runs once this event is in the log.
     a.afterCommit(e.seq, {
       run: () => {
-        this.execute(call, planned, key, ids).finally(() => {
+        this.execute(call, planned, key, ids, rerun).finally(() => {
           this.running.delete(call.callId);
           release();
           if (!a.halted) {
@@ -197,12 +198,17 @@ export class ToolRunner {
     });
   }
 
-  private async execute(call: OpenCall, planned: CallPlan, key: string, ids: { turn: string; step: string; call: string }): Promise<void> {
+  private async execute(call: OpenCall, planned: CallPlan, key: string, ids: { turn: string; step: string; call: string }, rerun: boolean): Promise<void> {
     const a = this.a;
     const t = a.ports.tooling;
     try {
       if (a.signal.aborted) {
         a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a) } });
+        return;
+      }
+      const own = runtimeTool(call.name);
+      if (own) {
+        await own.run(a, { call, input: planned.input, ids, rerun });
         return;
       }
       const grant = call.grant ?? { network: false, envAllow: [] };
