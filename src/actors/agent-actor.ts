@@ -36,6 +36,13 @@ export interface AgentActorOptions {
   inspect?: InspectObserver;
 }
 
+/** Messages waiting for a later turn (user messages, follow-ups), oldest first. */
+function queuedForNextTurn(p: Projection): string[] {
+  return Object.entries(p.inbox)
+    .filter(([, item]) => item.state === 'pending' && (item.kind === 'follow_up' || item.kind === 'user_message'))
+    .map(([id]) => id);
+}
+
 /** How a turn ended, as `turn/end` recorded it. */
 export interface TurnEnded {
   turnId: string;
@@ -195,8 +202,8 @@ export class AgentActor {
       this.turnAbort.abort(effect.params.reason);
       return;
     }
-    // an interrupt from the inbox stops the turn as Ctrl-C's `abort` does, without queueing behind it
-    if (effect.name === 'interruptTurn') return this.abort(effect.params.reason);
+    // an interrupt from the inbox stops the turn without queueing behind the effect in flight
+    if (effect.name === 'interruptTurn') return this.interrupt(effect.params.messageId, effect.params.from);
     this.queue.push(effect);
   }
 
@@ -267,7 +274,10 @@ export class AgentActor {
       })
       : this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: verdict.reason, kind: msg.kind, from: msg.from } });
     const done = this.pipeline.whenCommitted(e.seq);
-    this.kick();
+    // Committed now even while an effect is in flight (a model stream, a tool): the inbox takes its
+    // next message only once this one is acked, and an interrupt must not wait behind a steer.
+    if (this.pumping) this.flush().catch((err: unknown) => this.fail(err));
+    else this.kick();
     return done;
   }
 
@@ -275,7 +285,9 @@ export class AgentActor {
   recover(reason: string): boolean {
     const open = this.machines.hasOpenTurn() || this.machines.isClaiming();
     if (!open) return false;
-    this.stage({ type: 'recovery/started', data: { fromSeq: this.projection.seq, reason } });
+    // a step's claim that no prepared request included is given back: a later step includes it once
+    const requeued = this.projection.claimed && this.projection.claimed.length > 0 ? [...this.projection.claimed] : null;
+    this.stage({ type: 'recovery/started', data: { fromSeq: this.projection.seq, reason, ...(requeued ? { requeued } : {}) } });
     this.pipeline.beginRecovery(this.projection.openTurn?.id);
     const deadline = this.projection.openTurn?.settings.budgets.deadlineAt ?? null;
     this.onTurnStart(deadline);
@@ -362,6 +374,35 @@ export class AgentActor {
    */
   whenAwaitingApproval(): Promise<string[]> {
     return this.approvals.whenAwaiting();
+  }
+
+  /**
+   * Carries out a person's interrupt (design §6a): `interrupt/requested` is committed first (with
+   * the follow-ups it cancels, when `interrupt_follow_ups = "cancel"`), then the turn's work is
+   * aborted: the attempt ends aborted, nothing new is dispatched, running tools get the signal,
+   * and the step and turn end cancelled. A recovery that finds it committed only aborts.
+   */
+  private interrupt(messageId: string, from: string): void {
+    const turn = this.projection.openTurn?.id;
+    if (messageId === '' || this.projection.inbox[messageId]?.state === 'included') {
+      this.abort('interrupted');
+      return;
+    }
+    const followUps = this.ports.tooling.interruptFollowUps ?? 'keep';
+    const e = this.stage({ type: 'interrupt/requested', ...(turn ? { turn } : {}), data: { messageId, by: from, followUps } });
+    if (followUps === 'cancel') {
+      for (const id of queuedForNextTurn(this.projection)) {
+        this.stage({ type: 'inbox/cancelled', data: { messageId: id, reason: 'cancelled by an interrupt (interrupt_follow_ups = "cancel")' } });
+      }
+    }
+    this.afterCommit(e.seq, {
+      run: () => {
+        this.abort('interrupted');
+        this.kick();
+      },
+      drop: () => {},
+    });
+    this.flush().catch((err: unknown) => this.fail(err));
   }
 
   /** Stops in-flight work with a reason (interrupt, shutdown); the turn records how it ended. */

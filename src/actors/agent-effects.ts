@@ -37,9 +37,13 @@ const EFFECTS: EffectTable = {
     }
   },
   turnEnded() {},
+  refuseMessage: (ctx, p) => void ctx.stage({ type: 'inbox/cancelled', data: { messageId: p.messageId, reason: p.reason } }),
   async startStep(ctx, p) {
     const s = settings(ctx);
     const model = await ensureModel(ctx);
+    // the step claims every steer and inject waiting, in the same commit as its start (design §6)
+    const claims = ctx.projection.nextStep;
+    const messageIds = claims && claims.length > 0 ? [...claims] : null;
     ctx.stage({
       type: 'step/start',
       turn: ctx.projection.openTurn!.id,
@@ -54,11 +58,23 @@ const EFFECTS: EffectTable = {
         // frozen for the step: what the model was taken to be able to do when it began
         provider: model.provider,
         capabilities: model.capabilities(modelName(s.model)),
+        ...(messageIds ? { messageIds } : {}),
       },
     });
+    if (messageIds) {
+      // committed on its own, so a crash before the request is prepared leaves the claim in the log to give back
+      await ctx.flush();
+      ctx.ports.faults.hit('after:inbox-reserved', ctx.actorId);
+    }
   },
   async prepareRequest(ctx) {
-    const prepared = await prepare(ctx);
+    // What the step claimed enters the history in the commit of the request that includes it: the
+    // request is prepared with it, then both are staged in one tick (no commit can split them).
+    const turn = ctx.projection.openTurn!.id;
+    const claimed = (ctx.projection.claimed ?? []).map((id) => ({ messageId: id, content: ctx.projection.inbox[id]?.content ?? '' }));
+    const prepared = await prepare(ctx, claimed.map((c) => ({ role: 'user' as const, content: c.content })));
+    for (const c of claimed) ctx.stage({ type: 'user/message', turn, data: c });
+    const included = ctx.projection.unsent && ctx.projection.unsent.length > 0 ? [...ctx.projection.unsent] : null;
     // The blob is written off the step's critical path, in the blob store's next batch (a
     // synced LMDB commit costs ~1 ms of disk). A crash before it lands loses nothing: preparing
     // again from the log gives the same bytes, and the digest in request/prepared proves it.
@@ -69,7 +85,12 @@ const EFFECTS: EffectTable = {
     ctx.stage({
       type: 'request/prepared',
       ...scope(ctx),
-      data: { digest: prepared.digest, bytes: prepared.bytes ?? Buffer.byteLength(prepared.body), messages: ctx.projection.history.length },
+      data: {
+        digest: prepared.digest,
+        bytes: prepared.bytes ?? Buffer.byteLength(prepared.body),
+        messages: ctx.projection.history.length,
+        ...(included ? { messageIds: included } : {}),
+      },
     });
   },
   async startAttempt(ctx, p) {

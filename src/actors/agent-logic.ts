@@ -12,8 +12,11 @@ import type { MachineEffect } from './machine-effects.js';
 /** The agent machine's states (idle, claiming, turn, waiting_…), read off its definition. */
 type AgentState = typeof agentMachine extends StateMachine<any, any, any, any, any, any, any, infer V, any, any, any, any, any, any> ? V : never;
 
-/** What the agent is doing: its machine's state, or `stopped` once its actor stopped. */
-export type AgentStatus = Extract<AgentState, string> | 'stopped';
+/**
+ * What the agent is doing: its machine's state (a turn's `waiting_input` named on its own), or
+ * `stopped` once its actor stopped.
+ */
+export type AgentStatus = Extract<AgentState, string> | 'turn' | 'waiting_input' | 'stopped';
 
 /**
  * The snapshot of a hosted agent: XState's status, the agent's own status, and the state value
@@ -39,8 +42,10 @@ export class AgentSnapshot {
   /** What the agent is doing. */
   get agentStatus(): AgentStatus {
     if (this.status === 'stopped') return 'stopped';
-    // the agent machine is flat: its value is the name of its state
-    return this.cells.agent.value as AgentStatus;
+    // the agent machine's states are flat but for a turn's: running, or waiting for a person's answer
+    const v = this.cells.agent.value;
+    if (typeof v === 'string') return v as AgentStatus;
+    return (v as { turn?: string }).turn === 'waiting_input' ? 'waiting_input' : 'turn';
   }
 
   /** State values of the open machines: agent, turn, step, attempt and every open tool call. */

@@ -1,5 +1,5 @@
 import type { TurnSettings } from '../protocol/events.js';
-import type { Usage } from '../protocol/history.js';
+import type { HistoryItem, Usage } from '../protocol/history.js';
 import type { PreparedRequest } from '../model/model-port.js';
 import { costOf } from '../model/pricing.js';
 import type { EffectContext } from './effect-context.js';
@@ -34,7 +34,8 @@ export function settings(a: EffectContext): TurnSettings {
   return a.projection.openTurn!.settings;
 }
 
-export async function prepare(a: EffectContext): Promise<PreparedRequest> {
+/** Prepares the open step's request from the history, and `extra` items after it (what the step's prepare adds). */
+export async function prepare(a: EffectContext, extra: HistoryItem[] = []): Promise<PreparedRequest> {
   const model = await ensureModel(a);
   const s = settings(a);
   const prepared = model.prepare({
@@ -44,7 +45,7 @@ export async function prepare(a: EffectContext): Promise<PreparedRequest> {
     // A copy: the projection keeps appending to its history, and a prepared request must keep
     // saying what was sent (its body already does; `request` must not drift from it). Model
     // output the log keeps as a blob is sent whole.
-    messages: await a.outputs.history(a.projection.history),
+    messages: extra.length > 0 ? [...(await a.outputs.history(a.projection.history)), ...extra] : await a.outputs.history(a.projection.history),
     maxOutputTokens: s.maxOutputTokens ?? null,
     ...(s.outputSchema ? { outputSchema: s.outputSchema } : {}),
     ...(s.effort ? { effort: s.effort } : {}),

@@ -16,6 +16,8 @@ export const FAULT_POINTS = [
   'after:tool/start',
   'before:tool/result',
   'before:inbox-ack',
+  'after:inbox-reserved',
+  'after:interrupt/requested',
   'during:recovery',
 ] as const;
 

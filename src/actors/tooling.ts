@@ -24,6 +24,8 @@ export interface ToolingPorts {
   approvalTtlMs: number;
   /** Calls of one step that may run at once. */
   maxParallelCalls: number;
+  /** What an interrupt does to follow-ups queued for later turns: keeps them (default) or cancels them. */
+  interruptFollowUps?: 'keep' | 'cancel';
   /** Host directories masked inside the sandbox (the data dir, ~/.ssh, ...). */
   hiddenPaths: string[];
 }

@@ -232,6 +232,7 @@ export async function toolingFor(config: EffectiveConfig): Promise<ToolingPorts>
     observationBudgetBytes: config.observationBudgetBytes,
     approvalTtlMs: config.approvalTtlMs,
     maxParallelCalls: config.maxParallelCalls,
+    interruptFollowUps: config.interruptFollowUps,
     // what a sandboxed command must not read: the runtime's own store and the user's keys
     hiddenPaths: [config.dataDir, ...['.ssh', '.aws', '.gnupg', '.config/actorloop', '.docker', '.kube'].map((d) => join(home, d))],
   };

@@ -52,6 +52,8 @@ export const ConfigFileSchema = z.strictObject({
   approval_ttl_seconds: z.number().positive().optional(),
   /** Calls of one step that may run at once. */
   max_parallel_calls: z.number().int().min(1).max(64).optional(),
+  /** What an interrupt does to follow-ups queued for later turns: `keep` them (default) or `cancel` them. */
+  interrupt_follow_ups: z.enum(['keep', 'cancel']).optional(),
   /** Environment variables whose values are redacted from tool output (the API key always is). */
   redact_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
 });

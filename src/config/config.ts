@@ -54,6 +54,7 @@ export const EffectiveConfigSchema = z.object({
   maxModelOutputBytes: z.number().int().positive(),
   approvalTtlMs: z.number().int().positive(),
   maxParallelCalls: z.number().int().positive(),
+  interruptFollowUps: z.enum(['keep', 'cancel']),
   /** Names (never values) of environment variables whose values are redacted from tool output. */
   redactEnv: z.array(z.string()),
   /** The workspace whose actorloop.toml was read, and whether the user trusts it. */
@@ -145,6 +146,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     maxModelOutputBytes: file.max_model_output_bytes ?? 8 * 1024 * 1024,
     approvalTtlMs: Math.round((file.approval_ttl_seconds ?? DEFAULT_APPROVAL_TTL_SECONDS) * 1000),
     maxParallelCalls: file.max_parallel_calls ?? 8,
+    interruptFollowUps: file.interrupt_follow_ups ?? 'keep',
     redactEnv: [...new Set([keyEnv, 'NATS_PASSWORD', 'NATS_TOKEN', ...(file.redact_env ?? [])])],
     workspace: { dir: workspaceKey(cwd), trusted },
     ignoredKeys: ws.ignored.map((n) => `${paths.workspace}: ${n}`),

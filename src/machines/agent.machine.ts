@@ -1,6 +1,7 @@
 import { assign, setup } from 'xstate';
 import type { TurnOutcome } from '../protocol/events.js';
 import { slot, type MachineEvent } from './machine-event.js';
+import { nextSteers, type SteerQueue } from './steer-queue.js';
 
 /** Input of the agent machine. */
 export interface AgentInput {
@@ -11,7 +12,7 @@ export interface AgentInput {
 export interface AgentContext {
   actorId: string;
   turns: number;
-  /** Inbox messages received while a turn runs, waiting for the next turn (follow-ups). */
+  /** Inbox messages received while a turn runs, waiting for the next turn (follow-ups), in order. */
   queued: string[];
   /** Messages named by the last `startTurn`, until its `turn/start` is seen. */
   claiming: string[];
@@ -20,20 +21,36 @@ export interface AgentContext {
   lastOutcome: TurnOutcome | null;
   /** An `interrupt` was received in the open turn (absent in older snapshots): a recovery cancels it too. */
   interrupted?: boolean;
+  /** The interrupt message being carried out, for `interrupt/requested` (absent in older snapshots). */
+  interruptId?: { messageId: string; from: string } | null;
+  /** Steers no step included yet: one left when a turn ends starts the next (absent in older snapshots). */
+  steers?: SteerQueue;
 }
 
 /** Events the agent machine reacts to. */
 export type AgentEvent = MachineEvent;
 
-const STARTS_TURN = new Set(['user_message', 'follow_up']);
+/** Kinds of message that start a turn when the agent is idle (a steer too: it wakes the agent). */
+const STARTS_TURN = new Set(['user_message', 'follow_up', 'steer']);
+/** Kinds that wait for the next turn while one runs. */
+const NEXT_TURN = new Set(['user_message', 'follow_up']);
 
 /** Sources of a turn the agent claims itself. */
 type ClaimSource = 'user_message' | 'follow_up';
 
+type Received = Extract<MachineEvent, { type: 'inbox/received' }>;
+
+const isKind = (kinds: ReadonlySet<string>) => ({ event }: { event: Received }) => kinds.has(event.data.kind);
+const interruptOf = ({ event }: { event: Received }) => ({ messageId: event.data.messageId, from: event.data.from });
+
 /**
- * The agent: `idle → turn → idle`, `stopped`. It claims work: an inbox message that starts a
- * turn yields `startTurn`, and the runtime commits `turn/start` in the same commit as the
- * `inbox/received` that claimed it. `waiting_*` states are entered by later issues.
+ * The agent: `idle → claiming → turn (⇄ waiting_input) → idle`, `stopped`. It claims work: an
+ * inbox message that starts a turn yields `startTurn`, and the runtime commits `turn/start` in
+ * the same commit as the `inbox/received` that claimed it. While a turn runs, user messages and
+ * follow-ups queue for the next turn and steers wait for the next step; when the turn ends,
+ * steers no step took start the next turn, then the oldest follow-up (design §6a: steer before
+ * follow-up). An interrupt yields `interruptTurn` (`interrupt/requested`, then the abort).
+ * `waiting_input` is a turn whose question waits for a person.
  */
 export const agentMachine = setup({
   types: {} as { context: AgentContext; events: AgentEvent; input: AgentInput },
@@ -43,8 +60,10 @@ export const agentMachine = setup({
     answerApproval: slot<{ messageId: string; from: string; content: string }>(),
     /** A person's answer to a question `ask_user` asked: the runtime checks it against the questions the log holds. */
     answerQuestion: slot<{ messageId: string; from: string; content: string }>(),
-    /** Cancel the open turn as an `abort` does: an interrupt came through the inbox. */
-    interruptTurn: slot<{ reason: 'interrupted' }>(),
+    /** Commit `interrupt/requested` for the open turn, then cancel it as an `abort` does. */
+    interruptTurn: slot<{ messageId: string; from: string }>(),
+    /** A message the agent cannot act on now (an interrupt with no turn to stop): `inbox/cancelled`. */
+    refuseMessage: slot<{ messageId: string; reason: string }>(),
   },
 }).createMachine({
   id: 'agent',
@@ -59,7 +78,7 @@ export const agentMachine = setup({
   }),
   on: {
     'actor/stopped': { target: '.stopped' },
-    // in any state: the runtime checks the answer against the approvals the log holds
+    // in any state: the runtime checks the answer against the approvals (questions) the log holds
     'inbox/received': [
       {
         guard: ({ event }) => event.data.kind === 'approval_response',
@@ -76,37 +95,69 @@ export const agentMachine = setup({
         },
       },
     ],
+    'inbox/cancelled': {
+      actions: [assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }), assign({ queued: ({ context, event }) => context.queued.filter((id) => id !== event.data.messageId) })],
+    },
+    'step/start': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'request/prepared': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'step/end': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'recovery/started': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
   },
   states: {
     idle: {
       on: {
-        'inbox/received': {
-          guard: ({ event }) => STARTS_TURN.has(event.data.kind),
-          target: 'claiming',
-          actions: [
-            assign({
-              claiming: ({ event }) => [event.data.messageId],
-              claimSource: ({ event }) => (event.data.kind === 'follow_up' ? 'follow_up' : 'user_message'),
-            }),
-            {
-              type: 'startTurn',
-              params: ({ context }) => ({ messageIds: context.claiming, source: context.claimSource! }),
-            },
-          ],
-        },
-        'turn/start': { target: 'turn' },
+        'inbox/received': [
+          {
+            guard: isKind(STARTS_TURN),
+            target: 'claiming',
+            actions: [
+              assign({
+                claiming: ({ event }) => [event.data.messageId],
+                claimSource: ({ event }) => (event.data.kind === 'follow_up' ? 'follow_up' : 'user_message'),
+              }),
+              {
+                type: 'startTurn',
+                params: ({ context }) => ({ messageIds: context.claiming, source: context.claimSource! }),
+              },
+            ],
+          },
+          {
+            guard: ({ event }) => event.data.kind === 'interrupt',
+            actions: { type: 'refuseMessage', params: ({ event }) => ({ messageId: event.data.messageId, reason: 'nothing to interrupt: no turn is running' }) },
+          },
+        ],
+        'turn/start': { target: 'turn', actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
       },
     },
     /** `startTurn` was asked for; `turn/start` has not been seen yet. */
     claiming: {
       on: {
-        'turn/start': { target: 'turn', actions: assign({ claiming: [], claimSource: null }) },
+        'turn/start': [
+          {
+            // an interrupt that came before the turn it stops was committed: carried out once it is
+            guard: ({ context }) => context.interrupted === true,
+            target: 'turn',
+            actions: [
+              assign({ claiming: [], claimSource: null }),
+              assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }),
+              { type: 'interruptTurn', params: ({ context }) => context.interruptId ?? { messageId: '', from: 'runtime' } },
+            ],
+          },
+          { target: 'turn', actions: [assign({ claiming: [], claimSource: null }), assign({ steers: ({ context, event }) => nextSteers(context.steers, event) })] },
+        ],
         // a follow-up's `turn/start` commits after the `turn/end` that claimed it, so a message
         // can land in between; queue it for the next turn rather than drop it
-        'inbox/received': {
-          guard: ({ event }) => STARTS_TURN.has(event.data.kind),
-          actions: assign({ queued: ({ context, event }) => [...context.queued, event.data.messageId] }),
-        },
+        'inbox/received': [
+          {
+            guard: isKind(NEXT_TURN),
+            actions: assign({ queued: ({ context, event }) => [...context.queued, event.data.messageId] }),
+          },
+          { guard: ({ event }) => event.data.kind === 'steer', actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+          {
+            guard: ({ event }) => event.data.kind === 'interrupt',
+            actions: assign({ interrupted: true, interruptId: interruptOf }),
+          },
+        ],
         recover: {
           actions: {
             type: 'startTurn',
@@ -116,24 +167,53 @@ export const agentMachine = setup({
       },
     },
     turn: {
+      initial: 'running',
+      states: {
+        running: { on: { 'ask/asked': { target: 'waiting_input' } } },
+        /** A question of the turn waits for a person (design §5); an answer, expiry or cancel goes on. */
+        waiting_input: { on: { 'ask/answered': { target: 'running' } } },
+      },
       on: {
         'inbox/received': [
           {
-            guard: ({ event }) => STARTS_TURN.has(event.data.kind),
+            guard: isKind(NEXT_TURN),
             actions: assign({ queued: ({ context, event }) => [...context.queued, event.data.messageId] }),
           },
+          { guard: ({ event }) => event.data.kind === 'steer', actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
           {
             // wherever the agent is hosted, a person's Ctrl-C reaches it as mail (design §6a)
             guard: ({ event }) => event.data.kind === 'interrupt',
-            actions: [assign({ interrupted: true }), { type: 'interruptTurn', params: { reason: 'interrupted' } }],
+            actions: [
+              assign({ interrupted: true, interruptId: interruptOf }),
+              { type: 'interruptTurn', params: interruptOf },
+            ],
           },
         ],
         // the interrupt is in the log but the turn is not closed: the recovering incarnation carries it out
         recover: {
           guard: ({ context }) => context.interrupted === true,
-          actions: { type: 'interruptTurn', params: { reason: 'interrupted' } },
+          actions: { type: 'interruptTurn', params: ({ context }) => context.interruptId ?? { messageId: '', from: 'runtime' } },
         },
         'turn/end': [
+          {
+            // steers no step took: the person's word comes first (design §6a), in a turn of their own
+            guard: ({ context }) => (context.steers?.pending.length ?? 0) > 0,
+            target: 'claiming',
+            actions: [
+              assign({
+                turns: ({ context }) => context.turns + 1,
+                lastOutcome: ({ event }) => event.data.outcome,
+                interrupted: false,
+                interruptId: null,
+              }),
+              { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
+              assign({ claiming: ({ context }) => context.steers!.pending, claimSource: 'user_message' }),
+              {
+                type: 'startTurn',
+                params: ({ context }) => ({ messageIds: context.claiming, source: 'user_message' as const }),
+              },
+            ],
+          },
           {
             guard: ({ context }) => context.queued.length > 0,
             target: 'claiming',
@@ -142,6 +222,7 @@ export const agentMachine = setup({
                 turns: ({ context }) => context.turns + 1,
                 lastOutcome: ({ event }) => event.data.outcome,
                 interrupted: false,
+                interruptId: null,
               }),
               { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
               assign({ claiming: ({ context }) => context.queued.slice(0, 1), claimSource: 'follow_up' }),
@@ -159,6 +240,7 @@ export const agentMachine = setup({
                 turns: ({ context }) => context.turns + 1,
                 lastOutcome: ({ event }) => event.data.outcome,
                 interrupted: false,
+                interruptId: null,
               }),
               { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
             ],
@@ -166,7 +248,6 @@ export const agentMachine = setup({
         ],
       },
     },
-    waiting_input: {},
     waiting_approval: {},
     waiting_job: {},
     stopped: { type: 'final' },

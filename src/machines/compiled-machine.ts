@@ -247,7 +247,8 @@ export class CompiledMachine {
       if (typeof v === 'string') break;
       v = (v as Record<string, StateValue>)[key]!;
     }
-    const node = this.nodes.get(x)!;
+    // a state that has since become compound (a snapshot of an older definition) is entered at its initial leaf
+    const node = this.initialDescent(x).at(-1) ?? this.nodes.get(x)!;
     return { node, context: p.context, status: p.status === 'done' ? 'done' : 'active', value: node.value };
   }
 }

@@ -2,6 +2,7 @@ import { assign, setup } from 'xstate';
 import type { Budgets, TurnOutcome } from '../protocol/events.js';
 import { addUsage, ZERO_USAGE, type BlobRef, type Usage } from '../protocol/history.js';
 import { eventTimeMs, slot, type MachineEvent } from './machine-event.js';
+import { nextSteers, type SteerQueue } from './steer-queue.js';
 
 /** Input of the turn machine, taken from `turn/start`. */
 export interface TurnInput {
@@ -25,6 +26,8 @@ export interface TurnContext {
   abortReason: string | null;
   /** Final answers refused by validation so far. */
   rejections: number;
+  /** Steers received during the turn that no step has included yet (absent in older snapshots). */
+  steers?: SteerQueue;
 }
 
 /** Final answers a turn may have refused (structured output) before it fails. */
@@ -63,6 +66,8 @@ function settle(context: TurnContext, e: Extract<MachineEvent, { type: 'step/end
   const { outcome, reason } = e.data;
   switch (outcome) {
     case 'final':
+      // a steer that came while the model answered: one more step includes it, budgets allowing
+      if (context.steers && context.steers.pending.length > 0 && context.abortReason === null && !spent(context, e)) return null;
       return end(context, 'completed', null);
     case 'failed':
       return end(context, 'failed', reason);
@@ -115,6 +120,10 @@ export const turnMachine = setup({
     rejections: 0,
   }),
   on: {
+    'inbox/received': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'inbox/cancelled': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'request/prepared': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'recovery/started': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'attempt/end': { actions: assign({ usage: ({ context, event }) => addUsage(context.usage, event.data.usage) }) },
     'tool/start': {
       guard: ({ event }) => !event.data.rerun,
@@ -146,7 +155,7 @@ export const turnMachine = setup({
         params: ({ context }) => ({ index: context.steps + 1, toolBudgetLeft: toolBudgetLeft(context) }),
       },
       on: {
-        'step/start': { target: 'stepping', actions: assign({ steps: ({ context }) => context.steps + 1 }) },
+        'step/start': { target: 'stepping', actions: [assign({ steps: ({ context }) => context.steps + 1 }), assign({ steers: ({ context, event }) => nextSteers(context.steers, event) })] },
         recover: {
           actions: {
             type: 'startStep',
@@ -161,13 +170,16 @@ export const turnMachine = setup({
           {
             guard: ({ context, event }) => settle(context, event) !== null,
             target: 'ending',
-            actions: assign({ ending: ({ context, event }) => settle(context, event) }),
+            actions: [assign({ ending: ({ context, event }) => settle(context, event) }), assign({ steers: ({ context, event }) => nextSteers(context.steers, event) })],
           },
           {
             target: 'launching',
-            actions: assign({
-              rejections: ({ context, event }) => context.rejections + (event.data.outcome === 'rejected' ? 1 : 0),
-            }),
+            actions: [
+              assign({
+                rejections: ({ context, event }) => context.rejections + (event.data.outcome === 'rejected' ? 1 : 0),
+              }),
+              assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }),
+            ],
           },
         ],
       },
@@ -181,6 +193,12 @@ export const turnMachine = setup({
     done: { type: 'final' },
   },
 });
+
+/** True when the turn's budgets allow no further step. */
+function spent(context: TurnContext, e: Extract<MachineEvent, { type: 'step/end' }>): boolean {
+  const { maxSteps, deadlineAt } = context.budgets;
+  return (deadlineAt !== null && eventTimeMs(e) >= deadlineAt) || (maxSteps !== null && context.steps >= maxSteps);
+}
 
 function toolBudgetLeft(context: TurnContext): number | null {
   const max = context.budgets.maxToolCalls;

@@ -86,7 +86,7 @@ describe('a hosted agent is an XState actor', () => {
     // the turn went through its states: a call was open, the step reached its tools, the agent its turn
     expect(seen.some((m) => Object.values(m.calls).length > 0)).toBe(true);
     expect(seen.some((m) => m.step !== null && JSON.stringify(m.step).includes('tools'))).toBe(true);
-    expect(seen.some((m) => m.agent === 'turn')).toBe(true);
+    expect(seen.some((m) => JSON.stringify(m.agent) === JSON.stringify({ turn: 'running' }))).toBe(true);
     expect(actor.ref.getSnapshot().machines).toEqual(reference.states());
     // an inspector that serializes snapshots gets the state values
     expect(JSON.parse(JSON.stringify(actor.ref.getSnapshot()))).toMatchObject({ status: 'active', agentStatus: 'idle', machines: reference.states() });
@@ -108,7 +108,7 @@ describe('a hosted agent is an XState actor', () => {
     await actor.receive(task(actor.actorId));
     await started;
     const before = actor.ref.getSnapshot().machines;
-    expect(before).toMatchObject({ agent: 'turn', attempt: null });
+    expect(before).toMatchObject({ agent: { turn: 'running' }, attempt: null });
     expect(Object.values(before.calls)).toEqual(['started']);
     // subscribed while idle: it sees what came after
     expect([...statuses]).toEqual(['claiming', 'turn']);

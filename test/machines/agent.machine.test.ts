@@ -70,7 +70,13 @@ describe('agent machine', () => {
       expect(fx).toEqual([{ type: 'startTurn', params: { messageIds: ['f1'], source: 'follow_up' } }]);
     });
 
-    it.each(['job_notice', 'steer', 'notification', ''])('ignores an inbox message of kind %j', (kind) => {
+    it('claims a steer: it wakes the agent, in a turn of its own', () => {
+      const [s, fx] = step(start(), received('s1', 'steer'));
+      expect(s.value).toBe('claiming');
+      expect(fx).toEqual([{ type: 'startTurn', params: { messageIds: ['s1'], source: 'user_message' } }]);
+    });
+
+    it.each(['job_notice', 'inject', 'notification', ''])('ignores an inbox message of kind %j', (kind) => {
       const s0 = start();
       const [s, fx] = step(s0, received('n1', kind));
       expect(s.value).toBe('idle');
@@ -80,7 +86,7 @@ describe('agent machine', () => {
 
     it('enters turn on a turn/start it did not claim (e.g. a recovery continuation)', () => {
       const [s, fx] = step(start(), turnStart([], 'recovery_continuation'));
-      expect(s.value).toBe('turn');
+      expect(s.value).toEqual({ turn: 'running' });
       expect(fx).toEqual([]);
     });
 
@@ -94,7 +100,7 @@ describe('agent machine', () => {
   describe('claiming', () => {
     it('enters turn on turn/start and clears the claim', () => {
       const [s, fx] = step(fold(received('m1')), turnStart(['m1']));
-      expect(s.value).toBe('turn');
+      expect(s.value).toEqual({ turn: 'running' });
       expect(s.context.claiming).toEqual([]);
       expect(s.context.claimSource).toBeNull();
       expect(fx).toEqual([]);
@@ -150,7 +156,7 @@ describe('agent machine', () => {
 
     it('queues a follow_up received during the turn without effects', () => {
       const [s, fx] = step(inTurn(), received('f1', 'follow_up'));
-      expect(s.value).toBe('turn');
+      expect(s.value).toEqual({ turn: 'running' });
       expect(s.context.queued).toEqual(['f1']);
       expect(fx).toEqual([]);
     });
@@ -194,7 +200,7 @@ describe('agent machine', () => {
       expect(s.context.queued).toEqual(['f2']);
 
       s = feed(agentMachine, s, [turnStart(['f1'], 'follow_up')]);
-      expect(s.value).toBe('turn');
+      expect(s.value).toEqual({ turn: 'running' });
       [s, fx] = step(s, turnEnd('failed'));
       expect(s.value).toBe('claiming');
       expect(fx).toEqual([
@@ -212,27 +218,65 @@ describe('agent machine', () => {
 
     it('does nothing on recover (the turn machine owns in-turn recovery)', () => {
       const [s, fx] = step(inTurn(), { type: 'recover' });
-      expect(s.value).toBe('turn');
+      expect(s.value).toEqual({ turn: 'running' });
       expect(fx).toEqual([]);
     });
 
     it('an interrupt from the inbox asks to cancel the turn, queueing nothing', () => {
       const [s, fx] = step(inTurn(), received('i1', 'interrupt'));
-      expect(s.value).toBe('turn');
+      expect(s.value).toEqual({ turn: 'running' });
       expect(s.context.queued).toEqual([]);
-      expect(fx).toEqual([{ type: 'interruptTurn', params: { reason: 'interrupted' } }]);
+      expect(fx).toEqual([{ type: 'interruptTurn', params: { messageId: 'i1', from: 'user' } }]);
     });
 
     it('a recovery of an interrupted turn asks again; the next turn starts uninterrupted', () => {
       const interrupted = fold(received('m1'), turnStart(['m1']), received('i1', 'interrupt'));
-      expect(step(interrupted, { type: 'recover' })[1]).toEqual([{ type: 'interruptTurn', params: { reason: 'interrupted' } }]);
+      expect(step(interrupted, { type: 'recover' })[1]).toEqual([{ type: 'interruptTurn', params: { messageId: 'i1', from: 'user' } }]);
       const next = feed(agentMachine, interrupted, [turnEnd('cancelled'), received('m2'), turnStart(['m2'])]);
-      expect(next.value).toBe('turn');
+      expect(next.value).toEqual({ turn: 'running' });
       expect(step(next, { type: 'recover' })[1]).toEqual([]);
     });
 
-    it('an interrupt with no turn open cancels nothing', () => {
-      expect(step(start(), received('i1', 'interrupt'))[1]).toEqual([]);
+    it('an interrupt with no turn open is refused, and cancels nothing', () => {
+      const [s, fx] = step(start(), received('i1', 'interrupt'));
+      expect(s.value).toBe('idle');
+      expect(fx).toEqual([{ type: 'refuseMessage', params: { messageId: 'i1', reason: 'nothing to interrupt: no turn is running' } }]);
+    });
+
+    it('an interrupt that lands while a turn is claimed is carried out once its turn/start is seen', () => {
+      const claiming = fold(received('m1'), received('i1', 'interrupt'));
+      expect(claiming.value).toBe('claiming');
+      const [s, fx] = step(claiming, turnStart(['m1']));
+      expect(s.value).toEqual({ turn: 'running' });
+      expect(fx).toEqual([{ type: 'interruptTurn', params: { messageId: 'i1', from: 'user' } }]);
+    });
+
+    it('a question parks the turn in waiting_input; its answer (or expiry) resumes it', () => {
+      const q = ev('ask/asked', { questionId: 'q1', question: 'which?', options: [], allowFreeText: true, sensitive: false, expiresAt: 9e12 }, { turn: 'turn-x', step: 's', call: 'c' });
+      const waiting = feed(agentMachine, inTurn(), [q]);
+      expect(waiting.value).toEqual({ turn: 'waiting_input' });
+      // an interrupt still reaches the turn while it waits
+      expect(step(waiting, received('i1', 'interrupt'))[1]).toEqual([{ type: 'interruptTurn', params: { messageId: 'i1', from: 'user' } }]);
+      const a = ev('ask/answered', { questionId: 'q1', messageId: 'm9', by: 'client:cli', outcome: 'answered', optionId: null, answer: 'x' }, { turn: 'turn-x', step: 's', call: 'c' });
+      expect(feed(agentMachine, waiting, [a]).value).toEqual({ turn: 'running' });
+      expect(feed(agentMachine, waiting, [turnEnd('cancelled')]).value).toBe('idle');
+    });
+
+    it('steers left when a turn ends start the next turn, before any follow-up', () => {
+      const s0 = fold(received('m1'), turnStart(['m1']), received('f1', 'follow_up'), received('s1', 'steer'), received('s2', 'steer'));
+      const [s, fx] = step(s0, turnEnd());
+      expect(s.value).toBe('claiming');
+      expect(fx[1]).toEqual({ type: 'startTurn', params: { messageIds: ['s1', 's2'], source: 'user_message' } });
+      expect(s.context.queued).toEqual(['f1']);
+    });
+
+    it('a steer a step claimed and included does not start another turn; one given back does', () => {
+      const stepStart = (ids: string[]) => ev('step/start', { index: 2, maxAttempts: 1, toolBudgetLeft: null, model: 'm', maxOutputTokens: null, messageIds: ids }, { turn: 'turn-x', step: 'st' });
+      const prepared = ev('request/prepared', { digest: 'd', bytes: 1, messages: 1, messageIds: ['s1'] }, { turn: 'turn-x', step: 'st' });
+      const included = fold(received('m1'), turnStart(['m1']), received('s1', 'steer'), stepStart(['s1']), prepared);
+      expect(step(included, turnEnd())[0].value).toBe('idle');
+      const back = fold(received('m1'), turnStart(['m1']), received('s1', 'steer'), stepStart(['s1']), ev('recovery/started', { fromSeq: 5, reason: 'r', requeued: ['s1'] }));
+      expect(step(back, turnEnd())[1][1]).toEqual({ type: 'startTurn', params: { messageIds: ['s1'], source: 'user_message' } });
     });
   });
 
