@@ -377,7 +377,7 @@ export class AgentActor {
   }
 
   /**
-   * Carries out a person's interrupt (design §6a): `interrupt/requested` is committed first (with
+   * Carries out a person's interrupt (design §6a): `interrupt/requested` first in the log (with
    * the follow-ups it cancels, when `interrupt_follow_ups = "cancel"`), then the turn's work is
    * aborted: the attempt ends aborted, nothing new is dispatched, running tools get the signal,
    * and the step and turn end cancelled. A recovery that finds it committed only aborts.
@@ -389,20 +389,18 @@ export class AgentActor {
       return;
     }
     const followUps = this.ports.tooling.interruptFollowUps ?? 'keep';
-    const e = this.stage({ type: 'interrupt/requested', ...(turn ? { turn } : {}), data: { messageId, by: from, followUps } });
+    this.stage({ type: 'interrupt/requested', ...(turn ? { turn } : {}), data: { messageId, by: from, followUps } });
     if (followUps === 'cancel') {
       for (const id of queuedForNextTurn(this.projection)) {
         this.stage({ type: 'inbox/cancelled', data: { messageId: id, reason: 'cancelled by an interrupt (interrupt_follow_ups = "cancel")' } });
       }
     }
-    this.afterCommit(e.seq, {
-      run: () => {
-        this.abort('interrupted');
-        this.kick();
-      },
-      drop: () => {},
-    });
+    // Aborted in the same tick: every scope the abort closes is staged after interrupt/requested,
+    // and no step, attempt or call starts in between. What the abort stops in the world (a
+    // model stream, a process) leaves nothing a crash before the commit could not recover from.
+    this.abort('interrupted');
     this.flush().catch((err: unknown) => this.fail(err));
+    this.kick();
   }
 
   /** Stops in-flight work with a reason (interrupt, shutdown); the turn records how it ended. */

@@ -64,6 +64,8 @@ export class ToolRunner {
 
   /** Asks to start a call (from the tool-call machine's `startTool` effect). */
   request(callId: string, rerun: boolean): void {
+    // an abort (interrupt, deadline) dispatches nothing new: the call's machine ends it
+    if (this.a.signal.aborted) return;
     if (this.running.has(callId) || this.waiting.some((w) => w.callId === callId)) return;
     this.waiting.push({ callId, rerun });
     this.schedule();

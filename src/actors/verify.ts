@@ -1,6 +1,7 @@
 import type { ActorEvent } from '../protocol/events.js';
 import { createCallCheck } from './verify-calls.js';
 import { createScopeCheck } from './verify-scopes.js';
+import { createInboxCheck, createInterruptCheck } from './verify-inbox.js';
 
 /**
  * Every code `verifyLog` reports, one per invariant of design §7 that a single actor's log can
@@ -46,6 +47,12 @@ export const VIOLATION_CODES = [
   'inbox.received_twice',
   'inbox.claim_unreceived',
   'inbox.included_twice',
+  'inbox.included_unreserved',
+  'inbox.requeue_invalid',
+  'inbox.lost',
+  'interrupt.dispatch_after',
+  'interrupt.turn_completed',
+  'interrupt.unended',
   'recovery.unclosed',
   'recovery.continuation_without_start',
   'recovery.killed_inconsistent',
@@ -96,6 +103,7 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
   const checks = [
     createEnvelopeCheck(report),
     createInboxCheck(report),
+    createInterruptCheck(report),
     createRecoveryCheck(report),
     createScopeCheck(report),
     createCallCheck(report),
@@ -147,45 +155,6 @@ function createEnvelopeCheck(report: Report): Check {
       }
       actor ??= e.actor;
       if (e.actor !== actor) report('event.actor', e.seq, `event of actor ${e.actor} in the log of ${actor}`);
-    },
-    end() {},
-  };
-}
-
-/**
- * Each inbox message is received once, and included at most once after it was received: claimed
- * by one turn, or consumed as the answer to one approval; and its content enters the model's
- * history (`user/message`) at most once.
- */
-function createInboxCheck(report: Report): Check {
-  const received = new Map<string, number>();
-  /** Where each message was included, and how. */
-  const included = new Map<string, { seq: number; by: string }>();
-  const inHistory = new Map<string, number>();
-  const include = (seq: number, id: string, by: string) => {
-    if (!received.has(id)) report('inbox.claim_unreceived', seq, `${by} includes message ${id}, which was never received before it`);
-    const first = included.get(id);
-    if (first !== undefined) {
-      report('inbox.included_twice', seq, `${by} includes message ${id}, already included at seq ${first.seq} by ${first.by}`);
-    } else included.set(id, { seq, by });
-  };
-  return {
-    event(e) {
-      if (e.type === 'inbox/received') {
-        const first = received.get(e.data.messageId);
-        if (first !== undefined) {
-          report('inbox.received_twice', e.seq, `message ${e.data.messageId} was already received at seq ${first}`);
-        } else received.set(e.data.messageId, e.seq);
-      } else if (e.type === 'turn/start') {
-        for (const id of e.data.messageIds) include(e.seq, id, `turn ${e.turn}`);
-      } else if (e.type === 'approval/granted' || e.type === 'approval/denied') {
-        if (e.data.messageId !== undefined) include(e.seq, e.data.messageId, `the answer to approval ${e.data.approvalId}`);
-      } else if (e.type === 'user/message') {
-        const first = inHistory.get(e.data.messageId);
-        if (first !== undefined) {
-          report('inbox.included_twice', e.seq, `message ${e.data.messageId} enters the history again (first at seq ${first})`);
-        } else inHistory.set(e.data.messageId, e.seq);
-      }
     },
     end() {},
   };

@@ -295,6 +295,44 @@ const cases: Case[] = [
   },
   { name: 'a message enters the history twice', code: 'inbox.included_twice', seq: 4, log: () => mutate(clean(), (r) => r.splice(3, 0, structuredClone(r[2]!))) },
   {
+    name: 'a request includes a message no turn or step reserved', code: 'inbox.included_unreserved', seq: 5,
+    log: () => mutate(clean(), (r) => { r[1]!.data.messageIds = []; r[4]!.data.messageIds = ['msg_1']; }),
+  },
+  {
+    name: 'recovery gives back a message its turn claimed', code: 'inbox.requeue_invalid', seq: 8,
+    log: () => mutate(recovered(), (r) => { r[indexOf(r, 'recovery/started')]!.data.requeued = ['msg_1']; }),
+  },
+  {
+    name: 'a complete log ends with a steer a step reserved and never included', code: 'inbox.lost', seq: 15, complete: true,
+    log: () => mutate(clean(), (r) => {
+      r.splice(1, 0, received(r, 'msg_2', 'steer'));
+      r[indexOf(r, 'step/start', 2)]!.data.messageIds = ['msg_2'];
+      r.splice(indexOf(r, 'step/end', 2));
+    }),
+  },
+  {
+    name: 'a model attempt starts after the interrupt', code: 'interrupt.dispatch_after', seq: 18,
+    log: () => mutate(clean(), (r) => {
+      const i = indexOf(r, 'attempt/start', 2);
+      r.splice(i, 0, received(r, 'msg_i', 'interrupt'), interrupt(r, i - 1, 'msg_i'));
+      r[indexOf(r, 'turn/end')]!.data.outcome = 'cancelled';
+    }),
+  },
+  {
+    name: 'an interrupted turn ends completed', code: 'interrupt.turn_completed', seq: 22,
+    log: () => mutate(clean(), (r) => {
+      const i = indexOf(r, 'turn/end');
+      r.splice(i, 0, received(r, 'msg_i', 'interrupt'), interrupt(r, i, 'msg_i'));
+    }),
+  },
+  {
+    name: 'a complete log ends with an interrupted turn open', code: 'interrupt.unended', seq: 21, complete: true,
+    log: () => mutate(clean(), (r) => {
+      const i = indexOf(r, 'turn/end');
+      r.splice(i, 1, received(r, 'msg_i', 'interrupt'), interrupt(r, i - 1, 'msg_i'));
+    }),
+  },
+  {
     name: 'a call is reconciled though its recovery is manual', code: 'call.reconcile_without_start', seq: 15,
     log: () => mutate(reconciled('applied'), (r) => { r[indexOf(r, 'tool/call')]!.data.recovery = 'manual'; }),
   },
@@ -339,6 +377,16 @@ const cases: Case[] = [
     log: () => mutate(approved(), (r) => r.splice(indexOf(r, 'approval/granted') + 1, 0, parked(r, indexOf(r, 'approval/granted')))),
   },
 ];
+
+/** `inbox/received` of a message of `kind` (no request), like the log's first event. */
+function received(r: RawEvent[], messageId: string, kind: string): RawEvent {
+  return { ...structuredClone(r[0]!), data: { messageId, kind, from: 'client:cli', content: 'mind the tests', request: null } };
+}
+
+/** `interrupt/requested` of `messageId` in the turn of event `i`. */
+function interrupt(r: RawEvent[], i: number, messageId: string): RawEvent {
+  return { ...structuredClone(r[i]!), step: undefined, attempt: undefined, call: undefined, type: 'interrupt/requested', data: { messageId, by: 'client:cli', followUps: 'keep' } };
+}
 
 /** `actor/parked` for `apr_1` as the runtime commits it (no scope), at the time of event `i`. */
 function parked(r: RawEvent[], i: number): RawEvent {
