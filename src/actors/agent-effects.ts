@@ -139,7 +139,12 @@ const EFFECTS: EffectTable = {
     });
   },
   denyCall: (ctx, p) => void ctx.stage({ type: 'tool/denied', ...scope(ctx), call: p.callId, data: { reason: p.reason } }),
-  cancelCall: (ctx, p) => void ctx.stage({ type: 'tool/cancelled', ...scope(ctx), call: p.callId, data: { reason: p.reason } }),
+  // The machine cancels only calls that are not running: never started (budget, abort while deciding,
+  // awaiting approval or waiting to start), or reconciled as not applied and not started again.
+  cancelCall(ctx, p) {
+    const started = ctx.projection.pending.calls.find((c) => c.callId === p.callId)?.started ?? false;
+    ctx.stage({ type: 'tool/cancelled', ...scope(ctx), call: p.callId, data: { reason: p.reason, started, confirmed: true } });
+  },
   reconcileCall: (ctx, p) => reconcileCall(ctx, p.callId),
   settleReconciled: (ctx, p) => settleReconciled(ctx, p.callId, p.output),
   markOutcomeUnknown(ctx, p) {

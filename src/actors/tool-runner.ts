@@ -1,4 +1,4 @@
-import { executeTool } from '../tools/execute.js';
+import { DEFAULT_CANCEL_GRACE_MS, executeTool } from '../tools/execute.js';
 import { idempotencyKey } from '../tools/idempotency.js';
 import { shapeObservation } from '../tools/observation.js';
 import type { ResourceKey } from '../tools/tool.js';
@@ -148,7 +148,7 @@ export class ToolRunner {
       // the tool went away (a resume with another registry): a rerun may have run before, a first start never did
       const ids = Object.assign(scope(a), { call: call.callId });
       if (rerun) a.stage({ type: 'tool/outcome_unknown', ...ids, data: { reason: err.message } });
-      else a.stage({ type: 'tool/cancelled', ...ids, data: { reason: err.message } });
+      else a.stage({ type: 'tool/cancelled', ...ids, data: { reason: err.message, started: false, confirmed: true } });
       return;
     }
     const key = idempotencyKey(call.callId, call.name, planned.input);
@@ -184,7 +184,7 @@ export class ToolRunner {
     // No effect starts without a committed tool/start: the tool runs once this event is in the log.
     a.afterCommit(e.seq, {
       run: () => {
-        this.execute(call, planned, key, ids, rerun).finally(() => {
+        this.execute(call, planned, key, ids, rerun, effects).finally(() => {
           this.running.delete(call.callId);
           release();
           if (!a.halted) {
@@ -200,12 +200,15 @@ export class ToolRunner {
     });
   }
 
-  private async execute(call: OpenCall, planned: CallPlan, key: string, ids: { turn: string; step: string; call: string }, rerun: boolean): Promise<void> {
+  private async execute(
+    call: OpenCall, planned: CallPlan, key: string, ids: { turn: string; step: string; call: string }, rerun: boolean, effects: 'none' | 'possible',
+  ): Promise<void> {
     const a = this.a;
     const t = a.ports.tooling;
     try {
       if (a.signal.aborted) {
-        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a) } });
+        // its tool/start is committed, but the tool was never called: nothing ran
+        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a), started: true, confirmed: true } });
         return;
       }
       const own = runtimeTool(call.name);
@@ -229,10 +232,17 @@ export class ToolRunner {
           artifacts: { read: (id) => this.readArtifact(id) },
         },
         planned.tool.timeoutMs ?? 120_000,
+        { effects, graceMs: t.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS },
       );
       a.ports.faults.hit('before:tool/result', a.actorId);
+      // cancelled only once the call is known to have stopped; an effectful one that did not say so may have run
       if (result.errorClass === 'cancelled') {
-        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a) } });
+        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a), started: true, confirmed: true } });
+        return;
+      }
+      if (result.errorClass === 'unknown') {
+        const reason = t.redactor.redact(result.error?.message ?? `${call.name} did not confirm it stopped`).text;
+        a.stage({ type: 'tool/outcome_unknown', ...ids, data: { reason } });
         return;
       }
       const shaped = shapeObservation(result.output, { budgetBytes: t.observationBudgetBytes, redactor: t.redactor });

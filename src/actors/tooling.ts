@@ -28,6 +28,12 @@ export interface ToolingPorts {
   interruptFollowUps?: 'keep' | 'cancel';
   /** Host directories masked inside the sandbox (the data dir, ~/.ssh, ...). */
   hiddenPaths: string[];
+  /**
+   * How long a started call whose signal aborted (interrupt, deadline, timeout) gets to settle
+   * before it is abandoned; an effectful call abandoned unconfirmed ends `outcome_unknown`.
+   * Default DEFAULT_CANCEL_GRACE_MS.
+   */
+  cancelGraceMs?: number;
 }
 
 /** The rules and run mode a call is decided by. */

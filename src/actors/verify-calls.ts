@@ -18,6 +18,8 @@ interface CallState {
   decision: string | null;
   /** The `tool/reconciled` verdict on the call's last start, if recovery asked its tool. */
   reconciled: { verdict: string; seq: number } | null;
+  /** Seq of the first `tool/start` that says its call may have effects. */
+  effectfulStart: number | null;
 }
 
 const ENDS = new Set(['tool/result', 'tool/denied', 'tool/cancelled', 'tool/outcome_unknown']);
@@ -32,6 +34,7 @@ const CALL_SCOPED = new Set([
  * reruns with the same key, or its tool reconciled it as not applied (`tool/reconciled`) and it
  * reruns with the same key. A call is reconciled only when its recovery says reconcile, only
  * between a start and its end, once per start; after `not_applied` its result needs a new start.
+ * A started effectful call is cancelled only when the cancel says its executor confirmed it stopped.
  */
 export function createCallCheck(report: Report): Check {
   const calls = new Map<string, CallState>();
@@ -46,7 +49,7 @@ export function createCallCheck(report: Report): Check {
   function intent(e: EventOf<'tool/call'>, id: string): void {
     const first = calls.get(id);
     if (first) return report('call.duplicate', e.seq, `call ${id} was already recorded at seq ${first.seq}`);
-    const c: CallState = { id, seq: e.seq, intent: e.data, starts: 0, key: null, ended: null, flagged: false, decision: null, reconciled: null };
+    const c: CallState = { id, seq: e.seq, intent: e.data, starts: 0, key: null, ended: null, flagged: false, decision: null, reconciled: null, effectfulStart: null };
     calls.set(id, c);
     if (e.turn === undefined) return;
     const list = byTurn.get(e.turn);
@@ -82,6 +85,7 @@ export function createCallCheck(report: Report): Check {
       }
     }
     c.starts += 1;
+    if (effectful) c.effectfulStart ??= e.seq;
     c.key ??= e.data.idempotencyKey;
     c.reconciled = null;
   }
@@ -115,9 +119,26 @@ export function createCallCheck(report: Report): Check {
     if (e.type === 'tool/result' && c.intent.status === 'valid' && c.starts === 0) {
       report('call.result_without_start', e.seq, `tool/result of valid call ${id} with no tool/start: its effect ran unrecorded`);
     }
+    if (e.type === 'tool/cancelled') cancelled(e, c);
     // reconcile said it never took effect: a result now would be of a run nobody recorded
     if (e.type === 'tool/result' && c.reconciled?.verdict === 'not_applied') {
       report('call.result_without_start', e.seq, `tool/result of call ${id} after reconcile found it not applied at seq ${c.reconciled.seq}, with no tool/start since`);
+    }
+  }
+
+  /**
+   * A started effectful call is cancelled only once its executor confirmed it stopped (design
+   * §6a); otherwise it may have taken effect and must end `outcome_unknown`. A cancel that says
+   * the call never started while a start of it is in the log hides that start. Logs written
+   * before `started` and `confirmed` existed carry neither and are not judged.
+   */
+  function cancelled(e: EventOf<'tool/cancelled'>, c: CallState): void {
+    if (c.effectfulStart === null) return;
+    const { started, confirmed } = e.data;
+    if (started === true && confirmed === false) {
+      report('call.cancelled_unconfirmed', e.seq, `effectful call ${c.id} (${c.intent.name}) is cancelled though its executor never confirmed it stopped: it may have taken effect, so it must end outcome_unknown`);
+    } else if (started === false) {
+      report('call.cancelled_unconfirmed', e.seq, `effectful call ${c.id} (${c.intent.name}) is cancelled as never started, but its tool/start is at seq ${c.effectfulStart}`);
     }
   }
 

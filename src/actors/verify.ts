@@ -41,6 +41,7 @@ export const VIOLATION_CODES = [
   'call.end_without_intent',
   'call.ended_twice',
   'call.denied_after_start',
+  'call.cancelled_unconfirmed',
   'call.reconcile_without_start',
   'call.reconciled_twice',
   'call.unended',

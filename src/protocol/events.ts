@@ -266,7 +266,14 @@ export const EventDataSchemas = {
     redactions: z.number().int().nonnegative().optional(),
   }),
   'tool/denied': z.object({ reason: z.string() }),
-  'tool/cancelled': z.object({ reason: z.string() }),
+  /**
+   * The call ended without a result. `started`: a `tool/start` of it was committed (a call
+   * cancelled by the budget or while deciding or awaiting approval never started). `confirmed`:
+   * it is known to have stopped — it never ran, its tool has no effects, or its executor settled
+   * after the abort. An effectful call that started and did not confirm ends
+   * `tool/outcome_unknown` instead; `verify` checks it. Absent in logs written before them.
+   */
+  'tool/cancelled': z.object({ reason: z.string(), started: z.boolean().optional(), confirmed: z.boolean().optional() }),
   'tool/outcome_unknown': z.object({ reason: z.string() }),
   'step/end': z.object({
     /** `rejected`: the final answer failed validation; the turn decides whether to ask again. */

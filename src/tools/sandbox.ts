@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { access, constants, lstat, mkdtemp, readdir, realpath, rm, stat } from 'node:fs/promises';
+import { access, constants, lstat, mkdtemp, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -194,14 +194,21 @@ export interface ProcessOutcome {
   truncated: boolean;
   timedOut: boolean;
   aborted: boolean;
+  /**
+   * Something it started may still run: a process that left its group held the output pipes past
+   * the kill, or the group outlived SIGKILL. Then nobody can say its work stopped.
+   */
+  stray: boolean;
   durationMs: number;
 }
 
 /**
  * Runs argv in its own process group (under bubblewrap when `sandbox` is set) and collects its
  * output. On timeout or abort the whole tree gets SIGTERM, then SIGKILL after a grace; when the
- * main process exits, what it left behind is stopped the same way. Never leaves children and
- * never rejects for the process's own failures; throws a ToolError only when it cannot start.
+ * main process exits, what it left behind is stopped the same way. It resolves only once its
+ * process group is gone (what is left of it after the pipes close is SIGKILLed and awaited), or
+ * says `stray` when it cannot tell. Never rejects for the process's own failures; throws a
+ * ToolError only when it cannot start.
  */
 export async function runProcess(argv: readonly string[], opts: RunProcessOptions): Promise<ProcessOutcome> {
   const started = performance.now();
@@ -268,6 +275,7 @@ function collect(file: string, args: readonly string[], opts: RunProcessOptions,
     let aborted = false;
     let stopping = false;
     let settled = false;
+    let stray = false;
     const timers: NodeJS.Timeout[] = [];
 
     const killGroup = (sig: NodeJS.Signals): void => {
@@ -286,6 +294,7 @@ function collect(file: string, args: readonly string[], opts: RunProcessOptions,
       // A descendant that left the group (setsid) can hold our pipes open forever: stop waiting for it.
       timers.push(
         setTimeout(() => {
+          stray = true;
           child.stdout?.destroy();
           child.stderr?.destroy();
           finish();
@@ -301,6 +310,14 @@ function collect(file: string, args: readonly string[], opts: RunProcessOptions,
       settled = true;
       for (const t of timers) clearTimeout(t);
       opts.signal?.removeEventListener('abort', onAbort);
+      // The pipes closing says who held them is gone, not the group: a member that ignored
+      // SIGTERM with its output elsewhere would outlive the cleared SIGKILL timer.
+      void reapGroup(child.pid, graceMs).then((gone) => {
+        if (!gone) stray = true;
+        done();
+      });
+    };
+    const done = (): void => {
       resolve({
         exitCode: exit?.code ?? null,
         signal: exit?.signal ?? null,
@@ -311,6 +328,7 @@ function collect(file: string, args: readonly string[], opts: RunProcessOptions,
         truncated: stdout.truncated || stderr.truncated,
         timedOut,
         aborted,
+        stray,
         durationMs: Math.round(performance.now() - started),
       });
     };
@@ -344,6 +362,45 @@ function collect(file: string, args: readonly string[], opts: RunProcessOptions,
       );
     }
   });
+}
+
+/**
+ * SIGKILLs what is left of process group `pgid` and waits up to `waitMs` for it to be gone;
+ * true when nothing of it runs (zombies do not run). Costs one syscall when the group is gone.
+ */
+async function reapGroup(pgid: number | undefined, waitMs: number): Promise<boolean> {
+  if (pgid === undefined || !(await groupRuns(pgid))) return true;
+  const deadline = performance.now() + waitMs;
+  for (;;) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // ESRCH: gone meanwhile.
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    if (!(await groupRuns(pgid))) return true;
+    if (performance.now() > deadline) return false;
+  }
+}
+
+/** Whether a process of group `pgid` runs: signal 0 to the group, then /proc to skip zombies nobody reaped. */
+async function groupRuns(pgid: number): Promise<boolean> {
+  try {
+    process.kill(-pgid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  const names = await readdir('/proc').catch(() => null);
+  // no /proc to ask: trust the signal
+  if (!names) return true;
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    // fields after the command (which may hold spaces and parentheses): state ppid pgrp ...
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') return true;
+  }
+  return false;
 }
 
 /** Keeps the first `max` bytes of a stream and counts the rest. */
@@ -386,6 +443,7 @@ function emptyOutcome(): ProcessOutcome {
     truncated: false,
     timedOut: false,
     aborted: false,
+    stray: false,
     durationMs: 0,
   };
 }

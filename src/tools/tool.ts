@@ -103,8 +103,20 @@ export interface ToolResult {
   ok: boolean;
   /** The observation the model sees (after redaction and the observation budget). */
   output: string | Uint8Array;
+  /** Why it failed; after an abort, `code` may be one of `TOOL_STOP_CODES` (see `ToolDefinition.execute`). */
   error?: { code: string; message: string };
 }
+
+/**
+ * Error codes a tool answers an abort with (a `ToolError`'s code, or `error.code` of a returned
+ * result), when settling alone does not say enough. See `ToolDefinition.execute`.
+ */
+export const TOOL_STOP_CODES = {
+  /** It did nothing to the world: an effectful call that timed out then ends as a timeout, not `outcome_unknown`. */
+  notApplied: 'tool.not_applied',
+  /** It gave up waiting but cannot say its work stopped (a process escaped the kill): treated as not settled. */
+  notStopped: 'tool.not_stopped',
+} as const;
 
 /** What a tool's `reconcile` receives besides the call's input. */
 export interface ReconcileContext {
@@ -146,6 +158,15 @@ export interface ToolDefinition<I = unknown> {
    * input that cannot be planned (an unparseable shell command): the call is then denied.
    */
   plan?(input: I, ctx: PlanContext): ExecutionPlan;
+  /**
+   * Runs the call. When `ctx.signal` aborts (an interrupt, the turn's deadline, the call's
+   * timeout) the tool should stop its work and settle within the runtime's grace (`cancelGraceMs`):
+   * settling (a throw, or `ok: false`) after the abort confirms it stopped, and the call ends
+   * `tool/cancelled`; `ok: true` is a result like any. A call with possible effects that does not
+   * settle in time, or settles with `TOOL_STOP_CODES.notStopped`, ends `tool/outcome_unknown`,
+   * never `cancelled`. After a timeout, an effectful call ends `outcome_unknown` unless it settles
+   * with `TOOL_STOP_CODES.notApplied` (it changed nothing), which makes it a timeout result.
+   */
   execute(input: I, ctx: ToolContext): Promise<ToolResult>;
   /**
    * Recovery `reconcile` (design §7): after a crash between `tool/start` and its end, looks at
@@ -160,6 +181,6 @@ export interface ToolDefinition<I = unknown> {
    * ran" from "ran". Synchronous and cheap (a stat): it runs on the actor's loop. A throw records nothing.
    */
   preimage?(input: I, ctx: PlanContext): unknown;
-  /** Default timeout of one execution. */
+  /** Default timeout of one execution (see `execute` for how an effectful call that times out ends). */
   timeoutMs?: number;
 }

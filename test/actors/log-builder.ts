@@ -169,6 +169,12 @@ export class LogBuilder {
     return this;
   }
 
+  /** `tool/cancelled` of a call, with what the cancel says about its start and its stop (absent: an older log). */
+  cancelled(call: string, facts: { started?: boolean; confirmed?: boolean } = {}): this {
+    this.push('tool/cancelled', { reason: 'interrupted', ...facts }, { ...this.inStep, call });
+    return this;
+  }
+
   /** `actor/released`: the incarnation let go of the actor with work open (a drained host). */
   released(reason = 'host h1 drained'): this {
     this.push('actor/released', { reason });

@@ -73,6 +73,21 @@ function reconciled(verdict: 'applied' | 'not_applied' | 'unknown'): ActorEvent[
   return b.endTurn().events;
 }
 
+/**
+ * A turn interrupted while a call ran: seqs 1-10 as `toolTurn` (the tool named `name`), 11
+ * tool/start, 12 tool/cancelled with `facts`, 13 step/end cancelled, 14 turn/end cancelled.
+ * Without `started`, the call is cancelled before it started: no tool/start, and 11 is the cancel.
+ */
+function interrupted(effects: 'none' | 'possible', facts: { started?: boolean; confirmed?: boolean }): ActorEvent[] {
+  const name = effects === 'none' ? 'read_file' : 'shell';
+  const b = new LogBuilder();
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().endAttempt().acceptCall(name).call({ name, effects, recovery: effects === 'none' ? 'rerun' : 'manual' });
+  const call = b.lastCall;
+  if (facts.started !== false) b.startTool(call, { name, effects });
+  b.cancelled(call, facts).endStep('cancelled');
+  return b.endTurn('cancelled', null).events;
+}
+
 /** A host drained mid-attempt (`actor/released`), and the next incarnation carried on: no kill noted. */
 function drained(): ActorEvent[] {
   const b = new LogBuilder();
@@ -159,6 +174,10 @@ describe('verifyLog on logs the runtime writes', () => {
     ['a reconciled call found not applied: it runs again with its key', () => reconciled('not_applied')],
     ['a reconciled call whose outcome its tool could not tell', () => reconciled('unknown')],
     ['a drained host (actor/released) and the incarnation after it', drained],
+    ['an effectful call cancelled after its executor confirmed it stopped', () => interrupted('possible', { started: true, confirmed: true })],
+    ['an effectful call cancelled before it started', () => interrupted('possible', { started: false, confirmed: true })],
+    ['a call without effects cancelled unconfirmed: nothing can be unknown', () => interrupted('none', { started: true, confirmed: false })],
+    ['an effectful call cancelled in a log older than the confirmation fields', () => interrupted('possible', {})],
   ])('finds nothing wrong in %s, complete or not', (_, log) => {
     expect(verifyLog(log())).toEqual([]);
     expect(verifyLog(log(), { complete: true })).toEqual([]);
@@ -278,6 +297,14 @@ const cases: Case[] = [
   {
     name: 'a started call ends as denied', code: 'call.denied_after_start', seq: 12,
     log: () => mutate(clean(), (r) => { r[11] = { ...r[11]!, type: 'tool/denied', data: { reason: 'denied by policy' } }; }),
+  },
+  {
+    name: 'a started effectful call is cancelled though its executor never confirmed it stopped', code: 'call.cancelled_unconfirmed', seq: 12,
+    log: () => interrupted('possible', { started: true, confirmed: false }),
+  },
+  {
+    name: 'a started effectful call is cancelled as if it never started', code: 'call.cancelled_unconfirmed', seq: 12,
+    log: () => mutate(interrupted('possible', { started: true, confirmed: true }), (r) => { r[indexOf(r, 'tool/cancelled')]!.data.started = false; }),
   },
   { name: 'a call ends twice', code: 'call.ended_twice', seq: 13, log: () => mutate(clean(), (r) => r.splice(12, 0, structuredClone(r[11]!))) },
   { name: 'a turn ends with a call unended', code: 'call.unended', seq: 9, log: () => mutate(clean(), (r) => r.splice(11, 1)) },

@@ -160,6 +160,44 @@ describe('shell tool output', () => {
     expect(r.error?.code).toBe('tool.cancelled');
     expect(await sleepers(m)).toEqual([]);
   });
+
+  it('on abort waits for a process that ignores SIGTERM and closed its pipes, and kills it before it confirms', async () => {
+    const m = marker();
+    const ac = new AbortController();
+    const command = `(trap '' TERM; exec sleep ${m} >/dev/null 2>&1 </dev/null) & wait`;
+    const running = shellTool.execute({ command }, ctx({ bwrapPath: null }, { signal: ac.signal }));
+    expect(await waitUntil(async () => (await sleepers(m)).length === 1, 5_000)).toBe(true);
+    ac.abort();
+    const r = await running;
+    expect(r.error?.code).toBe('tool.cancelled');
+    // confirmed only once nothing of its process group is left
+    expect(await sleepers(m)).toEqual([]);
+  });
+
+  it('settles unconfirmed (tool.not_stopped) when a process left its group and outlives the kill', async () => {
+    const m = marker();
+    const ac = new AbortController();
+    // setsid: a new session, out of reach of the group kill, holding the output pipe open
+    const running = shellTool.execute({ command: `setsid sleep ${m} & wait` }, ctx({ bwrapPath: null }, { signal: ac.signal }));
+    expect(await waitUntil(async () => (await sleepers(m)).length === 1, 5_000)).toBe(true);
+    ac.abort();
+    const r = await running;
+    expect(r.error?.code).toBe('tool.not_stopped');
+    expect(Buffer.from(r.output).toString('utf8')).toMatch(/could not confirm it stopped/);
+  }, 15_000);
+
+  it('through executeTool: an abort it confirms is cancelled, one it cannot is an unknown outcome', async () => {
+    const m = marker();
+    const run = async (command: string) => {
+      const ac = new AbortController();
+      const running = executeTool(shellTool, { command }, ctx({ bwrapPath: null }, { signal: ac.signal }), 60_000, { graceMs: 6_000 });
+      expect(await waitUntil(async () => (await sleepers(m)).length >= 1, 5_000)).toBe(true);
+      ac.abort('interrupted');
+      return running;
+    };
+    expect(await run(`sleep ${m}`)).toMatchObject({ errorClass: 'cancelled', settled: true });
+    expect(await run(`setsid sleep ${m} & wait`)).toMatchObject({ errorClass: 'unknown', settled: true });
+  }, 20_000);
 });
 
 describe('shell tool environment', () => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../../protocol/errors.js';
 import { DEFAULT_PATH, findExecutable, runProcess, sandboxEnv, type ProcessOutcome } from '../sandbox.js';
-import type { ToolContext, ToolDefinition, ToolResult } from '../tool.js';
+import { TOOL_STOP_CODES, type ToolContext, type ToolDefinition, type ToolResult } from '../tool.js';
 import { resolveInWorkspace } from '../workspace-path.js';
 
 /** Timeout of one shell command when the call names none. */
@@ -112,13 +112,18 @@ export function shellResult(outcome: ProcessOutcome, sandboxed: boolean, timeout
   const output = Buffer.concat(parts);
 
   if (outcome.timedOut) return { ok: false, output, error: { code: 'tool.timeout', message: status } };
+  // cancelled confirms the tree stopped; a process that escaped the kill may still be at work
+  if (outcome.aborted && outcome.stray) return { ok: false, output, error: { code: TOOL_STOP_CODES.notStopped, message: status } };
   if (outcome.aborted) return { ok: false, output, error: { code: 'tool.cancelled', message: status } };
   if (outcome.exitCode === 0) return { ok: true, output };
   return { ok: false, output, error: { code: 'tool.exit_nonzero', message: `the command ended with ${status}` } };
 }
 
 function statusLine(outcome: ProcessOutcome, timeoutMs: number): string {
+  const escaped = 'a process it started left its group and could not confirm it stopped';
+  if (outcome.timedOut && outcome.stray) return `timed out after ${timeoutMs} ms; the process tree was killed, but ${escaped}`;
   if (outcome.timedOut) return `timed out after ${timeoutMs} ms; the process tree was killed (pass a larger timeout_ms if it needs longer)`;
+  if (outcome.aborted && outcome.stray) return `cancelled; the process tree was killed, but ${escaped}`;
   if (outcome.aborted) return 'cancelled; the process tree was killed';
   if (outcome.exitCode !== null) return `exit code ${outcome.exitCode}`;
   return `killed by ${outcome.signal ?? 'an unknown signal'}`;
