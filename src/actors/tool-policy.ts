@@ -9,6 +9,7 @@ import type { ExecutionPlan, ResourceKey, ToolDefinition } from '../tools/tool.j
 import type { EffectContext } from './effect-context.js';
 import { scope, settings } from './effect-helpers.js';
 import { clipStrings } from './output-blobs.js';
+import { planModeDenial } from './plan-mode.js';
 
 // The policy side of the tool pipeline (design §8): the normalized execution plan of a call,
 // the decision on it, approvals bound to that plan, and the answers people give.
@@ -58,6 +59,12 @@ export function decideCall(a: EffectContext, callId: string, recheck: boolean): 
   }
   const { tool, plan, digest, shell } = planned;
   const semantics = tool.executionSemantics(planned.input, { workspace: settings(a).workspace });
+  // plan mode first: no rule, run mode, "always" answer or approval lets an effect through
+  const readOnly = planModeDenial(settings(a), semantics.effects);
+  if (readOnly) {
+    a.stage({ type: 'policy/decided', ...ids, data: { decision: 'deny', rule: readOnly.rule, reason: readOnly.reason, planDigest: digest, recheck } });
+    return;
+  }
   const policy = a.ports.tooling.policy(settings(a));
   let d: PolicyDecision = decide(policy.rules, policy.mode, {
     tool: tool.name,

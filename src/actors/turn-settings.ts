@@ -1,6 +1,7 @@
 import type { TurnRequest, TurnSettings } from '../protocol/events.js';
 import { parseModelSpec } from '../model/model-spec.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
+import { inPlanMode } from './plan-mode.js';
 
 /** Instructions a turn runs with when its request names none. */
 export const DEFAULT_INSTRUCTIONS =
@@ -10,13 +11,16 @@ export const DEFAULT_INSTRUCTIONS =
 /** Defaults of a turn's budgets and retries. */
 export const TURN_DEFAULTS = { maxSteps: 100, maxAttempts: 4 } as const;
 
-/** Resolves a client's turn request into the settings `turn/start` records. */
+/**
+ * Resolves a client's turn request into the settings `turn/start` records. Without a request the
+ * last turn's settings carry on, plan mode included (a resume keeps what its turn recorded).
+ */
 export function resolveSettings(req: TurnRequest | null, last: TurnSettings | null, nowMs: number, allTools: string[]): TurnSettings {
   if (!req) {
     if (!last) throw new Error('a turn needs a request with a model and a workspace');
     return { ...last, budgets: { ...last.budgets, deadlineAt: null } };
   }
-  return {
+  const s: TurnSettings = {
     ...(req.outputSchema ? { outputSchema: req.outputSchema } : {}),
     ...(req.effort ? { effort: req.effort } : {}),
     ...(req.maxOutputTokens ? { maxOutputTokens: req.maxOutputTokens } : {}),
@@ -34,6 +38,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     },
     maxAttempts: req.maxAttempts ?? TURN_DEFAULTS.maxAttempts,
   };
+  return req.planMode === true ? inPlanMode(s, allTools) : s;
 }
 
 /** The model name a spec sends to its provider: `openai:gpt-4.1` → `gpt-4.1`; a script's spec as is. */

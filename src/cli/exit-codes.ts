@@ -7,6 +7,8 @@ export const EXIT = {
   usage: 2,
   notFound: 3,
   stopped: 4,
+  /** The turn ended waiting for a person: a plan to accept (and, with questions, an answer). */
+  waiting: 5,
   interrupted: 130,
 } as const;
 

@@ -9,6 +9,7 @@ import { eventsCommand, runsCommand, verifyCommand } from './commands/inspect.js
 import { answerCommand, interruptCommand, resumeCommand } from './commands/resume.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
+import { planCommand } from './commands/plan.js';
 import { hostCommand } from './commands/host.js';
 import { registerDlqCommand } from './commands/dlq.js';
 import { chaosCommand } from './commands/chaos.js';
@@ -119,8 +120,16 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
         .choices(ApprovalModeSchema.options),
     )
     .option('--in-process', 'host the agent in this process even when a host is running')
+    .option('--plan-mode', 'run read-only: the agent explores and writes a plan (update_plan), then exits 5 for you to accept it')
     .addOption(new Option('--fault <spec>', 'inject a fault here (the agent is then hosted in this process): <point>[:<agentId>][@<n>][=kill|drop]'))
     .action(act(async (task: string, o) => runCommand(task, o, load(o), out)));
+
+  common(program.command('plan').argument('<agentId>'))
+    .description("show an agent's plan; --accept starts its next turn in normal mode with the plan pinned, and follows it")
+    .option('--accept', 'carry the plan out: a new turn with the last turn\'s settings, not in plan mode, the plan as its message')
+    .option('--json', 'the plan record (null: none yet); with --accept, NDJSON events')
+    .option('--in-process', 'with --accept: host the agent in this process, not on a running host')
+    .action(act(async (id: string, o) => planCommand(id, o, load(o), out)));
 
   common(program.command('approve').argument('<agentId>').argument('<approvalId>'))
     .description('approve a pending tool call and follow (or host) the agent to the end of its turn')

@@ -59,6 +59,8 @@ function summarize(e: ActorEvent): string {
       return `${head} closed: ${e.data.closed.join('; ') || 'nothing'} · resume ${e.data.resume}`;
     case 'tool/reconciled':
       return `${head} ${e.data.verdict.replace('_', ' ')}${e.data.reason ? ` (${clip(e.data.reason, 60)})` : ''}`;
+    case 'plan/replaced':
+      return `${head} version ${e.data.version} · ${e.data.items.filter((i) => i.status === 'completed').length}/${e.data.items.length} done`;
     case 'actor/killed':
       return `${head} ${killedText(e.data)}`;
     case 'actor/released':

@@ -56,6 +56,8 @@ export const TurnSettingsSchema = z.object({
   config: z.record(z.string(), z.unknown()).optional(),
   /** The policy's run mode; absent (older logs): `ask`. */
   approvalMode: ApprovalModeSchema.optional(),
+  /** Plan mode: the turn is read-only (every call with possible effects is denied) and writes a plan; absent: false. */
+  planMode: z.boolean().optional(),
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
@@ -75,6 +77,8 @@ export const TurnRequestSchema = z.object({
   maxOutputTokens: z.number().int().positive().nullable().optional(),
   config: z.record(z.string(), z.unknown()).optional(),
   approvalMode: ApprovalModeSchema.optional(),
+  /** Run the turn in plan mode (`actorloop run --plan-mode`). */
+  planMode: z.boolean().optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 

@@ -77,6 +77,8 @@ export interface PlanRecord {
   version: number;
   items: Array<{ content: string; status: 'pending' | 'in_progress' | 'completed' }>;
   explanation: string | null;
+  /** The `update_plan` call that wrote it, so a rerun of that call after a crash writes it no second time. */
+  callId?: string;
 }
 
 /** The actor's state folded from its log (design §4). Plain JSON, so snapshots store it as is. */
@@ -397,7 +399,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     }
     case 'plan/replaced':
-      p.plan = { version: e.data.version, items: e.data.items, explanation: e.data.explanation };
+      p.plan = { version: e.data.version, items: e.data.items, explanation: e.data.explanation, ...(e.call ? { callId: e.call } : {}) };
       break;
     case 'interrupt/requested':
       includeMessage(p, e.data.messageId);

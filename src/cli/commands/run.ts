@@ -15,6 +15,7 @@ import { emptyProjection } from '../../store/projection.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import { failureOf, printsOnCommit, promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
+import { afterPlanTurn } from './plan.js';
 
 /** Options of `actorloop run`, as commander parsed them. */
 export interface RunOptions {
@@ -32,6 +33,8 @@ export interface RunOptions {
   approve?: ApprovalMode;
   /** Host the agent in this process even when a host is running. */
   inProcess?: boolean;
+  /** Run the turn read-only: the agent explores and writes a plan for a person to accept. */
+  planMode?: boolean;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -91,6 +94,7 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     ...(outputSchema ? { outputSchema } : {}),
     ...(effort?.success ? { effort: effort.data } : {}),
     ...(opts.maxOutputTokens ? { maxOutputTokens: opts.maxOutputTokens } : {}),
+    ...(opts.planMode ? { planMode: true } : {}),
     approvalMode: opts.approve ?? config.approvalMode,
     // the run records the config it was started with; JSON drops the key (not enumerable)
     config: JSON.parse(JSON.stringify(config)) as Record<string, unknown>,
@@ -174,10 +178,11 @@ export async function runCommand(
     if (handOff) {
       const deadlineAt = request.deadlineSeconds === null ? null : Date.now() + request.deadlineSeconds * 1000;
       await submitToHosts(rt, entry, message);
-      return await followTurn({
+      const code = await followTurn({
         rt, entry, from: emptyProjection(actorId), directory: rt.bus.directory, printer, out, json,
         prompt: promptFor(out, json), hosting: { kind: 'host', handedOver: true }, deadlineAt,
       });
+      return request.planMode ? await afterPlanTurn(rt, entry, code, out, json) : code;
     }
     // hosted here, followed as a host's agent is: the same follower prints it and asks for approvals
     const echo = printsOnCommit(config);
@@ -185,10 +190,11 @@ export async function runCommand(
     const actor = await supervisor.create(entry, { epoch: (await rt.pinNew(actorId)).epoch });
     const failed = failureOf(actor.whenTurnEnds());
     await supervisor.send(message);
-    return await followTurn({
+    const code = await followTurn({
       rt, entry, from: emptyProjection(actorId), directory: rt.bus.directory, printer, out, json,
       prompt: promptFor(out, json), hosting: { kind: 'here', failed }, echo: !echo,
     });
+    return request.planMode ? await afterPlanTurn(rt, entry, code, out, json) : code;
   } finally {
     await rt.close();
   }

@@ -6,6 +6,7 @@ import { listDirTool } from './list-dir.js';
 import { readFileTool } from './read-file.js';
 import { searchTool } from './search.js';
 import { shellTool } from './shell.js';
+import { updatePlanTool } from './update-plan.js';
 import { writeFileTool } from './write-file.js';
 
 export { applyPatchTool } from './apply-patch.js';
@@ -14,10 +15,12 @@ export { listDirTool } from './list-dir.js';
 export { readFileTool } from './read-file.js';
 export { searchTool } from './search.js';
 export { shellTool } from './shell.js';
+export { formatPlan, updatePlanTool, type Plan, type UpdatePlanInput } from './update-plan.js';
 export { writeFileTool } from './write-file.js';
 
 /**
- * The built-in tools: read_file, list_dir, search, write_file, apply_patch, shell, artifact_read.
+ * The built-in tools: read_file, list_dir, search, write_file, apply_patch, shell, artifact_read,
+ * update_plan (run by the agent runtime itself: it writes the agent's plan to its log).
  * `redactor` masks secrets in artifact hex dumps with the pipeline's configured values too.
  */
 export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition<any>[] {
@@ -29,5 +32,6 @@ export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition
     applyPatchTool,
     shellTool,
     createArtifactReadTool(opts.redactor ? { redactor: opts.redactor } : {}),
+    updatePlanTool,
   ];
 }

@@ -1,0 +1,158 @@
+import { acceptedPlanText, requestAfterPlan } from '../../actors/plan-mode.js';
+import { publishInbox } from '../../bus/inbox.js';
+import type { DirectoryEntry } from '../../bus/directory.js';
+import type { EffectiveConfig } from '../../config/config.js';
+import { ConfigError } from '../../protocol/errors.js';
+import { newId } from '../../protocol/ids.js';
+import type { InboxMessage } from '../../protocol/inbox.js';
+import type { PlanRecord, Projection } from '../../store/projection.js';
+import { formatPlan } from '../../tools/builtins/update-plan.js';
+import { EXIT } from '../exit-codes.js';
+import { entryOf, foldLog, placementOf, releaseToHosts } from '../hand-off.js';
+import { RunPrinter, type Out } from '../output.js';
+import { createLogger, openRuntime, type Runtime } from '../runtime.js';
+import { terminalText } from '../terminal-text.js';
+import { CLI_SENDER } from './approvals.js';
+import { followTurn } from './follow-turn.js';
+import { awaitHosted, hostExisting, promptFor } from './resume.js';
+
+/** Options of `actorloop plan`. */
+export interface PlanOptions {
+  json?: boolean;
+  /** Start the next turn in normal mode with the plan pinned in its context. */
+  accept?: boolean;
+  /** With `--accept`: host the agent here even when a host is running. */
+  inProcess?: boolean;
+}
+
+/** The command that accepts an agent's plan. */
+export function acceptCommand(agentId: string): string {
+  return `actorloop plan ${agentId} --accept`;
+}
+
+/** A plan for a person: the version, one line a step with its status marker, the explanation. */
+export function describePlan(plan: PlanRecord): string {
+  // the steps are the model's text: their control characters are shown, not sent
+  const body = formatPlan(plan).split('\n').map((l) => `  ${terminalText(l)}`).join('\n');
+  return `plan version ${plan.version} · ${plan.items.filter((i) => i.status === 'completed').length}/${plan.items.length} done\n${body}\n`;
+}
+
+/**
+ * `actorloop plan <agent>`: the agent's current plan as its log has it (`--json`: the plan record,
+ * or `null` when there is none); `--accept` starts the turn that carries it out.
+ */
+export async function planCommand(agentId: string, opts: PlanOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  if (opts.accept) return acceptPlan(agentId, opts, config, out);
+  if (opts.inProcess) {
+    throw new ConfigError('cli.plan_in_process', '--in-process goes with --accept: showing a plan hosts nothing', { hint: `${acceptCommand(agentId)} --in-process` });
+  }
+  // reading a log: a client login is all it needs
+  const rt = await openRuntime(config, createLogger(config), { role: 'client' });
+  try {
+    const p = await foldLog(rt, await entryOf(rt, agentId));
+    if (opts.json) out.stdout.write(`${JSON.stringify(p.plan ?? null)}\n`);
+    if (!p.plan) {
+      out.stderr.write(`${agentId} has no plan yet: its agent writes one with update_plan (actorloop run --plan-mode asks for one)\n`);
+      return EXIT.completed;
+    }
+    if (!opts.json) out.stdout.write(describePlan(p.plan));
+    if (awaitsAcceptance(p)) out.stderr.write(`the plan waits for you: ${acceptCommand(agentId)} carries it out\n`);
+    return EXIT.completed;
+  } finally {
+    await rt.close();
+  }
+}
+
+/** True when the agent's last turn ran in plan mode, ended, and left a plan: what `--accept` takes. */
+function awaitsAcceptance(p: Projection): boolean {
+  return p.plan !== undefined && p.openTurn === null && p.lastSettings?.planMode === true;
+}
+
+/**
+ * What `run --plan-mode` does at the end of its turn: a turn that completed with a plan prints it
+ * and how to accept it, and ends waiting for the person (exit 5); any other end keeps its code.
+ */
+export async function afterPlanTurn(rt: Runtime, entry: Pick<DirectoryEntry, 'actorId' | 'rootId'>, code: number, out: Out, json: boolean): Promise<number> {
+  if (code !== EXIT.completed) return code;
+  const p = await foldLog(rt, entry as DirectoryEntry);
+  if (!p.plan) {
+    out.stderr.write(`plan mode: ${entry.actorId} wrote no plan (update_plan); nothing to accept\n`);
+    return code;
+  }
+  // `--json`: stdout stays the event stream, which holds the plan/replaced events
+  if (!json) out.stdout.write(`\n${describePlan(p.plan)}`);
+  out.stderr.write(`plan mode: nothing was changed; accept the plan to carry it out: ${acceptCommand(entry.actorId)}\n`);
+  return EXIT.waiting;
+}
+
+/**
+ * `actorloop plan <agent> --accept`: sends the agent a user message (person channel) that starts
+ * its next turn with the settings of the last one in normal mode and the plan as its message, and
+ * follows that turn to its end as `run` does: on the host that holds the agent or takes it on the
+ * mail, else hosting it here. Refused (exit 2) when there is no plan, a turn is still open, or the
+ * last turn was not in plan mode (the plan was accepted already, or written while carrying work out).
+ */
+async function acceptPlan(agentId: string, opts: PlanOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  const rt = await openRuntime(config, createLogger(config));
+  try {
+    const json = opts.json === true;
+    const entry = await entryOf(rt, agentId);
+    const p = await foldLog(rt, entry);
+    const msg = acceptMessage(agentId, p);
+    if (opts.inProcess !== true) {
+      const code = await acceptOnHost(rt, entry, p, msg, json, out);
+      if (code !== null) return code;
+    }
+    const h = await hostExisting(agentId, rt, out, json);
+    // hydrating may have let a turn start meanwhile (a message another command sent)
+    if (h.actor.projection.openTurn) throw turnStillOpen(agentId);
+    await h.supervisor.send(msg);
+    return await awaitHosted(h, entry, p, json, out);
+  } finally {
+    await rt.close();
+  }
+}
+
+/** `--accept` through a host: sends and follows there, or null when no host takes the agent. */
+async function acceptOnHost(rt: Runtime, entry: DirectoryEntry, p: Projection, msg: InboxMessage, json: boolean, out: Out): Promise<number | null> {
+  const place = await placementOf(rt, entry.actorId);
+  if (place.kind === 'other' || (place.kind === 'free' && place.hosts.length === 0)) return null;
+  if (place.kind === 'free') await releaseToHosts(rt, entry);
+  await publishInbox(await rt.bus.person(), msg, 'person');
+  return followTurn({
+    rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
+    prompt: promptFor(out, json), hosting: { kind: 'host', handedOver: place.kind === 'free' },
+  });
+}
+
+function turnStillOpen(agentId: string): ConfigError {
+  return new ConfigError('cli.turn_open', `${agentId} is still in a turn, so its plan cannot be accepted yet`, {
+    hint: `follow it to its end with actorloop resume ${agentId} (or stop it with actorloop interrupt ${agentId}), then accept`,
+  });
+}
+
+/** The message that starts the turn carrying the plan out; a ConfigError (exit 2) when there is nothing to accept yet. */
+export function acceptMessage(agentId: string, p: Projection): InboxMessage {
+  if (!p.plan || !p.lastSettings) {
+    throw new ConfigError('cli.no_plan', `${agentId} has no plan to accept`, {
+      hint: 'an agent writes its plan with update_plan; actorloop run --plan-mode "<task>" asks it for one',
+    });
+  }
+  if (p.openTurn) throw turnStillOpen(agentId);
+  if (p.lastSettings.planMode !== true) {
+    throw new ConfigError('cli.plan_not_waiting', `the plan of ${agentId} is not waiting to be accepted: its last turn did not run in plan mode`, {
+      hint: `the plan was accepted already, or written in a normal turn; actorloop plan ${agentId} shows it`,
+    });
+  }
+  return {
+    id: newId('message'),
+    from: CLI_SENDER,
+    to: agentId,
+    kind: 'user_message',
+    target: 'next_turn',
+    wakeup: true,
+    content: acceptedPlanText(p.plan),
+    request: requestAfterPlan(p.lastSettings),
+    sentAt: new Date().toISOString(),
+  };
+}
