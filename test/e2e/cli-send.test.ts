@@ -132,6 +132,23 @@ describe('send: delivery', () => {
     expect(verify.code, show(verify)).toBe(0);
   }, 60_000);
 
+  test('an inject to an idle agent nobody runs: not followed, it waits in the inbox, and send says resume carries it', async ({ onTestFinished }) => {
+    const { ws, cli, common } = await setup(onTestFinished);
+    const model = await script(ws, 'one.json', [{ content: 'done' }]);
+    const run = await cli.run(['run', 'hi', '--model', `scripted:${model}`, '--cwd', ws, ...common]);
+    expect(run.code, show(run)).toBe(0);
+    const agentId = lines(run.stdout)[0]!;
+    const before = await logOf(cli, agentId, common);
+    const r = await cli.run(['send', agentId, 'the API moved to v2', '--inject', ...common]);
+    expect(r.code, show(r)).toBe(0);
+    expect(lines(r.stdout)).toHaveLength(1);
+    expect(lines(r.stdout)[0]).toMatch(/ inject$/);
+    expect(r.stderr).toContain('an inject never starts a turn');
+    expect(r.stderr).toContain(`nobody runs ${agentId} now: the message waits in its inbox, and \`actorloop resume ${agentId}\` carries it`);
+    // in the durable inbox, not yet in the log: no host took it
+    expect(await logOf(cli, agentId, common)).toEqual(before);
+  }, 60_000);
+
   /** A `run` hosting its agent here, its model slow: resolves once the model request is in flight. */
   async function slowRun(ws: string, dataDir: string, common: string[], onTestFinished: (fn: () => Promise<void>) => void) {
     const model = await script(ws, 'slow.json', [{ content: 'slow answer', delay_ms: 4_000 }, { content: 'after the steer' }]);
