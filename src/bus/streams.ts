@@ -10,6 +10,15 @@ import { ensureHostsBucket } from './hosts.js';
 import { DEFAULT_LEASE_TTL_MS, ensureLeaseBucket } from './leases.js';
 import { BUCKETS, maxDeliveriesAdvisorySubject, STREAMS } from './subjects.js';
 
+/**
+ * The largest inbox message (its JSON) the INBOX stream takes. A message's content is committed
+ * inline to the recipient's log (`inbox/received`, then `user/message` in the `turn/start`
+ * commit), alongside whatever else that commit batches (up to two 64 KiB model outputs): a
+ * quarter of NATS' default max_payload (1 MiB) keeps every such commit far below it, so a message
+ * the inbox accepts never becomes a commit the log refuses.
+ */
+export const INBOX_MAX_MSG_BYTES = 256 * 1024;
+
 /** The settings of each stream actorloop relies on (design §4, §6). */
 export const STREAM_CONFIGS: Record<keyof typeof STREAMS, Partial<StreamConfig> & { name: string }> = {
   // The truth: never aged out, never deleted or purged; dedupe covers a retried commit.
@@ -32,6 +41,7 @@ export const STREAM_CONFIGS: Record<keyof typeof STREAMS, Partial<StreamConfig> 
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.New,
     duplicate_window: nanos(10 * 60_000),
+    max_msg_size: INBOX_MAX_MSG_BYTES,
   },
   // Dead letters (`dlq.<actorId>`): inbox messages given up on after max_deliver, kept until an
   // operator removes them. It also captures the server's max-deliveries advisories for INBOX

@@ -10,6 +10,7 @@ import { answerCommand, interruptCommand, resumeCommand } from './commands/resum
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
 import { planCommand } from './commands/plan.js';
+import { sendCommand } from './commands/send.js';
 import { hostCommand } from './commands/host.js';
 import { registerDlqCommand } from './commands/dlq.js';
 import { chaosCommand } from './commands/chaos.js';
@@ -159,6 +160,16 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'carry the interrupt out in this process when no host holds the agent, even with hosts running')
     .action(act(async (id: string, o) => interruptCommand(id, o, load(o), out)));
+
+  common(program.command('send').argument('<agentId>').argument('<text>', 'what the agent should know; - reads it from stdin'))
+    .description("send a person's message to an agent: a steer while a turn runs, else a new turn; then follow it to its next turn end")
+    .addOption(new Option('--steer', 'into the running turn at its next step (default while a turn runs)').conflicts(['inject', 'followUp']))
+    .addOption(new Option('--inject', 'context for the next step, waking nobody: it never starts a turn').conflicts(['steer', 'followUp']))
+    .addOption(new Option('--follow-up', 'a turn of its own once the running one ends (or now, when idle)').conflicts(['steer', 'inject']))
+    .option('--no-follow', 'return once the inbox has the message, without following the turn')
+    .option('--json', 'print only NDJSON events on stdout')
+    .option('--in-process', 'host the agent here when no host holds it, even with hosts running')
+    .action(act(async (id: string, text: string, o) => sendCommand(id, text, o, load(o), out)));
 
   common(program.command('host'))
     .description('host agents until SIGTERM: claim leases for agents with work, run them, renew, drain on exit')

@@ -65,6 +65,13 @@ function summarize(e: ActorEvent): string {
       return `${head} ${killedText(e.data)}`;
     case 'actor/released':
       return `${head} ${clip(e.data.reason)}`;
+    // the kind and ID only: a message's content may be an answer a person marked sensitive
+    case 'inbox/received':
+      return `${head} ${e.data.kind} ${e.data.messageId} from ${e.data.from}`;
+    case 'inbox/cancelled':
+      return `${head} ${e.data.messageId} (${clip(e.data.reason, 60)})`;
+    case 'interrupt/requested':
+      return `${head} by ${e.data.by} · follow-ups ${e.data.followUps}`;
     case 'tool/outcome_unknown':
     case 'tool/cancelled':
     case 'tool/denied':
@@ -73,6 +80,9 @@ function summarize(e: ActorEvent): string {
       return head.trimEnd();
   }
 }
+
+/** Kinds of message a person types into a run (`actorloop send`, a line typed during `run`). */
+const PERSON_TEXT_KINDS: ReadonlySet<string> = new Set(['steer', 'inject', 'follow_up']);
 
 /**
  * Shows a run as it goes: on a TTY one live progress line per step (step, tool running, tokens,
@@ -86,6 +96,9 @@ export class RunPrinter {
   private tokens = 0;
   private readonly started = Date.now();
   private lineOpen = false;
+  private held = false;
+  /** Kinds of the steer / inject / follow-up messages received, by ID: their later states name them. */
+  private readonly messages = new Map<string, string>();
 
   constructor(private readonly out: Out, private readonly json: boolean) {}
 
@@ -141,6 +154,24 @@ export class RunPrinter {
         this.endLine();
         this.line(`recovered: ${e.data.closed.join('; ') || 'nothing was open'}`, this.out.stderr);
         break;
+      case 'interrupt/requested':
+        this.endLine();
+        this.line(`interrupt requested by ${e.data.by} · follow-ups ${e.data.followUps === 'keep' ? 'kept' : 'cancelled'}`, this.out.stderr);
+        break;
+      // A person's messages to the turn, as their delivery states are committed (notes: stderr).
+      case 'inbox/received':
+        if (!PERSON_TEXT_KINDS.has(e.data.kind)) break;
+        this.messages.set(e.data.messageId, e.data.kind);
+        this.note(e.data.messageId, 'pending');
+        break;
+      case 'request/prepared':
+        for (const id of e.data.messageIds ?? []) this.note(id, `included in step ${this.step}`);
+        break;
+      case 'inbox/cancelled':
+        if (this.messages.has(e.data.messageId) || PERSON_TEXT_KINDS.has(e.data.kind ?? '')) {
+          this.note(e.data.messageId, `cancelled (${clip(e.data.reason, 60)})`, e.data.kind);
+        }
+        break;
       default:
         break;
     }
@@ -152,12 +183,29 @@ export class RunPrinter {
     }
   }
 
+  /** `› steer msg_… pending`: one delivery state of a message. */
+  private note(messageId: string, what: string, kind?: string): void {
+    const k = this.messages.get(messageId) ?? kind ?? 'message';
+    this.endLine();
+    this.line(`› ${k === 'follow_up' ? 'follow-up' : k} ${messageId} ${what}`, this.out.stderr);
+  }
+
+  /**
+   * While a person types a line on the terminal (held), the live progress line is ended and not
+   * drawn again: its redraws would erase what they type. Drawn again once released.
+   */
+  holdProgress(held: boolean): void {
+    this.held = held;
+    if (held) this.endLine();
+  }
+
   /** One line of progress text; what it quotes has its control characters shown, not sent. */
   private line(text: string, to: NodeJS.WritableStream = this.out.stdout): void {
     to.write(`${terminalText(text)}\n`);
   }
 
   private progress(): void {
+    if (this.held) return;
     const elapsed = ((Date.now() - this.started) / 1000).toFixed(1);
     // the only escape sequence written here is our own (clear the line); the tool name is quoted
     const tool = this.tool ? ` · running ${terminalText(this.tool)}` : this.waitingModel ? ' · model' : '';

@@ -12,6 +12,7 @@ import { approvalMessage, describeApproval, PromptInterrupted, type Prompt } fro
 import { printTurnEnd, printWaiting, type TurnOutput } from './turn-output.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
+import { steersFromTerminal } from '../steer-lines.js';
 
 /** How often the follower looks at who holds the agent: often until a host took it, then less. */
 const HOLDER_POLL_FIRST_MS = 200;
@@ -75,6 +76,9 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
   });
   const onSigint = (): void => key.press();
   process.on('SIGINT', onSigint);
+  // a person at the terminal (one who is asked for approvals) steers the turn by typing a line
+  const typed = o.prompt ? steersFromTerminal({ agentId: entry.actorId, rt, out, printer: o.printer, onInterrupt: onSigint }) : null;
+  typed?.start();
   const stopSignal = whenStopped();
   const stopped = stopSignal.stopped.then((signal) => ({ kind: 'stop' as const, signal }));
   const failed = o.hosting.kind === 'here' ? o.hosting.failed : new Promise<never>(() => {});
@@ -108,8 +112,11 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         if (onHost) await watch.last(p);
         o.printer.endLine();
         if (!o.prompt) return await printWaiting(o, { actorId: entry.actorId, projection: p }, waiting);
+        // the prompt reads the terminal alone: typed lines wait until it is answered
+        typed?.pause();
         const asked = await Promise.race([askAll(o, p, waiting, answered, key).then(() => null), leaving]);
         if (asked) return leave(asked);
+        typed?.start();
         waiting = [];
         lastEventAt = Date.now();
       }
@@ -136,12 +143,14 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
       if (event.type === 'actor/parked') waiting = awaitingPerson(p, answered);
       if (event.type === 'turn/end') {
         key.clear();
+        typed?.stop();
         if (onHost) await watch.last(p);
         return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, await withWholeAnswer(o.rt, turnEnded(event), event));
       }
     }
   } finally {
     key.clear();
+    typed?.stop();
     process.off('SIGINT', onSigint);
     stopSignal.dispose();
     stop.abort();

@@ -21,7 +21,7 @@ export function promptFor(out: Out, json: boolean): Prompt | null {
 }
 
 /** An agent rehydrated in this process, ready to be hosted to the end of its turn. */
-interface Hosted {
+export interface Hosted {
   rt: Runtime;
   supervisor: Supervisor;
   actor: AgentActor;
@@ -49,7 +49,7 @@ export function failureOf(ended: Promise<unknown>): Promise<never> {
   return failed;
 }
 
-/** Rehydrates an agent in this process (its lease pinned here) to host it to the end of its next turn. */
+/** Rehydrates an agent in this process under its lease (held elsewhere: refused, naming the holder) to host it to the end of its next turn. */
 export async function hostExisting(agentId: string, rt: Runtime, out: Out, json: boolean, onHydrated?: (p: Projection) => void): Promise<Hosted> {
   const printer = new RunPrinter(out, json);
   const echo = printsOnCommit(rt.config);
