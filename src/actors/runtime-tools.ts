@@ -1,5 +1,6 @@
 import type { OpenCall } from '../store/projection.js';
 import type { EffectContext } from './effect-context.js';
+import { askUserRuntime } from './questions.js';
 
 /** One started call of a tool the runtime carries out itself (it commits facts of the agent, not effects on the world). */
 export interface RuntimeToolRun {
@@ -22,7 +23,7 @@ export interface RuntimeTool {
   run(a: EffectContext, r: RuntimeToolRun): Promise<void>;
 }
 
-const TOOLS: Record<string, RuntimeTool> = {};
+const TOOLS: Record<string, RuntimeTool> = { [askUserRuntime.name]: askUserRuntime };
 
 /** The runtime's own implementation of a tool, if it has one. */
 export function runtimeTool(name: string): RuntimeTool | undefined {

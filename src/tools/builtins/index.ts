@@ -1,6 +1,7 @@
 import type { Redactor } from '../redact.js';
 import type { ToolDefinition } from '../tool.js';
 import { applyPatchTool } from './apply-patch.js';
+import { askUserTool } from './ask-user.js';
 import { createArtifactReadTool } from './artifact-read.js';
 import { listDirTool } from './list-dir.js';
 import { readFileTool } from './read-file.js';
@@ -9,6 +10,7 @@ import { shellTool } from './shell.js';
 import { writeFileTool } from './write-file.js';
 
 export { applyPatchTool } from './apply-patch.js';
+export { askUserTool } from './ask-user.js';
 export { artifactReadTool, createArtifactReadTool } from './artifact-read.js';
 export { listDirTool } from './list-dir.js';
 export { readFileTool } from './read-file.js';
@@ -17,7 +19,8 @@ export { shellTool } from './shell.js';
 export { writeFileTool } from './write-file.js';
 
 /**
- * The built-in tools: read_file, list_dir, search, write_file, apply_patch, shell, artifact_read.
+ * The built-in tools: read_file, list_dir, search, write_file, apply_patch, shell, artifact_read,
+ * ask_user (run by the runtime: it waits for a person).
  * `redactor` masks secrets in artifact hex dumps with the pipeline's configured values too.
  */
 export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition<any>[] {
@@ -29,5 +32,6 @@ export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition
     applyPatchTool,
     shellTool,
     createArtifactReadTool(opts.redactor ? { redactor: opts.redactor } : {}),
+    askUserTool,
   ];
 }
