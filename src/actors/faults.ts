@@ -16,6 +16,7 @@ export const FAULT_POINTS = [
   'after:tool/start',
   'before:tool/result',
   'before:inbox-ack',
+  'after:ask/asked',
   'during:recovery',
 ] as const;
 
