@@ -6,7 +6,10 @@ export const EXIT = {
   failed: 1,
   usage: 2,
   notFound: 3,
+  /** The turn stopped short: a budget, its deadline, the model stopped. */
   stopped: 4,
+  /** The turn waits for a person: an approval or the answer to a question. */
+  waiting: 5,
   interrupted: 130,
 } as const;
 

@@ -21,7 +21,7 @@ export function promptFor(out: Out, json: boolean): Prompt | null {
 }
 
 /** An agent rehydrated in this process, ready to be hosted to the end of its turn. */
-interface Hosted {
+export interface Hosted {
   rt: Runtime;
   supervisor: Supervisor;
   actor: AgentActor;
@@ -49,7 +49,7 @@ export function failureOf(ended: Promise<unknown>): Promise<never> {
   return failed;
 }
 
-async function hostExisting(agentId: string, rt: Runtime, out: Out, json: boolean, onHydrated?: (p: Projection) => void): Promise<Hosted> {
+export async function hostExisting(agentId: string, rt: Runtime, out: Out, json: boolean, onHydrated?: (p: Projection) => void): Promise<Hosted> {
   const printer = new RunPrinter(out, json);
   const echo = printsOnCommit(rt.config);
   const supervisor = rt.supervisor(echo ? { onCommit: (_id, events) => printer.commit(events) } : {});
@@ -69,7 +69,7 @@ async function hostExisting(agentId: string, rt: Runtime, out: Out, json: boolea
 }
 
 /** Follows the turn of an agent hosted here from `from` (its log before it was hosted) to its end. */
-function awaitHosted(h: Hosted, entry: DirectoryEntry, from: Projection, json: boolean, out: Out, answered?: Map<string, string>): Promise<number> {
+export function awaitHosted(h: Hosted, entry: DirectoryEntry, from: Projection, json: boolean, out: Out, answered?: Map<string, string>): Promise<number> {
   return followTurn({
     rt: h.rt, entry, from, directory: h.rt.bus.directory, printer: h.printer, out, json,
     prompt: promptFor(out, json), answered, hosting: { kind: 'here', failed: h.failed }, echo: !h.printsOnCommit,
