@@ -11,7 +11,8 @@ import type { MachineSet, MachineSnapshots } from './machine-set.js';
 import type { MachineEffect } from './machine-effects.js';
 import { performEffect, type QueuedEffect } from './agent-effects.js';
 import { ToolRunner } from './tool-runner.js';
-import { ApprovalWatch } from './approval-watch.js';
+import { PersonWatch } from './person-watch.js';
+import { expireDueQuestions, keepsOutOfLog, sealText, SENSITIVE } from './questions.js';
 import { snapshotDue } from './commit-batch.js';
 import { CommitPipeline } from './commit-pipeline.js';
 import type { AgentPorts } from './agent-ports.js';
@@ -88,7 +89,7 @@ export class AgentActor {
   private pumping: Promise<void> | null = null;
   private turnWaiters: Array<(t: TurnEnded) => void> = [];
   private deadlineTimer: NodeJS.Timeout | null = null;
-  private approvalWatch: ApprovalWatch | null = null;
+  private approvalWatch: PersonWatch | null = null;
   private lastSnapshotSeq: number;
   private failure: unknown = null;
   /** Set by `stop` and `fail`: from then on this incarnation commits nothing, as after a crash. */
@@ -140,9 +141,9 @@ export class AgentActor {
     return (this.outputTexts ??= new OutputTexts(this.ports.blobs));
   }
 
-  /** The approvals this actor waits on (made on first use: a parked agent has none). */
-  private get approvals(): ApprovalWatch {
-    return (this.approvalWatch ??= new ApprovalWatch({
+  /** The approvals and questions this actor waits on (made on first use: most agents have none). */
+  private get approvals(): PersonWatch {
+    return (this.approvalWatch ??= new PersonWatch({
       projection: this.projection,
       nowMs: () => this.ports.clock.nowMs(),
       active: () => this.sinkOpen && !this.halted,
@@ -150,10 +151,11 @@ export class AgentActor {
       idle: () => this.idle(),
       tick: (nowMs) => {
         this.send({ type: 'tick', nowMs });
+        expireDueQuestions(this.ctx, nowMs);
         this.kick();
       },
-      park: (ids, commands) => {
-        this.stage({ type: 'actor/parked', data: { waitingFor: 'approval', ids, commands } });
+      park: (waitingFor, ids, commands) => {
+        this.stage({ type: 'actor/parked', data: { waitingFor, ids, commands } });
         this.kick();
       },
     }));
@@ -218,7 +220,7 @@ export class AgentActor {
     if (e.type === 'step/start') this.toolRunner?.reset();
     if (e.type === 'turn/start') this.onTurnStart(e.data.settings.budgets.deadlineAt);
     if (e.type === 'turn/end') this.onTurnEnd(e);
-    if (e.type === 'approval/requested') this.approvals.arm();
+    if (e.type === 'approval/requested' || e.type === 'ask/asked') this.approvals.arm();
     if (e.type === 'tool/result' || e.type === 'tool/denied' || e.type === 'tool/cancelled' || e.type === 'tool/outcome_unknown') {
       // a call that waited on this one may start now
       this.toolRunner?.schedule();
@@ -267,15 +269,34 @@ export class AgentActor {
     if (this.projection.inbox[msg.id]) return Promise.resolve();
     const verdict = admit(msg, channel);
     if (!verdict.admit) this.ports.logger.warn({ messageId: msg.id, kind: msg.kind, from: msg.from }, `inbox message refused: ${verdict.reason}`);
+    if (verdict.admit && msg.kind === 'ask_answer' && keepsOutOfLog(this.projection, msg.content)) {
+      // an answer that may be a secret: the log gets a reference to it, stored before the event that names it
+      return sealText(this.ports.blobs, msg.content).then((contentRef) => {
+        if (this.failure) throw this.failure;
+        if (this.projection.inbox[msg.id]) return;
+        const e = this.stage({
+          type: 'inbox/received',
+          data: { messageId: msg.id, kind: msg.kind, from: verdict.from, content: SENSITIVE, request: null, contentRef },
+        });
+        return this.commitReceived(e);
+      });
+    }
     const e = verdict.admit
       ? this.stage({
         type: 'inbox/received',
         data: { messageId: msg.id, kind: msg.kind, from: verdict.from, content: msg.content, request: msg.request },
       })
       : this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: verdict.reason, kind: msg.kind, from: msg.from } });
+    return this.commitReceived(e);
+  }
+
+  /**
+   * Commits a delivery at once, even while an effect is in flight (a model stream, a tool): the
+   * inbox takes its next message only once this one is acked, and an interrupt must not wait
+   * behind a steer. Resolves once it is committed.
+   */
+  private commitReceived(e: ActorEvent): Promise<void> {
     const done = this.pipeline.whenCommitted(e.seq);
-    // Committed now even while an effect is in flight (a model stream, a tool): the inbox takes its
-    // next message only once this one is acked, and an interrupt must not wait behind a steer.
     if (this.pumping) this.flush().catch((err: unknown) => this.fail(err));
     else this.kick();
     return done;
@@ -291,7 +312,7 @@ export class AgentActor {
     this.pipeline.beginRecovery(this.projection.openTurn?.id);
     const deadline = this.projection.openTurn?.settings.budgets.deadlineAt ?? null;
     this.onTurnStart(deadline);
-    // pending approvals keep their persisted expiry: re-armed, not restarted
+    // pending approvals and questions keep their persisted expiry: re-armed, not restarted
     this.approvals.arm();
     this.send({ type: 'recover' });
     this.kick();
@@ -373,7 +394,12 @@ export class AgentActor {
    * person: every approval request committed, no effect queued, no tool running.
    */
   whenAwaitingApproval(): Promise<string[]> {
-    return this.approvals.whenAwaiting();
+    return this.approvals.whenAwaiting('approval');
+  }
+
+  /** Resolves with the pending question IDs once the actor has nothing left to do but wait for their answers. */
+  whenAwaitingQuestion(): Promise<string[]> {
+    return this.approvals.whenAwaiting('question');
   }
 
   /**

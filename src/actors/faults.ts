@@ -18,6 +18,7 @@ export const FAULT_POINTS = [
   'before:inbox-ack',
   'after:inbox-reserved',
   'after:interrupt/requested',
+  'after:ask/asked',
   'during:recovery',
 ] as const;
 

@@ -151,6 +151,10 @@ export class OutputTexts {
     const out: HistoryItem[] = new Array<HistoryItem>(items.length);
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
+      if (item.role === 'tool' && item.contentRef) {
+        out[i] = this.items.get(item) ?? (await this.resolveTool(item, item.contentRef));
+        continue;
+      }
       out[i] = item.role === 'assistant' && (item.contentRef || item.toolCalls.some((c) => c.argumentsRef))
         ? (this.items.get(item) ?? (await this.resolve(item)))
         : item;
@@ -164,6 +168,13 @@ export class OutputTexts {
       toolCalls.push(c.argumentsRef ? { id: c.id, name: c.name, arguments: await this.load(c.argumentsRef) } : c);
     }
     const resolved: HistoryItem = { role: 'assistant', content: item.contentRef ? await this.load(item.contentRef) : item.content, toolCalls };
+    this.items.set(item, resolved);
+    return resolved;
+  }
+
+  /** A tool item whose observation the log keeps out (a sensitive answer): the model reads the blob. */
+  private async resolveTool(item: Extract<HistoryItem, { role: 'tool' }>, ref: BlobRef): Promise<HistoryItem> {
+    const resolved: HistoryItem = { role: 'tool', callId: item.callId, name: item.name, content: await this.load(ref) };
     this.items.set(item, resolved);
     return resolved;
   }

@@ -1,6 +1,7 @@
 import type { OpenCall } from '../store/projection.js';
 import type { EffectContext } from './effect-context.js';
 import { updatePlanRuntime } from './update-plan.js';
+import { askUserRuntime } from './questions.js';
 
 /** One started call of a tool the runtime carries out itself (it commits facts of the agent, not effects on the world). */
 export interface RuntimeToolRun {
@@ -25,6 +26,7 @@ export interface RuntimeTool {
 
 const TOOLS: Record<string, RuntimeTool> = {
   [updatePlanRuntime.name]: updatePlanRuntime,
+  [askUserRuntime.name]: askUserRuntime,
 };
 
 /** The runtime's own implementation of a tool, if it has one. */

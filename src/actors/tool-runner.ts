@@ -206,14 +206,15 @@ export class ToolRunner {
     const a = this.a;
     const t = a.ports.tooling;
     try {
-      if (a.signal.aborted) {
-        // its tool/start is committed, but the tool was never called: nothing ran
-        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a), started: true, confirmed: true } });
-        return;
-      }
+      // the runtime's own tools settle an abort themselves (a question is cancelled with its call)
       const own = runtimeTool(call.name);
       if (own) {
         await own.run(a, { call, input: planned.input, ids, rerun });
+        return;
+      }
+      if (a.signal.aborted) {
+        // its tool/start is committed, but the tool was never called: nothing ran
+        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a), started: true, confirmed: true } });
         return;
       }
       const grant = call.grant ?? { network: false, envAllow: [] };

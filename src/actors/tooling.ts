@@ -22,6 +22,8 @@ export interface ToolingPorts {
   observationBudgetBytes: number;
   /** How long an approval request stays open. */
   approvalTtlMs: number;
+  /** How long an `ask_user` question waits for its answer. */
+  askTtlMs: number;
   /** Calls of one step that may run at once. */
   maxParallelCalls: number;
   /** What an interrupt does to follow-ups queued for later turns: keeps them (default) or cancels them. */
@@ -49,6 +51,8 @@ export function staticPolicy(rules: PolicyRule[] = []): ToolingPorts['policy'] {
 
 /** Default approval lifetime: a day, so a run that exits 4 overnight can still be approved. */
 export const DEFAULT_APPROVAL_TTL_MS = 24 * 60 * 60 * 1000;
+/** Default question lifetime: a day, as an approval's. */
+export const DEFAULT_ASK_TTL_MS = 24 * 60 * 60 * 1000;
 /** Default bound on calls of one step running at once. */
 export const DEFAULT_MAX_PARALLEL_CALLS = 8;
 
@@ -61,6 +65,7 @@ export function defaultTooling(over: Partial<ToolingPorts> = {}): ToolingPorts {
     redactor: createRedactor([]),
     observationBudgetBytes: DEFAULT_OBSERVATION_BUDGET_BYTES,
     approvalTtlMs: DEFAULT_APPROVAL_TTL_MS,
+    askTtlMs: DEFAULT_ASK_TTL_MS,
     maxParallelCalls: DEFAULT_MAX_PARALLEL_CALLS,
     hiddenPaths: [],
     ...over,

@@ -2,6 +2,7 @@ import type { ActorEvent } from '../protocol/events.js';
 import { createCallCheck } from './verify-calls.js';
 import { createScopeCheck } from './verify-scopes.js';
 import { createInboxCheck, createInterruptCheck } from './verify-inbox.js';
+import { createQuestionCheck } from './verify-questions.js';
 
 /**
  * Every code `verifyLog` reports, one per invariant of design §7 that a single actor's log can
@@ -59,6 +60,10 @@ export const VIOLATION_CODES = [
   'recovery.killed_inconsistent',
   'parked.outside_turn',
   'parked.not_pending',
+  'question.duplicate',
+  'question.unknown',
+  'question.other_call',
+  'question.answered_twice',
 ] as const;
 
 /** One of `VIOLATION_CODES`. */
@@ -109,6 +114,7 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
     createScopeCheck(report),
     createCallCheck(report),
     createParkedCheck(report),
+    createQuestionCheck(report),
   ];
   for (const e of events) for (const c of checks) c.event(e);
   for (const c of checks) c.end(opts.complete ?? false);
@@ -192,7 +198,7 @@ function createRecoveryCheck(report: Report): Check {
 }
 
 /**
- * An `actor/parked` is a wait for a person inside an open turn, and every approval it names is
+ * An `actor/parked` is a wait for a person inside an open turn, and every approval or question it names is
  * one the turn asked for and nobody has answered yet: a client acts on it as the truth.
  */
 function createParkedCheck(report: Report): Check {
@@ -206,9 +212,11 @@ function createParkedCheck(report: Report): Check {
         pending.clear();
       } else if (e.type === 'approval/requested') pending.add(e.data.approvalId);
       else if (e.type === 'approval/granted' || e.type === 'approval/denied') pending.delete(e.data.approvalId);
+      else if (e.type === 'ask/asked') pending.add(e.data.questionId);
+      else if (e.type === 'ask/answered') pending.delete(e.data.questionId);
       else if (e.type === 'actor/parked') {
         if (turn === null) report('parked.outside_turn', e.seq, 'actor/parked with no turn open: there is nothing to wait for');
-        else if (e.data.waitingFor === 'approval') {
+        else {
           const answered = e.data.ids.filter((id) => !pending.has(id));
           if (answered.length > 0) report('parked.not_pending', e.seq, `actor/parked waits on ${answered.join(', ')}, which no open request of the turn left unanswered`);
         }

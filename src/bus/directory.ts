@@ -37,8 +37,8 @@ export const STATUS_AFTER_TURN: Record<'completed' | 'failed' | 'stopped' | 'can
  * A cache: `runs` shows the status its log gives (`src/client/status.ts`).
  */
 export function statusAfter(e: { type: string; data?: unknown }): ActorStatus | null {
-  if (e.type === 'turn/start' || e.type === 'approval/granted' || e.type === 'approval/denied') return 'running';
-  if (e.type === 'approval/requested' || e.type === 'actor/parked') return 'waiting';
+  if (e.type === 'turn/start' || e.type === 'approval/granted' || e.type === 'approval/denied' || e.type === 'ask/answered') return 'running';
+  if (e.type === 'approval/requested' || e.type === 'ask/asked' || e.type === 'actor/parked') return 'waiting';
   if (e.type === 'turn/end') return STATUS_AFTER_TURN[(e.data as { outcome: keyof typeof STATUS_AFTER_TURN }).outcome] ?? null;
   return null;
 }

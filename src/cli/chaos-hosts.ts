@@ -1,4 +1,5 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { EXIT } from './exit-codes.js';
 import { join } from 'node:path';
 import type { Violation } from '../actors/verify.js';
 import type { ActorEvent } from '../protocol/events.js';
@@ -119,7 +120,7 @@ class HostFleet {
  * other hosts start once it holds the agent, carrying the kill due after that one. When a host
  * dies at its fault, the survivors take the agent over after the lease TTL, the dead one is
  * started again, and every host is made to carry the kill due next (a survivor still carrying one
- * that fired is restarted, or it would fire again). An approval the follower stops at (exit 4) is
+ * that fired is restarted, or it would fire again). An approval the follower stops at (exit 5) is
  * answered with `approve`, which follows too. Every host and follower is stopped at the end.
  */
 export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: string): Promise<Driven> {
@@ -185,7 +186,7 @@ export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: 
         if (stop) violations.push(stop);
         break;
       }
-      const approval = r.code === 4 ? pendingApprovals(await logSoFar())[0] : undefined;
+      const approval = r.code === EXIT.waiting ? pendingApprovals(await logSoFar())[0] : undefined;
       if (approval && processes.length < MAX_STARTS + ctx.hosts) {
         command = 'approve';
         follower = startChild(ctx, ['approve', agentId, approval, '--json', ...ctx.common], ctx.childTimeoutMs);

@@ -5,9 +5,11 @@ import type { ActorEvent } from '../protocol/events.js';
 /**
  * The points `actorloop chaos --points all` kills at: every fault point of design §7 this
  * runtime has, plus `after:approval/granted`, which only a run that asks can reach (its runs use
- * run mode `ask` and answer with `actorloop approve`).
+ * run mode `ask` and answer with `actorloop approve`). `after:ask/asked` is left out: only a
+ * scenario whose script calls `ask_user` reaches it, and the chaos runner does not answer
+ * questions yet (the CLI e2e test `cli-questions` kills there and resumes).
  */
-export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted'] as const;
+export const CHAOS_POINTS = [...FAULT_POINTS.filter((p) => p !== 'after:ask/asked'), 'after:approval/granted'] as const;
 /** One of `CHAOS_POINTS`. */
 export type ChaosPoint = (typeof CHAOS_POINTS)[number];
 

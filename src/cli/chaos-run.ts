@@ -1,4 +1,5 @@
 import { cp, mkdtemp, readFile } from 'node:fs/promises';
+import { EXIT } from './exit-codes.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyLog, type Violation } from '../actors/verify.js';
@@ -90,7 +91,7 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
       next = ['resume', agentId];
       continue;
     }
-    const approval = r.code === 4 ? pendingApprovals(log)[0] : undefined;
+    const approval = r.code === EXIT.waiting ? pendingApprovals(log)[0] : undefined;
     if (approval) {
       next = ['approve', agentId, approval];
       continue;

@@ -6,8 +6,9 @@ export const EXIT = {
   failed: 1,
   usage: 2,
   notFound: 3,
+  /** The turn stopped short: a budget, its deadline, the model stopped. */
   stopped: 4,
-  /** The turn ended waiting for a person: a plan to accept (and, with questions, an answer). */
+  /** The turn waits for a person: an approval, the answer to a question, or a plan to accept. */
   waiting: 5,
   interrupted: 130,
 } as const;

@@ -11,6 +11,7 @@ import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
 import { planCommand } from './commands/plan.js';
 import { sendCommand } from './commands/send.js';
+import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
 import { registerDlqCommand } from './commands/dlq.js';
 import { chaosCommand } from './commands/chaos.js';
@@ -147,6 +148,13 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'deny', o, load(o), out)));
+
+  common(program.command('answer').argument('<agentId>').argument('<questionId>').argument('[text]', "the answer in your own words (where the question takes them)"))
+    .description("answer an agent's question (ask_user) and follow (or host) the agent to the end of its turn")
+    .option('--option <id>', 'answer by picking one of the options the question offers')
+    .option('--json', 'print only NDJSON events on stdout')
+    .option('--in-process', 'host the agent in this process, not on a running host')
+    .action(act(async (id: string, qid: string, text: string | undefined, o) => answerQuestionCommand(id, qid, text, o, load(o), out)));
 
   common(program.command('resume').argument('<agentId>'))
     .description('finish an agent\'s turn: follow it on the host that runs it, hand it to a running host, or rehydrate it here')

@@ -24,6 +24,12 @@ function killedText(d: Extract<ActorEvent, { type: 'actor/killed' }>['data']): s
   return `epoch ${d.epoch} died after seq ${d.lastSeq} · ${d.point === null ? 'point not known' : `at ${d.point}`} · ${d.detectedBy}`;
 }
 
+/** How a question ended, in words; a sensitive answer shows as `[sensitive]` (the log holds nothing else). */
+function answeredText(d: Extract<ActorEvent, { type: 'ask/answered' }>['data']): string {
+  if (d.outcome !== 'answered') return d.outcome;
+  return `answered · ${d.optionId !== null ? `option ${d.optionId}` : clip(d.answer, 60)}`;
+}
+
 /**
  * A one-line, human summary of an event, for `events` and non-TTY progress. The data it quotes
  * (file contents, model output, arguments) has its control characters shown, not sent.
@@ -76,6 +82,10 @@ function summarize(e: ActorEvent): string {
     case 'tool/cancelled':
     case 'tool/denied':
       return `${head} ${clip(e.data.reason)}`;
+    case 'ask/asked':
+      return `${head} ${e.data.questionId} ${clip(e.data.question, 60)}${e.data.options.length > 0 ? ` · options ${e.data.options.map((o) => o.id).join('|')}` : ''}${e.data.sensitive ? ' · sensitive' : ''}`;
+    case 'ask/answered':
+      return `${head} ${e.data.questionId} ${answeredText(e.data)}`;
     default:
       return head.trimEnd();
   }
@@ -140,6 +150,14 @@ export class RunPrinter {
       case 'tool/cancelled':
       case 'tool/outcome_unknown':
         this.tool = null;
+        break;
+      case 'ask/asked':
+        this.endLine();
+        this.line(`asked question ${e.data.questionId}: ${clip(e.data.question)}${e.data.sensitive ? ' (sensitive)' : ''}`);
+        break;
+      case 'ask/answered':
+        this.endLine();
+        this.line(`question ${e.data.questionId} ${answeredText(e.data)}`);
         break;
       case 'step/end':
         if (!tty) this.line(`step ${this.step}: ${e.data.outcome}${e.data.reason ? ` (${e.data.reason})` : ''}${e.data.toolCalls ? ` · ${e.data.toolCalls} tool call(s)` : ''}`);

@@ -231,6 +231,7 @@ export async function toolingFor(config: EffectiveConfig): Promise<ToolingPorts>
     redactor: createRedactor(redactedValues(config)),
     observationBudgetBytes: config.observationBudgetBytes,
     approvalTtlMs: config.approvalTtlMs,
+    askTtlMs: config.askTtlMs,
     maxParallelCalls: config.maxParallelCalls,
     interruptFollowUps: config.interruptFollowUps,
     // what a sandboxed command must not read: the runtime's own store and the user's keys

@@ -50,6 +50,8 @@ export const ConfigFileSchema = z.strictObject({
   max_model_output_bytes: z.number().int().min(1024).max(256 * 1024 * 1024).optional(),
   /** How long an approval request stays open before the call is denied. */
   approval_ttl_seconds: z.number().positive().optional(),
+  /** How long an `ask_user` question waits for its answer before it expires. */
+  ask_ttl_seconds: z.number().positive().optional(),
   /** Calls of one step that may run at once. */
   max_parallel_calls: z.number().int().min(1).max(64).optional(),
   /** What an interrupt does to follow-ups queued for later turns: `keep` them (default) or `cancel` them. */

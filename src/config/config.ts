@@ -6,7 +6,7 @@ import { ApprovalModeSchema } from '../protocol/events.js';
 import { PolicyRuleSchema } from '../protocol/policy-rule.js';
 import { readConfigFile } from './config-file.js';
 import {
-  DEFAULT_APPROVAL_MODE, DEFAULT_APPROVAL_TTL_SECONDS, isTrustedWorkspace, mergeLayers, trustedWorkspaces, workspaceKey, workspaceLayer,
+  DEFAULT_APPROVAL_MODE, DEFAULT_APPROVAL_TTL_SECONDS, DEFAULT_ASK_TTL_SECONDS, isTrustedWorkspace, mergeLayers, trustedWorkspaces, workspaceKey, workspaceLayer,
 } from './workspace-trust.js';
 
 /**
@@ -53,6 +53,8 @@ export const EffectiveConfigSchema = z.object({
   observationBudgetBytes: z.number().int().positive(),
   maxModelOutputBytes: z.number().int().positive(),
   approvalTtlMs: z.number().int().positive(),
+  /** How long an `ask_user` question waits for its answer (`ask_ttl_seconds`). */
+  askTtlMs: z.number().int().positive(),
   maxParallelCalls: z.number().int().positive(),
   interruptFollowUps: z.enum(['keep', 'cancel']),
   /** Names (never values) of environment variables whose values are redacted from tool output. */
@@ -145,6 +147,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     observationBudgetBytes: file.observation_budget_bytes ?? 16 * 1024,
     maxModelOutputBytes: file.max_model_output_bytes ?? 8 * 1024 * 1024,
     approvalTtlMs: Math.round((file.approval_ttl_seconds ?? DEFAULT_APPROVAL_TTL_SECONDS) * 1000),
+    askTtlMs: Math.round((file.ask_ttl_seconds ?? DEFAULT_ASK_TTL_SECONDS) * 1000),
     maxParallelCalls: file.max_parallel_calls ?? 8,
     interruptFollowUps: file.interrupt_follow_ups ?? 'keep',
     redactEnv: [...new Set([keyEnv, 'NATS_PASSWORD', 'NATS_TOKEN', ...(file.redact_env ?? [])])],

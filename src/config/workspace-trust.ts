@@ -20,6 +20,8 @@ export function stricterMode(a: ApprovalMode, b: ApprovalMode): ApprovalMode {
 export const DEFAULT_APPROVAL_MODE: ApprovalMode = 'ask';
 /** The default life of an approval request. */
 export const DEFAULT_APPROVAL_TTL_SECONDS = 24 * 60 * 60;
+/** How long a question waits for a person unless configured: a day, as an approval does. */
+export const DEFAULT_ASK_TTL_SECONDS = 24 * 60 * 60;
 
 /** Keys a workspace file never sets until the user trusts it: they would send the user's secrets or data elsewhere. */
 const NEVER_UNTRUSTED = ['base_url', 'api_key_env', 'nats_url', 'nats_creds', 'data_dir'] as const;
@@ -95,6 +97,11 @@ export function workspaceLayer(ws: ConfigFile | null, user: ConfigFile | null, t
     ignored.push(`approval_ttl_seconds = ${file.approval_ttl_seconds}: longer than ${baseTtl}, and an untrusted workspace only shortens it`);
     delete file.approval_ttl_seconds;
   }
+  const baseAskTtl = user?.ask_ttl_seconds ?? DEFAULT_ASK_TTL_SECONDS;
+  if (file.ask_ttl_seconds !== undefined && file.ask_ttl_seconds > baseAskTtl) {
+    ignored.push(`ask_ttl_seconds = ${file.ask_ttl_seconds}: longer than ${baseAskTtl}, and an untrusted workspace only shortens it`);
+    delete file.ask_ttl_seconds;
+  }
   return { file, ignored };
 }
 
@@ -108,6 +115,9 @@ export function mergeLayers(ws: ConfigFile, user: ConfigFile | null): ConfigFile
   if (wsMode !== undefined) merged.approval_mode = stricterMode(wsMode, user?.approval_mode ?? wsMode);
   if (ws.approval_ttl_seconds !== undefined && user?.approval_ttl_seconds !== undefined) {
     merged.approval_ttl_seconds = Math.min(ws.approval_ttl_seconds, user.approval_ttl_seconds);
+  }
+  if (ws.ask_ttl_seconds !== undefined && user?.ask_ttl_seconds !== undefined) {
+    merged.ask_ttl_seconds = Math.min(ws.ask_ttl_seconds, user.ask_ttl_seconds);
   }
   const rules = [...(user?.policy?.rules ?? []), ...(ws.policy?.rules ?? [])];
   merged.policy = { rules };

@@ -268,6 +268,11 @@ export const EventDataSchemas = {
     trust: z.enum(['trusted', 'untrusted']).optional(),
     /** Secrets redacted from the output before anyone saw it. */
     redactions: z.number().int().nonnegative().optional(),
+    /**
+     * The observation the model reads, kept out of the log (a sensitive answer): `output` then
+     * says `[sensitive]`, and the request is built from this blob.
+     */
+    outputRef: BlobRefSchema.optional(),
   }),
   'tool/denied': z.object({ reason: z.string() }),
   /**
@@ -294,6 +299,11 @@ export const EventDataSchemas = {
     from: z.string(),
     content: z.string(),
     request: TurnRequestSchema.nullable(),
+    /**
+     * The content is kept out of the log (an answer that may be a secret): `content` is then
+     * `[sensitive]` and the runtime reads the message from this blob.
+     */
+    contentRef: BlobRefSchema.optional(),
   }),
   /**
    * An inbox message that was refused (e.g. an approval that did not come from a client). One

@@ -30,7 +30,14 @@ export const HistoryItemSchema = z.discriminatedUnion('role', [
     /** The blob holding `content` whole; `content` is then its preview. */
     contentRef: BlobRefSchema.optional(),
   }),
-  z.object({ role: z.literal('tool'), callId: z.string(), name: z.string(), content: z.string() }),
+  z.object({
+    role: z.literal('tool'),
+    callId: z.string(),
+    name: z.string(),
+    content: z.string(),
+    /** The blob holding what the model reads when the log may not (a sensitive answer); `content` is a placeholder. */
+    contentRef: BlobRefSchema.optional(),
+  }),
 ]);
 export type HistoryItem = z.infer<typeof HistoryItemSchema>;
 

@@ -13,6 +13,8 @@ export const ID_PREFIXES = {
   call: 'call',
   message: 'msg',
   approval: 'apr',
+  /** A question `ask_user` asked a person: short, since a person types it into `actorloop answer`. */
+  question: 'q',
   goal: 'goal',
   artifact: 'art',
   checkpoint: 'ckpt',

@@ -14,6 +14,8 @@ export interface InboxItem {
   kind: string;
   content: string;
   request: TurnRequest | null;
+  /** Where content kept out of the log is (a sensitive answer). */
+  contentRef?: BlobRef;
 }
 
 /** A tool call of the open step. */
@@ -30,6 +32,8 @@ export interface OpenCall {
   started: boolean;
   /** What the model sees for this call once it ended. */
   observation: string | null;
+  /** The blob the model reads instead of `observation` (a sensitive answer the log never holds). */
+  observationRef?: BlobRef;
   /** The approval asked for this call, while one is open or granted. */
   approvalId?: string;
   /** The last policy decision on the call: the rule that matched and why. */
@@ -69,6 +73,8 @@ export interface QuestionRecord {
   sensitive: boolean;
   /** Absolute expiry, ms since epoch. */
   expiresAt: number;
+  /** When it was asked, ms since epoch. */
+  askedAt?: number;
   state: 'pending' | 'answered' | 'expired' | 'cancelled';
 }
 
@@ -178,6 +184,14 @@ export function emptyProjection(actorId: string): Projection {
   };
 }
 
+/** The questions still waiting for a person, soonest expiry first. */
+export function pendingQuestions(p: Projection): Array<{ questionId: string } & QuestionRecord> {
+  return Object.entries(p.questions ?? {})
+    .filter(([, q]) => q.state === 'pending')
+    .map(([questionId, q]) => ({ questionId, ...q }))
+    .sort((x, y) => x.expiresAt - y.expiresAt);
+}
+
 /** Approvals of the projection (created on first use for projections from older snapshots). */
 export function approvalsOf(p: Projection): Record<string, ApprovalRecord> {
   return (p.approvals ??= {});
@@ -208,6 +222,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
   switch (e.type) {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
+      if (e.data.contentRef) p.inbox[e.data.messageId]!.contentRef = e.data.contentRef;
       if (NEXT_STEP_KINDS.has(e.data.kind)) (p.nextStep ??= []).push(e.data.messageId);
       break;
     case 'turn/start':
@@ -295,6 +310,10 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     }
     case 'tool/result':
       endCall(p, e.call, e.data.output);
+      if (e.data.outputRef) {
+        const call = p.pending.calls.find((c) => c.callId === e.call);
+        if (call) call.observationRef = e.data.outputRef;
+      }
       if (e.data.artifact) (p.artifacts ??= {})[e.data.artifact.id] = e.data.artifact.digest;
       if (e.data.trust === 'untrusted') markUntrusted(p, e.call);
       break;
@@ -389,6 +408,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
         allowFreeText: e.data.allowFreeText,
         sensitive: e.data.sensitive,
         expiresAt: e.data.expiresAt,
+        askedAt: Date.parse(e.at),
         state: 'pending',
       };
       break;
@@ -478,7 +498,10 @@ function closeStep(p: Projection): void {
     p.history.push(assistant);
     const byIndex = [...calls].sort((a, b) => a.index - b.index);
     for (const c of byIndex) {
-      p.history.push({ role: 'tool', callId: c.providerId, name: c.name, content: c.observation ?? 'No result was recorded.' });
+      const content = c.observation ?? 'No result was recorded.';
+      p.history.push(c.observationRef
+        ? { role: 'tool', callId: c.providerId, name: c.name, content, contentRef: c.observationRef }
+        : { role: 'tool', callId: c.providerId, name: c.name, content });
       if (c.untrusted) p.untrusted = true;
     }
   }

@@ -159,6 +159,16 @@ describe('verifyLog on logs the runtime writes', () => {
     ]);
     expect(recovered().map((e) => `${e.seq} ${e.type}`)).toContain('19 tool/outcome_unknown');
     expect(rerun('none', 'rerun').map((e) => `${e.seq} ${e.type}`)).toContain('14 tool/start');
+    expect(questioned().slice(10, 15).map((e) => `${e.seq} ${e.type}`)).toEqual(['11 tool/start', '12 ask/asked', '13 inbox/received', '14 ask/answered', '15 tool/result']);
+  });
+
+  it('passes a question asked once and answered once, with the parked fact between', () => {
+    const log = mutate(questioned(), (r) => {
+      const p = parked(r, indexOf(r, 'ask/asked'));
+      p.data = { waitingFor: 'question', ids: ['q_1'], commands: ['actorloop answer agt_1 q_1 "<text>"'] };
+      r.splice(indexOf(r, 'ask/asked') + 1, 0, p);
+    });
+    expect(verifyLog(log, { complete: true })).toEqual([]);
   });
 
   it.each([
@@ -403,6 +413,26 @@ const cases: Case[] = [
     name: 'a parked fact for an approval already granted', code: 'parked.not_pending', seq: 13,
     log: () => mutate(approved(), (r) => r.splice(indexOf(r, 'approval/granted') + 1, 0, parked(r, indexOf(r, 'approval/granted')))),
   },
+  {
+    name: 'a question is asked twice', code: 'question.duplicate', seq: 13,
+    log: () => mutate(questioned(), (r) => r.splice(indexOf(r, 'ask/asked') + 1, 0, structuredClone(r[indexOf(r, 'ask/asked')]!))),
+  },
+  {
+    name: 'an answer to a question never asked', code: 'question.unknown', seq: 13,
+    log: () => mutate(questioned(), (r) => r.splice(indexOf(r, 'ask/asked'), 1)),
+  },
+  {
+    name: 'a question answered in another call than the one that asked it', code: 'question.other_call', seq: 14,
+    log: () => mutate(questioned(), (r) => { r[indexOf(r, 'ask/answered')]!.call = 'call_0'; }),
+  },
+  {
+    name: 'a question answered twice', code: 'question.answered_twice', seq: 15,
+    log: () => mutate(questioned(), (r) => {
+      const again = structuredClone(r[indexOf(r, 'ask/answered')]!);
+      again.data = { ...again.data, messageId: null, outcome: 'expired', by: 'expiry' };
+      r.splice(indexOf(r, 'ask/answered') + 1, 0, again);
+    }),
+  },
 ];
 
 /** `inbox/received` of a message of `kind` (no request), like the log's first event. */
@@ -413,6 +443,23 @@ function received(r: RawEvent[], messageId: string, kind: string): RawEvent {
 /** `interrupt/requested` of `messageId` in the turn of event `i`. */
 function interrupt(r: RawEvent[], i: number, messageId: string): RawEvent {
   return { ...structuredClone(r[i]!), step: undefined, attempt: undefined, call: undefined, type: 'interrupt/requested', data: { messageId, by: 'client:cli', followUps: 'keep' } };
+}
+
+/**
+ * A question asked and answered: step 1 calls ask_user, a person answers, step 2 answers.
+ * Seqs: 11 tool/start, 12 ask/asked, 13 inbox/received (the answer), 14 ask/answered, 15 tool/result.
+ */
+function questioned(): ActorEvent[] {
+  const b = new LogBuilder();
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().endAttempt().acceptCall('ask_user').call({ name: 'ask_user' });
+  const call = b.lastCall;
+  const scope = { turn: b.turn, step: b.step, call };
+  b.startTool(call, { name: 'ask_user' });
+  b.push('ask/asked', { questionId: 'q_1', question: 'Go?', options: [], allowFreeText: true, sensitive: false, expiresAt: 0 }, scope);
+  b.push('inbox/received', { messageId: 'msg_2', kind: 'ask_answer', from: 'client:cli', content: '{"questionId":"q_1","text":"yes"}', request: null });
+  b.push('ask/answered', { questionId: 'q_1', messageId: 'msg_2', by: 'client:cli', outcome: 'answered', optionId: null, answer: 'yes' }, scope);
+  b.result(call).endStep('tool_calls', 1).startStep(2).answer('Going.').endStep('final');
+  return b.endTurn().events;
 }
 
 /** `actor/parked` for `apr_1` as the runtime commits it (no scope), at the time of event `i`. */

@@ -1,5 +1,5 @@
 // Approvals through the real CLI: `run` without a TTY stops at the first call that needs a
-// person (exit 4, the approval ID on stderr and in the approval/requested event), and `approve`
+// person (exit 5, the approval ID on stderr and in the approval/requested event), and `approve`
 // / `deny` deliver the answer through the agent's inbox and host the turn to its end.
 import { spawn } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -38,10 +38,10 @@ function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
 }
 
 describe('approvals from the CLI', () => {
-  test('run stops at the write with exit 4; approve runs it and finishes the turn', async ({ expect, onTestFinished }) => {
+  test('run stops at the write with exit 5; approve runs it and finishes the turn', async ({ expect, onTestFinished }) => {
     const { ws, cli, common } = await setup(onTestFinished);
     const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
-    expectExit(expect, run, 4);
+    expectExit(expect, run, 5);
     const agentId = lines(run.stderr)[0]!;
     expect(agentId).toMatch(AGENT_ID);
     const requested = parseEvents(run.stdout).find((e) => e.type === 'approval/requested');
@@ -72,7 +72,7 @@ describe('approvals from the CLI', () => {
   test('deny tells the model why; the file stays as it was', async ({ expect, onTestFinished }) => {
     const { ws, cli, common } = await setup(onTestFinished);
     const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
-    expectExit(expect, run, 4);
+    expectExit(expect, run, 5);
     const agentId = lines(run.stderr).find((l) => AGENT_ID.test(l)) ?? lines(run.stdout)[0]!;
     const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
     const denied = await cli.run(['deny', agentId, approvalId, '--reason', 'leave slug.js alone', '--json', ...common]);
@@ -86,7 +86,7 @@ describe('approvals from the CLI', () => {
   test('a wrong approval ID is a clear error naming the pending one', async ({ expect, onTestFinished }) => {
     const { ws, cli, common } = await setup(onTestFinished);
     const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
-    expectExit(expect, run, 4);
+    expectExit(expect, run, 5);
     const agentId = lines(run.stdout)[0]!;
     const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
     const wrong = await cli.run(['approve', agentId, 'apr_01J00000000000000000000000', ...common]);
@@ -119,7 +119,7 @@ describe('approvals from the CLI', () => {
     await mkdir(join(dataDir, 'config-home', 'actorloop'), { recursive: true });
     await writeFile(join(dataDir, 'config-home', 'actorloop', 'config.toml'), 'approval_ttl_seconds = 1\n');
     const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
-    expectExit(expect, run, 4);
+    expectExit(expect, run, 5);
     const agentId = lines(run.stdout)[0]!;
     const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
     await new Promise((r) => setTimeout(r, 1_500));

@@ -113,10 +113,10 @@ describe('with a host running', () => {
     expect(lines(local.stdout).at(-1)).toMatch(/^completed · [\d,]+ tokens/);
   });
 
-  test('an approval without a TTY: run exits 4 with the approve line; approve answers through the inbox and the host finishes', async ({ expect, onTestFinished }) => {
+  test('an approval without a TTY: run exits 5 with the approve line; approve answers through the inbox and the host finishes', async ({ expect, onTestFinished }) => {
     const { ws, cli, common } = await setup(onTestFinished);
     const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
-    expectExit(expect, run, 4);
+    expectExit(expect, run, 5);
     const agentId = lines(run.stderr)[0]!;
     const requested = parseEvents(run.stdout).find((e) => e.type === 'approval/requested');
     const approvalId = requested?.type === 'approval/requested' ? requested.data.approvalId : '';
@@ -138,16 +138,16 @@ describe('with a host running', () => {
     expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
   });
 
-  test('resume follows an agent the host runs: exit 4 while it waits, on a terminal it asks and follows to the end', async ({ expect, onTestFinished }) => {
+  test('resume follows an agent the host runs: exit 5 while it waits, on a terminal it asks and follows to the end', async ({ expect, onTestFinished }) => {
     const { ws, dataDir, cli, common } = await setup(onTestFinished);
     // the host keeps the agent waiting for the write's approval: nothing races the commands below
     const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
-    expectExit(expect, run, 4);
+    expectExit(expect, run, 5);
     const agentId = lines(run.stderr)[0]!;
     const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
 
     const waiting = await cli.run(['resume', agentId, '--json', ...common]);
-    expectExit(expect, waiting, 4);
+    expectExit(expect, waiting, 5);
     expect(waiting.stderr).toContain(`${agentId} is run by ${HOST}; following its events`);
     expect(waiting.stderr).toContain(`approve: actorloop approve ${agentId} ${approvalId}`);
     // it printed nothing of the log it had already seen

@@ -140,7 +140,7 @@ describe('runs', () => {
 
     // waiting: a run without a TTY that parks for an approval ends its --json stream with the parked fact
     const parkedRun = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json', ...common]);
-    expectExit(expect, parkedRun, 4);
+    expectExit(expect, parkedRun, 5);
     const waiting = lines(parkedRun.stderr)[0]!;
     const last = parseEvents(parkedRun.stdout).at(-1)!;
     expect(last.type).toBe('actor/parked');

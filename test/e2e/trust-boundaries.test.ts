@@ -68,7 +68,7 @@ test('forged approvals and tasks are refused: anonymous and wrong logins cannot 
   await until('the host to start', async () => hostErr.includes('hosting agents'));
 
   const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json']);
-  expect(run.code, show(run)).toBe(4);
+  expect(run.code, show(run)).toBe(5);
   const agentId = lines(run.stderr)[0]!;
   const requested = parseEvents(run.stdout).find((e) => e.type === 'approval/requested');
   if (requested?.type !== 'approval/requested') throw new Error(`no approval requested\n${show(run)}`);

@@ -70,7 +70,7 @@ describe('an untrusted workspace file', () => {
 
     const run = await cli.run(['run', 'say hi', '--model', 'openai:test-model', '--cwd', ws, '--json']);
     // the shell call asks (the workspace's full-auto and allow rule did not count): nobody to ask here
-    expect(run.code, show(run)).toBe(4);
+    expect(run.code, show(run)).toBe(5);
     expect(lines(run.stderr)[0]).toMatch(AGENT_ID);
     expect(await exists(join(ws, 'pwned'))).toBe(false);
     // the model request went to the user's endpoint with the user's key, nothing to theirs
@@ -140,7 +140,7 @@ describe('a turn keeps its own workspace\'s rules', () => {
     const { ws, cli } = await setup(onTestFinished);
     const buggy = await readFile(join(ws, 'src', 'slug.js'), 'utf8');
     const run = await cli.run(['run', 'fix the test', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json']);
-    expect(run.code, show(run)).toBe(4);
+    expect(run.code, show(run)).toBe(5);
     const agentId = lines(run.stderr)[0]!;
     const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
     await writeFile(join(ws, 'actorloop.toml'), '[[policy.rules]]\ntool = "write_file"\ndecision = "deny"\nreason = "frozen for the release"\n');

@@ -24,6 +24,7 @@ export function configShowCommand(opts: { json?: boolean }, config: EffectiveCon
   lines.push(`approval_mode: ${config.approvalMode}`);
   lines.push(`approval_ttl_seconds: ${config.approvalTtlMs / 1000}`);
   lines.push(`interrupt_follow_ups: ${config.interruptFollowUps}`);
+  lines.push(`ask_ttl_seconds: ${config.askTtlMs / 1000}`);
   lines.push(`policy rules: ${config.policyRules.length}`);
   for (const [i, r] of config.policyRules.entries()) lines.push(`  ${i + 1}. ${t(JSON.stringify(r))}`);
   lines.push(`redacted variables: ${config.redactEnv.join(', ')}`);

@@ -9,6 +9,7 @@ import { EXIT } from '../exit-codes.js';
 import { placementOf, type Placement } from '../hand-off.js';
 import type { Runtime } from '../runtime.js';
 import { approvalMessage, describeApproval, PromptInterrupted, type Prompt } from './approvals.js';
+import { describeQuestion, questionAnswerMessage, ttyQuestionPrompt, type QuestionPrompt } from './questions.js';
 import { printTurnEnd, printWaiting, type TurnOutput } from './turn-output.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
@@ -38,9 +39,11 @@ export interface FollowTurnOptions extends TurnOutput {
   entry: Pick<DirectoryEntry, 'actorId' | 'rootId'>;
   /** The agent's state folded from its log so far; the events after its `seq` are printed. */
   from: Projection;
-  /** Asks a person on a TTY; null: an approval makes the command exit 4. */
+  /** Asks a person on a TTY; null: an approval or a question makes the command exit 5. */
   prompt: Prompt | null;
-  /** Approvals this command answered (approval ID → message ID): their answers are on the way. */
+  /** Asks a question on a TTY (default, with `prompt`: on this command's terminal). */
+  askQuestion?: QuestionPrompt;
+  /** Approvals and questions this command answered (ID → message ID): their answers are on the way. */
   answered?: Map<string, string>;
   hosting: Hosting;
   /** When the turn must have ended (ms), before its `turn/start` says so; null: no deadline. */
@@ -53,7 +56,7 @@ export interface FollowTurnOptions extends TurnOutput {
  * Follows the next end of a turn through the one client follower (`src/client`), printing the
  * events as they are committed (RunPrinter), then the answer and the outcome, with the exit code
  * of the outcome. When the agent commits `actor/parked` the approvals it waits on are asked on a
- * TTY and answered through the inbox, or printed with exit 4. Ctrl-C interrupts the turn through
+ * TTY and answered through the inbox (a question too: its options numbered), or printed with exit 5. Ctrl-C interrupts the turn through
  * the inbox wherever it runs (a second one leaves at once, see `InterruptKey`); SIGTERM or SIGHUP
  * leaves it as it is (128 + the signal). On a host: a host that dies does not end the following
  * (another host, or a later `resume`, takes it over); changes of holder, a long silence and a
@@ -114,7 +117,8 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         if (!o.prompt) return await printWaiting(o, { actorId: entry.actorId, projection: p }, waiting);
         // the prompt reads the terminal alone: typed lines wait until it is answered
         typed?.pause();
-        const asked = await Promise.race([askAll(o, p, waiting, answered, key).then(() => null), leaving]);
+        const ask = p.parked?.waitingFor === 'question' ? askQuestions(o, p, waiting, answered, key) : askAll(o, p, waiting, answered, key);
+        const asked = await Promise.race([ask.then(() => null), leaving]);
         if (asked) return leave(asked);
         typed?.start();
         waiting = [];
@@ -136,8 +140,8 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
       const { event } = r.r.value;
       lastEventAt = Date.now();
       if (event.type === 'inbox/cancelled') {
-        // an answer of ours the agent refused: the approval is a person's to answer again
-        for (const [approvalId, messageId] of answered) if (messageId === event.data.messageId) answered.delete(approvalId);
+        // an answer of ours the agent refused: the approval (or question) is a person's to answer again
+        for (const [id, messageId] of answered) if (messageId === event.data.messageId) answered.delete(id);
       }
       if (o.echo !== false) o.printer.commit([event]);
       if (event.type === 'actor/parked') waiting = awaitingPerson(p, answered);
@@ -181,8 +185,30 @@ function turnEnded(e: Extract<ActorEvent, { type: 'turn/end' }>): TurnEnded {
  * that are still pending and whose answer this command has not sent. Empty when it is not parked.
  */
 export function awaitingPerson(p: Projection, answered: ReadonlyMap<string, string>): string[] {
-  if (!p.openTurn || p.parked?.waitingFor !== 'approval') return [];
-  return p.parked.ids.filter((id) => p.approvals?.[id]?.state === 'pending' && !answered.has(id));
+  if (!p.openTurn || !p.parked) return [];
+  const pending = (id: string): boolean =>
+    (p.parked!.waitingFor === 'approval' ? p.approvals?.[id]?.state : p.questions?.[id]?.state) === 'pending';
+  return p.parked.ids.filter((id) => pending(id) && !answered.has(id));
+}
+
+/** Asks each question in turn on the terminal and sends the answers; Ctrl-C at the prompt interrupts. */
+async function askQuestions(o: FollowTurnOptions, p: Projection, waiting: string[], answered: Map<string, string>, key: InterruptKey): Promise<void> {
+  const prompt = o.askQuestion ?? ttyQuestionPrompt(o.out.stdin!, o.out.stderr);
+  for (const questionId of waiting) {
+    const q = p.questions?.[questionId];
+    if (!q || q.state !== 'pending') continue;
+    let answer;
+    try {
+      answer = await prompt(q, describeQuestion(questionId, q));
+    } catch (err) {
+      if (!(err instanceof PromptInterrupted)) throw err;
+      key.press();
+      return;
+    }
+    const msg = questionAnswerMessage(o.entry.actorId, questionId, answer);
+    await publishInbox(await o.rt.bus.person(), msg, 'person');
+    answered.set(questionId, msg.id);
+  }
 }
 
 /** Asks each approval in turn and sends the answers; Ctrl-C at the prompt is a Ctrl-C press, not an error. */

@@ -6,6 +6,7 @@ import { exitCodeFor, EXIT } from '../exit-codes.js';
 import type { Out, RunPrinter } from '../output.js';
 import { terminalText } from '../terminal-text.js';
 import { describeApproval } from './approvals.js';
+import { answerCommandsFor, describeQuestion } from './questions.js';
 
 const STATUS: Record<TurnOutcome, ActorStatus> = STATUS_AFTER_TURN;
 
@@ -44,10 +45,20 @@ export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: Tur
   return exitCodeFor(ended.outcome);
 }
 
-/** No one to ask here: say what waits and how to answer it, and return exit 4. */
+/** No one to ask here: say what waits and how to answer it, and return exit 5 (waiting for a person). */
 export async function printWaiting(o: TurnOutput, agent: TurnSubject, waiting: string[]): Promise<number> {
   await setStatus(o.directory, agent.actorId, 'waiting');
   const lines: string[] = [];
+  if (agent.projection.parked?.waitingFor === 'question') {
+    for (const questionId of waiting) {
+      const q = agent.projection.questions?.[questionId];
+      if (!q) continue;
+      lines.push(`waiting for an answer to question ${questionId}`, ...describeQuestion(questionId, q).map((l) => `  ${l}`));
+      lines.push(...answerCommandsFor(agent.actorId, questionId, q).map((c) => `answer: ${c}`));
+    }
+    o.out.stderr.write(`${lines.join('\n')}\n`);
+    return EXIT.waiting;
+  }
   for (const approvalId of waiting) {
     const approval = agent.projection.approvals?.[approvalId];
     if (!approval) continue;
@@ -59,5 +70,5 @@ export async function printWaiting(o: TurnOutput, agent: TurnSubject, waiting: s
     `deny:    actorloop deny ${agent.actorId} ${first} [--reason "<why>"]`,
   );
   o.out.stderr.write(`${lines.join('\n')}\n`);
-  return EXIT.stopped;
+  return EXIT.waiting;
 }

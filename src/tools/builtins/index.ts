@@ -1,6 +1,7 @@
 import type { Redactor } from '../redact.js';
 import type { ToolDefinition } from '../tool.js';
 import { applyPatchTool } from './apply-patch.js';
+import { askUserTool } from './ask-user.js';
 import { createArtifactReadTool } from './artifact-read.js';
 import { listDirTool } from './list-dir.js';
 import { readFileTool } from './read-file.js';
@@ -10,6 +11,7 @@ import { updatePlanTool } from './update-plan.js';
 import { writeFileTool } from './write-file.js';
 
 export { applyPatchTool } from './apply-patch.js';
+export { askUserTool } from './ask-user.js';
 export { artifactReadTool, createArtifactReadTool } from './artifact-read.js';
 export { listDirTool } from './list-dir.js';
 export { readFileTool } from './read-file.js';
@@ -21,6 +23,7 @@ export { writeFileTool } from './write-file.js';
 /**
  * The built-in tools: read_file, list_dir, search, write_file, apply_patch, shell, artifact_read,
  * update_plan (run by the agent runtime itself: it writes the agent's plan to its log).
+ * ask_user (run by the runtime: it waits for a person).
  * `redactor` masks secrets in artifact hex dumps with the pipeline's configured values too.
  */
 export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition<any>[] {
@@ -33,5 +36,6 @@ export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition
     shellTool,
     createArtifactReadTool(opts.redactor ? { redactor: opts.redactor } : {}),
     updatePlanTool,
+    askUserTool,
   ];
 }

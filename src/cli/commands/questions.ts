@@ -1,0 +1,87 @@
+import { createInterface } from 'node:readline/promises';
+import { answerContent, type QuestionAnswer } from '../../actors/questions.js';
+import { newId } from '../../protocol/ids.js';
+import type { InboxMessage } from '../../protocol/inbox.js';
+import type { QuestionRecord } from '../../store/projection.js';
+import { terminalText } from '../terminal-text.js';
+import { CLI_SENDER, PromptInterrupted } from './approvals.js';
+
+/** A person's answer to one question: an option, their own words, or both. */
+export type PersonAnswer = Omit<QuestionAnswer, 'questionId'>;
+
+/** Asks a person one question (the lines describe it) and resolves with the answer. */
+export type QuestionPrompt = (q: QuestionRecord, lines: string[]) => Promise<PersonAnswer>;
+
+/** Lines that show a person a question: its text, its options numbered, what it takes, when it expires. */
+export function describeQuestion(questionId: string, q: QuestionRecord): string[] {
+  const lines = [`the agent asks (question ${questionId}):`, ...q.question.split('\n').map((l) => `  ${l}`)];
+  q.options.forEach((o, i) => lines.push(`  ${i + 1}) ${o.label} [${o.id}]`));
+  if (q.options.length > 0 && q.allowFreeText) lines.push('  (or answer in your own words)');
+  if (q.sensitive) lines.push('sensitive: the answer reaches the agent, never its log or any output');
+  lines.push(`expires: ${new Date(q.expiresAt).toISOString()}`);
+  return lines.map((l) => terminalText(l));
+}
+
+/** The commands that answer a question, as a person would type them. */
+export function answerCommandsFor(agentId: string, questionId: string, q: QuestionRecord | undefined): string[] {
+  const lines: string[] = [];
+  if (!q || q.allowFreeText) lines.push(`actorloop answer ${agentId} ${questionId} "<text>"`);
+  if (q && q.options.length > 0) lines.push(`actorloop answer ${agentId} ${questionId} --option <${q.options.map((o) => o.id).join('|')}>`);
+  return lines;
+}
+
+/** The inbox message that carries a person's answer to a question. */
+export function questionAnswerMessage(agentId: string, questionId: string, answer: PersonAnswer): InboxMessage {
+  return {
+    id: newId('message'),
+    from: CLI_SENDER,
+    to: agentId,
+    kind: 'ask_answer',
+    target: 'now',
+    wakeup: true,
+    content: answerContent({ questionId, ...answer }),
+    request: null,
+    sentAt: new Date().toISOString(),
+  };
+}
+
+/**
+ * Asks on the terminal: a number picks that option, other text is the person's own words (where
+ * the question takes them). A sensitive answer is not echoed. Ctrl-C rejects with `PromptInterrupted`.
+ */
+export function ttyQuestionPrompt(input: NodeJS.ReadableStream, output: NodeJS.WritableStream): QuestionPrompt {
+  return async (q, lines) => {
+    const rl = createInterface({ input, output, terminal: true });
+    const interrupted = new Promise<never>((_, reject) => rl.once('SIGINT', () => reject(new PromptInterrupted('Ctrl-C at the prompt'))));
+    interrupted.catch(() => {});
+    try {
+      output.write(`\n${lines.map((l) => `  ${l}`).join('\n')}\n`);
+      const ask = q.options.length === 0 ? 'answer: ' : q.allowFreeText ? `answer (1-${q.options.length}, or your own words): ` : `pick 1-${q.options.length}: `;
+      for (;;) {
+        const reply = (await Promise.race([q.sensitive ? hidden(rl, output, ask) : rl.question(ask), interrupted])).trim();
+        const n = /^\d+$/.test(reply) ? Number(reply) : NaN;
+        if (n >= 1 && n <= q.options.length) return { optionId: q.options[n - 1]!.id };
+        const byId = q.options.find((o) => o.id === reply);
+        if (byId) return { optionId: byId.id };
+        if (reply !== '' && q.allowFreeText) return { text: reply };
+        output.write(q.options.length > 0 ? `answer with a number from 1 to ${q.options.length}${q.allowFreeText ? ', or in words' : ''}\n` : 'the answer is empty\n');
+      }
+    } finally {
+      rl.close();
+    }
+  };
+}
+
+/** Reads one line without echoing it (readline writes what is typed through `_writeToOutput`). */
+async function hidden(rl: ReturnType<typeof createInterface>, output: NodeJS.WritableStream, ask: string): Promise<string> {
+  const r = rl as unknown as { _writeToOutput?: (s: string) => void };
+  const write = r._writeToOutput;
+  output.write(ask);
+  r._writeToOutput = () => {};
+  try {
+    return await rl.question('');
+  } finally {
+    r._writeToOutput = write;
+    output.write('\n');
+  }
+}
