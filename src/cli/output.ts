@@ -183,7 +183,8 @@ export class RunPrinter {
         this.note(e.data.messageId, 'pending');
         break;
       case 'request/prepared':
-        for (const id of e.data.messageIds ?? []) this.note(id, `included in step ${this.step}`);
+        // only what was said to a running turn: a task's own message is the turn it starts
+        for (const id of e.data.messageIds ?? []) if (this.messages.has(id)) this.note(id, `included in step ${this.step}`);
         break;
       case 'inbox/cancelled':
         if (this.messages.has(e.data.messageId) || PERSON_TEXT_KINDS.has(e.data.kind ?? '')) {
