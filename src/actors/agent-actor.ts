@@ -312,6 +312,8 @@ export class AgentActor {
     this.pipeline.beginRecovery(this.projection.openTurn?.id);
     const deadline = this.projection.openTurn?.settings.budgets.deadlineAt ?? null;
     this.onTurnStart(deadline);
+    // an interrupt in the log is carried out before anything is re-emitted: nothing runs again
+    if (this.projection.openTurn?.interrupted) this.abort('interrupted');
     // pending approvals and questions keep their persisted expiry: re-armed, not restarted
     this.approvals.arm();
     this.send({ type: 'recover' });

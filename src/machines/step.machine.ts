@@ -30,6 +30,8 @@ export interface StepContext {
   registered: number;
   ended: number;
   ending: EndStepParams | null;
+  /** Why the turn's work was aborted while the step's calls ran (absent: it was not). */
+  abortReason?: string;
 }
 
 /** Events the step machine reacts to. */
@@ -197,10 +199,15 @@ export const stepMachine = setup({
         guard: ({ context }) => context.ended >= context.expectedCalls,
         target: 'ending',
         actions: assign({
-          ending: ({ context }) => ({ outcome: 'tool_calls' as const, reason: null, toolCalls: context.expectedCalls }),
+          // an interrupt while tools ran: the step is cancelled once every call has ended
+          ending: ({ context }) =>
+            context.abortReason === undefined
+              ? { outcome: 'tool_calls' as const, reason: null, toolCalls: context.expectedCalls }
+              : { outcome: abortOutcome(context.abortReason), reason: context.abortReason, toolCalls: context.expectedCalls },
         }),
       },
       on: {
+        abort: { actions: assign({ abortReason: ({ event }) => event.reason }) },
         'tool/call': { actions: assign({ registered: ({ context }) => context.registered + 1 }) },
         ...Object.fromEntries(
           TOOL_ENDS.map((t) => [t, { actions: assign({ ended: ({ context }: { context: StepContext }) => context.ended + 1 }) }]),

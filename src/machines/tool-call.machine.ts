@@ -31,6 +31,8 @@ export interface ToolCallContext extends ToolCallInput {
   reconcileReason: string | null;
   /** The observation of a call `reconcile` found applied, until its result is committed. */
   reconciledOutput: string | null;
+  /** The turn was aborted (an interrupt) while the call was started: recovery runs nothing again (absent in older snapshots). */
+  aborted?: boolean;
 }
 
 /** Events the tool-call machine reacts to. */
@@ -203,7 +205,21 @@ export const toolCallMachine = setup({
     started: {
       on: {
         'tool/start': { actions: assign({ starts: ({ context }) => context.starts + 1 }) },
+        // the runner's signal stops a call running here; after a crash this says not to run it again
+        abort: { actions: assign({ aborted: true }) },
         recover: [
+          {
+            // no effects: nothing ran that could be unknown, and the interrupted turn runs nothing more
+            guard: ({ context }) => context.aborted === true && context.recovery === 'rerun',
+            actions: { type: 'cancelCall', params: ({ context }) => ({ callId: context.callId, reason: 'interrupted' }) },
+          },
+          {
+            guard: ({ context }) => context.aborted === true,
+            actions: {
+              type: 'markOutcomeUnknown',
+              params: ({ context }) => ({ callId: context.callId, reason: `${unknownReason(context.name)}; the turn was interrupted, so it is not run again` }),
+            },
+          },
           {
             guard: ({ context }) => context.recovery === 'rerun' || context.recovery === 'idempotent',
             actions: { type: 'startTool', params: ({ context }) => ({ callId: context.callId, rerun: true }) },

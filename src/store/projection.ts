@@ -107,6 +107,8 @@ export interface Projection {
     usage: Usage;
     /** USD so far; null once any attempt had no known price. */
     costUsd: number | null;
+    /** A person's interrupt is committed: the turn ends cancelled, a recovery first aborts it. */
+    interrupted?: boolean;
   } | null;
   openStep: {
     id: string;
@@ -423,6 +425,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       break;
     case 'interrupt/requested':
       includeMessage(p, e.data.messageId);
+      if (p.openTurn) p.openTurn.interrupted = true;
       break;
     case 'recovery/started':
       if (e.data.requeued && e.data.requeued.length > 0) {

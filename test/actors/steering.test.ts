@@ -6,6 +6,8 @@ import { formatViolations, verifyLog } from '../../src/actors/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { InboxKind } from '../../src/protocol/inbox.js';
+import { z } from 'zod';
+import type { ToolDefinition } from '../../src/tools/tool.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, captureModels, message, ofType, replay, startTurn, waitForLog } from './harness.js';
 
@@ -200,6 +202,51 @@ describe('interrupt', () => {
     const log = await waitForLog(sup, actor, has('inbox/cancelled'));
     expect(log.slice(before.length).map((e) => e.type)).toEqual(['inbox/received', 'inbox/cancelled']);
     expect(ofType(log, 'inbox/cancelled')[0]!.data).toMatchObject({ messageId: stop.id, reason: 'nothing to interrupt: no turn is running' });
+    expectClean(log);
+  });
+});
+
+/** `slow_write {}`: an effectful call that runs until its signal aborts (a write in flight). */
+const slowWrite: ToolDefinition<Record<string, never>> = {
+  name: 'slow_write', version: '1', description: 'Writes slowly.', input: z.strictObject({}), level: 'read',
+  executionSemantics: () => ({ effects: 'possible', recovery: { kind: 'idempotent', key: 'k' } }),
+  resources: () => [],
+  execute: (_input, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true })),
+};
+
+describe('interrupt while waiting or after a crash', () => {
+  it('during an approval wait: the call is cancelled before it started, the turn cancelled', async () => {
+    const { sup } = await open([{ tool_calls: [{ id: 'w', name: 'write_file', arguments: { path: 'x.txt', content: 'x' } }] }, { content: 'never' }]);
+    const { actor, ended } = await startTurn(sup, 'write', turnRequest(world.ws, { approvalMode: 'ask' }));
+    await actor.whenAwaitingApproval();
+    await sup.send(mail(actor, 'interrupt', ''));
+    expect(await ended).toMatchObject({ outcome: 'cancelled', reason: 'interrupted' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(ofType(log, 'tool/start')).toEqual([]);
+    expect(ofType(log, 'tool/cancelled')[0]!.data).toMatchObject({ started: false });
+    expectClean(log);
+  });
+
+  it('a kill right after interrupt/requested: the recovery cancels the turn and runs nothing again', async () => {
+    const models = captureModels([{ tool_calls: [{ id: 'w', name: 'slow_write', arguments: {} }] }, { content: 'never' }]);
+    const rt = await rts.open({ models, tools: [slowWrite] });
+    const dropping = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs('after:interrupt/requested=drop'), undefined, rt.faultRecords) });
+    const { actor, ended } = await startTurn(dropping, 'write slowly', turnRequest(world.ws));
+    await waitForLog(dropping, actor, has('tool/start'));
+    await dropping.send(mail(actor, 'interrupt', ''));
+    await expect(ended).rejects.toMatchObject({ code: 'actor.dropped' });
+
+    const sup = rt.supervisor();
+    let done: Promise<unknown> | null = null;
+    await sup.hydrate(actor.actorId, (a) => {
+      done = a.whenTurnEnds();
+    });
+    expect(await done).toMatchObject({ outcome: 'cancelled', reason: 'interrupted' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    // the write was in flight when the process died: not run again, and its outcome is not known
+    expect(ofType(log, 'tool/start')).toHaveLength(1);
+    expect(ofType(log, 'tool/outcome_unknown')).toHaveLength(1);
+    expect(ofType(log, 'interrupt/requested')).toHaveLength(1);
     expectClean(log);
   });
 });

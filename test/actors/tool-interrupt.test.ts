@@ -101,8 +101,9 @@ describe('an interrupt while a tool runs', () => {
     await actor.idle();
     const log = await readLog(sup, actor.rootId, actor.actorId);
     expect(ending(log)).toEqual({ type: 'tool/cancelled', data: { reason: 'interrupted', started: true, confirmed: true } });
-    // no step after the interrupt; the turn ends cancelled (the step's own outcome is the step machine's)
+    // no step after the interrupt; the step and the turn end cancelled
     expect(ofType(log, 'step/start')).toHaveLength(1);
+    expect(only(log, 'step/end').data).toMatchObject({ outcome: 'cancelled', reason: 'interrupted' });
     expect(only(log, 'turn/end').data).toMatchObject({ outcome: 'cancelled' });
     expect(verifyLog(log, { complete: true })).toEqual([]);
   });
@@ -121,8 +122,9 @@ describe('an interrupt while a tool runs', () => {
     expect(end.type).toBe('tool/outcome_unknown');
     expect((end.data as { reason: string }).reason).toMatch(/interrupted after it started and did not confirm it stopped.*may or may not have taken effect/);
     expect(ofType(log, 'tool/cancelled')).toEqual([]);
-    // no step after the interrupt; the turn ends cancelled (the step's own outcome is the step machine's)
+    // no step after the interrupt; the step and the turn end cancelled
     expect(ofType(log, 'step/start')).toHaveLength(1);
+    expect(only(log, 'step/end').data).toMatchObject({ outcome: 'cancelled', reason: 'interrupted' });
     expect(only(log, 'turn/end').data).toMatchObject({ outcome: 'cancelled' });
     expect(verifyLog(log, { complete: true })).toEqual([]);
   });

@@ -237,7 +237,12 @@ describe('with a host running', () => {
     const agentId = lines(err)[0]!;
     const interrupted = await cli.run(['interrupt', agentId, '--json', ...common]);
     expectExit(expect, interrupted, 0);
-    expect(parseEvents(interrupted.stdout).at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'cancelled', reason: 'interrupted' } });
+    const seen = parseEvents(interrupted.stdout);
+    expect(seen.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'cancelled', reason: 'interrupted' } });
+    // committed by the host before anything it closed
+    const types = seen.map((e) => e.type);
+    expect(types).toContain('interrupt/requested');
+    expect(types.indexOf('interrupt/requested')).toBeLessThan(types.indexOf('turn/end'));
     // the run that followed it ends with it
     expect(await exited, err).toBe(130);
     expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
