@@ -89,6 +89,19 @@ export interface AgentHandle {
   whenAwaitingApproval(): Promise<string[]>;
   /** Answers an approval the way `actorloop approve` / `deny` does. */
   answer(approvalId: string, decision: 'approve' | 'deny', reason?: string): Promise<void>;
+  /**
+   * Says something to the agent at its next step boundary (design §6): a `steer` for the running
+   * turn's next step (it wakes an idle agent), an `inject` of context for the next step (it wakes
+   * nobody), or a `follow_up` turn once this one ends. Resolves with the message ID once the
+   * agent's inbox has it; the log says when it is included.
+   */
+  say(kind: 'steer' | 'inject' | 'follow_up', text: string): Promise<string>;
+  /** Interrupts the running turn as Ctrl-C does: it ends `cancelled`. */
+  interrupt(): Promise<void>;
+  /** Questions (`ask_user`) the agent waits on, once it can do nothing but wait for a person. */
+  whenAwaitingQuestion(): Promise<string[]>;
+  /** Answers a question the way `actorloop answer` does: free text, an option's ID, or both. */
+  answerQuestion(questionId: string, answer: { text?: string; optionId?: string }): Promise<void>;
 }
 
 /** Agents in this process, on the embedded (or a given) NATS server and LMDB, or in memory. */
@@ -181,6 +194,28 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       };
     },
     whenAwaitingApproval: () => actor.whenAwaitingApproval(),
+    whenAwaitingQuestion: () => actor.whenAwaitingQuestion(),
+    async say(kind, text) {
+      const id = newId('message');
+      await supervisor.send({
+        id, from: 'client:embedded', to: actor.actorId, kind, target: kind === 'follow_up' ? 'next_turn' : 'next_step',
+        wakeup: kind !== 'inject', content: text, request: null, sentAt: new Date().toISOString(),
+      });
+      return id;
+    },
+    async interrupt() {
+      await supervisor.send({
+        id: newId('message'), from: 'client:embedded', to: actor.actorId, kind: 'interrupt', target: 'now', wakeup: true,
+        content: '', request: null, sentAt: new Date().toISOString(),
+      });
+    },
+    async answerQuestion(questionId, answer) {
+      await supervisor.send({
+        id: newId('message'), from: 'client:embedded', to: actor.actorId, kind: 'ask_answer', target: 'now', wakeup: true,
+        content: JSON.stringify({ questionId, ...(answer.optionId ? { optionId: answer.optionId } : {}), ...(answer.text !== undefined ? { text: answer.text } : {}) }),
+        request: null, sentAt: new Date().toISOString(),
+      });
+    },
     async answer(approvalId, decision, reason) {
       const planDigest = actor.projection.approvals?.[approvalId]?.planDigest;
       await supervisor.send({

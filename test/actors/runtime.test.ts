@@ -29,6 +29,31 @@ describe('createRuntime in memory (no NATS, no LMDB)', () => {
     expect(agent.ref.getSnapshot().agentStatus).toBeDefined();
   });
 
+  it('steers a running turn, asks and is answered, and interrupts: all through the inbox', async () => {
+    const ws = await demoWorkspace();
+    const script = [
+      { content: 'first draft', delay_ms: 300 },
+      { tool_calls: [{ name: 'ask_user', arguments: { question: 'Which colour?', options: [{ id: 'red', label: 'Red' }, { id: 'blue', label: 'Blue' }] } }] },
+      { content: 'blue it is' },
+      { content: 'never', delay_ms: 10_000 },
+    ];
+    rt = await createRuntime({ memory: true, modelFor: async (_s, cursor) => createScriptedModel({ responses: script, cursor }), model: 'scripted:inline' });
+    const agent = await rt.agent({ workspace: ws });
+    const turn = await agent.send('paint it');
+    const steer = await agent.say('steer', 'ask me the colour first');
+    const [questionId] = await agent.whenAwaitingQuestion();
+    expect(agent.ref.getSnapshot().agentStatus).toBe('waiting_input');
+    await agent.answerQuestion(questionId!, { optionId: 'blue' });
+    expect(await turn.outcome).toMatchObject({ outcome: 'completed', answer: 'blue it is' });
+    const events: string[] = [];
+    for await (const e of turn.events()) if (e.type === 'request/prepared' && e.data.messageIds?.includes(steer)) events.push('steer included');
+    expect(events).toEqual(['steer included']);
+    const next = await agent.send('and again');
+    await new Promise((r) => setTimeout(r, 50));
+    await agent.interrupt();
+    expect(await next.outcome).toMatchObject({ outcome: 'cancelled', reason: 'interrupted' });
+  });
+
   it('waits for a person on a write in ask mode; answer() approves it', async () => {
     const ws = await demoWorkspace();
     rt = await createRuntime({ memory: true, modelFor: async (_s, cursor) => createScriptedModel({ responses: [write('b.txt', 'x\n'), { content: 'done' }], cursor }), model: 'scripted:inline' });
