@@ -1,7 +1,7 @@
 import { assign, setup } from 'xstate';
 import type { TurnOutcome } from '../protocol/events.js';
 import { slot, type MachineEvent } from './machine-event.js';
-import { nextSteers, type SteerQueue } from './steer-queue.js';
+import { changesSteers, nextSteers, type SteerQueue } from './steer-queue.js';
 
 /** Input of the agent machine. */
 export interface AgentInput {
@@ -98,10 +98,11 @@ export const agentMachine = setup({
     'inbox/cancelled': {
       actions: [assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }), assign({ queued: ({ context, event }) => context.queued.filter((id) => id !== event.data.messageId) })],
     },
-    'step/start': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
-    'request/prepared': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
-    'step/end': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
-    'recovery/started': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    // guarded: an event that changes no steer queue copies no context (most steps have no steer)
+    'step/start': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'request/prepared': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'step/end': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'recovery/started': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
   },
   states: {
     idle: {

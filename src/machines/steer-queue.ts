@@ -43,3 +43,8 @@ export function nextSteers(q: SteerQueue | undefined, e: MachineEvent): SteerQue
       return same;
   }
 }
+
+/** True when `e` changes the queue (a guard, so an event that changes nothing copies no context). */
+export function changesSteers(q: SteerQueue | undefined, e: MachineEvent): boolean {
+  return nextSteers(q, e) !== q;
+}

@@ -2,7 +2,7 @@ import { assign, setup } from 'xstate';
 import type { Budgets, TurnOutcome } from '../protocol/events.js';
 import { addUsage, ZERO_USAGE, type BlobRef, type Usage } from '../protocol/history.js';
 import { eventTimeMs, slot, type MachineEvent } from './machine-event.js';
-import { nextSteers, type SteerQueue } from './steer-queue.js';
+import { changesSteers, nextSteers, type SteerQueue } from './steer-queue.js';
 
 /** Input of the turn machine, taken from `turn/start`. */
 export interface TurnInput {
@@ -120,10 +120,11 @@ export const turnMachine = setup({
     rejections: 0,
   }),
   on: {
-    'inbox/received': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
-    'inbox/cancelled': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
-    'request/prepared': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
-    'recovery/started': { actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    // guarded: an event that changes no steer queue copies no context (most steps have no steer)
+    'inbox/received': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'inbox/cancelled': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'request/prepared': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    'recovery/started': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'attempt/end': { actions: assign({ usage: ({ context, event }) => addUsage(context.usage, event.data.usage) }) },
     'tool/start': {
       guard: ({ event }) => !event.data.rerun,
@@ -155,7 +156,7 @@ export const turnMachine = setup({
         params: ({ context }) => ({ index: context.steps + 1, toolBudgetLeft: toolBudgetLeft(context) }),
       },
       on: {
-        'step/start': { target: 'stepping', actions: [assign({ steps: ({ context }) => context.steps + 1 }), assign({ steers: ({ context, event }) => nextSteers(context.steers, event) })] },
+        'step/start': { target: 'stepping', actions: assign({ steps: ({ context }) => context.steps + 1, steers: ({ context, event }) => nextSteers(context.steers, event) }) },
         recover: {
           actions: {
             type: 'startStep',
@@ -170,16 +171,14 @@ export const turnMachine = setup({
           {
             guard: ({ context, event }) => settle(context, event) !== null,
             target: 'ending',
-            actions: [assign({ ending: ({ context, event }) => settle(context, event) }), assign({ steers: ({ context, event }) => nextSteers(context.steers, event) })],
+            actions: assign({ ending: ({ context, event }) => settle(context, event), steers: ({ context, event }) => nextSteers(context.steers, event) }),
           },
           {
             target: 'launching',
-            actions: [
-              assign({
-                rejections: ({ context, event }) => context.rejections + (event.data.outcome === 'rejected' ? 1 : 0),
-              }),
-              assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }),
-            ],
+            actions: assign({
+              rejections: ({ context, event }) => context.rejections + (event.data.outcome === 'rejected' ? 1 : 0),
+              steers: ({ context, event }) => nextSteers(context.steers, event),
+            }),
           },
         ],
       },

@@ -109,7 +109,8 @@ export async function executeTool<I>(
       settled = true;
       return s;
     });
-  const graceTimer = new AbortController();
+  // made only when a call is aborted: an AbortController and its abort cost microseconds a call
+  let graceTimer: AbortController | null = null;
   try {
     const first = await Promise.race([run, ended]);
     if (typeof first === 'object') {
@@ -122,10 +123,10 @@ export async function executeTool<I>(
     const why = typeof first === 'object' ? (outer.aborted ? 'cancelled' : 'timeout') : first;
     const last = typeof first === 'object'
       ? first
-      : await Promise.race([run, sleep(graceMs, null, { signal: graceTimer.signal }).catch(() => null)]);
+      : await Promise.race([run, sleep(graceMs, null, { signal: (graceTimer = new AbortController()).signal }).catch(() => null)]);
     return afterAbort(why, last);
   } finally {
-    graceTimer.abort();
+    (graceTimer as AbortController | null)?.abort();
     if (timer) clearTimeout(timer);
     outer.removeEventListener('abort', onAbort);
   }
