@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import type { Violation } from '../actors/verify.js';
 import type { ActorEvent } from '../protocol/events.js';
 import {
-  agentOf, exitViolation, pendingApprovals, readLog, startChild, tail,
+  agentOf, exitViolation, pendingApprovals, readLog, startChild, tail, waitFor,
   type ChaosContext, type Child, type Driven, type Exited, type ProcessRecord, type Scenario,
 } from './chaos-child.js';
+import { MODES } from './chaos-modes.js';
 import { faultSpecFor } from './chaos-plan.js';
-import { sleep } from '../protocol/sleep.js';
 
 /** The lease TTL of a session's hosts: a killed host's agent moves to another after this long. */
 export const CHAOS_HOST_LEASE_TTL_MS = 2_000;
@@ -33,18 +33,6 @@ interface FleetHost {
 interface Arming {
   armed: number | null;
   fault: string | null;
-}
-
-/** Polls `check` until it holds; false when `exited` settles, `timeoutMs` passes or the session aborts first. */
-async function waitFor(check: () => boolean, exited: Promise<unknown>, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
-  let over = false;
-  void exited.then(() => (over = true), () => (over = true));
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (over || signal.aborted || Date.now() > end) return check();
-    await sleep(50, signal);
-  }
-  return true;
 }
 
 /** The K `actorloop host` processes of one run, each with a data dir (an LMDB) of its own. */
@@ -149,7 +137,7 @@ export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: 
       return { agentId, processes, violations, firstKillAt, refusals: 0 };
     }
     let command: ProcessRecord['command'] = 'run';
-    const run = startChild(ctx, ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', s.mode, '--cwd', workspace, '--json', ...ctx.common], ctx.childTimeoutMs);
+    const run = startChild(ctx, ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', MODES[s.mode].approve, '--cwd', workspace, '--json', ...ctx.common], ctx.childTimeoutMs);
     follower = run;
     await waitFor(() => / to host \S+; following/.test(run.stderr()), run.exited, CLAIM_WAIT_MS, ctx.signal);
     agentId = agentOf(run.stderr());
