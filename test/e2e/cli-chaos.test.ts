@@ -54,7 +54,10 @@ test(
     const summary = objects.at(-1) as ChaosSummary;
     expect(objects).toHaveLength(CHAOS_POINTS.length + 1);
     expect(summary, show(r)).toMatchObject({ type: 'summary', ok: true, seed: 1, points: CHAOS_POINTS.length, runs: CHAOS_POINTS.length, passed: CHAOS_POINTS.length, violations: 0 });
-    expect(summary.baselines.map((b) => [b.mode, b.passed, b.effectLines])).toEqual([['full-auto', true, 2], ['ask', true, 2]]);
+    // the interrupt lands in the first model call, before any effect
+    expect(summary.baselines.map((b) => [b.mode, b.passed, b.effectLines])).toEqual([
+      ['full-auto', true, 2], ['steer', true, 2], ['interrupt', true, 0], ['question', true, 2], ['ask', true, 2],
+    ]);
     expect(points.map((p) => p.point)).toEqual([...CHAOS_POINTS]);
     for (const p of points) {
       expect({ point: p.point, runs: p.runs, passed: p.passed, violations: p.violations }, JSON.stringify(p)).toEqual({ point: p.point, runs: 1, passed: 1, violations: 0 });
@@ -63,6 +66,10 @@ test(
       // the point was reached and killed the process (during:recovery after its own crash first)
       expect(run.kills, JSON.stringify(run)).toBe(p.point === 'during:recovery' ? 2 : 1);
       expect(run.processes[0]).toMatch(/^run --fault /);
+      // a person's act of the point's mode was done, and the command doing it succeeded
+      if (p.point === 'after:inbox-reserved') expect(run.processes, JSON.stringify(run)).toContain('send: exit 0');
+      if (p.point === 'after:interrupt/requested') expect(run.processes.at(-1), JSON.stringify(run)).toBe('interrupt: exit 0');
+      if (p.point === 'after:ask/asked') expect(run.processes.filter((x) => /^answer: exit 0$/.test(x)), JSON.stringify(run)).toHaveLength(1);
       expect(typeof p.recoveredInMsMedian).toBe('number');
       expect(run.workspace).toBeNull();
     }
@@ -115,6 +122,7 @@ describe.concurrent('a mistake in the flags: one line on stderr, exit 2, nothing
     ['an unknown point', ['--points', 'after:tool/start,after:nothing'], /--points: unknown point "after:nothing".*after:turn\/start/],
     ['no point at all', ['--points', ','], /--points: no point given/],
     ['no host', ['--hosts', '0'], /--hosts takes a whole number from 1 to 16, got "0"/],
+    ['a point the hosts cannot run', ['--points', 'after:ask/asked', '--hosts', '2'], /--points: after:ask\/asked cannot run with --hosts 2: the multi-host driver answers no question yet/],
     ['zero runs', ['--runs', '0'], /--runs takes a whole number from 1/],
     ['a seed that is not a number', ['--seed', 'x'], /--seed takes a whole number from 0 to 4294967295, got "x"/],
   ];
