@@ -11,7 +11,9 @@ import type { ChaosPoint } from './chaos-plan.js';
  * - `ask`: approvals are asked (`--approve ask`) and answered with `actorloop approve`.
  * - `steer`: as `ask`, and at the first approval wait the driver sends a steer
  *   (`actorloop send --steer --no-follow`) before approving; the step after the approval claims
- *   it. Sent while nobody runs the agent, so it lands between the same two steps every time.
+ *   it. Sent while nobody runs the agent, so it lands between the same two steps every time. The
+ *   script gets a spare final answer: a kill after the claim puts the steer back to pending, and
+ *   when the claiming step was the last, the step that takes it in is one the clean run never made.
  * - `interrupt`: the first model call is slow (an abortable `delay_ms`); once the log shows its
  *   `attempt/start` the driver runs `actorloop interrupt`, and the turn must end `cancelled`.
  * - `question`: the script first calls `ask_user`; the driver answers each question it parks on
@@ -65,6 +67,9 @@ export const QUESTION_OPTION = 'go';
 /** The text of the steer a `steer` run sends. */
 export const STEER_TEXT = 'chaos steer: carry on as planned';
 
+/** The answer a `steer` run has left over for a steer a recovery gave back after the last step claimed it. */
+const SPARE_ANSWER: ScriptResponse = { content: 'Noted; nothing more to do.', usage: { input_tokens: 300, output_tokens: 8 } };
+
 /** The call a `question` run makes first. */
 const QUESTION: ScriptResponse = {
   content: 'One question before I start.',
@@ -77,8 +82,9 @@ export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse
   switch (mode) {
     case 'full-auto':
     case 'ask':
-    case 'steer':
       return [...responses];
+    case 'steer':
+      return [...responses, SPARE_ANSWER];
     case 'interrupt': {
       const [first, ...rest] = responses;
       return first ? [{ ...first, delay_ms: Math.max(first.delay_ms ?? 0, INTERRUPT_DELAY_MS) }, ...rest] : [];
@@ -97,7 +103,7 @@ export function scriptFor(mode: ChaosMode, script: Script): Script {
 
 /** True when `mode` runs the scenario's script unchanged. */
 export function runsScriptAsIs(mode: ChaosMode): boolean {
-  return mode === 'full-auto' || mode === 'ask' || mode === 'steer';
+  return mode === 'full-auto' || mode === 'ask';
 }
 
 /**

@@ -137,6 +137,9 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
   } else if (s.mode === 'interrupt' && violations.length === 0 && !ctx.signal.aborted) {
     violations.push({ code: 'chaos.interrupt_not_sent', seq: null, message: 'the first process ended before its model call was open: no interrupt was sent' });
   }
+  if (s.mode === 'steer' && !steered && violations.length === 0 && !ctx.signal.aborted) {
+    violations.push({ code: 'chaos.steer_not_sent', seq: null, message: 'the turn never waited for an approval, so no steer was sent: the steer mode needs a scenario with a call that asks (a write or a shell command)' });
+  }
   for (const f of [...missed, ...due]) {
     violations.push({ code: 'chaos.fault_not_reached', seq: null, message: `${f.point}@${f.nth} never fired: the scenario reaches that point fewer times` });
   }

@@ -42,6 +42,13 @@ describe('modes', () => {
     expect(responsesFor('interrupt', [{ content: 'x', delay_ms: INTERRUPT_DELAY_MS + 1 }])[0]!.delay_ms).toBe(INTERRUPT_DELAY_MS + 1);
   });
 
+  test('steer: the script as it is, and a spare final answer for the step a given-back steer may need', () => {
+    const out = responsesFor('steer', responses);
+    expect(out.slice(0, -1)).toEqual(responses);
+    expect(out.at(-1)).toMatchObject({ content: expect.any(String) });
+    expect(out.at(-1)!.tool_calls).toBeUndefined();
+  });
+
   test('question: an ask_user call the driver can answer with its option comes first', () => {
     const out = responsesFor('question', responses);
     expect(out.slice(1)).toEqual(responses);
