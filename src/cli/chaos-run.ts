@@ -5,12 +5,13 @@ import { join } from 'node:path';
 import { verifyLog, type Violation } from '../actors/verify.js';
 import type { ActorEvent } from '../protocol/events.js';
 import {
-  agentOf, exitViolation, pendingApprovals, pendingQuestions, printedEvents, readLog, spawnCli, startChild, tail, waitFor,
-  type ChaosContext, type Child, type Driven, type ProcessRecord, type Scenario,
+  agentOf, exitViolation, printedEvents, readLog, startChild, tail,
+  type ChaosContext, type Driven, type ProcessRecord, type Scenario,
 } from './chaos-child.js';
 import { checkEffects, effectLines, EFFECT_FILE } from './chaos-effects.js';
 import { driveWithHosts } from './chaos-hosts.js';
-import { MODES, QUESTION_OPTION, STEER_TEXT } from './chaos-modes.js';
+import { MODES } from './chaos-modes.js';
+import { PersonActs } from './chaos-person.js';
 import { faultSpecFor, type PlannedFault } from './chaos-plan.js';
 import { sleep } from '../protocol/sleep.js';
 
@@ -46,9 +47,9 @@ const REFUSED_RETRY_MS = 1_000;
 /**
  * Drives one run: `run` with the first kill, then `resume` after every kill, `approve` for every
  * approval asked and `answer` for every question, each with the next kill still due, until a
- * process ends the turn. A mode's person acts happen on the way: a `steer` run sends its steer at
- * the first wait (before approving), an `interrupt` run starts `actorloop interrupt` once the
- * first process's model call is open, and is waited for at the end.
+ * process ends the turn. A mode's other acts of a person happen on the way (`PersonActs`): a
+ * `steer` run sends its steer at the first wait (before approving), an `interrupt` run starts
+ * `actorloop interrupt` once the first process's model call is open and waits for it at the end.
  */
 async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise<Driven> {
   const processes: ProcessRecord[] = [];
@@ -61,8 +62,7 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
   let firstKillAt: number | null = null;
   let lastKillAt: number | null = null;
   let refusals = 0;
-  let steered = false;
-  let interrupter: Child | null = null;
+  const acts = new PersonActs(ctx, s.mode, processes, violations);
   let next: string[] = ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', mode.approve, '--cwd', workspace];
   for (;;) {
     if (ctx.signal.aborted) break;
@@ -75,7 +75,7 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
     const command = next[0] as ProcessRecord['command'];
     // --in-process: each process hosts the agent itself, even if a host shares the server
     const child = startChild(ctx, [...next, '--json', '--in-process', ...(fault ? ['--fault', fault] : []), ...ctx.common], ctx.childTimeoutMs);
-    if (s.mode === 'interrupt' && interrupter === null) interrupter = await interruptMidCall(ctx, child);
+    await acts.interruptWhenOpen(child);
     const r = await child.exited;
     const printed = printedEvents(r.stdout);
     if (command !== 'run' && r.code === 2 && printed.length === 0 && lastKillAt !== null && r.exitedAt - lastKillAt < REFUSED_FOR_MS) {
@@ -100,25 +100,13 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
       next = ['resume', agentId];
       continue;
     }
-    if (r.code === EXIT.waiting && s.mode === 'steer' && !steered) {
-      // nobody runs the agent while it waits: the steer is in its inbox when the next process hosts it
-      steered = true;
-      const sent = await spawnCli(ctx, ['send', agentId, STEER_TEXT, '--steer', '--no-follow', '--json']);
-      processes.push({ command: 'send', fault: null, code: sent.code, signal: sent.signal, killedByFault: false, ms: sent.ms });
-      if (sent.code !== 0) {
-        violations.push({ code: 'chaos.steer_not_sent', seq: null, message: `send --steer exited ${sent.code ?? sent.signal}: ${tail(sent.stderr)}` });
-        break;
+    if (r.code === EXIT.waiting) {
+      const then = await acts.atWait(agentId, log);
+      if (then.kind === 'failed') break;
+      if (then.kind === 'next') {
+        next = then.args;
+        continue;
       }
-    }
-    const approval = r.code === EXIT.waiting ? pendingApprovals(log)[0] : undefined;
-    if (approval) {
-      next = ['approve', agentId, approval];
-      continue;
-    }
-    const question = r.code === EXIT.waiting ? pendingQuestions(log)[0] : undefined;
-    if (question) {
-      next = ['answer', agentId, question, '--option', QUESTION_OPTION];
-      continue;
     }
     const expected = exitCodeFor(mode.outcome);
     if (r.code !== expected && !ctx.signal.aborted) {
@@ -126,38 +114,11 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
     }
     break;
   }
-  if (interrupter) {
-    // it follows the turn to its end, which the processes above reached (or the run failed already)
-    if (!ctx.signal.aborted && violations.length === 0) await waitFor(() => false, interrupter.exited, INTERRUPT_GRACE_MS, ctx.signal);
-    const r = await interrupter.stop(0);
-    processes.push({ command: 'interrupt', fault: null, code: r.code, signal: r.signal, killedByFault: false, ms: r.ms });
-    if (r.code !== 0 && violations.length === 0 && !ctx.signal.aborted) {
-      violations.push({ code: 'chaos.interrupt_failed', seq: null, message: `interrupt exited ${r.code ?? r.signal} (expected 0): ${tail(r.stderr)}` });
-    }
-  } else if (s.mode === 'interrupt' && violations.length === 0 && !ctx.signal.aborted) {
-    violations.push({ code: 'chaos.interrupt_not_sent', seq: null, message: 'the first process ended before its model call was open: no interrupt was sent' });
-  }
-  if (s.mode === 'steer' && !steered && violations.length === 0 && !ctx.signal.aborted) {
-    violations.push({ code: 'chaos.steer_not_sent', seq: null, message: 'the turn never waited for an approval, so no steer was sent: the steer mode needs a scenario with a call that asks (a write or a shell command)' });
-  }
+  await acts.finish();
   for (const f of [...missed, ...due]) {
     violations.push({ code: 'chaos.fault_not_reached', seq: null, message: `${f.point}@${f.nth} never fired: the scenario reaches that point fewer times` });
   }
   return { agentId, processes, violations, firstKillAt, refusals };
-}
-
-/** How long `interrupt` may take to see the turn end after the processes of the run ended it. */
-const INTERRUPT_GRACE_MS = 10_000;
-
-/**
- * Starts `actorloop interrupt` once `child` named its agent and committed the `attempt/start` of
- * its first model call (which an `interrupt` run makes wait for it); null when `child` exited first.
- */
-async function interruptMidCall(ctx: ChaosContext, child: Child): Promise<Child | null> {
-  const open = (): boolean => agentOf(child.stderr()) !== null && printedEvents(child.stdout()).some((e) => e.type === 'attempt/start');
-  if (!(await waitFor(open, child.exited, ctx.childTimeoutMs, ctx.signal))) return null;
-  // no --in-process: the command running the agent takes the interrupt as mail, and this one follows
-  return startChild(ctx, ['interrupt', agentOf(child.stderr())!, '--json', ...ctx.common], ctx.childTimeoutMs);
 }
 
 /**
