@@ -25,17 +25,15 @@ export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question'
 export interface ModeSpec {
   approve: 'full-auto' | 'ask';
   outcome: Extract<TurnOutcome, 'completed' | 'cancelled'>;
-  /** Why `--hosts K` (K > 1) cannot run this mode, or null when it can (`driveWithHosts` answers approvals only). */
-  notOnHosts: string | null;
 }
 
 /** Every mode's spec: a `Record`, so a new mode does not compile without one. */
 export const MODES: Readonly<Record<ChaosMode, ModeSpec>> = {
-  'full-auto': { approve: 'full-auto', outcome: 'completed', notOnHosts: null },
-  ask: { approve: 'ask', outcome: 'completed', notOnHosts: null },
-  steer: { approve: 'ask', outcome: 'completed', notOnHosts: 'the multi-host driver sends no steer yet' },
-  interrupt: { approve: 'full-auto', outcome: 'cancelled', notOnHosts: 'the multi-host driver sends no interrupt yet' },
-  question: { approve: 'full-auto', outcome: 'completed', notOnHosts: 'the multi-host driver answers no question yet' },
+  'full-auto': { approve: 'full-auto', outcome: 'completed' },
+  ask: { approve: 'ask', outcome: 'completed' },
+  steer: { approve: 'ask', outcome: 'completed' },
+  interrupt: { approve: 'full-auto', outcome: 'cancelled' },
+  question: { approve: 'full-auto', outcome: 'completed' },
 };
 
 /** The run mode the runs of `point` use: only points that need a person's act leave `full-auto`. */

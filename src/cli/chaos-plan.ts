@@ -1,7 +1,7 @@
 import { FAULT_POINTS } from '../actors/faults.js';
 import { ConfigError } from '../protocol/errors.js';
 import type { ActorEvent } from '../protocol/events.js';
-import { MODES, modeFor, type ChaosMode } from './chaos-modes.js';
+import { modeFor, type ChaosMode } from './chaos-modes.js';
 
 export { modeFor, type ChaosMode } from './chaos-modes.js';
 
@@ -14,14 +14,6 @@ export { modeFor, type ChaosMode } from './chaos-modes.js';
 export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted'] as const;
 /** One of `CHAOS_POINTS`. */
 export type ChaosPoint = (typeof CHAOS_POINTS)[number];
-
-/** Points `--hosts K` (K > 1) does not run, each with the reason its mode gives. */
-export const NOT_ON_HOSTS: ReadonlyMap<ChaosPoint, string> = new Map(
-  CHAOS_POINTS.flatMap((p) => {
-    const why = MODES[modeFor(p)].notOnHosts;
-    return why === null ? [] : [[p, why] as const];
-  }),
-);
 
 /** One kill of a planned run: the `n`-th time `point` is reached, counted across its processes. */
 export interface PlannedFault {
@@ -38,25 +30,15 @@ export interface RunPlan {
   faults: PlannedFault[];
 }
 
-/**
- * `--points all` or a comma-separated list; anything else is a ConfigError naming the points.
- * With more than one host, `all` leaves out the points of `NOT_ON_HOSTS`, and naming one is an error saying why.
- */
-export function parsePoints(text: string | undefined, hosts = 1): ChaosPoint[] {
+/** `--points all` or a comma-separated list; anything else is a ConfigError naming the points. */
+export function parsePoints(text: string | undefined): ChaosPoint[] {
   const raw = (text ?? 'all').trim();
-  const runnable = hosts > 1 ? CHAOS_POINTS.filter((p) => !NOT_ON_HOSTS.has(p)) : [...CHAOS_POINTS];
-  if (raw === 'all') return runnable;
+  if (raw === 'all') return [...CHAOS_POINTS];
   const names = raw.split(',').map((s) => s.trim()).filter(Boolean);
   const unknown = names.filter((n) => !(CHAOS_POINTS as readonly string[]).includes(n));
   if (names.length === 0 || unknown.length > 0) {
     throw new ConfigError('config.chaos_points', `--points: ${names.length === 0 ? 'no point given' : `unknown point ${unknown.map((u) => `"${u}"`).join(', ')}`}`, {
       hint: `pass all or a comma-separated list of: ${CHAOS_POINTS.join(', ')}`,
-    });
-  }
-  const refused = hosts > 1 ? names.find((n) => NOT_ON_HOSTS.has(n as ChaosPoint)) : undefined;
-  if (refused) {
-    throw new ConfigError('config.chaos_points', `--points: ${refused} cannot run with --hosts ${hosts}: ${NOT_ON_HOSTS.get(refused as ChaosPoint)}`, {
-      hint: `run it without --hosts, or choose from: ${runnable.join(', ')}`,
     });
   }
   // a point named twice would only run twice under one name: --runs says how often

@@ -1,10 +1,10 @@
 // The chaos session's modes: which points need a person's act, the script variant each runs,
-// how often a clean run of it reaches its point, and which points `--hosts` leaves out. No
+// and how often a clean run of it reaches its point. No
 // processes: the e2e test (test/e2e/cli-chaos.test.ts) drives them through the CLI.
 import { describe, expect, test } from 'vitest';
 import { pendingQuestions } from '../../src/cli/chaos-child.js';
 import { INTERRUPT_DELAY_MS, MODES, QUESTION_OPTION, modeFor, responsesFor, runsScriptAsIs, scriptFor } from '../../src/cli/chaos-modes.js';
-import { CHAOS_POINTS, NOT_ON_HOSTS, occurrences, parsePoints, planRuns } from '../../src/cli/chaos-plan.js';
+import { CHAOS_POINTS, occurrences, planRuns } from '../../src/cli/chaos-plan.js';
 import { ScriptSchema, type ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 
@@ -91,15 +91,5 @@ describe('occurrences of the new points in a clean run', () => {
 
   test('the questions the driver answers: asked, and not answered yet', () => {
     expect(pendingQuestions(log)).toEqual(['q_2']);
-  });
-});
-
-describe('--hosts', () => {
-  test('all leaves out the points the multi-host driver cannot run; naming one says why', () => {
-    expect([...NOT_ON_HOSTS.keys()]).toEqual(['after:inbox-reserved', 'after:interrupt/requested', 'after:ask/asked']);
-    expect(parsePoints('all', 2)).toEqual(CHAOS_POINTS.filter((p) => !NOT_ON_HOSTS.has(p)));
-    expect(parsePoints('all', 1)).toEqual([...CHAOS_POINTS]);
-    expect(() => parsePoints('after:tool/start,after:ask/asked', 2)).toThrow(/after:ask\/asked cannot run with --hosts 2: the multi-host driver answers no question yet/);
-    expect(parsePoints('after:approval/granted', 2)).toEqual(['after:approval/granted']);
   });
 });

@@ -68,7 +68,7 @@ interface ChaosSettings {
 
 async function settingsOf(scriptPath: string, opts: ChaosOptions): Promise<ChaosSettings> {
   const hosts = wholeNumber('--hosts', opts.hosts, 1, 1, MAX_HOSTS);
-  const points = parsePoints(opts.points, hosts);
+  const points = parsePoints(opts.points);
   const runs = wholeNumber('--runs', opts.runs, 1, 1, MAX_RUNS);
   const seed = opts.seed === undefined ? null : wholeNumber('--seed', opts.seed, 0, 0, 0xffffffff);
   const script = resolve(scriptPath);
