@@ -3,7 +3,9 @@ import type { ActorDirectory } from '../bus/directory.js';
 import { EventSchema, type ActorEvent } from '../protocol/events.js';
 import type { LogReader } from '../store/log-port.js';
 import type { Violation } from '../actors/verify.js';
-import type { ChaosMode, PlannedFault } from './chaos-plan.js';
+import type { ChaosMode } from './chaos-modes.js';
+import type { PlannedFault } from './chaos-plan.js';
+import { sleep } from '../protocol/sleep.js';
 
 /** What every run of a chaos session shares: how to start the CLI, and where to read logs. */
 export interface ChaosContext {
@@ -42,7 +44,8 @@ export interface Scenario {
 
 /** One CLI process of a run. */
 export interface ProcessRecord {
-  command: 'run' | 'resume' | 'approve' | 'host';
+  /** `send` and `interrupt` are a person's acts the driver does mid-run (modes `steer`, `interrupt`). */
+  command: 'run' | 'resume' | 'approve' | 'answer' | 'send' | 'interrupt' | 'host';
   /** A host's name (`--hosts` > 1). */
   name?: string;
   fault: string | null;
@@ -165,6 +168,24 @@ export function printedEvents(stdout: string): ActorEvent[] {
 export function pendingApprovals(log: readonly ActorEvent[]): string[] {
   const answered = new Set(log.flatMap((e) => (e.type === 'approval/granted' || e.type === 'approval/denied' ? [e.data.approvalId] : [])));
   return log.flatMap((e) => (e.type === 'approval/requested' && !answered.has(e.data.approvalId) ? [e.data.approvalId] : []));
+}
+
+/** Questions asked in `log` and not answered yet, in the order they were asked. */
+export function pendingQuestions(log: readonly ActorEvent[]): string[] {
+  const answered = new Set(log.flatMap((e) => (e.type === 'ask/answered' ? [e.data.questionId] : [])));
+  return log.flatMap((e) => (e.type === 'ask/asked' && !answered.has(e.data.questionId) ? [e.data.questionId] : []));
+}
+
+/** Polls `check` until it holds; false when `exited` settles, `timeoutMs` passes or the session aborts first. */
+export async function waitFor(check: () => boolean, exited: Promise<unknown>, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+  let over = false;
+  void exited.then(() => (over = true), () => (over = true));
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (over || signal.aborted || Date.now() > end) return check();
+    await sleep(50, signal);
+  }
+  return true;
 }
 
 /** The last lines of a child's stderr, for a violation message. */

@@ -1,14 +1,15 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { EXIT } from './exit-codes.js';
+import { EXIT, exitCodeFor } from './exit-codes.js';
 import { join } from 'node:path';
 import type { Violation } from '../actors/verify.js';
 import type { ActorEvent } from '../protocol/events.js';
 import {
-  agentOf, exitViolation, pendingApprovals, readLog, startChild, tail,
+  agentOf, exitViolation, readLog, startChild, tail, waitFor,
   type ChaosContext, type Child, type Driven, type Exited, type ProcessRecord, type Scenario,
 } from './chaos-child.js';
+import { MODES } from './chaos-modes.js';
+import { PersonActs } from './chaos-person.js';
 import { faultSpecFor } from './chaos-plan.js';
-import { sleep } from '../protocol/sleep.js';
 
 /** The lease TTL of a session's hosts: a killed host's agent moves to another after this long. */
 export const CHAOS_HOST_LEASE_TTL_MS = 2_000;
@@ -33,18 +34,6 @@ interface FleetHost {
 interface Arming {
   armed: number | null;
   fault: string | null;
-}
-
-/** Polls `check` until it holds; false when `exited` settles, `timeoutMs` passes or the session aborts first. */
-async function waitFor(check: () => boolean, exited: Promise<unknown>, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
-  let over = false;
-  void exited.then(() => (over = true), () => (over = true));
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (over || signal.aborted || Date.now() > end) return check();
-    await sleep(50, signal);
-  }
-  return true;
 }
 
 /** The K `actorloop host` processes of one run, each with a data dir (an LMDB) of its own. */
@@ -120,8 +109,10 @@ class HostFleet {
  * other hosts start once it holds the agent, carrying the kill due after that one. When a host
  * dies at its fault, the survivors take the agent over after the lease TTL, the dead one is
  * started again, and every host is made to carry the kill due next (a survivor still carrying one
- * that fired is restarted, or it would fire again). An approval the follower stops at (exit 5) is
- * answered with `approve`, which follows too. Every host and follower is stopped at the end.
+ * that fired is restarted, or it would fire again). A person's acts are done as `drive` does them
+ * (`PersonActs`): a wait the follower stops at (exit 5) is answered with `approve` or `answer`,
+ * which follow too, a steer is sent at the first, an interrupt once the first model call is
+ * open; each reaches the agent on its host as mail. Every host and follower is stopped at the end.
  */
 export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: string): Promise<Driven> {
   const processes: ProcessRecord[] = [];
@@ -129,6 +120,7 @@ export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: 
   await mkdir(ctx.dataDir, { recursive: true });
   const dataRoot = await mkdtemp(join(ctx.dataDir, 'chaos-hosts-'));
   const fleet = new HostFleet(ctx, dataRoot, processes);
+  const acts = new PersonActs(ctx, s.mode, processes, violations);
   let agentId: string | null = null;
   let firstKillAt: number | null = null;
   /** The planned kill that fires next (an index into `s.faults`). */
@@ -149,12 +141,13 @@ export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: 
       return { agentId, processes, violations, firstKillAt, refusals: 0 };
     }
     let command: ProcessRecord['command'] = 'run';
-    const run = startChild(ctx, ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', s.mode, '--cwd', workspace, '--json', ...ctx.common], ctx.childTimeoutMs);
+    const run = startChild(ctx, ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', MODES[s.mode].approve, '--cwd', workspace, '--json', ...ctx.common], ctx.childTimeoutMs);
     follower = run;
     await waitFor(() => / to host \S+; following/.test(run.stderr()), run.exited, CLAIM_WAIT_MS, ctx.signal);
     agentId = agentOf(run.stderr());
     const rest = await arm(1);
     for (let slot = 2; slot <= ctx.hosts && !ctx.signal.aborted; slot++) fleet.start(slot, rest);
+    await acts.interruptWhenOpen(run);
     for (;;) {
       if (ctx.signal.aborted) break;
       const current: Child = follower;
@@ -186,18 +179,24 @@ export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: 
         if (stop) violations.push(stop);
         break;
       }
-      const approval = r.code === EXIT.waiting ? pendingApprovals(await logSoFar())[0] : undefined;
-      if (approval && processes.length < MAX_STARTS + ctx.hosts) {
-        command = 'approve';
-        follower = startChild(ctx, ['approve', agentId, approval, '--json', ...ctx.common], ctx.childTimeoutMs);
-        continue;
+      if (r.code === EXIT.waiting && processes.length < MAX_STARTS + ctx.hosts) {
+        const then = await acts.atWait(agentId, await logSoFar());
+        if (then.kind === 'failed') break;
+        if (then.kind === 'next') {
+          command = then.args[0] as ProcessRecord['command'];
+          follower = startChild(ctx, [...then.args, '--json', ...ctx.common], ctx.childTimeoutMs);
+          continue;
+        }
       }
-      if (r.code !== 0 && !ctx.signal.aborted) {
-        violations.push({ code: 'chaos.turn_not_completed', seq: null, message: `${command} exited ${r.code ?? r.signal}: ${tail(r.stderr)}` });
+      const expected = exitCodeFor(MODES[s.mode].outcome);
+      if (r.code !== expected && !ctx.signal.aborted) {
+        violations.push({ code: 'chaos.turn_not_completed', seq: null, message: `${command} exited ${r.code ?? r.signal} (expected ${expected}): ${tail(r.stderr)}` });
       }
       break;
     }
   } finally {
+    // before the hosts stop: the interrupt follows the turn to its end
+    await acts.finish();
     await follower?.stop(0);
     await fleet.stopAll();
     await rm(dataRoot, { recursive: true, force: true });

@@ -1,20 +1,19 @@
 import { FAULT_POINTS } from '../actors/faults.js';
 import { ConfigError } from '../protocol/errors.js';
 import type { ActorEvent } from '../protocol/events.js';
+import { modeFor, type ChaosMode } from './chaos-modes.js';
+
+export { modeFor, type ChaosMode } from './chaos-modes.js';
 
 /**
  * The points `actorloop chaos --points all` kills at: every fault point of design §7 this
- * runtime has, plus `after:approval/granted`, which only a run that asks can reach (its runs use
- * run mode `ask` and answer with `actorloop approve`). `after:ask/asked` is left out: only a
- * scenario whose script calls `ask_user` reaches it, and the chaos runner does not answer
- * questions yet (the CLI e2e test `cli-questions` kills there and resumes).
+ * runtime has, plus `after:approval/granted`, which only a run that asks can reach. Points that
+ * need a person's act (an approval, a steer, an interrupt, an answer) run in a mode of their own
+ * (`modeFor`), which the driver carries out.
  */
-export const CHAOS_POINTS = [...FAULT_POINTS.filter((p) => p !== 'after:ask/asked'), 'after:approval/granted'] as const;
+export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted'] as const;
 /** One of `CHAOS_POINTS`. */
 export type ChaosPoint = (typeof CHAOS_POINTS)[number];
-
-/** The run mode a scenario runs in: `ask` only where a point needs an approval to happen. */
-export type ChaosMode = 'full-auto' | 'ask';
 
 /** One kill of a planned run: the `n`-th time `point` is reached, counted across its processes. */
 export interface PlannedFault {
@@ -46,20 +45,19 @@ export function parsePoints(text: string | undefined): ChaosPoint[] {
   return CHAOS_POINTS.filter((p) => names.includes(p));
 }
 
-/** The run mode the runs of `point` use. */
-export function modeFor(point: ChaosPoint): ChaosMode {
-  return point === 'after:approval/granted' ? 'ask' : 'full-auto';
-}
-
 /**
  * How many times one uninterrupted pass over `events` reaches `point`, from the log alone.
  * `after:<type>` fires once per committed event of that type; the others fire at places each
  * of which leaves one kind of event behind: the first streamed delta of an attempt that
- * answered, a tool execution, an inbox message taken in. `during:recovery` fires once per
+ * answered, a tool execution, an inbox message taken in, a step that claimed inbox messages
+ * (`after:inbox-reserved`: its `step/start` names them). `during:recovery` fires once per
  * recovery, which an uninterrupted run never has.
  */
 export function occurrences(point: string, events: readonly ActorEvent[]): number {
   const count = (pred: (e: ActorEvent) => boolean): number => events.filter(pred).length;
+  if (point === 'after:inbox-reserved') {
+    return count((e) => e.type === 'step/start' && (e.data.messageIds?.length ?? 0) > 0);
+  }
   if (point.startsWith('after:')) {
     const type = point.slice('after:'.length);
     return count((e) => e.type === type);

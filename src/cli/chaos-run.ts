@@ -1,15 +1,17 @@
 import { cp, mkdtemp, readFile } from 'node:fs/promises';
-import { EXIT } from './exit-codes.js';
+import { EXIT, exitCodeFor } from './exit-codes.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyLog, type Violation } from '../actors/verify.js';
 import type { ActorEvent } from '../protocol/events.js';
 import {
-  agentOf, exitViolation, pendingApprovals, printedEvents, readLog, spawnCli, tail,
+  agentOf, exitViolation, printedEvents, readLog, startChild, tail,
   type ChaosContext, type Driven, type ProcessRecord, type Scenario,
 } from './chaos-child.js';
 import { checkEffects, effectLines, EFFECT_FILE } from './chaos-effects.js';
 import { driveWithHosts } from './chaos-hosts.js';
+import { MODES } from './chaos-modes.js';
+import { PersonActs } from './chaos-person.js';
 import { faultSpecFor, type PlannedFault } from './chaos-plan.js';
 import { sleep } from '../protocol/sleep.js';
 
@@ -43,8 +45,11 @@ const REFUSED_FOR_MS = 30_000;
 const REFUSED_RETRY_MS = 1_000;
 
 /**
- * Drives one run: `run` with the first kill, then `resume` after every kill and `approve` for
- * every approval asked, each with the next kill still due, until a process ends the turn.
+ * Drives one run: `run` with the first kill, then `resume` after every kill, `approve` for every
+ * approval asked and `answer` for every question, each with the next kill still due, until a
+ * process ends the turn. A mode's other acts of a person happen on the way (`PersonActs`): a
+ * `steer` run sends its steer at the first wait (before approving), an `interrupt` run starts
+ * `actorloop interrupt` once the first process's model call is open and waits for it at the end.
  */
 async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise<Driven> {
   const processes: ProcessRecord[] = [];
@@ -52,11 +57,13 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
   const log: ActorEvent[] = [];
   const due = [...s.faults];
   const missed: PlannedFault[] = [];
+  const mode = MODES[s.mode];
   let agentId: string | null = null;
   let firstKillAt: number | null = null;
   let lastKillAt: number | null = null;
   let refusals = 0;
-  let next: string[] = ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', s.mode, '--cwd', workspace];
+  const acts = new PersonActs(ctx, s.mode, processes, violations);
+  let next: string[] = ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', mode.approve, '--cwd', workspace];
   for (;;) {
     if (ctx.signal.aborted) break;
     if (processes.length >= MAX_PROCESSES) {
@@ -67,7 +74,9 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
     while (due[0] && (fault = faultSpecFor(due[0], log)) === null) missed.push(due.shift()!);
     const command = next[0] as ProcessRecord['command'];
     // --in-process: each process hosts the agent itself, even if a host shares the server
-    const r = await spawnCli(ctx, [...next, '--json', '--in-process', ...(fault ? ['--fault', fault] : [])]);
+    const child = startChild(ctx, [...next, '--json', '--in-process', ...(fault ? ['--fault', fault] : []), ...ctx.common], ctx.childTimeoutMs);
+    await acts.interruptWhenOpen(child);
+    const r = await child.exited;
     const printed = printedEvents(r.stdout);
     if (command !== 'run' && r.code === 2 && printed.length === 0 && lastKillAt !== null && r.exitedAt - lastKillAt < REFUSED_FOR_MS) {
       // refused, not failed: try the same command again once the dead process lets go
@@ -91,16 +100,21 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
       next = ['resume', agentId];
       continue;
     }
-    const approval = r.code === EXIT.waiting ? pendingApprovals(log)[0] : undefined;
-    if (approval) {
-      next = ['approve', agentId, approval];
-      continue;
+    if (r.code === EXIT.waiting) {
+      const then = await acts.atWait(agentId, log);
+      if (then.kind === 'failed') break;
+      if (then.kind === 'next') {
+        next = then.args;
+        continue;
+      }
     }
-    if (r.code !== 0 && !ctx.signal.aborted) {
-      violations.push({ code: 'chaos.turn_not_completed', seq: null, message: `${command} exited ${r.code ?? r.signal}: ${tail(r.stderr)}` });
+    const expected = exitCodeFor(mode.outcome);
+    if (r.code !== expected && !ctx.signal.aborted) {
+      violations.push({ code: 'chaos.turn_not_completed', seq: null, message: `${command} exited ${r.code ?? r.signal} (expected ${expected}): ${tail(r.stderr)}` });
     }
     break;
   }
+  await acts.finish();
   for (const f of [...missed, ...due]) {
     violations.push({ code: 'chaos.fault_not_reached', seq: null, message: `${f.point}@${f.nth} never fired: the scenario reaches that point fewer times` });
   }
@@ -110,8 +124,8 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
 /**
  * One run of the scenario in a fresh workspace, driven to the end of its turn through kills,
  * resumes and approvals; then its log (read from JetStream, as `actorloop verify` reads it) is
- * checked against every invariant with the log taken as finished, the turn must have completed,
- * and the effect file must agree with the log (`checkEffects`).
+ * checked against every invariant with the log taken as finished, the turn must have ended as its
+ * mode says (completed; cancelled for `interrupt`), and the effect file must agree with the log (`checkEffects`).
  */
 export async function runScenario(ctx: ChaosContext, s: Scenario): Promise<ScenarioResult> {
   const started = Date.now();
@@ -133,7 +147,7 @@ export async function runScenario(ctx: ChaosContext, s: Scenario): Promise<Scena
     const reported = violations.some((v) => v.code === 'chaos.turn_not_completed');
     if (end?.type !== 'turn/end' && !reported) {
       violations.push({ code: 'chaos.turn_not_completed', seq: null, message: 'the log has no turn/end' });
-    } else if (end?.type === 'turn/end' && end.data.outcome !== 'completed' && !reported) {
+    } else if (end?.type === 'turn/end' && end.data.outcome !== MODES[s.mode].outcome && !reported) {
       violations.push({ code: 'chaos.turn_not_completed', seq: end.seq, message: `the turn ended ${end.data.outcome}${end.data.reason ? ` (${end.data.reason})` : ''}` });
     }
     if (end && driven.firstKillAt !== null) recoveredInMs = Math.max(0, Date.parse(end.at) - driven.firstKillAt);

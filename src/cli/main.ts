@@ -154,6 +154,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--option <id>', 'answer by picking one of the options the question offers')
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent in this process, not on a running host')
+    .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .action(act(async (id: string, qid: string, text: string | undefined, o) => answerQuestionCommand(id, qid, text, o, load(o), out)));
 
   common(program.command('resume').argument('<agentId>'))

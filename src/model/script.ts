@@ -51,7 +51,7 @@ export type Script = z.infer<typeof ScriptSchema>;
 
 /** Loads the responses of one agent from a script file; every failure is one clear ConfigError line. */
 export async function loadScript(path: string, agentName = 'main'): Promise<ScriptResponse[]> {
-  const script = parseScript(await readScript(path), path);
+  const script = await loadScriptFile(path);
   if ('responses' in script) {
     if (agentName === 'main') return script.responses;
     throw scriptError(
@@ -63,6 +63,11 @@ export async function loadScript(path: string, agentName = 'main'): Promise<Scri
   if (agent) return agent.responses;
   const known = Object.keys(script.agents).map((n) => `"${n}"`).join(', ') || 'none';
   throw scriptError(`script ${path} has no agent "${agentName}" (agents: ${known})`);
+}
+
+/** Loads and checks a whole script file, every agent's responses; failures as in `loadScript`. */
+export async function loadScriptFile(path: string): Promise<Script> {
+  return parseScript(await readScript(path), path);
 }
 
 async function readScript(path: string): Promise<string> {

@@ -54,7 +54,10 @@ test(
     const summary = objects.at(-1) as ChaosSummary;
     expect(objects).toHaveLength(CHAOS_POINTS.length + 1);
     expect(summary, show(r)).toMatchObject({ type: 'summary', ok: true, seed: 1, points: CHAOS_POINTS.length, runs: CHAOS_POINTS.length, passed: CHAOS_POINTS.length, violations: 0 });
-    expect(summary.baselines.map((b) => [b.mode, b.passed, b.effectLines])).toEqual([['full-auto', true, 2], ['ask', true, 2]]);
+    // the interrupt lands in the first model call, before any effect
+    expect(summary.baselines.map((b) => [b.mode, b.passed, b.effectLines])).toEqual([
+      ['full-auto', true, 2], ['steer', true, 2], ['interrupt', true, 0], ['question', true, 2], ['ask', true, 2],
+    ]);
     expect(points.map((p) => p.point)).toEqual([...CHAOS_POINTS]);
     for (const p of points) {
       expect({ point: p.point, runs: p.runs, passed: p.passed, violations: p.violations }, JSON.stringify(p)).toEqual({ point: p.point, runs: 1, passed: 1, violations: 0 });
@@ -63,6 +66,10 @@ test(
       // the point was reached and killed the process (during:recovery after its own crash first)
       expect(run.kills, JSON.stringify(run)).toBe(p.point === 'during:recovery' ? 2 : 1);
       expect(run.processes[0]).toMatch(/^run --fault /);
+      // a person's act of the point's mode was done, and the command doing it succeeded
+      if (p.point === 'after:inbox-reserved') expect(run.processes, JSON.stringify(run)).toContain('send: exit 0');
+      if (p.point === 'after:interrupt/requested') expect(run.processes.at(-1), JSON.stringify(run)).toBe('interrupt: exit 0');
+      if (p.point === 'after:ask/asked') expect(run.processes.filter((x) => /^answer: exit 0$/.test(x)), JSON.stringify(run)).toHaveLength(1);
       expect(typeof p.recoveredInMsMedian).toBe('number');
       expect(run.workspace).toBeNull();
     }
@@ -85,19 +92,22 @@ test(
 );
 
 test(
-  'chaos --hosts 2: the host running the agent is killed at each point, the other takes over, every run passes',
+  'chaos --hosts 2: the host running the agent is killed at each point (an interrupt from another process too), the other takes over, every run passes',
   async (ctx) => {
-    const r = await chaos(ctx, [SCRIPT, '--points', 'after:tool/start,before:tool/result', '--hosts', '2', '--json'], SESSION_MS - 10_000);
+    // after:interrupt/requested: the interrupt is sent from another process to the agent on its host
+    const r = await chaos(ctx, [SCRIPT, '--points', 'after:tool/start,before:tool/result,after:interrupt/requested', '--hosts', '2', '--json'], SESSION_MS - 10_000);
     expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 0, signal: null });
     const objects = lines(r.stdout).map((l) => JSON.parse(l) as PointReport | ChaosSummary);
     const summary = objects.at(-1) as ChaosSummary;
-    expect(summary, show(r)).toMatchObject({ type: 'summary', ok: true, hosts: 2, runs: 2, passed: 2, violations: 0 });
+    expect(summary, show(r)).toMatchObject({ type: 'summary', ok: true, hosts: 2, runs: 3, passed: 3, violations: 0 });
     for (const p of objects.filter((o): o is PointReport => o.type === 'point')) {
       const run = p.results[0]!;
       expect(run.kills, JSON.stringify(run)).toBe(1);
       // the kill lands on a host; `run` handed the agent over and it (or an `approve`) followed it to the end
       expect(run.processes.find((x) => x.endsWith('SIGKILL')), JSON.stringify(run)).toMatch(new RegExp(`^host \\S+ --fault ${p.point}@1=kill: SIGKILL$`));
-      expect(run.processes.filter((x) => /^(run|approve): exit 0$/.test(x)), JSON.stringify(run)).toHaveLength(1);
+      const end = p.point === 'after:interrupt/requested' ? /^run: exit 130$/ : /^(run|approve): exit 0$/;
+      expect(run.processes.filter((x) => end.test(x)), JSON.stringify(run)).toHaveLength(1);
+      if (p.point === 'after:interrupt/requested') expect(run.processes, JSON.stringify(run)).toContain('interrupt: exit 0');
       // every host the run started (the killed one again too) was stopped at its end
       expect(run.processes.filter((x) => x.startsWith('host ')).length).toBeGreaterThanOrEqual(3);
       expect(typeof run.recoveredInMs).toBe('number');

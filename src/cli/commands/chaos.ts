@@ -4,9 +4,10 @@ import { fileURLToPath } from 'node:url';
 import { openBus } from '../../bus/connection.js';
 import type { NatsCredentials } from '../../bus/nats-auth.js';
 import { environmentOf, type EffectiveConfig } from '../../config/config.js';
-import { loadScript } from '../../model/script.js';
+import { loadScriptFile, type Script } from '../../model/script.js';
 import { ConfigError } from '../../protocol/errors.js';
 import { createLogReader } from '../../store/jetstream-log.js';
+import { scriptPaths } from '../chaos-modes.js';
 import { modeFor, occurrences, parsePoints, planRuns, type ChaosMode, type ChaosPoint } from '../chaos-plan.js';
 import {
   pointReports,
@@ -55,6 +56,8 @@ function wholeNumber(flag: string, value: string | number | undefined, fallback:
 /** The session's settings, every flag checked before anything starts. */
 interface ChaosSettings {
   script: string;
+  /** The script, parsed: the modes that change it run a variant of it (`scriptFor`). */
+  parsed: Script;
   template: string | null;
   points: ChaosPoint[];
   runs: number;
@@ -69,11 +72,11 @@ async function settingsOf(scriptPath: string, opts: ChaosOptions): Promise<Chaos
   const runs = wholeNumber('--runs', opts.runs, 1, 1, MAX_RUNS);
   const seed = opts.seed === undefined ? null : wholeNumber('--seed', opts.seed, 0, 0, 0xffffffff);
   const script = resolve(scriptPath);
-  await loadScript(script);
+  const parsed = await loadScriptFile(script);
   // a `workspace/` next to the script is the scenario's starting workspace, copied for each run
   const template = join(dirname(script), 'workspace');
   const hasTemplate = (await stat(template).catch(() => null))?.isDirectory() === true;
-  return { script, template: hasTemplate ? template : null, points, runs, seed, hosts, json: opts.json === true };
+  return { script, parsed, template: hasTemplate ? template : null, points, runs, seed, hosts, json: opts.json === true };
 }
 
 /** The CLI's entry script, next to this package's `dist/`: children run the same build as we do. */
@@ -92,9 +95,10 @@ function childEnv(config: EffectiveConfig, hostLogin: NatsCredentials): NodeJS.P
 
 /**
  * `actorloop chaos <script.json>`: runs the scenario once clean per run mode it needs (the
- * baseline: how often each point is reached, which effect lines a clean run writes), then for
- * every point and run kills a `run` child at that point, resumes (and approves) until the turn
- * ends, and checks the log's invariants and the effect file against the log. With `--hosts K`
+ * baseline: how often each point is reached, which effect lines a clean run writes; a mode that
+ * changes the script runs a variant written next to the session's data, see `chaos-modes.ts`),
+ * then for every point and run kills a `run` child at that point, resumes (and approves, steers,
+ * interrupts or answers, as its mode says) until the turn ends, and checks the log's invariants and the effect file against the log. With `--hosts K`
  * (K > 1) each run starts K `actorloop host` processes, `run` hands the agent to them, and the
  * host running it is the one killed (see `driveWithHosts`). One nats-server serves the whole
  * session and is stopped at its end, as is every child. Exit 1 on any violation.
@@ -129,8 +133,10 @@ export async function chaosCommand(scriptPath: string, opts: ChaosOptions, confi
       signal: abort.signal,
       childTimeoutMs: CHILD_TIMEOUT_MS,
     };
+    const modes = new Set(s.points.map(modeFor));
+    const scripts = await scriptPaths(modes, s.script, s.parsed, config.dataDir);
     const one = async (task: string, mode: ChaosMode, plan: Parameters<typeof runReport>[0], expected: string[]) => {
-      const result = await runScenario(ctx, { scriptPath: s.script, template: s.template, task, mode, faults: plan.faults, expectedLines: expected });
+      const result = await runScenario(ctx, { scriptPath: scripts.get(mode)!, template: s.template, task, mode, faults: plan.faults, expectedLines: expected });
       const report = runReport(plan, result);
       // a failed run's workspace is the evidence; any other holds nothing to look at
       if (report.workspace === null) await rm(result.workspace, { recursive: true, force: true });
@@ -138,7 +144,7 @@ export async function chaosCommand(scriptPath: string, opts: ChaosOptions, confi
     };
 
     const baselines = new Map<ChaosMode, { result: ScenarioResult; report: BaselineReport }>();
-    for (const mode of new Set(s.points.map(modeFor))) {
+    for (const mode of modes) {
       if (interrupted()) break;
       const { result, report } = await one(`chaos baseline (${mode}): no fault`, mode, { run: 1, faults: [] }, []);
       baselines.set(mode, { result, report: { ...report, mode, effectLines: result.effectLines.length } });
