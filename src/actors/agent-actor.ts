@@ -6,6 +6,7 @@ import type { InboxChannel } from '../bus/subjects.js';
 import { admit } from './inbox-door.js';
 import { OutputTexts } from './output-blobs.js';
 import { PROJECTION_VERSION, type Projection } from '../store/projection.js';
+import { queuedForNextTurn } from '../store/inbox-delivery.js';
 import { ActorDropped } from './faults.js';
 import type { MachineSet, MachineSnapshots } from './machine-set.js';
 import type { MachineEffect } from './machine-effects.js';
@@ -35,13 +36,6 @@ export interface AgentActorOptions {
   snapshotSeq: number;
   /** Receives XState's inspection events of this agent's actor (none given: inspection costs nothing). */
   inspect?: InspectObserver;
-}
-
-/** Messages waiting for a later turn (user messages, follow-ups), oldest first. */
-function queuedForNextTurn(p: Projection): string[] {
-  return Object.entries(p.inbox)
-    .filter(([, item]) => item.state === 'pending' && (item.kind === 'follow_up' || item.kind === 'user_message'))
-    .map(([id]) => id);
 }
 
 /** How a turn ended, as `turn/end` recorded it. */

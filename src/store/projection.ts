@@ -1,5 +1,6 @@
 import { assertNever } from '../protocol/errors.js';
 import type { ActorEvent, TurnOutcome, TurnRequest, TurnSettings } from '../protocol/events.js';
+import { NEXT_STEP_KINDS, requeue, requeueClaimed, setState, without } from './inbox-delivery.js';
 import { addCost, addUsage, ZERO_USAGE, type BlobRef, type HistoryItem, type Usage } from '../protocol/history.js';
 
 /** Version of the projection's shape; snapshots of another version are ignored. */
@@ -442,39 +443,6 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       assertNever(e, 'event');
   }
   return p;
-}
-
-/** Kinds of message delivered at the next step boundary of the running (or next) turn. */
-export const NEXT_STEP_KINDS: ReadonlySet<string> = new Set(['steer', 'inject']);
-
-function without(ids: string[], drop: readonly string[]): string[] {
-  return ids.filter((id) => !drop.includes(id));
-}
-
-function setState(p: Projection, id: string, state: InboxItemState): void {
-  const item = p.inbox[id];
-  if (item) p.inbox[id] = { ...item, state };
-}
-
-/** A reserved message no request included goes back to `pending`, first in line for the next step. */
-function requeue(p: Projection, id: string): void {
-  const item = p.inbox[id];
-  if (!item || item.state !== 'reserved') return;
-  p.inbox[id] = { ...item, state: 'pending' };
-  if (NEXT_STEP_KINDS.has(item.kind)) p.nextStep = [id, ...without(p.nextStep ?? [], [id])];
-}
-
-/** A step that ended before its request held what it claimed gives the messages back. */
-function requeueClaimed(p: Projection): void {
-  if (!p.claimed || p.claimed.length === 0) return;
-  const ids = p.claimed;
-  p.claimed = [];
-  for (const id of [...ids].reverse()) requeue(p, id);
-}
-
-/** Reserved messages no prepared request holds yet, whose content is in the history (the next request includes them). */
-export function unsentMessages(p: Projection): readonly string[] {
-  return p.unsent ?? [];
 }
 
 /** An answer message (approval) was consumed: its ID stays so a redelivery is recognised. */
