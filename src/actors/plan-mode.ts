@@ -46,6 +46,15 @@ export function planModeDenial(s: TurnSettings, effects: 'none' | 'possible'): P
  * absolute time in the settings, so it is not carried over: the new turn runs without one.
  */
 export function requestAfterPlan(last: TurnSettings): TurnRequest {
+  return { ...requestFromSettings(last), planMode: false };
+}
+
+/**
+ * A request that starts a turn with the settings `last` recorded, plan mode kept (a continued
+ * conversation keeps its mode): its instructions without the text plan mode appended (a plan-mode
+ * turn appends it again), no deadline (an absolute time of the earlier turn).
+ */
+export function requestFromSettings(last: TurnSettings): TurnRequest {
   const instructions = last.instructions.endsWith(PLAN_MODE_INSTRUCTIONS)
     ? last.instructions.slice(0, -PLAN_MODE_INSTRUCTIONS.length)
     : last.instructions;
@@ -55,7 +64,7 @@ export function requestAfterPlan(last: TurnSettings): TurnRequest {
     ...(last.maxOutputTokens ? { maxOutputTokens: last.maxOutputTokens } : {}),
     ...(last.config ? { config: last.config } : {}),
     ...(last.approvalMode ? { approvalMode: last.approvalMode } : {}),
-    planMode: false,
+    planMode: last.planMode === true,
     model: last.model,
     baseUrl: last.baseUrl,
     workspace: last.workspace,

@@ -3,10 +3,11 @@ import type { DirectoryEntry } from '../bus/directory.js';
 import type { HostRecord } from '../bus/hosts.js';
 import { ensureInboxConsumer, openInbox, publishInbox } from '../bus/inbox.js';
 import { claimSubject } from '../bus/subjects.js';
-import { agentNotFound } from '../protocol/errors.js';
+import { agentNotFound, NotFoundError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import { emptyProjection, foldEvent, type Projection } from '../store/projection.js';
 import type { Runtime } from './runtime.js';
+import { resolve } from 'node:path';
 
 // A command hands its agent to a running `actorloop host` instead of hosting it in-process when
 // one is live (design §7: a host process runs one supervisor). The lease, not the `hosts` record,
@@ -38,6 +39,25 @@ export async function entryOf(rt: Runtime, agentId: string): Promise<DirectoryEn
     throw agentNotFound(agentId);
   }
   return entry;
+}
+
+/**
+ * The agent `--last` means: the one of this data dir's directory whose workspace is `workspace`
+ * and whose entry changed last (a turn's end updates it). A NotFoundError when there is none.
+ */
+export async function latestAgent(rt: Runtime, workspace: string): Promise<DirectoryEntry> {
+  const dir = resolve(workspace);
+  const mine = (await rt.bus.directory.list())
+    // a child agent is its parent's to talk to
+    .filter((e) => e.kind === 'agent' && e.parentId === null && e.workspace !== undefined && resolve(e.workspace) === dir)
+    .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || b.createdAt.localeCompare(a.createdAt));
+  const latest = mine[0];
+  if (!latest) {
+    throw new NotFoundError('cli.no_last_agent', `no agent has run in ${dir} with this data dir`, {
+      hint: 'start one with actorloop run "<task>" (or pass --cwd <the workspace it ran in>); actorloop runs lists them all',
+    });
+  }
+  return latest;
 }
 
 /** An agent's state folded from its whole log (its `seq` is where the log ended). */

@@ -5,7 +5,8 @@ import { configShowCommand } from './commands/config-show.js';
 import { ActorloopError, BusError, ConfigError, NotFoundError } from '../protocol/errors.js';
 import { demoCommand } from './commands/demo.js';
 import { doctorCommand } from './commands/doctor.js';
-import { eventsCommand, runsCommand, verifyCommand } from './commands/inspect.js';
+import { eventsCommand, verifyCommand } from './commands/inspect.js';
+import { RUNS_DEFAULT_LIMIT, runsCommand } from './commands/runs.js';
 import { answerCommand, interruptCommand, resumeCommand } from './commands/resume.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
@@ -121,6 +122,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
       new Option('--approve <mode>', 'what may run without asking: ask (reads only), auto-edit (+ workspace edits), full-auto (+ sandboxed shell), deny-all')
         .choices(ApprovalModeSchema.options),
     )
+    .option('--continue <agentId>', "the task is this agent's next turn, with its history (a conversation)")
+    .option('--last', 'the task is the next turn of the latest agent of this workspace (--cwd) and data dir')
     .option('--in-process', 'host the agent in this process even when a host is running')
     .option('--plan-mode', 'run read-only: the agent explores and writes a plan (update_plan), then exits 5 for you to accept it')
     .addOption(new Option('--fault <spec>', 'inject a fault here (the agent is then hosted in this process): <point>[:<agentId>][@<n>][=kill|drop]'))
@@ -157,12 +160,14 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .action(act(async (id: string, qid: string, text: string | undefined, o) => answerQuestionCommand(id, qid, text, o, load(o), out)));
 
-  common(program.command('resume').argument('<agentId>'))
+  common(program.command('resume').argument('[agentId]', 'the agent (or --last)'))
     .description('finish an agent\'s turn: follow it on the host that runs it, hand it to a running host, or rehydrate it here')
+    .option('--last', 'the latest agent of this workspace (--cwd) and data dir')
+    .option('--cwd <dir>', 'with --last: the workspace (default: the current directory)')
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'rehydrate and host the agent in this process even when a host is running')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
-    .action(act(async (id: string, o) => resumeCommand(id, o, load(o), out)));
+    .action(act(async (id: string | undefined, o) => resumeCommand(id, o, load(o), out)));
 
   common(program.command('interrupt').argument('<agentId>'))
     .description("interrupt the agent's open turn wherever it runs: the turn ends cancelled (exit 0); nothing open: says so")
@@ -199,7 +204,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .action(act(async (id: string, o) => eventsCommand(id, o, load(o), out)));
 
   common(program.command('runs'))
-    .description('list the agents of this data dir')
+    .description('list the agents of this data dir, newest first: status, turns, workspace, last task')
+    .option('--limit <n>', `how many to list (default ${RUNS_DEFAULT_LIMIT}; with --json: all)`, wholeNumber('--limit', 1))
     .option('--json', 'NDJSON, one agent per line')
     .action(act(async (o) => runsCommand(o, load(o), out)));
 

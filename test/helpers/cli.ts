@@ -45,10 +45,11 @@ export class CliProcesses {
   constructor(private readonly env: NodeJS.ProcessEnv) {}
 
   /** Runs the CLI to its end (SIGKILLed after `timeoutMs`, which fails the caller's asserts). */
-  run(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+  run(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {}): Promise<CliResult> {
     const started = performance.now();
-    const child = spawn(process.execPath, ['bin/actorloop.js', ...args], {
-      cwd: REPO_ROOT,
+    // from another directory (`--last` looks in the current one) the CLI is named by its full path
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'actorloop.js'), ...args], {
+      cwd: opts.cwd ?? REPO_ROOT,
       env: opts.env ?? this.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

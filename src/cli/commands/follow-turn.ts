@@ -136,8 +136,10 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
       }
       // the follower ends only when asked to, which happens after this loop
       if (r.r.done) throw new Error(`the log follower of ${entry.actorId} ended`);
-      next = pull();
       const { event } = r.r.value;
+      // not past a turn's end: the next read would fold the next turn's first events into the
+      // projection, which a caller following on from it (`run --continue`) would then not print
+      if (event.type !== 'turn/end') next = pull();
       lastEventAt = Date.now();
       if (event.type === 'inbox/cancelled') {
         // an answer of ours the agent refused: the approval (or question) is a person's to answer again

@@ -6,9 +6,8 @@ import { describeEvent, eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
-import { entryOf, foldLog } from '../hand-off.js';
+import { entryOf } from '../hand-off.js';
 import { followAgent } from '../../client/follower.js';
-import { statusOf } from '../../client/status.js';
 import { emptyProjection } from '../../store/projection.js';
 
 async function rootOf(rt: Runtime, agentId: string): Promise<string> {
@@ -55,28 +54,6 @@ export async function eventsCommand(
     }
     const signal = stopReceived();
     return signal === null ? EXIT.completed : exitCodeForSignal(signal);
-  });
-}
-
-/** `actorloop runs`: the agents of this data dir, newest first. */
-export async function runsCommand(opts: { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
-  return withRuntime(config, async (rt) => {
-    const listed = (await rt.bus.directory.list()).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
-    // the status the log gives, not the directory's cache of it: a library run, a command that
-    // left, a host that died may each have left the cache behind
-    const entries = await Promise.all(listed.map(async (e) => ({ ...e, status: statusOf(await foldLog(rt, e)) })));
-    if (opts.json) {
-      for (const e of entries) out.stdout.write(`${JSON.stringify(e)}\n`);
-      return EXIT.completed;
-    }
-    if (entries.length === 0) {
-      out.stdout.write('no runs yet: start one with `actorloop run "<task>" --model scripted:<file.json>` or `actorloop demo`\n');
-      return EXIT.completed;
-    }
-    for (const e of entries) {
-      out.stdout.write(`${e.actorId}  ${e.status.padEnd(9)}  ${e.updatedAt.slice(0, 19).replace('T', ' ')}  ${terminalText(e.title.slice(0, 60))}\n`);
-    }
-    return EXIT.completed;
   });
 }
 

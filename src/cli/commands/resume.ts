@@ -8,7 +8,7 @@ import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import type { Supervisor } from '../../actors/supervisor.js';
 import { approvalMessage, ttyPrompt, type ApprovalAnswer, type Prompt } from './approvals.js';
 import { followTurn } from './follow-turn.js';
-import { entryOf, foldLog, inboxPending, placementOf, releaseToHosts } from '../hand-off.js';
+import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';
 import { publishInbox } from '../../bus/inbox.js';
 import { pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
@@ -80,6 +80,9 @@ export function awaitHosted(h: Hosted, entry: DirectoryEntry, from: Projection, 
 /** Options of `actorloop resume`. */
 export interface ResumeOptions {
   json?: boolean;
+  /** Resume the latest agent of the workspace `cwd` (default: the current directory). */
+  last?: boolean;
+  cwd?: string;
   /** Host the agent here even when a host is running (refused while a host holds it). */
   inProcess?: boolean;
 }
@@ -93,9 +96,15 @@ export interface ResumeOptions {
  * before the agent is hosted here: a hosted agent reads its inbox at once, and one let go right
  * after could leave a message it fetched unacked (or a turn it just started, released).
  */
-export async function resumeCommand(agentId: string, opts: ResumeOptions, config: EffectiveConfig, out: Out): Promise<number> {
+export async function resumeCommand(agentArg: string | undefined, opts: ResumeOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  if ((agentArg === undefined) === (opts.last !== true)) {
+    throw new ConfigError('cli.resume_which', agentArg === undefined ? 'resume needs the agent to resume' : 'an agent ID and --last name the agent twice', {
+      hint: 'actorloop resume <agentId>, or actorloop resume --last (the latest agent of this workspace)',
+    });
+  }
   const rt = await openRuntime(config, createLogger(config));
   try {
+    const agentId = agentArg ?? (await latestAgent(rt, opts.cwd ?? '.')).actorId;
     const json = opts.json === true;
     if (opts.inProcess !== true) {
       const code = await resumeOnHost(rt, agentId, json, out);

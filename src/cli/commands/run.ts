@@ -16,6 +16,7 @@ import type { InboxMessage } from '../../protocol/inbox.js';
 import { failureOf, printsOnCommit, promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
 import { afterPlanTurn } from './plan.js';
+import { continueCommand } from './continue.js';
 
 /** Options of `actorloop run`, as commander parsed them. */
 export interface RunOptions {
@@ -35,6 +36,10 @@ export interface RunOptions {
   inProcess?: boolean;
   /** Run the turn read-only: the agent explores and writes a plan for a person to accept. */
   planMode?: boolean;
+  /** `--continue <agentId>`: the task is the next turn of this agent (a conversation). */
+  continue?: string;
+  /** `--last`: the task is the next turn of the latest agent of this workspace. */
+  last?: boolean;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -42,9 +47,7 @@ export const DEFAULT_OPENAI_MODEL = 'openai:gpt-4.1-mini';
 
 /** Checks a run's inputs before anything is started: each mistake is one line and exit 2. */
 export async function validateRun(task: string, opts: RunOptions, config: EffectiveConfig): Promise<TurnRequest> {
-  if (task.trim() === '') {
-    throw new ConfigError('config.task', 'the task is empty', { hint: 'say what the agent should do, e.g. actorloop run "fix the failing test"' });
-  }
+  checkTask(task);
   const baseUrl = opts.baseUrl ?? config.openaiBaseUrl;
   const spec = opts.model ?? config.defaultModel ?? (config.apiKeyEnv || baseUrl ? DEFAULT_OPENAI_MODEL : null);
   if (!spec) {
@@ -52,12 +55,51 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
       hint: 'pass --model scripted:<file.json> (a scripted model), or set OPENAI_API_KEY (or ACTORLOOP_MODEL) to use an OpenAI model',
     });
   }
+  const model = await checkModel(spec, baseUrl, config);
+  const flags = await settingsOfFlags(opts);
+  return {
+    ...(flags.outputSchema ? { outputSchema: flags.outputSchema } : {}),
+    ...(flags.effort ? { effort: flags.effort } : {}),
+    ...(flags.maxOutputTokens ? { maxOutputTokens: flags.maxOutputTokens } : {}),
+    ...(flags.planMode ? { planMode: true } : {}),
+    approvalMode: flags.approvalMode ?? config.approvalMode,
+    // the run records the config it was started with; JSON drops the key (not enumerable)
+    config: configSnapshot(config),
+    model,
+    baseUrl,
+    workspace: flags.workspace ?? (await checkWorkspace('.')),
+    tools: flags.tools ?? null,
+    instructions: null,
+    maxSteps: flags.maxSteps ?? null,
+    maxToolCalls: flags.maxToolCalls ?? null,
+    deadlineSeconds: flags.deadlineSeconds ?? null,
+    maxAttempts: null,
+  };
+}
+
+/** The config a turn records (design §12: each run records the snapshot it ran with); secrets are not enumerable, so not in it. */
+export function configSnapshot(config: EffectiveConfig): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(config)) as Record<string, unknown>;
+}
+
+/** Refuses an empty task. */
+export function checkTask(task: string): void {
+  if (task.trim() === '') {
+    throw new ConfigError('config.task', 'the task is empty', { hint: 'say what the agent should do, e.g. actorloop run "fix the failing test"' });
+  }
+}
+
+/**
+ * Checks a model spec (a script that loads; an OpenAI model with a key or an endpoint) and the
+ * base URL, and returns the spec the log records: a script's path made absolute, since `resume`
+ * may run from another directory.
+ */
+export async function checkModel(spec: string, baseUrl: string | null, config: EffectiveConfig): Promise<string> {
   let model = spec;
   const parsed = parseModelSpec(spec);
   if (parsed.provider === 'scripted') {
     const file = resolve(parsed.file);
     await loadScript(file);
-    // The log records an absolute path: `resume` may run from another directory.
     model = `scripted:${file}`;
   } else if (!config.apiKeyEnv && !baseUrl) {
     throw new ConfigError('config.no_api_key', `no API key for ${spec}`, {
@@ -69,45 +111,49 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
       hint: 'pass --base-url http://host:port/v1 (or set OPENAI_BASE_URL)',
     });
   }
-  const workspace = resolve(opts.cwd ?? '.');
+  return model;
+}
+
+/** A workspace directory made absolute; a ConfigError when it is not a directory. */
+async function checkWorkspace(dir: string): Promise<string> {
+  const workspace = resolve(dir);
   const st = await stat(workspace).catch(() => null);
   if (!st?.isDirectory()) {
     throw new ConfigError('config.cwd', `workspace ${workspace} is not a directory`, { hint: 'pass --cwd <an existing directory>' });
   }
-  let tools: string[] | null = null;
+  return workspace;
+}
+
+/** The settings `run`'s own flags give, each checked; a key is absent where its flag was not given. */
+export async function settingsOfFlags(opts: RunOptions): Promise<Partial<TurnRequest>> {
+  const s: Partial<TurnRequest> = {};
+  if (opts.cwd !== undefined) s.workspace = await checkWorkspace(opts.cwd);
   if (opts.tools !== undefined) {
     const known = builtinTools().map((t) => t.name).sort();
-    tools = opts.tools.split(',').map((t) => t.trim()).filter(Boolean);
+    const tools = opts.tools.split(',').map((t) => t.trim()).filter(Boolean);
     const unknown = tools.filter((t) => !known.includes(t));
     if (unknown.length > 0) {
       throw new ConfigError('config.tools', `unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`, {
         hint: `--tools takes a comma-separated list of: ${known.join(', ')}`,
       });
     }
+    s.tools = tools;
   }
-  const outputSchema = opts.outputSchema === undefined ? null : await readOutputSchema(opts.outputSchema);
-  const effort = opts.effort === undefined ? null : ReasoningEffortSchema.safeParse(opts.effort);
-  if (effort && !effort.success) {
-    throw new ConfigError('config.effort', `unknown effort "${opts.effort}"`, { hint: `--effort takes ${ReasoningEffortSchema.options.join(', ')}` });
+  if (opts.outputSchema !== undefined) s.outputSchema = await readOutputSchema(opts.outputSchema);
+  if (opts.effort !== undefined) {
+    const effort = ReasoningEffortSchema.safeParse(opts.effort);
+    if (!effort.success) {
+      throw new ConfigError('config.effort', `unknown effort "${opts.effort}"`, { hint: `--effort takes ${ReasoningEffortSchema.options.join(', ')}` });
+    }
+    s.effort = effort.data;
   }
-  return {
-    ...(outputSchema ? { outputSchema } : {}),
-    ...(effort?.success ? { effort: effort.data } : {}),
-    ...(opts.maxOutputTokens ? { maxOutputTokens: opts.maxOutputTokens } : {}),
-    ...(opts.planMode ? { planMode: true } : {}),
-    approvalMode: opts.approve ?? config.approvalMode,
-    // the run records the config it was started with; JSON drops the key (not enumerable)
-    config: JSON.parse(JSON.stringify(config)) as Record<string, unknown>,
-    model,
-    baseUrl,
-    workspace,
-    tools,
-    instructions: null,
-    maxSteps: opts.maxSteps ?? null,
-    maxToolCalls: opts.maxToolCalls ?? null,
-    deadlineSeconds: opts.deadline ?? null,
-    maxAttempts: null,
-  };
+  if (opts.maxOutputTokens) s.maxOutputTokens = opts.maxOutputTokens;
+  if (opts.planMode) s.planMode = true;
+  if (opts.approve !== undefined) s.approvalMode = opts.approve;
+  if (opts.maxSteps !== undefined) s.maxSteps = opts.maxSteps;
+  if (opts.maxToolCalls !== undefined) s.maxToolCalls = opts.maxToolCalls;
+  if (opts.deadline !== undefined) s.deadlineSeconds = opts.deadline;
+  return s;
 }
 
 /** Reads `--output-schema`: a JSON Schema file the final answer must match. */
@@ -145,6 +191,7 @@ export async function runCommand(
   out: Out,
   onAgent?: (agentId: string) => void,
 ): Promise<number> {
+  if (opts.continue !== undefined || opts.last === true) return continueCommand({ agentId: opts.continue, last: opts.last }, task, opts, config, out);
   const request = await validateRun(task, opts, config);
   const logger = createLogger(config);
   const rt = await openRuntime(config, logger);
