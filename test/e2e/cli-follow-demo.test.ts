@@ -118,8 +118,10 @@ test('a reader that goes away (events | head) ends the command, and the nats-ser
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       reader.on('exit', (code, signal) => resolve({ code, signal })),
     );
-    // read the first line, then hang up, as `head -1` does
-    await new Promise<void>((resolve) => reader.stdout.once('data', () => resolve()));
+    // hang up before the command writes, as a `head -1` that got its line does: every write the
+    // command makes then fails. (Hanging up after the first chunk raced: on a busy machine the
+    // whole log could be in the pipe by then, and a follower with nothing new to write never
+    // learns its reader left — as `tail -f | head -1` does not.)
     reader.stdout.destroy();
     const ended = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 15_000))]);
     expect(ended, `${args.join(' ')} still runs after its reader left`).not.toBeNull();
