@@ -9,10 +9,10 @@ import { busOptions, createLogger } from '../runtime.js';
 
 /** What `buildProgram` lends a command it does not define itself. */
 export interface CommandKit {
-  /** Adds `--data-dir` and `--nats`. */
+  /** Adds `--data-dir`, `--nats` and `-c key=value`. */
   common(cmd: Command): Command;
   /** The config flags of parsed options. */
-  flags(o: { dataDir?: string; nats?: string }): ConfigFlags;
+  flags(o: { dataDir?: string; nats?: string; config?: string[] }): ConfigFlags;
   /** Wraps an action so its resolved number becomes the exit code. */
   act<A extends unknown[]>(fn: (...args: A) => Promise<number>): (...args: A) => Promise<void>;
   out: Out;

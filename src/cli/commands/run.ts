@@ -35,6 +35,8 @@ export interface RunOptions {
   inProcess?: boolean;
   /** Run the turn read-only: the agent explores and writes a plan for a person to accept. */
   planMode?: boolean;
+  /** A file holding the system prompt; wins over the config's `instructions`. */
+  instructions?: string;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -86,6 +88,7 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     }
   }
   const outputSchema = opts.outputSchema === undefined ? null : await readOutputSchema(opts.outputSchema);
+  const instructions = opts.instructions === undefined ? config.instructions : await readInstructions(opts.instructions);
   const effort = opts.effort === undefined ? null : ReasoningEffortSchema.safeParse(opts.effort);
   if (effort && !effort.success) {
     throw new ConfigError('config.effort', `unknown effort "${opts.effort}"`, { hint: `--effort takes ${ReasoningEffortSchema.options.join(', ')}` });
@@ -102,12 +105,30 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     baseUrl,
     workspace,
     tools,
-    instructions: null,
+    // null: the built-in instructions (plan mode appends its paragraph to whichever it is)
+    instructions,
     maxSteps: opts.maxSteps ?? null,
     maxToolCalls: opts.maxToolCalls ?? null,
     deadlineSeconds: opts.deadline ?? null,
     maxAttempts: null,
   };
+}
+
+/** Reads `--instructions FILE`: the system prompt, as written; a missing or empty file is a usage error. */
+async function readInstructions(path: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(resolve(path), 'utf8');
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : `not readable (${(err as Error).message})`;
+    throw new ConfigError('config.instructions', `instructions file ${path} is ${why}`, { hint: 'pass --instructions <a text file holding the system prompt>' });
+  }
+  if (text.trim() === '') {
+    throw new ConfigError('config.instructions', `instructions file ${path} is empty`, {
+      hint: 'write the system prompt into it, or leave --instructions out for the configured (or built-in) instructions',
+    });
+  }
+  return text;
 }
 
 /** Reads `--output-schema`: a JSON Schema file the final answer must match. */
