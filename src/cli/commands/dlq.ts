@@ -6,6 +6,7 @@ import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { terminalText } from '../terminal-text.js';
 import { busOptions, createLogger } from '../runtime.js';
+import { cliLine } from '../hints.js';
 
 /** What `buildProgram` lends a command it does not define itself. */
 export interface CommandKit {
@@ -104,7 +105,7 @@ export async function dlqRedriveCommand(id: string, opts: { json?: boolean }, co
       return EXIT.completed;
     }
     out.stdout.write(`${r.letter.id} sent again to the inbox of ${r.letter.actorId}\n`);
-    out.stderr.write(`a host running ${r.letter.actorId} takes it at once; if none does: actorloop resume ${r.letter.actorId}\n`);
+    out.stderr.write(`a host running ${r.letter.actorId} takes it at once; if none does: ${cliLine(config, 'resume', r.letter.actorId)}\n`);
     return EXIT.completed;
   });
 }

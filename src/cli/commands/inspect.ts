@@ -5,6 +5,7 @@ import { EXIT } from '../exit-codes.js';
 import { describeEvent, eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
+import { cliLine, placeholder } from '../hints.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { entryOf, foldLog } from '../hand-off.js';
 import { followAgent } from '../../client/follower.js';
@@ -70,7 +71,7 @@ export async function runsCommand(opts: { json?: boolean }, config: EffectiveCon
       return EXIT.completed;
     }
     if (entries.length === 0) {
-      out.stdout.write('no runs yet: start one with `actorloop run "<task>" --model scripted:<file.json>` or `actorloop demo`\n');
+      out.stdout.write(`no runs yet: start one with \`${cliLine(config, 'run', placeholder('"<task>" --model scripted:<file.json>'))}\` or \`${cliLine(config, 'demo')}\`\n`);
       return EXIT.completed;
     }
     for (const e of entries) {

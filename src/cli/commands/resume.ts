@@ -13,6 +13,7 @@ import { publishInbox } from '../../bus/inbox.js';
 import { pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
 import { interruptMessage } from '../interrupt-key.js';
+import { cliLine, type WhereConfig } from '../hints.js';
 
 /** A person to ask on this terminal, or null (not a TTY, or stdout belongs to `--json`). */
 export function promptFor(out: Out, json: boolean): Prompt | null {
@@ -209,7 +210,7 @@ export async function answerCommand(
       sayExpired(out, approvalId, logged);
       return await awaitHosted(h, entry, from, json, out, new Map([[approvalId, 'expiry']]));
     }
-    const approval = approvalToAnswer(agentId, approvalId, h.actor.projection);
+    const approval = approvalToAnswer(agentId, approvalId, h.actor.projection, rt.config);
     const msg = approvalMessage(agentId, approvalId, approval.planDigest, answer);
     await h.supervisor.send(msg);
     return await awaitHosted(h, entry, from, json, out, new Map([[approvalId, msg.id]]));
@@ -235,7 +236,7 @@ async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, an
       prompt: promptFor(out, json), answered: new Map([[approvalId, 'expiry']]), hosting: { kind: 'host', handedOver: place.kind === 'free' },
     });
   }
-  const approval = approvalToAnswer(agentId, approvalId, p);
+  const approval = approvalToAnswer(agentId, approvalId, p, rt.config);
   // nobody holds it: the answer is mail, which a host claims the agent for
   if (place.kind === 'free') await releaseToHosts(rt, entry);
   const msg = approvalMessage(agentId, approvalId, approval.planDigest, answer);
@@ -260,7 +261,7 @@ function sayExpired(out: Out, approvalId: string, a: ApprovalRecord): void {
 }
 
 /** The pending approval `approvalId` of the agent's open turn; a clear error when there is none to answer. */
-function approvalToAnswer(agentId: string, approvalId: string, p: Projection): ApprovalRecord {
+function approvalToAnswer(agentId: string, approvalId: string, p: Projection, config: WhereConfig): ApprovalRecord {
   const approval = p.approvals?.[approvalId];
   if (!approval && !p.openTurn) {
     const last = p.lastTurn;
@@ -271,7 +272,7 @@ function approvalToAnswer(agentId: string, approvalId: string, p: Projection): A
   if (!approval) {
     const pending = pendingApprovals(p).map((a) => a.approvalId);
     throw new NotFoundError('cli.approval_not_found', `${agentId} has no approval ${approvalId} in its open turn`, {
-      hint: pending.length > 0 ? `pending approvals: ${pending.join(', ')}` : `actorloop events ${agentId} shows its approval/requested events`,
+      hint: pending.length > 0 ? `pending approvals: ${pending.join(', ')}` : `${cliLine(config, 'events', agentId)} shows its approval/requested events`,
     });
   }
   if (approval.state !== 'pending') {
