@@ -69,12 +69,16 @@ export interface FaultInjector {
   hit(point: string, actorId: string, epoch?: number): void;
 }
 
+/** Told of a `kill` fault just before it fires (synchronously: nothing runs after it). */
+export type BeforeKill = (hit: { point: string; actorId: string }) => void;
+
 /**
  * A fault injector for the given specs; `kill` SIGKILLs this process, as a crash would. Before
  * it fires it adds a record to `records` (when given), which names the point in the
- * `actor/killed` the recovering incarnation commits.
+ * `actor/killed` the recovering incarnation commits, and calls `beforeKill` (the CLI says how to
+ * carry the turn on; the injector knows no CLI).
  */
-export function createFaultInjector(specs: FaultSpec[], logger?: Logger, records?: FaultRecords): FaultInjector {
+export function createFaultInjector(specs: FaultSpec[], logger?: Logger, records?: FaultRecords, beforeKill?: BeforeKill): FaultInjector {
   if (specs.length === 0) return { hit() {} };
   const counts = new Map<FaultSpec, number>();
   return {
@@ -93,6 +97,11 @@ export function createFaultInjector(specs: FaultSpec[], logger?: Logger, records
           logger?.warn({ err, actorId }, 'fault record not written');
         }
         if (spec.action === 'kill') {
+          try {
+            beforeKill?.({ point, actorId });
+          } catch {
+            // the kill is what was asked for: a failing notice must not stop it
+          }
           process.kill(process.pid, 'SIGKILL');
         }
         throw new ActorDropped(point);

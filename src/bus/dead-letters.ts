@@ -254,7 +254,7 @@ export async function redriveDeadLetter(bus: DlqBus, id: string, opts: { at?: st
   if (!letter) {
     const last = matching.at(-1)!;
     throw new ConfigError('dlq.already_redriven', `dead letter ${id} was already redriven at ${last.redriven!.at}`, {
-      hint: `if it failed again it is listed as a new dead letter; \`actorloop events ${last.actorId}\` shows whether the agent took it`,
+      hint: `if it failed again it is listed as a new dead letter; \`actorloop events ${last.actorId}\` (with the same --data-dir and --nats) shows whether the agent took it`,
     });
   }
   const decoded = decodeInboxMessage(letter.data);

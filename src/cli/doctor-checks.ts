@@ -201,8 +201,58 @@ async function jetStreamChecks(url: string, embedded: EmbeddedNats | undefined, 
     return [failed('jetstream', `${server}: cannot read the JetStream account info: ${messageOf(err)}`,
       'check that this account may use JetStream (the server config gives it jetstream: enabled)')];
   }
+  const version = nc.info?.version ?? '0.0.0';
+  // only a server given by URL may have been told sync_interval: the embedded one runs with the config actorloop writes
+  const sync = embedded || olderThan(version, [2, 10]) ? null : await syncSetting(nc);
+  results.push(durabilityCheck(version, embedded !== undefined, sync));
   results.push(await streamsCheck(jsm));
   return results;
+}
+
+/** What a server says of its fsync setting (its varz, for a login that may read it). */
+export interface SyncSetting {
+  always: boolean;
+  /** The interval between fsyncs, in nanoseconds as the server reports it; absent: its default. */
+  intervalNs?: number;
+}
+
+const DURABILITY_FIX = 'to survive power loss, run nats-server 2.10 or newer with `jetstream { sync_interval: always }` and point --nats / NATS_URL at it, '
+  + 'or a replicated (R3) cluster (README: Durability contract)';
+
+/**
+ * Whether the server fsyncs every commit (design §4, README "Durability contract"): a commit
+ * JetStream acknowledged survives any process kill; surviving power loss needs nats-server 2.10+
+ * with `sync_interval: always` (or R3). Before 2.10 the server fsyncs every 2 minutes and cannot be
+ * told otherwise; from 2.10, what it was told shows only to a login that may read its varz.
+ */
+export function durabilityCheck(version: string, embedded: boolean, sync: SyncSetting | null): CheckResult {
+  const kill = 'a commit JetStream acknowledged survives any process kill (of the runtime or of nats-server), not a power loss';
+  if (olderThan(version, [2, 10])) {
+    return warning('durability', `nats-server ${version} fsyncs every 2 minutes and cannot be told otherwise: ${kill}`, DURABILITY_FIX);
+  }
+  if (embedded) {
+    return warning('durability', `the embedded nats-server ${version} runs with its default sync_interval (fsync every 2 minutes): ${kill}`, DURABILITY_FIX);
+  }
+  if (sync === null) {
+    return ok('durability', `nats-server ${version} can fsync every commit (sync_interval: always); this login cannot read its settings to tell whether it does`);
+  }
+  if (sync.always) return ok('durability', `nats-server ${version} has sync_interval: always: each commit is on disk before it is acknowledged`);
+  const every = sync.intervalNs ? `${Math.round(sync.intervalNs / 1e9)} s` : '2 minutes (the default)';
+  return warning('durability', `nats-server ${version} fsyncs every ${every}, not at every commit: ${kill}`, DURABILITY_FIX);
+}
+
+/** The server's fsync setting from its varz (system account logins only); null when it does not say. */
+async function syncSetting(nc: NatsConnection): Promise<SyncSetting | null> {
+  try {
+    const reply = await nc.request('$SYS.REQ.SERVER.PING.VARZ', '', { timeout: 1_000 });
+    const varz = reply.json<{ data?: { jetstream?: { config?: { sync_always?: boolean; sync_interval?: number } } } }>();
+    const config = varz.data?.jetstream?.config;
+    if (!config) return null;
+    return { always: config.sync_always === true, ...(config.sync_interval ? { intervalNs: config.sync_interval } : {}) };
+  } catch {
+    // no responders or no permission: an ordinary account cannot see it
+    return null;
+  }
 }
 
 /** Reads (never creates or changes) the streams actorloop needs and compares their settings. */

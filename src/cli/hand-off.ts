@@ -7,6 +7,7 @@ import { agentNotFound, NotFoundError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import { emptyProjection, foldEvent, type Projection } from '../store/projection.js';
 import type { Runtime } from './runtime.js';
+import { cliLine, placeholder } from './hints.js';
 import { resolve } from 'node:path';
 
 // A command hands its agent to a running `actorloop host` instead of hosting it in-process when
@@ -54,7 +55,7 @@ export async function latestAgent(rt: Runtime, workspace: string): Promise<Direc
   const latest = mine[0];
   if (!latest) {
     throw new NotFoundError('cli.no_last_agent', `no agent has run in ${dir} with this data dir`, {
-      hint: 'start one with actorloop run "<task>" (or pass --cwd <the workspace it ran in>); actorloop runs lists them all',
+      hint: `start one with ${cliLine(rt.config, 'run', placeholder('"<task>"'))} (or pass --cwd <the workspace it ran in>); ${cliLine(rt.config, 'runs')} lists them all`,
     });
   }
   return latest;

@@ -29,6 +29,8 @@ export interface InterruptKeyOptions {
   send(msg: InboxMessage): Promise<void>;
   /** Says one line to the person (stderr). */
   say(line: string): void;
+  /** The command that carries the turn on, as the person would paste it (`cliLine`: with the command's --data-dir and --nats). */
+  resumeLine: string;
   windowMs?: number;
 }
 
@@ -58,7 +60,7 @@ export class InterruptKey {
       this.leave({ kind: 'leave', sent: this.sent });
       return;
     }
-    this.o.say(`interrupting the turn (Ctrl-C again now leaves instead; the turn stays open and \`actorloop resume ${this.o.agentId}\` carries it on)`);
+    this.o.say(`interrupting the turn (Ctrl-C again now leaves instead; the turn stays open and \`${this.o.resumeLine}\` carries it on)`);
     this.timer = setTimeout(() => {
       this.timer = null;
       this.sent = true;

@@ -33,6 +33,11 @@ function wholeNumber(name: string, min: 0 | 1) {
   };
 }
 
+// commander's way to take an option more than once: each value is added to the list
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 function positiveNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`--deadline takes seconds (a number above 0), got "${value}"`);
@@ -77,20 +82,22 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
   const common = (cmd: Command): Command =>
     cmd
       .option('--data-dir <dir>', 'where logs, snapshots and the embedded server live (default: ACTORLOOP_DATA_DIR, else a per-user dir)')
-      .option('--nats <url>', 'a NATS server with JetStream (default: NATS_URL, else an embedded nats-server)');
-  const flags = (o: { dataDir?: string; nats?: string; fault?: string; cwd?: string }): ConfigFlags => {
+      .option('--nats <url>', 'a NATS server with JetStream (default: NATS_URL, else an embedded nats-server)')
+      .option('-c, --config <key=value>', 'set a config-file key for this command (repeatable; the value is TOML, else a string): -c approval_mode=deny-all', collect, []);
+  const flags = (o: { dataDir?: string; nats?: string; fault?: string; cwd?: string; config?: string[] }): ConfigFlags => {
     const f: ConfigFlags = {};
     // the workspace's actorloop.toml is read from --cwd when a command has one
     if (o.cwd !== undefined) f.cwd = o.cwd;
     if (o.dataDir !== undefined) f.dataDir = o.dataDir;
     if (o.nats !== undefined) f.nats = o.nats;
     if (o.fault !== undefined) f.fault = o.fault;
+    if (o.config !== undefined && o.config.length > 0) f.overrides = o.config;
     return f;
   };
   // The workspace file's keys that did not count are named once per command, on stderr, when
   // the command is done: a command's first line (the agent ID of `run`) stays its first.
   const ignored = new Set<string>();
-  const load = (o: { dataDir?: string; nats?: string; fault?: string; cwd?: string }): EffectiveConfig => {
+  const load = (o: { dataDir?: string; nats?: string; fault?: string; cwd?: string; config?: string[] }): EffectiveConfig => {
     const config = loadConfig(flags(o));
     for (const note of config.ignoredKeys) ignored.add(note);
     return config;
@@ -118,6 +125,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--max-tool-calls <n>', 'stop the turn after n tool calls', wholeNumber('--max-tool-calls', 0))
     .option('--deadline <seconds>', 'stop the turn after this many seconds', positiveNumber)
     .option('--tools <names>', 'comma-separated tools the model may see (default: all)')
+    .option('--instructions <file>', "a file holding the system prompt (default: the config's `instructions`, else a built-in one)")
     .addOption(
       new Option('--approve <mode>', 'what may run without asking: ask (reads only), auto-edit (+ workspace edits), full-auto (+ sandboxed shell), deny-all')
         .choices(ApprovalModeSchema.options),

@@ -6,6 +6,7 @@ import { createFileFaultRecords } from '../actors/fault-records.js';
 import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
 import { createJetStreamPorts } from '../actors/supervisor-ports.js';
 import { environmentOf, redactedValues, secretOf, type EffectiveConfig } from '../config/config.js';
+import { writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { ToolingPorts } from '../actors/tooling.js';
@@ -27,6 +28,7 @@ import type { LogReader } from '../store/log-port.js';
 import { openLmdbStore, type LmdbStore } from '../store/lmdb-store.js';
 import { createLmdbSnapshots, type SnapshotStore } from '../store/snapshots.js';
 import { builtinTools } from '../tools/builtins/index.js';
+import { cliLine } from './hints.js';
 import { createToolRegistry, type ToolRegistry } from '../tools/registry.js';
 
 /** Everything a command needs, opened once and closed once. */
@@ -120,7 +122,10 @@ export interface OpenRuntimeOptions {
 export async function openRuntime(config: EffectiveConfig, logger: Logger, opts: OpenRuntimeOptions = {}): Promise<Runtime> {
   // a kill leaves the point it fired at in the data dir; whoever recovers the agent here reads it
   const faultRecords = createFileFaultRecords(join(config.dataDir, 'faults'));
-  const faults = createFaultInjector(parseFaultSpecs(config.faults), logger, faultRecords);
+  const faults = createFaultInjector(parseFaultSpecs(config.faults), logger, faultRecords, ({ point, actorId }) => {
+    // written at once (writeSync): the SIGKILL comes right after, before any stream could flush
+    writeSync(2, `fault ${point}: killing this process; ${cliLine(config, 'resume', actorId)} carries the turn on\n`);
+  });
   const bus = await openBus(busOptions(config, logger, 'actorloop', opts.role ?? 'host', opts.person ?? true));
   let lmdb: LmdbStore;
   try {
@@ -174,7 +179,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
       if (lease) return lease;
       const other = await keeper.holderOf(actorId);
       throw new ConfigError('cli.hosted_elsewhere', `${actorId} is being run by ${other?.host ?? 'another process'}`, {
-        hint: `follow it with: actorloop events ${actorId} --follow, or \`actorloop resume ${actorId}\` without --in-process when a host runs it (its lease lapses ${Math.round(leases.ttlMs / 1000)} s after its holder stops)`,
+        hint: `follow it with: ${cliLine(config, 'events', actorId, '--follow')}, or \`${cliLine(config, 'resume', actorId)}\` without --in-process when a host runs it (its lease lapses ${Math.round(leases.ttlMs / 1000)} s after its holder stops)`,
       });
     },
     async pinNew(actorId) {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { PolicyRuleSchema } from '../protocol/policy-rule.js';
+import { didYouMean } from './did-you-mean.js';
 
 /** What an `actorloop.toml` (workspace) or `~/.config/actorloop/config.toml` (user) may set. */
 export const ConfigFileSchema = z.strictObject({
@@ -38,6 +39,11 @@ export const ConfigFileSchema = z.strictObject({
   pricing: z
     .record(z.string(), z.strictObject({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() }))
     .optional(),
+  /**
+   * The system prompt of runs that pass no `--instructions FILE` (default: a short built-in one).
+   * An untrusted workspace may set it: it cannot loosen a permission, since policy gates every call.
+   */
+  instructions: z.string().refine((s) => s.trim() !== '', 'the instructions are empty').optional(),
   /** The run mode of runs that pass no `--approve`: ask, auto-edit, full-auto, deny-all. */
   approval_mode: ApprovalModeSchema.optional(),
   /** `[[policy.rules]]`: tool, paths, command, level, untrusted_context, network, env_allow, decision, reason, id. */
@@ -82,14 +88,50 @@ export function readConfigFile(path: string): ConfigFile | null {
   const parsed = ConfigFileSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    const key = issue.path.join('.');
-    const detail =
-      issue.code === 'unrecognized_keys'
-        ? `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`
-        : `${key}: ${issue.message}`;
-    throw new ConfigError('config.file', `${path}: ${detail}`, {
-      hint: `the keys are ${Object.keys(ConfigFileSchema.shape).join(', ')}`,
-    });
+    throw new ConfigError('config.file', `${path}: ${describeIssue(issue)}`, { hint: keysHint(issue) });
   }
   return parsed.data;
+}
+
+/** One zod issue of a config layer as a person reads it: the dotted key, what is wrong, a "did you mean" for a typo. */
+export function describeIssue(issue: z.core.$ZodIssue): string {
+  const key = dottedKey(issue.path);
+  if (issue.code === 'invalid_type' && / received undefined$/.test(issue.message)) return `${key} is missing`;
+  if (issue.code !== 'unrecognized_keys') return `${key}: ${issue.message}`;
+  const known = knownKeysAt(issue.path);
+  const at = key === '' ? '' : `${key}.`;
+  const keys = issue.keys.map((k) => `${at}${k}${didYouMean(k, known)}`);
+  return `unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`;
+}
+
+/** What keys there are where an issue is (the top level's, or a table's). */
+export function keysHint(issue: z.core.$ZodIssue): string {
+  const at = issue.code === 'unrecognized_keys' ? issue.path : issue.path.slice(0, -1);
+  const keys = knownKeysAt(at);
+  return `the keys ${at.length > 0 ? `of ${dottedKey(at)} ` : ''}are ${keys.join(', ')}`;
+}
+
+/** A path as a TOML key is written: `pricing."gpt-4.1".input_per_mtok`. */
+export function dottedKey(path: readonly PropertyKey[]): string {
+  return path.map((p) => (/^[A-Za-z0-9_-]+$/.test(String(p)) ? String(p) : JSON.stringify(String(p)))).join('.');
+}
+
+/**
+ * The keys the schema knows at a path of a config layer (`[]`: the top level,
+ * `['capabilities', 'llama3']`: a capability's), walking through optional values, records and arrays.
+ */
+export function knownKeysAt(path: readonly PropertyKey[]): string[] {
+  let schema = ConfigFileSchema as unknown as z.core.$ZodType;
+  const unwrap = (s: z.core.$ZodType): z.core.$ZodType => {
+    const def = s._zod.def as { type: string; innerType?: z.core.$ZodType };
+    return def.type === 'optional' && def.innerType ? unwrap(def.innerType) : s;
+  };
+  for (const step of path) {
+    const def = unwrap(schema)._zod.def as { type: string; shape?: Record<string, z.core.$ZodType>; valueType?: z.core.$ZodType; element?: z.core.$ZodType };
+    const next = def.type === 'object' ? def.shape?.[String(step)] : def.type === 'record' ? def.valueType : def.type === 'array' ? def.element : undefined;
+    if (!next) return [];
+    schema = next;
+  }
+  const def = unwrap(schema)._zod.def as { type: string; shape?: Record<string, unknown> };
+  return def.type === 'object' && def.shape ? Object.keys(def.shape) : [];
 }

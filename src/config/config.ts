@@ -4,16 +4,23 @@ import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { PolicyRuleSchema } from '../protocol/policy-rule.js';
-import { readConfigFile } from './config-file.js';
+import { ConfigFileSchema, readConfigFile, type ConfigFile } from './config-file.js';
+import { applyOverrides, checkMerged, parseOverrides } from './overrides.js';
 import {
   DEFAULT_APPROVAL_MODE, DEFAULT_APPROVAL_TTL_SECONDS, DEFAULT_ASK_TTL_SECONDS, isTrustedWorkspace, mergeLayers, trustedWorkspaces, workspaceKey, workspaceLayer,
 } from './workspace-trust.js';
+
+/** Where a setting came from: a built-in default, the workspace's or the user's file, the environment, or a flag (`--data-dir`, `-c`). */
+export const ConfigSourceSchema = z.enum(['default', 'workspace', 'user', 'env', 'flag']);
+/** Where a setting came from. */
+export type ConfigSource = z.infer<typeof ConfigSourceSchema>;
 
 /**
  * The frozen settings a command runs with (design §12): the workspace's `actorloop.toml`, then the
  * user's `~/.config/actorloop/config.toml`, then the environment, then flags; each later one wins.
  * The user's file wins over the workspace's on purpose: a cloned repository must not be able to
- * point the user's API key at another server.
+ * point the user's API key at another server. `-c key=value` flags win over all of them: they
+ * are the user's own word for this one command.
  */
 export const EffectiveConfigSchema = z.object({
   dataDir: z.string(),
@@ -46,6 +53,10 @@ export const EffectiveConfigSchema = z.object({
   natsServerBinary: z.string().nullable(),
   /** The run mode of runs that pass no `--approve`. */
   approvalMode: ApprovalModeSchema,
+  /** The system prompt of runs that pass no `--instructions FILE`; null: the built-in one. */
+  instructions: z.string().nullable(),
+  /** Where each config-file key's value came from, by its name in the file (`data_dir`, `approval_mode`, ...). */
+  sources: z.record(z.string(), ConfigSourceSchema),
   /** Policy rules: the user's, then the workspace's (its allow rules only when the user trusts them). */
   policyRules: z.array(PolicyRuleSchema),
   /** Workspace rules that were not applied, and why (for `doctor`). */
@@ -82,6 +93,8 @@ export interface ConfigFlags {
   cwd?: string;
   /** A `.creds` file to log in to the NATS server with. */
   natsCreds?: string;
+  /** `-c key=value` overrides of config-file keys, in the order given (a later one wins). */
+  overrides?: string[];
 }
 
 /** Where the config files of a workspace and a user are. */
@@ -109,16 +122,27 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const files = [wsRead ? paths.workspace : null, user ? paths.user : null].filter((f): f is string => f !== null);
   const trusted = isTrustedWorkspace(user, cwd);
   const ws = workspaceLayer(wsRead, user, trusted);
-  const file = mergeLayers(ws.file, user);
+  const over = parseOverrides(flags.overrides ?? []);
+  const fromFiles = mergeLayers(ws.file, user);
+  const file = checkMerged(applyOverrides(fromFiles, over));
   const keyEnv = file.api_key_env ?? 'OPENAI_API_KEY';
-  const natsCreds = flags.natsCreds ?? (env.NATS_CREDS || file.nats_creds || null);
+  const natsCreds = flags.natsCreds ?? (over.nats_creds || env.NATS_CREDS || file.nats_creds || null);
   const natsLogin = natsCreds ? 'creds' : env.NATS_TOKEN ? 'token' : env.NATS_USER ? 'user' : 'none';
+  // a flag named for a setting (--data-dir) wins over `-c` of the same key, which wins over the environment
+  const given: Partial<Record<keyof ConfigFile, { flag: string | undefined; env: string | undefined }>> = {
+    data_dir: { flag: flags.dataDir, env: env.ACTORLOOP_DATA_DIR },
+    nats_url: { flag: flags.nats, env: env.NATS_URL },
+    nats_creds: { flag: flags.natsCreds, env: env.NATS_CREDS },
+    model: { flag: undefined, env: env.ACTORLOOP_MODEL },
+    base_url: { flag: undefined, env: env.OPENAI_BASE_URL },
+  };
+  const sources = sourcesOf(given, over, ws.file, user, fromFiles);
   const parsed = EffectiveConfigSchema.safeParse({
-    dataDir: resolve(flags.dataDir ?? (env.ACTORLOOP_DATA_DIR || file.data_dir || defaultDataDir(env))),
-    natsUrl: flags.nats ?? (env.NATS_URL || file.nats_url || null),
+    dataDir: resolve(flags.dataDir ?? (over.data_dir || env.ACTORLOOP_DATA_DIR || file.data_dir || defaultDataDir(env))),
+    natsUrl: flags.nats ?? (over.nats_url || env.NATS_URL || file.nats_url || null),
     logLevel: level,
     faults: [flags.fault, env.ACTORLOOP_FAULTS].filter((x) => x && x !== '').join(',') || null,
-    defaultModel: env.ACTORLOOP_MODEL || file.model || null,
+    defaultModel: over.model || env.ACTORLOOP_MODEL || file.model || null,
     apiKeyEnv: env[keyEnv] ? keyEnv : null,
     configFiles: files,
     capabilities: Object.fromEntries(
@@ -138,10 +162,12 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     pricing: Object.fromEntries(
       Object.entries(file.pricing ?? {}).map(([model, p]) => [model, { inputPerMTok: p.input_per_mtok, outputPerMTok: p.output_per_mtok }]),
     ),
-    openaiBaseUrl: env.OPENAI_BASE_URL || file.base_url || null,
+    openaiBaseUrl: over.base_url || env.OPENAI_BASE_URL || file.base_url || null,
     snapshotEvery: Number(env.ACTORLOOP_SNAPSHOT_EVERY ?? 64),
     natsServerBinary: env.ACTORLOOP_NATS_SERVER || null,
     approvalMode: file.approval_mode ?? DEFAULT_APPROVAL_MODE,
+    instructions: file.instructions ?? null,
+    sources,
     policyRules: file.policy?.rules ?? [],
     policyNotes: ws.ignored.filter((n) => n.startsWith('policy rule')),
     observationBudgetBytes: file.observation_budget_bytes ?? 16 * 1024,
@@ -178,6 +204,36 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const environment = Object.freeze(Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')));
   Object.defineProperty(config, ENVIRONMENT, { value: environment, enumerable: false });
   return Object.freeze(config);
+}
+
+/**
+ * Where each config-file key's value came from. Of the two files, the one whose value is the
+ * merged one; lists that add up (policy rules, redactions) name the user's file when it added to them.
+ */
+function sourcesOf(
+  given: Partial<Record<keyof ConfigFile, { flag: string | undefined; env: string | undefined }>>,
+  over: ConfigFile,
+  ws: ConfigFile,
+  user: ConfigFile | null,
+  merged: ConfigFile,
+): Record<string, ConfigSource> {
+  const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+  const sources: Record<string, ConfigSource> = {};
+  for (const key of Object.keys(ConfigFileSchema.shape) as Array<keyof ConfigFile>) {
+    const g = given[key];
+    const w = ws[key];
+    const u = user?.[key];
+    sources[key] =
+      g?.flag !== undefined || over[key] !== undefined ? 'flag'
+        : g?.env ? 'env'
+          : w === undefined && u === undefined ? 'default'
+            : w === undefined ? 'user'
+              : u === undefined ? 'workspace'
+                : same(merged[key], w) && !same(merged[key], u) ? 'workspace' : 'user';
+  }
+  // mergeLayers always makes a policy table; with no rule in it, the rules are the default (none)
+  if ((merged.policy?.rules ?? []).length === 0 && over.policy === undefined) sources.policy = 'default';
+  return sources;
 }
 
 const ENVIRONMENT = Symbol('actorloop.environment');

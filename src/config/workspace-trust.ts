@@ -56,7 +56,8 @@ export interface WorkspaceLayer {
 
 /**
  * The part of a workspace file that counts. Trusted: all of it but the user-only keys. Untrusted:
- * harmless keys (model name, capabilities, prices, output budget, parallel calls), additions to
+ * harmless keys (model name, capabilities, prices, output budget, parallel calls, instructions:
+ * they change what the model is told, never what it may do, since policy gates every call), additions to
  * redaction, deny and ask rules, a stricter run mode and a shorter approval life; never an
  * endpoint, a key variable, a NATS server or credentials, a data dir, a looser run mode or allow
  * rules (which carry the network and environment grants).

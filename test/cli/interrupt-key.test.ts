@@ -7,7 +7,9 @@ import type { InboxMessage } from '../../src/protocol/inbox.js';
 function key() {
   const sent: InboxMessage[] = [];
   const said: string[] = [];
-  const k = new InterruptKey({ agentId: 'agt_1', windowMs: 30, send: async (m) => void sent.push(m), say: (l) => said.push(l) });
+  const k = new InterruptKey({
+    agentId: 'agt_1', resumeLine: 'actorloop resume agt_1 --data-dir /tmp/d', windowMs: 30, send: async (m) => void sent.push(m), say: (l) => said.push(l),
+  });
   return { k, sent, said };
 }
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -16,7 +18,7 @@ describe('InterruptKey', () => {
   test('one press: says so, then sends one person-only interrupt to the agent', async () => {
     const { k, sent, said } = key();
     k.press();
-    expect(said[0]).toContain('actorloop resume agt_1');
+    expect(said[0]).toContain('`actorloop resume agt_1 --data-dir /tmp/d` carries it on');
     expect(sent).toEqual([]);
     await settle(60);
     expect(sent).toHaveLength(1);

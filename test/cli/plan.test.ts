@@ -2,11 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { PLAN_MODE_INSTRUCTIONS } from '../../src/actors/plan-mode.js';
 import { resolveSettings } from '../../src/actors/turn-settings.js';
 import { acceptMessage, describePlan } from '../../src/cli/commands/plan.js';
+import { lineFor } from '../../src/cli/hints.js';
 import { ConfigError } from '../../src/protocol/errors.js';
 import { turnRequest } from '../helpers/runtime.js';
 import { ACTOR, LogBuilder } from '../actors/log-builder.js';
 import { fold } from '../actors/agent-fixture.js';
 
+// a command with --data-dir: every hint it builds carries it
+const LINE = lineFor({ sources: { data_dir: 'flag' }, dataDir: '/tmp/plans', natsUrl: null });
 const PLAN = { version: 3, items: [{ content: 'Fix it', status: 'completed' as const }, { content: 'Test it', status: 'in_progress' as const }], explanation: 'why' };
 
 /** A log with one turn (plan mode or not) that wrote PLAN, ended or still open. */
@@ -33,7 +36,7 @@ function refusal(fn: () => unknown): ConfigError {
 
 describe('plan --accept', () => {
   it('sends a user message on the person channel that starts a normal-mode turn with the plan as its content', () => {
-    const msg = acceptMessage(ACTOR, log({ planMode: true, ended: true }));
+    const msg = acceptMessage(ACTOR, log({ planMode: true, ended: true }), LINE);
     expect(msg).toMatchObject({ to: ACTOR, from: 'client:cli', kind: 'user_message', target: 'next_turn', wakeup: true });
     expect(msg.request).toMatchObject({ planMode: false, maxSteps: 9, workspace: '/ws', approvalMode: 'auto-edit' });
     expect(msg.request!.instructions).not.toContain(PLAN_MODE_INSTRUCTIONS.trim());
@@ -42,9 +45,9 @@ describe('plan --accept', () => {
   });
 
   it('is refused with no plan, with a turn still open, and for a plan not written in plan mode', () => {
-    expect(refusal(() => acceptMessage(ACTOR, log({ planMode: true, ended: true, plan: false }))).code).toBe('cli.no_plan');
-    expect(refusal(() => acceptMessage(ACTOR, log({ planMode: true, ended: false }))).code).toBe('cli.turn_open');
-    expect(refusal(() => acceptMessage(ACTOR, log({ planMode: false, ended: true }))).code).toBe('cli.plan_not_waiting');
+    expect(refusal(() => acceptMessage(ACTOR, log({ planMode: true, ended: true, plan: false }), LINE)).code).toBe('cli.no_plan');
+    expect(refusal(() => acceptMessage(ACTOR, log({ planMode: true, ended: false }), LINE))).toMatchObject({ code: 'cli.turn_open', hint: expect.stringContaining(`actorloop resume ${ACTOR} --data-dir /tmp/plans`) });
+    expect(refusal(() => acceptMessage(ACTOR, log({ planMode: false, ended: true }), LINE)).code).toBe('cli.plan_not_waiting');
   });
 
   it('shows a plan with its markers, its control characters shown, not sent', () => {

@@ -53,7 +53,7 @@ describe('configuration', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as ConfigError).userMessage()).toMatch(/config\.toml: unknown key modle\. the keys are model, base_url, api_key_env, data_dir, nats_url/);
+    expect((err as ConfigError).userMessage()).toMatch(/config\.toml: unknown key modle \(did you mean model\?\)\. the keys are model, base_url, api_key_env, data_dir, nats_url/);
     const badUrl = await setup({ workspace: 'base_url = "localhost:8000"\n' });
     expect(() => loadConfig({ cwd: badUrl.ws }, badUrl.env)).toThrow(/base_url/);
     const badEnvName = await setup({ workspace: 'api_key_env = "sk-123"\n' });

@@ -7,19 +7,23 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, type TestContext } from 'vitest';
 import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { freePort, natsAccepts, resolveNatsServerBinary } from '../../src/bus/nats-server.js';
+import { freePort, natsAccepts, natsServerVersion, resolveNatsServerBinary } from '../../src/bus/nats-server.js';
 import { CliPool, DEMO_SCRIPT, cliEnv, lines, show, type CliResult } from '../helpers/cli.js';
 import { FAULTS, startFakeOpenAI, type FakeOpenAI, type FakeOpenAIOptions, type FakeTurn, type RecordedRequest } from '../helpers/fake-openai.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
 const KEY = 'sk-doctor-0123456789abcdef';
 let nats: TestNats;
+/** True when the nats-server on PATH (the test server's) is older than 2.10: it cannot fsync every commit. */
+let lazyFsync: boolean;
 const servers: FakeOpenAI[] = [];
 const dirs: string[] = [];
 const pool = new CliPool();
 
 beforeAll(async () => {
   nats = await startTestNats();
+  const [major = 0, minor = 0] = (await natsServerVersion()).split('.').map(Number);
+  lazyFsync = major < 2 || (major === 2 && minor < 10);
 });
 afterAll(async () => {
   await pool.killAll();
@@ -114,10 +118,12 @@ describe('doctor against a working setup', () => {
     const r = await doctor(...args);
     expectExit(r, 0);
     const checks = parseText(r.stdout);
-    expect(checks.map((c) => c.check)).toEqual(['nats-server', 'auth', 'jetstream', 'streams', 'data dir', 'lmdb', 'sandbox', 'search', 'policy', 'trust', ...MODEL_CHECKS]);
-    // the test server takes anonymous connections: that, and only that, is worth a warning
+    expect(checks.map((c) => c.check)).toEqual(['nats-server', 'auth', 'jetstream', 'durability', 'streams', 'data dir', 'lmdb', 'sandbox', 'search', 'policy', 'trust', ...MODEL_CHECKS]);
+    // the test server takes anonymous connections, and (before 2.10) fsyncs every 2 minutes: only those are worth a warning
+    const warned = ['auth', ...(lazyFsync ? ['durability'] : [])];
     expect(checks.filter((c) => c.status !== 'ok'), r.stdout).toEqual([
       expect.objectContaining({ check: 'auth', status: 'warning', detail: expect.stringMatching(/accepts connections without a login/) }),
+      ...(lazyFsync ? [expect.objectContaining({ check: 'durability', status: 'warning' })] : []),
     ]);
     expect(byName(checks, 'nats-server').detail).toContain(nats.url);
     expect(byName(checks, 'jetstream').detail).toMatch(/enabled .*nats-server 2\./);
@@ -129,8 +135,8 @@ describe('doctor against a working setup', () => {
     const json = await doctor(...args, '--json');
     expectExit(json, 0);
     const parsed = parseJson(json.stdout);
-    expect(parsed.map((c) => [c.check, c.status])).toEqual(checks.map((c) => [c.check, c.check === 'auth' ? 'warning' : 'ok']));
-    expect(parsed.every((c) => (c.fix === null) === (c.check !== 'auth'))).toBe(true);
+    expect(parsed.map((c) => [c.check, c.status])).toEqual(checks.map((c) => [c.check, warned.includes(c.check) ? 'warning' : 'ok']));
+    expect(parsed.every((c) => (c.fix === null) === !warned.includes(c.check))).toBe(true);
 
     // the key went on the wire and nowhere else
     for (const out of [fresh, r, json]) expect(out.stdout + out.stderr).not.toContain(KEY);
@@ -159,6 +165,25 @@ describe('doctor against a working setup', () => {
 });
 
 describe('doctor reports what is wrong, and what to do', () => {
+  test('a nats-server that cannot fsync every commit (before 2.10): a durability warning in the README\'s words, exit 0', async (ctx) => {
+    // the server on PATH decides what there is to see: 2.9.x warns, 2.10+ by URL does not
+    const { doctor } = await setup(ctx);
+    for (const args of [['--nats', nats.url], []]) {
+      const r = await doctor(...args, '--model', `scripted:${DEMO_SCRIPT}`, '--json');
+      expectExit(r, 0);
+      const durability = byName(parseJson(r.stdout), 'durability');
+      if (lazyFsync) {
+        expect(durability, args.join(' ') || 'embedded').toMatchObject({
+          status: 'warning',
+          detail: expect.stringMatching(/fsyncs every 2 minutes and cannot be told otherwise: a commit JetStream acknowledged survives any process kill .*not a power loss/),
+          fix: expect.stringMatching(/nats-server 2\.10 or newer with `jetstream \{ sync_interval: always \}`.*replicated \(R3\) cluster.*Durability contract/),
+        });
+      } else {
+        expect(durability.status).toBe(args.length > 0 ? 'ok' : 'warning');
+      }
+    }
+  });
+
   test('an endpoint without usage in streams, refusing json_schema and not listing the model: warnings, exit 0', async (ctx) => {
     const server = await fake({
       models: ['other-model'],

@@ -47,14 +47,15 @@ function questionOf(r: CliResult): string {
 
 describe('questions from the CLI', () => {
   test('run without a TTY exits 5 with the question and its answer command; answer --option finishes the turn', async ({ expect, onTestFinished }) => {
-    const { cli, common, run } = await setup(onTestFinished, colour, 'blue it is');
+    const { cli, common, run, dataDir } = await setup(onTestFinished, colour, 'blue it is');
     const first = await cli.run([...run, '--json']);
     expectExit(expect, first, 5);
     const agentId = lines(first.stderr)[0]!;
     const qid = questionOf(first);
     expect(first.stderr).toContain('Which colour?');
     expect(first.stderr).toContain('1) Red [red]');
-    expect(first.stderr).toContain(`answer: actorloop answer ${agentId} ${qid} --option <red|blue>`);
+    // the line carries the run's data dir and server, and the placeholder goes last
+    expect(first.stderr).toContain(`answer: actorloop answer ${agentId} ${qid} --data-dir ${dataDir} --nats ${nats.url} --option <red|blue>`);
     const events = parseEvents(first.stdout);
     expect(events.find((e) => e.type === 'ask/asked')).toMatchObject({ data: { questionId: qid, question: 'Which colour?' } });
     expect(events.at(-1)).toMatchObject({ type: 'actor/parked', data: { waitingFor: 'question', ids: [qid] } });

@@ -133,7 +133,7 @@ describe('send: delivery', () => {
   }, 60_000);
 
   test('an inject to an idle agent nobody runs: not followed, it waits in the inbox, and send says resume carries it', async ({ onTestFinished }) => {
-    const { ws, cli, common } = await setup(onTestFinished);
+    const { ws, dataDir, cli, common } = await setup(onTestFinished);
     const model = await script(ws, 'one.json', [{ content: 'done' }]);
     const run = await cli.run(['run', 'hi', '--model', `scripted:${model}`, '--cwd', ws, ...common]);
     expect(run.code, show(run)).toBe(0);
@@ -144,7 +144,7 @@ describe('send: delivery', () => {
     expect(lines(r.stdout)).toHaveLength(1);
     expect(lines(r.stdout)[0]).toMatch(/ inject$/);
     expect(r.stderr).toContain('an inject never starts a turn');
-    expect(r.stderr).toContain(`nobody runs ${agentId} now: the message waits in its inbox, and \`actorloop resume ${agentId}\` carries it`);
+    expect(r.stderr).toContain(`nobody runs ${agentId} now: the message waits in its inbox, and \`actorloop resume ${agentId} --data-dir ${dataDir} --nats ${nats.url}\` carries it`);
     // in the durable inbox, not yet in the log: no host took it
     expect(await logOf(cli, agentId, common)).toEqual(before);
   }, 60_000);

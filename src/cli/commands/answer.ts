@@ -2,6 +2,7 @@ import { answerMismatch } from '../../actors/questions.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { publishInbox } from '../../bus/inbox.js';
 import { ConfigError } from '../../protocol/errors.js';
+import { lineFor, type CommandLine } from '../hints.js';
 import type { Projection, QuestionRecord } from '../../store/projection.js';
 import { entryOf, foldLog, placementOf, releaseToHosts } from '../hand-off.js';
 import { RunPrinter, type Out } from '../output.js';
@@ -32,12 +33,12 @@ export function answerFromArgs(text: string | undefined, opts: AnswerQuestionOpt
 }
 
 /** The pending question `questionId` the answer fits; a one-line error (exit 2) when it does not. */
-export function questionToAnswer(agentId: string, questionId: string, p: Projection, answer: PersonAnswer): QuestionRecord {
+export function questionToAnswer(agentId: string, questionId: string, p: Projection, answer: PersonAnswer, line: CommandLine): QuestionRecord {
   const q = p.questions?.[questionId];
   if (!q) {
     const pending = Object.entries(p.questions ?? {}).filter(([, x]) => x.state === 'pending').map(([id]) => id);
     throw new ConfigError('cli.question_not_found', `${agentId} has no question ${questionId}`, {
-      hint: pending.length > 0 ? `questions waiting for an answer: ${pending.join(', ')}` : `it waits for no answer (actorloop events ${agentId} shows its ask/asked events)`,
+      hint: pending.length > 0 ? `questions waiting for an answer: ${pending.join(', ')}` : `it waits for no answer (${line('events', agentId)} shows its ask/asked events)`,
     });
   }
   if (q.state !== 'pending') {
@@ -71,7 +72,7 @@ export async function answerQuestionCommand(
     const json = opts.json === true;
     const entry = await entryOf(rt, agentId);
     const from = await foldLog(rt, entry);
-    const q = questionToAnswer(agentId, questionId, from, answer);
+    const q = questionToAnswer(agentId, questionId, from, answer, lineFor(config));
     const expired = Date.now() >= q.expiresAt;
     if (expired) {
       // the agent expires it once it is hosted (the expiry is persisted): follow that, send nothing

@@ -10,6 +10,7 @@ import { RunPrinter, type Out } from '../output.js';
 import { sendAsPerson } from '../person-messages.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
+import { cliLine, placeholder } from '../hints.js';
 import { CLI_SENDER } from './approvals.js';
 import { followTurn } from './follow-turn.js';
 import { afterPlanTurn } from './plan.js';
@@ -81,7 +82,7 @@ export async function continueCommand(target: ContinueTarget, task: string, opts
     if (!p.lastSettings) {
       const onItsWay = p.openTurn !== null || (await inboxPending(rt, agentId)) > 0;
       throw new ConfigError('cli.no_settings', `${agentId} has run no turn yet, so there is nothing to continue`, {
-        hint: onItsWay ? `its first task is on its way: actorloop resume ${agentId} follows it` : 'start an agent with actorloop run "<task>"',
+        hint: onItsWay ? `its first task is on its way: ${cliLine(config, 'resume', agentId)} follows it` : `start an agent with ${cliLine(config, 'run', placeholder('"<task>"'))}`,
       });
     }
     const request = await continueRequest(opts, config, p.lastSettings);

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { EffectiveConfig } from '../../config/config.js';
 import type { Out } from '../output.js';
 import { runCommand } from './run.js';
+import { cliLine } from '../hints.js';
 
 /** Where the bundled demo lives: `examples/demo` at the package root. */
 export function demoDir(): string {
@@ -35,15 +36,20 @@ export async function demoCommand(opts: { json?: boolean }, config: EffectiveCon
     out,
     (id) => (agentId = id),
   );
+  // each line carries this command's --data-dir and --nats when they are not the defaults
+  const inspect: Array<[string, string]> = [
+    [`npx ${cliLine(config, 'runs')}`, 'the agents of this data dir'],
+    [`npx ${cliLine(config, 'events', agentId)}`, "the agent's event log"],
+    [`npx ${cliLine(config, 'verify', agentId)}`, "check the log's invariants"],
+    [`cat ${join(workspace, 'src', 'slug.js')}`, 'the fixed file'],
+  ];
+  const width = Math.max(...inspect.map(([c]) => c.length));
   info.write(
     [
       '',
       `data dir: ${config.dataDir} (JetStream store under nats/, LMDB snapshots and blobs under lmdb/)`,
-      'inspect it (from this repository; add --data-dir if you set another one):',
-      '  npx actorloop runs                 the agents of this data dir',
-      `  npx actorloop events ${agentId}   the agent's event log`,
-      `  npx actorloop verify ${agentId}   check the log's invariants`,
-      `  cat ${join(workspace, 'src', 'slug.js')}   the fixed file`,
+      'inspect it (from this repository):',
+      ...inspect.map(([c, what]) => `  ${c.padEnd(width)}   ${what}`),
       '',
     ].join('\n'),
   );

@@ -6,13 +6,14 @@ import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { terminalText } from '../terminal-text.js';
 import { busOptions, createLogger } from '../runtime.js';
+import { cliLine } from '../hints.js';
 
 /** What `buildProgram` lends a command it does not define itself. */
 export interface CommandKit {
-  /** Adds `--data-dir` and `--nats`. */
+  /** Adds `--data-dir`, `--nats` and `-c key=value`. */
   common(cmd: Command): Command;
   /** The config flags of parsed options. */
-  flags(o: { dataDir?: string; nats?: string }): ConfigFlags;
+  flags(o: { dataDir?: string; nats?: string; config?: string[] }): ConfigFlags;
   /** Wraps an action so its resolved number becomes the exit code. */
   act<A extends unknown[]>(fn: (...args: A) => Promise<number>): (...args: A) => Promise<void>;
   out: Out;
@@ -104,7 +105,7 @@ export async function dlqRedriveCommand(id: string, opts: { json?: boolean }, co
       return EXIT.completed;
     }
     out.stdout.write(`${r.letter.id} sent again to the inbox of ${r.letter.actorId}\n`);
-    out.stderr.write(`a host running ${r.letter.actorId} takes it at once; if none does: actorloop resume ${r.letter.actorId}\n`);
+    out.stderr.write(`a host running ${r.letter.actorId} takes it at once; if none does: ${cliLine(config, 'resume', r.letter.actorId)}\n`);
     return EXIT.completed;
   });
 }

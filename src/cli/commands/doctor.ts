@@ -21,7 +21,7 @@ export interface DoctorOptions {
 }
 
 /**
- * `actorloop doctor`: checks nats-server, JetStream and the streams, the data dir, LMDB, the
+ * `actorloop doctor`: checks nats-server, JetStream, its durability (fsync) and the streams, the data dir, LMDB, the
  * sandbox, ripgrep and the policy, and the model endpoint; one line each. Exit 1 when any check failed; warnings do not fail.
  */
 export async function doctorCommand(opts: DoctorOptions, config: EffectiveConfig, out: Out): Promise<number> {

@@ -14,6 +14,7 @@ import { printTurnEnd, printWaiting, type TurnOutput } from './turn-output.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
 import { steersFromTerminal } from '../steer-lines.js';
+import { cliLine } from '../hints.js';
 
 /** How often the follower looks at who holds the agent: often until a host took it, then less. */
 const HOLDER_POLL_FIRST_MS = 200;
@@ -69,8 +70,10 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
   const onHost = o.hosting.kind === 'host';
   const watch = new HolderWatch(o, o.hosting.kind === 'host' && o.hosting.handedOver);
   const stop = new AbortController();
+  const resumeLine = cliLine(rt.config, 'resume', entry.actorId);
   const key = new InterruptKey({
     agentId: entry.actorId,
+    resumeLine,
     send: async (msg) => void (await publishInbox(await rt.bus.person(), msg, 'person')),
     say: (line) => {
       o.printer.endLine();
@@ -97,12 +100,12 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
     const id = entry.actorId;
     if (onHost) {
       const why = r.kind === 'leave' && r.sent ? 'the interrupt is on its way to its host' : 'its turn goes on on its host';
-      out.stderr.write(`\nstopped following ${id}; ${why} (\`actorloop resume ${id}\` follows it again)\n`);
+      out.stderr.write(`\nstopped following ${id}; ${why} (\`${resumeLine}\` follows it again)\n`);
     } else if (r.kind === 'leave') {
       const why = r.sent ? 'the interrupt is in its inbox, and `resume` ends the turn cancelled' : 'the turn stays open';
-      out.stderr.write(`\nleaving now: ${why} (\`actorloop resume ${id}\` carries it on)\n`);
+      out.stderr.write(`\nleaving now: ${why} (\`${resumeLine}\` carries it on)\n`);
     } else {
-      out.stderr.write(`\n${r.signal}: stopping; the turn stays open (\`actorloop resume ${id}\` carries it on)\n`);
+      out.stderr.write(`\n${r.signal}: stopping; the turn stays open (\`${resumeLine}\` carries it on)\n`);
     }
     return r.kind === 'stop' ? exitCodeForSignal(r.signal) : EXIT.interrupted;
   };
@@ -114,7 +117,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         // who holds the agent is said before what it waits for
         if (onHost) await watch.last(p);
         o.printer.endLine();
-        if (!o.prompt) return await printWaiting(o, { actorId: entry.actorId, projection: p }, waiting);
+        if (!o.prompt) return await printWaiting(o, { actorId: entry.actorId, projection: p }, waiting, rt.config);
         // the prompt reads the terminal alone: typed lines wait until it is answered
         typed?.pause();
         const ask = p.parked?.waitingFor === 'question' ? askQuestions(o, p, waiting, answered, key) : askAll(o, p, waiting, answered, key);
@@ -308,7 +311,8 @@ class HolderWatch {
     }
     if (place.kind === 'free' && place.hosts.length === 0 && !this.saidNoHost && !last) {
       this.saidNoHost = true;
-      this.say(`no host is running to take ${id}: start \`actorloop host\`, or \`actorloop resume ${id} --in-process\` hosts it here; still following (Ctrl-C stops)`);
+      const config = this.o.rt.config;
+      this.say(`no host is running to take ${id}: start \`${cliLine(config, 'host')}\`, or \`${cliLine(config, 'resume', id, '--in-process')}\` hosts it here; still following (Ctrl-C stops)`);
     }
     if (place.hosts.length > 0) this.saidNoHost = false;
     if (now - lastEventAt >= QUIET_NOTICE_MS && now - this.lastNoticeAt >= QUIET_NOTICE_MS) {
@@ -326,7 +330,7 @@ class HolderWatch {
     const deadlineAt = p.openTurn ? p.openTurn.settings.budgets.deadlineAt : (this.o.deadlineAt ?? null);
     if (deadlineAt === null || now < deadlineAt + 2 * this.o.rt.leases.ttlMs + 10_000) return false;
     const id = this.o.entry.actorId;
-    this.say(`${id}: its turn's deadline passed at ${new Date(deadlineAt).toISOString()} and no host ended the turn; \`actorloop resume ${id}\` ends it`);
+    this.say(`${id}: its turn's deadline passed at ${new Date(deadlineAt).toISOString()} and no host ended the turn; \`${cliLine(this.o.rt.config, 'resume', id)}\` ends it`);
     return true;
   }
 }

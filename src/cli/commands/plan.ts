@@ -12,6 +12,7 @@ import { entryOf, foldLog, placementOf, releaseToHosts } from '../hand-off.js';
 import { RunPrinter, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
+import { lineFor, type CommandLine } from '../hints.js';
 import { CLI_SENDER } from './approvals.js';
 import { followTurn } from './follow-turn.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
@@ -25,9 +26,9 @@ export interface PlanOptions {
   inProcess?: boolean;
 }
 
-/** The command that accepts an agent's plan. */
-export function acceptCommand(agentId: string): string {
-  return `actorloop plan ${agentId} --accept`;
+/** The command that accepts an agent's plan, as the person would paste it. */
+export function acceptCommand(line: CommandLine, agentId: string, ...more: string[]): string {
+  return line('plan', agentId, '--accept', ...more);
 }
 
 /** A plan for a person: the version, one line a step with its status marker, the explanation. */
@@ -44,7 +45,7 @@ export function describePlan(plan: PlanRecord): string {
 export async function planCommand(agentId: string, opts: PlanOptions, config: EffectiveConfig, out: Out): Promise<number> {
   if (opts.accept) return acceptPlan(agentId, opts, config, out);
   if (opts.inProcess) {
-    throw new ConfigError('cli.plan_in_process', '--in-process goes with --accept: showing a plan hosts nothing', { hint: `${acceptCommand(agentId)} --in-process` });
+    throw new ConfigError('cli.plan_in_process', '--in-process goes with --accept: showing a plan hosts nothing', { hint: acceptCommand(lineFor(config), agentId, '--in-process') });
   }
   // reading a log: a client login is all it needs
   const rt = await openRuntime(config, createLogger(config), { role: 'client' });
@@ -56,7 +57,7 @@ export async function planCommand(agentId: string, opts: PlanOptions, config: Ef
       return EXIT.completed;
     }
     if (!opts.json) out.stdout.write(describePlan(p.plan));
-    if (awaitsAcceptance(p)) out.stderr.write(`the plan waits for you: ${acceptCommand(agentId)} carries it out\n`);
+    if (awaitsAcceptance(p)) out.stderr.write(`the plan waits for you: ${acceptCommand(lineFor(config), agentId)} carries it out\n`);
     return EXIT.completed;
   } finally {
     await rt.close();
@@ -81,7 +82,7 @@ export async function afterPlanTurn(rt: Runtime, entry: Pick<DirectoryEntry, 'ac
   }
   // `--json`: stdout stays the event stream, which holds the plan/replaced events
   if (!json) out.stdout.write(`\n${describePlan(p.plan)}`);
-  out.stderr.write(`plan mode: nothing was changed; accept the plan to carry it out: ${acceptCommand(entry.actorId)}\n`);
+  out.stderr.write(`plan mode: nothing was changed; accept the plan to carry it out: ${acceptCommand(lineFor(rt.config), entry.actorId)}\n`);
   return EXIT.waiting;
 }
 
@@ -98,14 +99,15 @@ async function acceptPlan(agentId: string, opts: PlanOptions, config: EffectiveC
     const json = opts.json === true;
     const entry = await entryOf(rt, agentId);
     const p = await foldLog(rt, entry);
-    const msg = acceptMessage(agentId, p);
+    const line = lineFor(config);
+    const msg = acceptMessage(agentId, p, line);
     if (opts.inProcess !== true) {
       const code = await acceptOnHost(rt, entry, p, msg, json, out);
       if (code !== null) return code;
     }
     const h = await hostExisting(agentId, rt, out, json);
     // hydrating may have let a turn start meanwhile (a message another command sent)
-    if (h.actor.projection.openTurn) throw turnStillOpen(agentId);
+    if (h.actor.projection.openTurn) throw turnStillOpen(agentId, line);
     await h.supervisor.send(msg);
     return await awaitHosted(h, entry, p, json, out);
   } finally {
@@ -125,23 +127,23 @@ async function acceptOnHost(rt: Runtime, entry: DirectoryEntry, p: Projection, m
   });
 }
 
-function turnStillOpen(agentId: string): ConfigError {
+function turnStillOpen(agentId: string, line: CommandLine): ConfigError {
   return new ConfigError('cli.turn_open', `${agentId} is still in a turn, so its plan cannot be accepted yet`, {
-    hint: `follow it to its end with actorloop resume ${agentId} (or stop it with actorloop interrupt ${agentId}), then accept`,
+    hint: `follow it to its end with ${line('resume', agentId)} (or stop it with ${line('interrupt', agentId)}), then accept`,
   });
 }
 
 /** The message that starts the turn carrying the plan out; a ConfigError (exit 2) when there is nothing to accept yet. */
-export function acceptMessage(agentId: string, p: Projection): InboxMessage {
+export function acceptMessage(agentId: string, p: Projection, line: CommandLine): InboxMessage {
   if (!p.plan || !p.lastSettings) {
     throw new ConfigError('cli.no_plan', `${agentId} has no plan to accept`, {
       hint: 'an agent writes its plan with update_plan; actorloop run --plan-mode "<task>" asks it for one',
     });
   }
-  if (p.openTurn) throw turnStillOpen(agentId);
+  if (p.openTurn) throw turnStillOpen(agentId, line);
   if (p.lastSettings.planMode !== true) {
     throw new ConfigError('cli.plan_not_waiting', `the plan of ${agentId} is not waiting to be accepted: its last turn did not run in plan mode`, {
-      hint: `the plan was accepted already, or written in a normal turn; actorloop plan ${agentId} shows it`,
+      hint: `the plan was accepted already, or written in a normal turn; ${line('plan', agentId)} shows it`,
     });
   }
   return {

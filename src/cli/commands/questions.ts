@@ -5,6 +5,7 @@ import type { InboxMessage } from '../../protocol/inbox.js';
 import type { QuestionRecord } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
 import { CLI_SENDER, PromptInterrupted } from './approvals.js';
+import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 
 /** A person's answer to one question: an option, their own words, or both. */
 export type PersonAnswer = Omit<QuestionAnswer, 'questionId'>;
@@ -22,11 +23,11 @@ export function describeQuestion(questionId: string, q: QuestionRecord): string[
   return lines.map((l) => terminalText(l));
 }
 
-/** The commands that answer a question, as a person would type them. */
-export function answerCommandsFor(agentId: string, questionId: string, q: QuestionRecord | undefined): string[] {
+/** The commands that answer a question, as a person would type them (reaching the agent where `config` does). */
+export function answerCommandsFor(config: WhereConfig, agentId: string, questionId: string, q: QuestionRecord | undefined): string[] {
   const lines: string[] = [];
-  if (!q || q.allowFreeText) lines.push(`actorloop answer ${agentId} ${questionId} "<text>"`);
-  if (q && q.options.length > 0) lines.push(`actorloop answer ${agentId} ${questionId} --option <${q.options.map((o) => o.id).join('|')}>`);
+  if (!q || q.allowFreeText) lines.push(cliLine(config, 'answer', agentId, questionId, placeholder('"<text>"')));
+  if (q && q.options.length > 0) lines.push(cliLine(config, 'answer', agentId, questionId, placeholder(`--option <${q.options.map((o) => o.id).join('|')}>`)));
   return lines;
 }
 

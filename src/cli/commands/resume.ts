@@ -13,6 +13,7 @@ import { publishInbox } from '../../bus/inbox.js';
 import { pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
 import { interruptMessage } from '../interrupt-key.js';
+import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 
 /** A person to ask on this terminal, or null (not a TTY, or stdout belongs to `--json`). */
 export function promptFor(out: Out, json: boolean): Prompt | null {
@@ -99,7 +100,7 @@ export interface ResumeOptions {
 export async function resumeCommand(agentArg: string | undefined, opts: ResumeOptions, config: EffectiveConfig, out: Out): Promise<number> {
   if ((agentArg === undefined) === (opts.last !== true)) {
     throw new ConfigError('cli.resume_which', agentArg === undefined ? 'resume needs the agent to resume' : 'an agent ID and --last name the agent twice', {
-      hint: 'actorloop resume <agentId>, or actorloop resume --last (the latest agent of this workspace)',
+      hint: `${cliLine(config, 'resume', placeholder('<agentId>'))}, or ${cliLine(config, 'resume', '--last')} (the latest agent of this workspace)`,
     });
   }
   const rt = await openRuntime(config, createLogger(config));
@@ -218,7 +219,7 @@ export async function answerCommand(
       sayExpired(out, approvalId, logged);
       return await awaitHosted(h, entry, from, json, out, new Map([[approvalId, 'expiry']]));
     }
-    const approval = approvalToAnswer(agentId, approvalId, h.actor.projection);
+    const approval = approvalToAnswer(agentId, approvalId, h.actor.projection, rt.config);
     const msg = approvalMessage(agentId, approvalId, approval.planDigest, answer);
     await h.supervisor.send(msg);
     return await awaitHosted(h, entry, from, json, out, new Map([[approvalId, msg.id]]));
@@ -244,7 +245,7 @@ async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, an
       prompt: promptFor(out, json), answered: new Map([[approvalId, 'expiry']]), hosting: { kind: 'host', handedOver: place.kind === 'free' },
     });
   }
-  const approval = approvalToAnswer(agentId, approvalId, p);
+  const approval = approvalToAnswer(agentId, approvalId, p, rt.config);
   // nobody holds it: the answer is mail, which a host claims the agent for
   if (place.kind === 'free') await releaseToHosts(rt, entry);
   const msg = approvalMessage(agentId, approvalId, approval.planDigest, answer);
@@ -269,7 +270,7 @@ function sayExpired(out: Out, approvalId: string, a: ApprovalRecord): void {
 }
 
 /** The pending approval `approvalId` of the agent's open turn; a clear error when there is none to answer. */
-function approvalToAnswer(agentId: string, approvalId: string, p: Projection): ApprovalRecord {
+function approvalToAnswer(agentId: string, approvalId: string, p: Projection, config: WhereConfig): ApprovalRecord {
   const approval = p.approvals?.[approvalId];
   if (!approval && !p.openTurn) {
     const last = p.lastTurn;
@@ -280,7 +281,7 @@ function approvalToAnswer(agentId: string, approvalId: string, p: Projection): A
   if (!approval) {
     const pending = pendingApprovals(p).map((a) => a.approvalId);
     throw new NotFoundError('cli.approval_not_found', `${agentId} has no approval ${approvalId} in its open turn`, {
-      hint: pending.length > 0 ? `pending approvals: ${pending.join(', ')}` : `actorloop events ${agentId} shows its approval/requested events`,
+      hint: pending.length > 0 ? `pending approvals: ${pending.join(', ')}` : `${cliLine(config, 'events', agentId)} shows its approval/requested events`,
     });
   }
   if (approval.state !== 'pending') {

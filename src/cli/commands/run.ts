@@ -40,6 +40,8 @@ export interface RunOptions {
   continue?: string;
   /** `--last`: the task is the next turn of the latest agent of this workspace. */
   last?: boolean;
+  /** A file holding the system prompt; wins over the config's `instructions`. */
+  instructions?: string;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -69,7 +71,8 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     baseUrl,
     workspace: flags.workspace ?? (await checkWorkspace('.')),
     tools: flags.tools ?? null,
-    instructions: null,
+    // null: the built-in instructions (plan mode appends its paragraph to whichever it is)
+    instructions: flags.instructions ?? config.instructions,
     maxSteps: flags.maxSteps ?? null,
     maxToolCalls: flags.maxToolCalls ?? null,
     deadlineSeconds: flags.deadlineSeconds ?? null,
@@ -140,6 +143,7 @@ export async function settingsOfFlags(opts: RunOptions): Promise<Partial<TurnReq
     s.tools = tools;
   }
   if (opts.outputSchema !== undefined) s.outputSchema = await readOutputSchema(opts.outputSchema);
+  if (opts.instructions !== undefined) s.instructions = await readInstructions(opts.instructions);
   if (opts.effort !== undefined) {
     const effort = ReasoningEffortSchema.safeParse(opts.effort);
     if (!effort.success) {
@@ -154,6 +158,23 @@ export async function settingsOfFlags(opts: RunOptions): Promise<Partial<TurnReq
   if (opts.maxToolCalls !== undefined) s.maxToolCalls = opts.maxToolCalls;
   if (opts.deadline !== undefined) s.deadlineSeconds = opts.deadline;
   return s;
+}
+
+/** Reads `--instructions FILE`: the system prompt, as written; a missing or empty file is a usage error. */
+async function readInstructions(path: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(resolve(path), 'utf8');
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : `not readable (${(err as Error).message})`;
+    throw new ConfigError('config.instructions', `instructions file ${path} is ${why}`, { hint: 'pass --instructions <a text file holding the system prompt>' });
+  }
+  if (text.trim() === '') {
+    throw new ConfigError('config.instructions', `instructions file ${path} is empty`, {
+      hint: 'write the system prompt into it, or leave --instructions out for the configured (or built-in) instructions',
+    });
+  }
+  return text;
 }
 
 /** Reads `--output-schema`: a JSON Schema file the final answer must match. */

@@ -7,6 +7,7 @@ import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
+import { cliLine, placeholder } from '../hints.js';
 
 /** Rows `runs` shows unless `--limit` says otherwise (`--json` lists every agent). */
 export const RUNS_DEFAULT_LIMIT = 20;
@@ -86,7 +87,7 @@ export async function runsCommand(opts: RunsOptions, config: EffectiveConfig, ou
       return EXIT.completed;
     }
     if (rows.length === 0) {
-      out.stdout.write('no runs yet: start one with `actorloop run "<task>" --model scripted:<file.json>` or `actorloop demo`\n');
+      out.stdout.write(`no runs yet: start one with \`${cliLine(config, 'run', placeholder('"<task>" --model scripted:<file.json>'))}\` or \`${cliLine(config, 'demo')}\`\n`);
       return EXIT.completed;
     }
     const home = environmentOf(config).HOME ?? homedir();

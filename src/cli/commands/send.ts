@@ -8,6 +8,7 @@ import { RunPrinter, type Out } from '../output.js';
 import { checkMessageSize, inboxLimitBytes, sendAsPerson, textMessage, type TextKind } from '../person-messages.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
+import { cliLine } from '../hints.js';
 import { followTurn } from './follow-turn.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
 
@@ -97,7 +98,7 @@ export async function sendCommand(agentId: string, textArg: string, opts: SendOp
     out.stderr.write(`${terminalText(fate(kind, running))}\n`);
     if (!follow) {
       if (place.kind === 'free' && !handed) {
-        out.stderr.write(`nobody runs ${agentId} now: the message waits in its inbox, and \`actorloop resume ${agentId}\` carries it\n`);
+        out.stderr.write(`nobody runs ${agentId} now: the message waits in its inbox, and \`${cliLine(rt.config, 'resume', agentId)}\` carries it\n`);
       }
       return EXIT.completed;
     }

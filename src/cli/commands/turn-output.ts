@@ -7,6 +7,7 @@ import type { Out, RunPrinter } from '../output.js';
 import { terminalText } from '../terminal-text.js';
 import { describeApproval } from './approvals.js';
 import { answerCommandsFor, describeQuestion } from './questions.js';
+import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 
 const STATUS: Record<TurnOutcome, ActorStatus> = STATUS_AFTER_TURN;
 
@@ -45,8 +46,11 @@ export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: Tur
   return exitCodeFor(ended.outcome);
 }
 
-/** No one to ask here: say what waits and how to answer it, and return exit 5 (waiting for a person). */
-export async function printWaiting(o: TurnOutput, agent: TurnSubject, waiting: string[]): Promise<number> {
+/**
+ * No one to ask here: say what waits and how to answer it (command lines that reach the agent
+ * where `config` did), and return exit 5 (waiting for a person).
+ */
+export async function printWaiting(o: TurnOutput, agent: TurnSubject, waiting: string[], config: WhereConfig): Promise<number> {
   await setStatus(o.directory, agent.actorId, 'waiting');
   const lines: string[] = [];
   if (agent.projection.parked?.waitingFor === 'question') {
@@ -54,7 +58,7 @@ export async function printWaiting(o: TurnOutput, agent: TurnSubject, waiting: s
       const q = agent.projection.questions?.[questionId];
       if (!q) continue;
       lines.push(`waiting for an answer to question ${questionId}`, ...describeQuestion(questionId, q).map((l) => `  ${l}`));
-      lines.push(...answerCommandsFor(agent.actorId, questionId, q).map((c) => `answer: ${c}`));
+      lines.push(...answerCommandsFor(config, agent.actorId, questionId, q).map((c) => `answer: ${c}`));
     }
     o.out.stderr.write(`${lines.join('\n')}\n`);
     return EXIT.waiting;
@@ -66,8 +70,8 @@ export async function printWaiting(o: TurnOutput, agent: TurnSubject, waiting: s
   }
   const first = waiting[0]!;
   lines.push(
-    `approve: actorloop approve ${agent.actorId} ${first}`,
-    `deny:    actorloop deny ${agent.actorId} ${first} [--reason "<why>"]`,
+    `approve: ${cliLine(config, 'approve', agent.actorId, first)}`,
+    `deny:    ${cliLine(config, 'deny', agent.actorId, first, placeholder('[--reason "<why>"]'))}`,
   );
   o.out.stderr.write(`${lines.join('\n')}\n`);
   return EXIT.waiting;
