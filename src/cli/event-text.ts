@@ -62,13 +62,15 @@ export class EventDescriber {
   }
 
   /**
-   * A one-line, human summary of the event: seq, time, incarnation, type and its key fields. The
+   * A one-line, human summary of the event: seq, time, type and its key fields. Incarnations are
+   * named where one begins or ends (`actor/killed`, `actor/rehydrated`, `actor/released`): there
+   * the log has shown every earlier one (an incarnation that died writing nothing is first named by
+   * the `actor/killed` of the next), so a number once shown never changes. The
    * data it quotes (file contents, model output, arguments) has its control characters shown, not sent.
    */
   describe(e: ActorEvent): string {
     this.note(e);
-    const inc = incarnationOf(this.epochs, e.epoch) ?? 0;
-    const head = `${String(e.seq).padStart(5)}  ${e.at.slice(11, 23)}  #${inc}  ${e.type.padEnd(22)}`;
+    const head = `${String(e.seq).padStart(5)}  ${e.at.slice(11, 23)}  ${e.type.padEnd(22)}`;
     const fields = this.fields(e);
     return terminalText(fields === '' ? head.trimEnd() : `${head} ${fields}`);
   }
@@ -155,10 +157,11 @@ export class EventDescriber {
       case 'recovery/continuation':
         return `closed: ${e.data.closed.join('; ') || 'nothing'} · resume ${e.data.resume}`;
       case 'actor/rehydrated':
-        return `snapshot at seq ${e.data.snapshotSeq} + ${e.data.tailEvents} events`;
+        return `${incarnationText(this.epochs, e.epoch)} · snapshot at seq ${e.data.snapshotSeq} + ${e.data.tailEvents} events`;
       case 'actor/killed':
         return killedText(e.data, this.epochs);
       case 'actor/released':
+        return `${incarnationText(this.epochs, e.epoch)} · ${clip(e.data.reason)}`;
       case 'actor/stopped':
         return clip(e.data.reason);
       case 'interrupt/requested':

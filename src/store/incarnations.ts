@@ -5,7 +5,9 @@ import type { ActorEvent } from '../protocol/events.js';
  * with gaps, shared with every other lease of the bucket, so it means nothing to a reader. The
  * incarnations are the distinct epochs the log shows, in order: each event's own epoch, and the
  * epoch an `actor/killed` names (an incarnation that died before writing anything shows only
- * there). Epochs only grow, so the list stays sorted and a number, once given, never changes.
+ * there). Epochs only grow, so the list stays sorted; an incarnation that died writing nothing is
+ * inserted before the one that found it, so numbers are settled once a recovery's `actor/killed`
+ * events are read (they come first in it).
  */
 export function noteEpochs(epochs: number[], e: ActorEvent): void {
   if (e.type === 'actor/killed') insertSorted(epochs, e.data.epoch);
