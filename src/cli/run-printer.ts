@@ -5,18 +5,13 @@ import { noteEpochs } from '../store/incarnations.js';
 import type { Projection } from '../store/projection.js';
 import { answeredText, costText, eventLine, killedText, tokenText } from './event-text.js';
 import type { Out } from './output.js';
+import { StatusScreen, type HoldReason } from './status-screen.js';
 import { StreamedText } from './streamed-text.js';
 import { terminalText } from './terminal-text.js';
 import { callSummary, clip, resultBrief } from './tool-summary.js';
 
 /** Kinds of message a person types into a run (`actorloop send`, a line typed during `run`). */
 const PERSON_TEXT_KINDS: ReadonlySet<string> = new Set(['steer', 'inject', 'follow_up']);
-
-/** Why the live status line waits: a person typing a steer line, or a person deciding at a prompt. */
-export type HoldReason = 'typing' | 'person';
-
-// the only escape sequences written here are our own: go to the line's start and clear it
-const CLEAR_LINE = '\r\x1b[2K';
 
 /**
  * Shows a run as it goes, in one of four shapes:
@@ -37,25 +32,9 @@ export class RunPrinter {
   private step = 0;
   private tool: string | null = null;
   private waitingModel = false;
-  private ticker: NodeJS.Timeout | null = null;
   private tokens = 0;
   /** USD so far; null: a model with no known price; undefined: no attempt ended yet. */
   private cost: number | null | undefined = undefined;
-  private lastStatus = '';
-  private readonly started = Date.now();
-  /** Time a person spent deciding or typing: not counted as the run's. */
-  private heldMs = 0;
-  private heldSince: number | null = null;
-  private readonly holds = new Set<HoldReason>();
-  /** Writes made while held, written once released (a person's line or prompt stays intact). */
-  private queued: Array<[NodeJS.WritableStream, string]> = [];
-  /** The status line is drawn on the terminal's last line (the cursor at its end). */
-  private statusShown = false;
-  /** The model's streamed text has a line open (the cursor mid-line): no status line under it now. */
-  private textOpen = false;
-  /** A step started since the last thing printed: a blank line sets it apart. */
-  private gap = false;
-  private printedAny = false;
   /** The last model text shown as a step's final answer (the turn's end does not print it again). */
   private shownAnswer: string | null = null;
   /** The call whose line was printed last, so its result follows without naming it again. */
@@ -66,16 +45,18 @@ export class RunPrinter {
   /** Kinds of the steer / inject / follow-up messages received, by ID: their later states name them. */
   private readonly messages = new Map<string, string>();
   private readonly streams: StreamedText;
+  private readonly screen: StatusScreen;
   private readonly tty: boolean;
   private readonly quiet: boolean;
 
   constructor(private readonly out: Out, private readonly json: boolean) {
     this.tty = out.stdout.isTTY === true;
     this.quiet = out.quiet === true;
+    this.screen = new StatusScreen(out, this.tty && !json && !this.quiet, (elapsed) => this.statusText(elapsed));
     this.streams = new StreamedText({
-      text: (chunk) => this.streamText(chunk),
-      endText: () => this.endText(),
-      note: (line) => this.block(`  ${line}`),
+      text: (chunk) => this.screen.text(chunk),
+      endText: () => this.screen.endText(),
+      note: (line) => this.screen.block(`  ${line}`),
     });
   }
 
@@ -147,7 +128,7 @@ export class RunPrinter {
       case 'step/start':
         this.step = e.data.index;
         this.tool = null;
-        this.gap = this.printedAny;
+        this.screen.gap();
         this.calls.clear();
         this.lastCall = null;
         break;
@@ -338,119 +319,37 @@ export class RunPrinter {
    * what waited is printed and the status line drawn again.
    */
   holdProgress(held: boolean, why: HoldReason = 'typing'): void {
-    const was = this.holds.size > 0;
-    if (held) this.holds.add(why);
-    else this.holds.delete(why);
-    const now = this.holds.size > 0;
-    if (now && !was) {
-      this.heldSince = Date.now();
-      if (this.textOpen) this.raw(this.out.stdout, '\n');
-      this.textOpen = false;
-      this.clearStatus();
-    } else if (!now && was) {
-      if (this.heldSince !== null) this.heldMs += Date.now() - this.heldSince;
-      this.heldSince = null;
-      const queued = this.queued;
-      this.queued = [];
-      for (const [to, text] of queued) to.write(text);
-      this.tick();
-    }
+    this.screen.hold(held, why);
   }
 
   /** The run's time so far, less the time a person held it. */
   elapsedMs(): number {
-    const now = Date.now();
-    return now - this.started - this.heldMs - (this.heldSince === null ? 0 : now - this.heldSince);
+    return this.screen.elapsedMs();
   }
 
-  /** Lines for the terminal after the model's text, with a blank line before a new step's first. */
+  /** Ends the live status line, if one is drawn, leaving it on the screen (before a prompt, at the turn's end). */
+  endLine(): void {
+    this.screen.endLine();
+  }
+
   private block(...lines: string[]): void {
-    this.endText();
-    if (this.gap) {
-      this.gap = false;
-      this.write(this.out.stdout, '\n');
-    }
-    for (const l of lines) this.line(l);
+    this.screen.block(...lines);
   }
 
-  /** One line of progress text; what it quotes has its control characters shown (a newline too), not sent. */
   private line(text: string, to: NodeJS.WritableStream = this.out.stdout): void {
-    if (to === this.out.stdout) this.printedAny = true;
-    this.write(to, `${terminalText(text)}\n`);
+    this.screen.line(text, to);
   }
 
-  private streamText(chunk: string): void {
-    if (this.gap && !this.textOpen) {
-      this.gap = false;
-      this.write(this.out.stdout, '\n');
-    }
-    this.printedAny = true;
-    const text = terminalText(chunk, 'block');
-    this.write(this.out.stdout, text);
-    this.textOpen = !text.endsWith('\n');
-  }
-
-  private endText(): void {
-    if (!this.textOpen) return;
-    this.write(this.out.stdout, '\n');
-    this.textOpen = false;
-  }
-
-  /** Writes above the status line (taken away first, drawn again by `tick`), or queues while held. */
-  private write(to: NodeJS.WritableStream, text: string): void {
-    if (this.holds.size > 0) {
-      this.queued.push([to, text]);
-      return;
-    }
-    this.clearStatus();
-    to.write(text);
-  }
-
-  private raw(to: NodeJS.WritableStream, text: string): void {
-    to.write(text);
-  }
-
-  private clearStatus(): void {
-    if (!this.statusShown) return;
-    this.out.stdout.write(CLEAR_LINE);
-    this.statusShown = false;
-  }
-
-  /** Draws the status line now, and keeps its elapsed time moving while the model thinks or a tool runs. */
   private tick(): void {
-    if (!this.tty || this.json || this.quiet) return;
-    this.drawStatus();
-    this.ticker ??= setInterval(() => this.drawStatus(), 250);
-    this.ticker.unref?.();
+    this.screen.tick();
   }
 
-  private drawStatus(): void {
-    if (this.holds.size > 0 || this.textOpen) return;
-    const elapsed = (this.elapsedMs() / 1000).toFixed(1);
+  /** `step 3 · running read_file · 1,234 tokens · $0.0042 · 2.1s` */
+  private statusText(elapsed: string): string {
     // the tool name is quoted: a model chose it
     const doing = this.tool ? ` · running ${terminalText(this.tool)}` : this.waitingModel ? ' · model' : '';
     const cost = this.cost === undefined ? '' : ` · ${costText(this.cost)}`;
-    const status = `step ${this.step}${doing} · ${this.tokens.toLocaleString('en-US')} tokens${cost} · ${elapsed}s`;
-    // redrawn on every event: the same line again is not written again
-    if (this.statusShown && status === this.lastStatus) return;
-    this.out.stdout.write(`${CLEAR_LINE}${status}`);
-    this.lastStatus = status;
-    this.statusShown = true;
-  }
-
-  /**
-   * Ends the live status line, if one is drawn, leaving it on the screen as it was (before a
-   * prompt, and at the turn's end), and stops its clock's redraws until the next event.
-   */
-  endLine(): void {
-    if (this.ticker) clearInterval(this.ticker);
-    this.ticker = null;
-    if (this.textOpen) {
-      this.raw(this.out.stdout, '\n');
-      this.textOpen = false;
-    }
-    if (this.statusShown) this.out.stdout.write('\n');
-    this.statusShown = false;
+    return `step ${this.step}${doing} · ${this.tokens.toLocaleString('en-US')} tokens${cost} · ${elapsed}s`;
   }
 }
 

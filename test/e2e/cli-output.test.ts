@@ -4,7 +4,6 @@
 // its tools; `--quiet` the answer alone; `events` each event's key fields and incarnations 1, 2.
 import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, show } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
