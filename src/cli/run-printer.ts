@@ -65,12 +65,6 @@ export class RunPrinter {
     return this.tty && !this.json && !this.quiet;
   }
 
-  /** Starts from where a resumed agent is: its open step and the tokens it has used. */
-  seed(step: number, tokens: number): void {
-    this.step = step;
-    this.tokens = tokens;
-  }
-
   /**
    * Starts from the agent's state as the log has it: its open step, the open turn's tokens and
    * cost, its incarnations, and an attempt already streaming (its stream is joined mid-way).
