@@ -102,6 +102,10 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     for (const note of config.ignoredKeys) ignored.add(note);
     return config;
   };
+  // `--quiet` (commands that follow a turn): stdout gets the answer alone
+  const quietOption = (): Option =>
+    new Option('--quiet', 'print only the answer on stdout (errors and what the turn waits for: stderr)').conflicts('json');
+  const outFor = (o: { quiet?: boolean }): Out => (o.quiet ? { ...out, quiet: true } : out);
   const act = <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
     async (...args: A): Promise<void> => {
       try {
@@ -135,14 +139,16 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--in-process', 'host the agent in this process even when a host is running')
     .option('--plan-mode', 'run read-only: the agent explores and writes a plan (update_plan), then exits 5 for you to accept it')
     .addOption(new Option('--fault <spec>', 'inject a fault here (the agent is then hosted in this process): <point>[:<agentId>][@<n>][=kill|drop]'))
-    .action(act(async (task: string, o) => runCommand(task, o, load(o), out)));
+    .addOption(quietOption())
+    .action(act(async (task: string, o) => runCommand(task, o, load(o), outFor(o))));
 
   common(program.command('plan').argument('<agentId>'))
     .description("show an agent's plan; --accept starts its next turn in normal mode with the plan pinned, and follows it")
     .option('--accept', 'carry the plan out: a new turn with the last turn\'s settings, not in plan mode, the plan as its message')
     .option('--json', 'the plan record (null: none yet); with --accept, NDJSON events')
     .option('--in-process', 'with --accept: host the agent in this process, not on a running host')
-    .action(act(async (id: string, o) => planCommand(id, o, load(o), out)));
+    .addOption(quietOption())
+    .action(act(async (id: string, o) => planCommand(id, o, load(o), outFor(o))));
 
   common(program.command('approve').argument('<agentId>').argument('<approvalId>'))
     .description('approve a pending tool call and follow (or host) the agent to the end of its turn')
@@ -150,7 +156,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
-    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'approve', o, load(o), out)));
+    .addOption(quietOption())
+    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'approve', o, load(o), outFor(o))));
 
   common(program.command('deny').argument('<agentId>').argument('<approvalId>'))
     .description('deny a pending tool call (the model is told why) and follow (or host) the agent to the end of its turn')
@@ -158,7 +165,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
-    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'deny', o, load(o), out)));
+    .addOption(quietOption())
+    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'deny', o, load(o), outFor(o))));
 
   common(program.command('answer').argument('<agentId>').argument('<questionId>').argument('[text]', "the answer in your own words (where the question takes them)"))
     .description("answer an agent's question (ask_user) and follow (or host) the agent to the end of its turn")
@@ -166,7 +174,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
-    .action(act(async (id: string, qid: string, text: string | undefined, o) => answerQuestionCommand(id, qid, text, o, load(o), out)));
+    .addOption(quietOption())
+    .action(act(async (id: string, qid: string, text: string | undefined, o) => answerQuestionCommand(id, qid, text, o, load(o), outFor(o))));
 
   common(program.command('resume').argument('[agentId]', 'the agent (or --last)'))
     .description('finish an agent\'s turn: follow it on the host that runs it, hand it to a running host, or rehydrate it here')
@@ -175,7 +184,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'rehydrate and host the agent in this process even when a host is running')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
-    .action(act(async (id: string | undefined, o) => resumeCommand(id, o, load(o), out)));
+    .addOption(quietOption())
+    .action(act(async (id: string | undefined, o) => resumeCommand(id, o, load(o), outFor(o))));
 
   common(program.command('interrupt').argument('<agentId>'))
     .description("interrupt the agent's open turn wherever it runs: the turn ends cancelled (exit 0); nothing open: says so")
@@ -191,7 +201,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--no-follow', 'return once the inbox has the message, without following the turn')
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent here when no host holds it, even with hosts running')
-    .action(act(async (id: string, text: string, o) => sendCommand(id, text, o, load(o), out)));
+    .addOption(quietOption())
+    .action(act(async (id: string, text: string, o) => sendCommand(id, text, o, load(o), outFor(o))));
 
   common(program.command('host'))
     .description('host agents until SIGTERM: claim leases for agents with work, run them, renew, drain on exit')

@@ -2,6 +2,7 @@ import { assertNever } from '../protocol/errors.js';
 import type { ActorEvent, TurnOutcome, TurnRequest, TurnSettings } from '../protocol/events.js';
 import { NEXT_STEP_KINDS, requeue, requeueClaimed, setState, without } from './inbox-delivery.js';
 import { addCost, addUsage, ZERO_USAGE, type BlobRef, type HistoryItem, type Usage } from '../protocol/history.js';
+import { noteEpochs } from './incarnations.js';
 
 /** Version of the projection's shape; snapshots of another version are ignored. */
 export const PROJECTION_VERSION = 1;
@@ -160,6 +161,11 @@ export interface Projection {
   claimed?: string[];
   /** Reserved messages whose content is in the history but no prepared request held yet. */
   unsent?: string[];
+  /**
+   * The distinct epochs the log shows, in order (`incarnationOf` numbers them 1, 2, 3… for
+   * people). Absent in snapshots written before it: then counted from the snapshot on.
+   */
+  epochs?: number[];
 }
 
 /** The projection of an empty log. */
@@ -222,6 +228,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
   if (p.released !== undefined) delete p.released;
   if (p.parked !== undefined && e.type !== 'actor/released') delete p.parked;
   if (e.epoch > p.epoch) p.epoch = e.epoch;
+  noteEpochs((p.epochs ??= []), e);
   switch (e.type) {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };

@@ -1,5 +1,7 @@
-// RunPrinter's lines for a person's messages to a turn and for an interrupt request: short notes on
-// stderr as the log commits each delivery state (stdout keeps the run's own lines).
+// RunPrinter: a person's messages and an interrupt as short notes on stderr; on a terminal the model's
+// text streamed from live deltas (never twice), calls and results in brief, a status line whose clock
+// stops while a person decides; without one a line per event naming its tools; --quiet: nothing. Notes
+// go to stderr as the log commits each delivery state (stdout keeps the run's own lines).
 import { PassThrough } from 'node:stream';
 import { describe, expect, test } from 'vitest';
 import { RunPrinter } from '../../src/cli/output.js';
@@ -29,5 +31,139 @@ describe('RunPrinter: a person\'s messages', () => {
       '› follow-up msg_B cancelled (interrupted: follow-ups cancelled)',
       'interrupt requested by client:cli · follow-ups cancelled',
     ]);
+  });
+});
+
+/** A printer over captured streams; `tty` makes stdout a terminal. */
+function capture(tty: boolean, extra: { quiet?: boolean } = {}) {
+  const stdout = Object.assign(new PassThrough(), { isTTY: tty });
+  const stderr = Object.assign(new PassThrough(), { isTTY: tty });
+  const got = { out: '', err: '' };
+  stdout.setEncoding('utf8').on('data', (s: string) => (got.out += s));
+  stderr.setEncoding('utf8').on('data', (s: string) => (got.err += s));
+  const printer = new RunPrinter({ stdout, stderr, ...extra }, false);
+  return { printer, got };
+}
+
+/** What a terminal shows of `raw`: each line as it was last drawn (a status line cleared by `\r\x1b[2K` is gone). */
+function screen(raw: string): string[] {
+  const rows: string[] = [''];
+  for (const part of raw.split(/(\r\x1b\[2K|\n)/)) {
+    if (part === '\n') rows.push('');
+    else if (part === '\r\x1b[2K') rows[rows.length - 1] = '';
+    else rows[rows.length - 1] += part;
+  }
+  return rows;
+}
+
+/** One step: text, one read_file call and its result; then a final answer. */
+function demoTurn(): LogBuilder {
+  const b = new LogBuilder();
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().endAttempt();
+  b.push('assistant/accepted', { content: 'Let me look.', toolCalls: [{ id: 'p1', name: 'read_file', arguments: '{"path":"notes.txt"}' }], finishReason: 'tool_calls' }, { turn: b.turn, step: b.step, attempt: b.attempt });
+  b.call({ name: 'read_file' });
+  b.startTool(b.lastCall);
+  b.push('tool/result', { ok: true, output: 'line one\n  line two\nline three\nline four\n', error: null, durationMs: 3 }, { turn: b.turn, step: b.step, call: b.lastCall });
+  b.endStep('tool_calls', 1);
+  b.startStep(2);
+  return b;
+}
+
+describe('RunPrinter on a terminal', () => {
+  test('streams the model text from live deltas, shows each call and its result in brief, and never prints a text twice', () => {
+    const { printer, got } = capture(true);
+    const b = demoTurn();
+    const firstAttempt = b.events.findIndex((e) => e.type === 'attempt/start');
+    printer.commit(b.events.slice(0, firstAttempt + 1));
+    printer.delta({ type: 'text_delta', text: 'Let me ' });
+    expect(screen(got.out).at(-1)).toBe('Let me ');
+    printer.delta({ type: 'text_delta', text: 'look.' });
+    printer.delta({ type: 'tool_call_delta', index: 0, id: 'p1', name: 'read_file', argumentsDelta: '{"path":"notes.txt"}' });
+    printer.commit(b.events.slice(firstAttempt + 1));
+    // step 2's answer: its deltas came before its attempt/start reached the follower
+    printer.delta({ type: 'text_delta', text: 'The notes say hi.' });
+    b.startAttempt().endAttempt();
+    b.push('assistant/accepted', { content: 'The notes say hi.', toolCalls: [], finishReason: 'stop' }, { turn: b.turn, step: b.step, attempt: b.attempt });
+    printer.commit(b.events.slice(-3));
+    printer.endLine();
+    const rows = screen(got.out).filter((r) => r !== '');
+    expect(rows.slice(0, 7)).toEqual([
+      'Let me look.',
+      '▸ read_file notes.txt',
+      '  └ ok · 41 bytes · 4 lines',
+      '    line one',
+      '      line two',
+      '    line three',
+      '    … 1 more line',
+    ]);
+    expect(rows[7]).toBe('The notes say hi.');
+    expect(rows[8]).toMatch(/^step 2 · 240 tokens · cost unknown · \d+\.\ds$/);
+    expect(got.out.split('Let me').length).toBe(2);
+    expect(printer.answerShown('The notes say hi.')).toBe(true);
+  });
+
+  test('deltas missed: the committed text is printed; an attempt that fails after streaming says its text was not accepted', () => {
+    const { printer, got } = capture(true);
+    const b = new LogBuilder();
+    b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt();
+    printer.commit(b.events);
+    printer.delta({ type: 'text_delta', text: 'Half an ans' });
+    b.endAttempt('failed');
+    b.startAttempt(2).endAttempt();
+    b.push('assistant/accepted', { content: 'Reading it.', toolCalls: [{ id: 'p1', name: 'list_dir', arguments: '{}' }], finishReason: 'tool_calls' }, { turn: b.turn, step: b.step, attempt: b.attempt });
+    printer.commit(b.events.slice(-4));
+    printer.endLine();
+    const rows = screen(got.out).filter((r) => r !== '' && !r.startsWith('step '));
+    expect(rows).toEqual([
+      'Half an ans',
+      '  (the text above was not accepted: attempt failed)',
+      'Reading it.',
+    ]);
+  });
+
+  test('the elapsed time stops while a person decides, and what is printed meanwhile waits', async () => {
+    const { printer, got } = capture(true);
+    const b = new LogBuilder();
+    b.receive('msg_1').startTurn('msg_1').startStep(1);
+    printer.commit(b.events);
+    printer.holdProgress(true, 'person');
+    await new Promise((r) => setTimeout(r, 400));
+    b.call({ name: 'write_file' });
+    printer.commit(b.events.slice(-2));
+    expect(got.out).not.toContain('write_file');
+    expect(printer.elapsedMs()).toBeLessThan(300);
+    printer.holdProgress(false, 'person');
+    expect(got.out).toContain('▸ write_file');
+    expect(printer.elapsedMs()).toBeLessThan(300);
+    printer.endLine();
+  });
+});
+
+describe('RunPrinter without a terminal, and --quiet', () => {
+  test('one line per event that matters, naming the tools; no escape sequences; the final answer is left to the turn end', () => {
+    const { printer, got } = capture(false);
+    const b = demoTurn();
+    b.answer('The notes say hi.');
+    b.endStep('final');
+    printer.commit(b.events);
+    expect(got.out.trimEnd().split('\n')).toEqual([
+      'step 1 · model: Let me look.',
+      'step 1 · ▸ read_file notes.txt → ok · 41 bytes · 4 lines',
+      'step 1: tool_calls · 1 tool call (read_file)',
+      'step 2: final',
+    ]);
+    expect(got.out).not.toContain('\x1b');
+    expect(printer.answerShown('The notes say hi.')).toBe(false);
+  });
+
+  test('--quiet prints nothing as the run goes, on a terminal or not', () => {
+    for (const tty of [true, false]) {
+      const { printer, got } = capture(tty, { quiet: true });
+      printer.commit(demoTurn().events);
+      printer.delta({ type: 'text_delta', text: 'hello' });
+      printer.endLine();
+      expect(got.out + got.err).toBe('');
+      expect(printer.wantsLive).toBe(false);
+    }
   });
 });

@@ -220,7 +220,11 @@ test('a kill while write_file is reconciled: the next resume asks again; one ver
   const verified = await cli.run(['verify', agentId, ...common]);
   expectExit(expect, verified, 0);
   const timeline = await cli.run(['events', agentId, ...common]);
-  expect(timeline.stdout).toMatch(/actor\/killed\s+epoch \d+ died after seq \d+ · at during:reconcile · fault record \(kill\)/);
+  // people read incarnations: the run was the first, the resume that died the second, this one the third
+  expect(timeline.stdout).toMatch(/actor\/killed\s+incarnation 1 died after seq \d+ · at after:tool\/start · fault record \(kill\)/);
+  expect(timeline.stdout).toMatch(/actor\/killed\s+incarnation 2 died after seq \d+ · at during:reconcile · fault record \(kill\)/);
+  expect(timeline.stdout).toMatch(/actor\/rehydrated\s+incarnation 3 · /);
+  expect(timeline.stdout).not.toMatch(/epoch \d/);
   expect(timeline.stdout).toMatch(/tool\/reconciled\s+not applied/);
 });
 

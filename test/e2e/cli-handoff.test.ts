@@ -98,10 +98,11 @@ describe('with a host running', () => {
     expect(events).toEqual(log);
 
     // the same task hosted here: the same human output, line for line, but for the agent ID
-    const ws2 = await demoWorkspace();
-    dirs.push(ws2);
+    // (each in a workspace of its own as the first run found it: the output quotes sizes of what they read)
+    const [ws2, ws3] = await Promise.all([demoWorkspace(), demoWorkspace()]);
+    dirs.push(ws2, ws3);
     const [handed, local] = await Promise.all([
-      cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, ...common]),
+      cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws3, ...common]),
       cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws2, '--in-process', ...common]),
     ]);
     expectExit(expect, handed, 0);

@@ -96,7 +96,8 @@ export async function continueCommand(target: ContinueTarget, task: string, opts
     }
     if (elsewhere && place.kind === 'free') await releaseToHosts(rt, entry);
     await sendAsPerson(rt, msg);
-    (json ? out.stderr : out.stdout).write(`${agentId}\n`);
+    // --quiet: stdout is the answer's alone
+    (json || out.quiet ? out.stderr : out.stdout).write(`${agentId}\n`);
     out.stderr.write(`${terminalText(continuing(p))}\n`);
     const hosted = elsewhere ? null : await hostExisting(agentId, rt, out, json);
     const follow = (from: Projection): Promise<number> =>

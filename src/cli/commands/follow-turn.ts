@@ -4,6 +4,7 @@ import { publishInbox } from '../../bus/inbox.js';
 import type { ActorEvent } from '../../protocol/events.js';
 import type { Projection } from '../../store/projection.js';
 import { followAgent } from '../../client/follower.js';
+import { createNatsLiveSource } from '../../client/live.js';
 import { InterruptKey } from '../interrupt-key.js';
 import { EXIT } from '../exit-codes.js';
 import { placementOf, type Placement } from '../hand-off.js';
@@ -94,7 +95,9 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
   let next = pull();
   let tick: Promise<{ kind: 'tick' }> | null = null;
   let lastEventAt = Date.now();
-  o.printer.seed(p.openStep?.index ?? p.openTurn?.steps ?? 0, p.usage.inputTokens + p.usage.outputTokens);
+  o.printer.seedFrom(p);
+  // the model's text as it streams, on a terminal: the supervisor publishes it wherever it runs
+  const live = o.printer.wantsLive ? createNatsLiveSource(rt.bus.nc).watch(entry, (d) => o.printer.delta(d)) : null;
   const leave = (r: Awaited<typeof leaving>): number => {
     o.printer.endLine();
     const id = entry.actorId;
@@ -120,8 +123,10 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         if (!o.prompt) return await printWaiting(o, { actorId: entry.actorId, projection: p }, waiting, rt.config);
         // the prompt reads the terminal alone: typed lines wait until it is answered
         typed?.pause();
+        // a person deciding is not the run's time: the status line's clock stops meanwhile
+        o.printer.holdProgress(true, 'person');
         const ask = p.parked?.waitingFor === 'question' ? askQuestions(o, p, waiting, answered, key) : askAll(o, p, waiting, answered, key);
-        const asked = await Promise.race([ask.then(() => null), leaving]);
+        const asked = await Promise.race([ask.then(() => null), leaving]).finally(() => o.printer.holdProgress(false, 'person'));
         if (asked) return leave(asked);
         typed?.start();
         waiting = [];
@@ -158,6 +163,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
       }
     }
   } finally {
+    live?.close();
     key.clear();
     typed?.stop();
     process.off('SIGINT', onSigint);

@@ -2,7 +2,7 @@ import type { EffectiveConfig } from '../../config/config.js';
 import type { ActorEvent } from '../../protocol/events.js';
 import { formatViolations, verifyLog } from '../../actors/verify.js';
 import { EXIT } from '../exit-codes.js';
-import { describeEvent, eventLine, type Out } from '../output.js';
+import { EventDescriber, eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
@@ -33,11 +33,21 @@ export async function eventsCommand(
 ): Promise<number> {
   return withRuntime(config, async (rt) => {
     const rootId = await rootOf(rt, agentId);
+    const after = opts.after ?? 0;
+    // people read incarnations (1, 2, 3…) counted from the log's first event, also after --after
+    const describer = new EventDescriber();
     const print = (e: ActorEvent): void => {
-      out.stdout.write(opts.json ? eventLine(e) : `${describeEvent(e)}\n`);
+      out.stdout.write(opts.json ? eventLine(e) : `${describer.describe(e)}\n`);
     };
+    if (!opts.json && after > 0) {
+      // the events before the first one printed: their epochs number the incarnations
+      for await (const { event } of rt.reader.read(rootId, agentId, { afterSeq: 0 })) {
+        if (event.seq > after) break;
+        describer.note(event);
+      }
+    }
     if (!opts.follow) {
-      for await (const { event } of rt.reader.read(rootId, agentId, { afterSeq: opts.after ?? 0 })) print(event);
+      for await (const { event } of rt.reader.read(rootId, agentId, { afterSeq: after })) print(event);
       return EXIT.completed;
     }
     const stop = new AbortController();
@@ -45,7 +55,7 @@ export async function eventsCommand(
     process.once('SIGINT', onSigint);
     const offStop = onStop(() => stop.abort());
     // the one client follower; `--after` skips what came before (its state is not needed to print)
-    const from = { ...emptyProjection(agentId), seq: opts.after ?? 0 };
+    const from = { ...emptyProjection(agentId), seq: after };
     try {
       for await (const { event } of followAgent({ reader: rt.reader, rootId, actorId: agentId, from, signal: stop.signal })) print(event);
     } finally {

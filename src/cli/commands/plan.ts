@@ -81,7 +81,7 @@ export async function afterPlanTurn(rt: Runtime, entry: Pick<DirectoryEntry, 'ac
     return code;
   }
   // `--json`: stdout stays the event stream, which holds the plan/replaced events
-  if (!json) out.stdout.write(`\n${describePlan(p.plan)}`);
+  if (!json && !out.quiet) out.stdout.write(`\n${describePlan(p.plan)}`);
   out.stderr.write(`plan mode: nothing was changed; accept the plan to carry it out: ${acceptCommand(lineFor(rt.config), entry.actorId)}\n`);
   return EXIT.waiting;
 }

@@ -241,7 +241,8 @@ export async function runCommand(
       sentAt: new Date().toISOString(),
     };
     const handOff = opts.inProcess !== true && config.faults === null && (await rt.hosts.live(Date.now())).length > 0;
-    (json ? out.stderr : out.stdout).write(`${actorId}\n`);
+    // --quiet: stdout is the answer's alone
+    (json || out.quiet ? out.stderr : out.stdout).write(`${actorId}\n`);
     onAgent?.(actorId);
     if (handOff) {
       const deadlineAt = request.deadlineSeconds === null ? null : Date.now() + request.deadlineSeconds * 1000;

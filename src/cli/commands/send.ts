@@ -94,7 +94,7 @@ export async function sendCommand(agentId: string, textArg: string, opts: SendOp
     const handed = place.kind === 'free' && place.hosts.length > 0 && wakes && (elsewhere || !follow);
     if (handed) await releaseToHosts(rt, entry);
     await sendAsPerson(rt, msg);
-    (json ? out.stderr : out.stdout).write(`${msg.id} ${kind}\n`);
+    (json || out.quiet ? out.stderr : out.stdout).write(`${msg.id} ${kind}\n`);
     out.stderr.write(`${terminalText(fate(kind, running))}\n`);
     if (!follow) {
       if (place.kind === 'free' && !handed) {

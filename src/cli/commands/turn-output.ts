@@ -39,9 +39,19 @@ export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: Tur
   if (!o.json) {
     const usage = agent.projection.usage;
     const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
-    if (ended.answer) out.stdout.write(`\n${terminalText(ended.answer, 'block')}\n\n`);
     const cost = ended.costUsd === null ? 'cost unknown' : `$${ended.costUsd.toFixed(4)}`;
-    out.stdout.write(`${ended.outcome}${ended.reason ? ` (${terminalText(ended.reason)})` : ''} · ${tokens} · ${cost}\n`);
+    const outcome = `${ended.outcome}${ended.reason ? ` (${terminalText(ended.reason)})` : ''} · ${tokens} · ${cost}\n`;
+    if (out.quiet) {
+      // --quiet: the answer alone on stdout; a turn that did not complete says why on stderr
+      if (ended.answer) out.stdout.write(`${terminalText(ended.answer, 'block')}\n`);
+      if (ended.outcome !== 'completed') out.stderr.write(outcome);
+      return exitCodeFor(ended.outcome);
+    }
+    // streamed on a terminal as the model wrote it: not printed twice
+    const streamed = ended.answer !== null && o.printer.answerShown(ended.answer);
+    if (ended.answer && !streamed) out.stdout.write(`\n${terminalText(ended.answer, 'block')}\n\n`);
+    else if (streamed) out.stdout.write('\n');
+    out.stdout.write(outcome);
   }
   return exitCodeFor(ended.outcome);
 }
