@@ -168,6 +168,7 @@ function previewOf(a: EffectContext, planned: ApprovalSubject): Promise<Approval
     env: t.env,
     sandboxed: t.bwrapPath !== null,
     redactor: t.redactor,
+    signal: a.signal,
   });
 }
 

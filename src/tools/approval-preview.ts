@@ -18,6 +18,8 @@ export const PREVIEW_TIMEOUT_MS = 2_000;
 /** What `previewCall` needs beyond the tool and its input. */
 export interface PreviewOptions extends Omit<PreviewContext, 'signal'> {
   redactor: Redactor;
+  /** Aborts the preview (the turn was interrupted): the plan's view is returned at once. */
+  signal?: AbortSignal;
   /** Default PREVIEW_TIMEOUT_MS. */
   timeoutMs?: number;
   /** Default PREVIEW_TEXT_BYTES. */
@@ -34,7 +36,7 @@ export async function previewCall(
   input: unknown,
   opts: PreviewOptions,
 ): Promise<ApprovalPreview> {
-  const { redactor, timeoutMs = PREVIEW_TIMEOUT_MS, maxTextBytes = PREVIEW_TEXT_BYTES, ...ctx } = opts;
+  const { redactor, signal, timeoutMs = PREVIEW_TIMEOUT_MS, maxTextBytes = PREVIEW_TEXT_BYTES, ...ctx } = opts;
   let shown: ToolPreview;
   let fallback: string | undefined;
   if (!tool.preview) {
@@ -42,11 +44,16 @@ export async function previewCall(
   } else {
     const stop = new AbortController();
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      const give = (why: string): void => {
         stop.abort();
-        reject(new Error(`it took longer than ${timeoutMs} ms`));
-      }, timeoutMs);
+        reject(new Error(why));
+      };
+      timer = setTimeout(() => give(`it took longer than ${timeoutMs} ms`), timeoutMs);
+      onAbort = () => give('the turn stopped first');
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
     });
     try {
       shown = await Promise.race([Promise.resolve().then(() => tool.preview!(input, { ...ctx, signal: stop.signal })), late]);
@@ -55,6 +62,7 @@ export async function previewCall(
       shown = planView(ctx.plan);
     } finally {
       clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
     }
   }
   return boundPreview(shown, redactor, maxTextBytes, fallback);
