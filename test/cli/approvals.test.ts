@@ -63,10 +63,10 @@ describe('describeApproval', () => {
     const a: ApprovalRecord = {
       ...OLD,
       expiresAt: NOW - 5 * 60_000,
-      preview: { kind: 'input', summary: 'write_file on src/slug.js', text: 'content: "a\u001b[2Jb\rc"', truncated: false, fallback: 'it took too long' },
+      preview: { kind: 'input', summary: 'write_file on src/slug.js', text: 'content: "a\u001b[2Jb\rc"', truncated: false, fallback: 'write_file could not show this call (it took longer than 2000 ms); this is its plan' },
     };
     const lines = describeApproval('apr_1', a, NOW);
-    expect(lines).toContain('(no preview from the tool: it took too long)');
+    expect(lines).toContain('(write_file could not show this call (it took longer than 2000 ms); this is its plan)');
     expect(lines).toContain('  content: "a\\x1b[2Jb\\rc"');
     expect(lines.at(-1)).toBe('expires: 2029-12-31T23:55:00.000Z (expired 5 min ago)');
     expect(lines.join('\n')).not.toMatch(/[\u001b\r]/);

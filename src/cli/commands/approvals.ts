@@ -37,7 +37,7 @@ export function describeApproval(approvalId: string, a: ApprovalRecord, nowMs: n
 /** The preview: its summary, its text indented, what was left out, and why the tool's own could not be made. */
 function previewLines(p: ApprovalPreview): string[] {
   const lines = [p.summary];
-  if (p.fallback) lines.push(`(no ${p.kind === 'input' ? 'preview' : p.kind} from the tool: ${p.fallback})`);
+  if (p.fallback) lines.push(`(${p.fallback})`);
   if (p.text !== '') lines.push(...p.text.split('\n').map((l) => `  ${l}`));
   if (p.truncated) lines.push(`  … ${p.omitted ?? 'the rest is not shown'}`);
   return lines;
