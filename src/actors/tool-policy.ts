@@ -1,10 +1,12 @@
+import type { StateValue } from 'xstate';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { newId } from '../protocol/ids.js';
-import type { EventData } from '../protocol/events.js';
+import type { ApprovalPreview, EventData } from '../protocol/events.js';
 import { ToolError } from '../protocol/errors.js';
 import { approvalsOf, type ApprovalRecord, type OpenCall } from '../store/projection.js';
 import { decide, defaultPlan, planDigest, type PolicyDecision } from '../tools/policy.js';
 import { parseShellCommand, type ParsedCommand } from '../tools/shell-command.js';
+import { previewCall } from '../tools/approval-preview.js';
 import type { ExecutionPlan, ResourceKey, ToolDefinition } from '../tools/tool.js';
 import type { EffectContext } from './effect-context.js';
 import { scope, settings } from './effect-helpers.js';
@@ -123,12 +125,17 @@ export const UNKNOWN_OUTCOME_QUESTION =
 
 /**
  * Asks a person: commits `approval/requested` bound to the tool, its version, the plan digest,
- * scope and expiry. `confirmUnknown`: the question is whether the turn may go on after a crash
- * left the call's outcome unknown (`reconcileReason`: why its tool's reconcile could not tell).
+ * scope and expiry, with the preview the person is shown (a diff, the patch, the argv), made
+ * here where the call would run. `confirmUnknown`: the question is whether the turn may go on
+ * after a crash left the call's outcome unknown (`reconcileReason`: why its tool's reconcile
+ * could not tell).
  */
-export function requestApproval(a: EffectContext, callId: string, confirmUnknown = false, reconcileReason?: string): void {
+export async function requestApproval(a: EffectContext, callId: string, confirmUnknown = false, reconcileReason?: string): Promise<void> {
   const call = openCall(a, callId);
   const planned: ApprovalSubject = confirmUnknown ? planOrRecorded(a, call) : planCall(a, call);
+  const preview = await previewOf(a, planned);
+  // an interrupt or a stop while the preview was made moved the call on: there is nothing to ask
+  if (a.halted || !isRequesting(a.callState(callId))) return;
   const question = reconcileReason === undefined
     ? UNKNOWN_OUTCOME_QUESTION
     : `${call.name}'s reconcile could not tell whether it took effect (${reconcileReason}); ${UNKNOWN_OUTCOME_QUESTION}`;
@@ -147,8 +154,28 @@ export function requestApproval(a: EffectContext, callId: string, confirmUnknown
       plan: (call.argumentsRef ? clipStrings(planned.plan, call.argumentsRef) : planned.plan) as Record<string, unknown>,
       scope: planned.resources,
       ...(last ? { rule: last.rule, reason: last.reason } : {}),
+      preview,
     },
   });
+}
+
+/** The preview of what an approval binds: the tool's own, or the plan's view of the call (bounded, redacted, never a throw). */
+function previewOf(a: EffectContext, planned: ApprovalSubject): Promise<ApprovalPreview> {
+  const t = a.ports.tooling;
+  return previewCall(planned.tool, planned.input, {
+    workspace: settings(a).workspace,
+    plan: planned.plan,
+    env: t.env,
+    sandboxed: t.bwrapPath !== null,
+    redactor: t.redactor,
+    signal: a.signal,
+  });
+}
+
+/** True in the states that ask for an approval and wait for `approval/requested`. */
+function isRequesting(state: StateValue | undefined): boolean {
+  if (state === undefined || typeof state === 'string') return false;
+  return state.awaiting_approval === 'requesting' || state.confirming === 'requesting';
 }
 
 /**
@@ -162,12 +189,12 @@ function planOrRecorded(a: EffectContext, call: OpenCall): ApprovalSubject {
   } catch (err) {
     if (!(err instanceof ToolError)) throw err;
     const plan: ExecutionPlan = { tool: call.name, version: 'unresolved', paths: [], network: false, input: call.arguments };
-    return { tool: { name: call.name, version: 'unresolved' }, plan, digest: planDigest(plan), resources: [] };
+    return { tool: { name: call.name, version: 'unresolved' }, input: call.arguments, plan, digest: planDigest(plan), resources: [] };
   }
 }
 
 /** What an approval is bound to: the tool and version, the plan and its digest, the resources. */
-type ApprovalSubject = { tool: { name: string; version: string } } & Pick<CallPlan, 'plan' | 'digest' | 'resources'>;
+type ApprovalSubject = { tool: Pick<ToolDefinition<any>, 'name' | 'version'> & Partial<Pick<ToolDefinition<any>, 'preview'>> } & Pick<CallPlan, 'input' | 'plan' | 'digest' | 'resources'>;
 
 /** The answer a client sends in an `approval_response` inbox message. */
 interface ApprovalAnswer {

@@ -15,6 +15,7 @@ import { sendCommand } from './commands/send.js';
 import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
 import { registerDlqCommand } from './commands/dlq.js';
+import { registerApprovalsCommand } from './commands/pending-approvals.js';
 import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
 import type { Out } from './output.js';
@@ -268,6 +269,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .action(act(async (o) => configShowCommand(o, loadConfig(flags(o)), out)));
 
   registerDlqCommand(program, { common, flags, act, out });
+  registerApprovalsCommand(program, { common, flags, act, out });
 
   return program;
 }

@@ -105,6 +105,27 @@ export type ModelErrorClass = z.infer<typeof ModelErrorClassSchema>;
 
 const EffectsSchema = z.enum(['none', 'possible']);
 
+/**
+ * What a person is shown of what an approval binds, made where the approval is asked (the host
+ * that runs the agent may be on another machine than the person) and recorded with it, so every
+ * client (the CLI, the gateway) shows the same text. Redacted and bounded when it is made.
+ */
+export const ApprovalPreviewSchema = z.object({
+  /** `diff` (write_file), `patch` (apply_patch), `command` (shell), `input` (the arguments as JSON: any other tool). */
+  kind: z.enum(['diff', 'patch', 'command', 'input']),
+  /** One line: what the call does (`edit src/slug.js (+1 -1)`, `new file …`, `1 command, sandboxed, no network`). */
+  summary: z.string(),
+  /** The body, lines separated by `\n`: a unified diff, the patch, the argv of each command, the arguments. */
+  text: z.string(),
+  /** True when `text` was cut to its bound; `omitted` says what was left out. */
+  truncated: z.boolean(),
+  omitted: z.string().optional(),
+  /** Why the tool's own preview could not be made: `text` is then the plan's view of the call. */
+  fallback: z.string().optional(),
+});
+/** What a person is shown of what an approval binds. */
+export type ApprovalPreview = z.infer<typeof ApprovalPreviewSchema>;
+
 /** The `data` schema of each event type. Extend, never rename. */
 export const EventDataSchemas = {
   'turn/start': z.object({
@@ -210,6 +231,8 @@ export const EventDataSchemas = {
     scope: z.array(z.object({ key: z.string(), mode: z.enum(['read', 'write']) })).optional(),
     rule: z.string().optional(),
     reason: z.string().nullable().optional(),
+    /** What the person is shown (a diff, the patch, the argv); absent in logs written before it existed. */
+    preview: ApprovalPreviewSchema.optional(),
   }),
   'approval/granted': z.object({
     approvalId: z.string(),

@@ -1,5 +1,5 @@
 import { assertNever } from '../protocol/errors.js';
-import type { ActorEvent, TurnOutcome, TurnRequest, TurnSettings } from '../protocol/events.js';
+import type { ActorEvent, ApprovalPreview, TurnOutcome, TurnRequest, TurnSettings } from '../protocol/events.js';
 import { NEXT_STEP_KINDS, requeue, requeueClaimed, setState, without } from './inbox-delivery.js';
 import { addCost, addUsage, ZERO_USAGE, type BlobRef, type HistoryItem, type Usage } from '../protocol/history.js';
 import { noteEpochs } from './incarnations.js';
@@ -64,6 +64,8 @@ export interface ApprovalRecord {
   scope?: Array<{ key: string; mode: 'read' | 'write' }>;
   rule?: string;
   reason?: string | null;
+  /** What the person is shown (a diff, the patch, the argv), as recorded where it was asked; absent in older logs. */
+  preview?: ApprovalPreview;
 }
 
 /** A question the `ask_user` tool asked a person (design §6): open until answered, expired or cancelled. */
@@ -376,6 +378,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
         ...(e.data.scope ? { scope: e.data.scope } : {}),
         ...(e.data.rule ? { rule: e.data.rule } : {}),
         ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}),
+        ...(e.data.preview ? { preview: e.data.preview } : {}),
       };
       const call = p.pending.calls.find((c) => c.callId === e.call);
       if (call) call.approvalId = e.data.approvalId;

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { z } from 'zod';
+import type { ApprovalPreview } from '../protocol/events.js';
 
 /**
  * How a tool may be recovered after a crash between `tool/start` and its end (design §7, §8).
@@ -58,6 +59,24 @@ export interface ExecutionPlan {
   /** The validated input, for tools whose plan is their arguments. */
   input?: unknown;
 }
+
+/**
+ * What `preview` may look at: the plan context and the call's plan, how a process it starts
+ * would run (the host's environment, whether bubblewrap contains it), and a signal that aborts
+ * when the runtime stops waiting for the preview.
+ */
+export interface PreviewContext extends PlanContext {
+  plan: ExecutionPlan;
+  env: Readonly<Record<string, string>>;
+  sandboxed: boolean;
+  signal: AbortSignal;
+}
+
+/**
+ * A tool's view of one call for the person approving it. The runtime redacts it and bounds its
+ * text (`truncated`, `omitted`: the tool may have cut it already, and says what it left out).
+ */
+export type ToolPreview = Pick<ApprovalPreview, 'kind' | 'summary' | 'text'> & { truncated?: boolean; omitted?: string };
 
 /** How shell-like tools are contained for this call (decided by the runtime and the policy). */
 export interface SandboxGrant {
@@ -158,6 +177,12 @@ export interface ToolDefinition<I = unknown> {
    * input that cannot be planned (an unparseable shell command): the call is then denied.
    */
   plan?(input: I, ctx: PlanContext): ExecutionPlan;
+  /**
+   * What a person approving the call is shown (a diff, the patch, the argv). It must change
+   * nothing and bound its own reads; it runs once, when the approval is asked, off the policy's
+   * path. Without it, or when it throws, the person is shown the plan (the arguments as JSON).
+   */
+  preview?(input: I, ctx: PreviewContext): ToolPreview | Promise<ToolPreview>;
   /**
    * Runs the call. When `ctx.signal` aborts (an interrupt, the turn's deadline, the call's
    * timeout) the tool should stop its work and settle within the runtime's grace (`cancelGraceMs`):

@@ -19,7 +19,8 @@ export interface Hunk {
   /** A `\ No newline at end of file` marker follows the last old line. */
   oldNoEol: boolean;
   /** A `\ No newline at end of file` marker follows the last new line. */
-  newNoEol: boolean;
+  newNoEol: boolean;  /** The body as parsed, each line with its ` `, `-`, `+` or `\` (an editor's trimmed empty context line restored): what a person is shown. */
+  lines: string[];
 }
 
 /** The changes a patch makes to one file. */
@@ -190,6 +191,7 @@ function parseHunk(lines: string[], start: number): { hunk: Hunk; end: number } 
     removed: 0,
     oldNoEol: false,
     newNoEol: false,
+    lines: [],
   };
   const short = (at: number): ToolError =>
     invalid(
@@ -221,6 +223,7 @@ function parseHunk(lines: string[], start: number): { hunk: Hunk; end: number } 
     } else {
       throw short(i + 1);
     }
+    hunk.lines.push(op === '\\' ? line : `${op}${text}`);
     if (op !== '\\') last = op!;
     i++;
   }

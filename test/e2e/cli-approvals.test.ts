@@ -10,6 +10,9 @@ import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
 
+/** Lines of the diff the demo's write_file makes of src/slug.js (its fix), as an approval shows them. */
+const DIFF_LINES = ['edit src/slug.js (+1 -1)', '--- a/src/slug.js', '+++ b/src/slug.js', '@@ -3,6 +3,6 @@', "-    .replace(' ', '-')", "+    .replace(/\\s+/g, '-')"];
+
 let nats: TestNats;
 let buggySlug: string;
 const dirs: string[] = [];
@@ -50,7 +53,9 @@ describe('approvals from the CLI', () => {
     expect(approvalId).toMatch(/^apr_/);
     expect(run.stderr).toContain(`waiting for approval ${approvalId}`);
     expect(run.stderr).toContain(`actorloop approve ${agentId} ${approvalId}`);
-    expect(run.stderr).toContain('writes: src/slug.js');
+    // what the write would do, as the diff the host made when it asked
+    for (const line of DIFF_LINES) expect(run.stderr).toContain(line);
+    expect(run.stderr).toContain(`scope: write path:${ws}/src/slug.js`);
     // nothing was written while it waited
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toBe(buggySlug);
 
@@ -81,6 +86,46 @@ describe('approvals from the CLI', () => {
     const events = parseEvents(denied.stdout);
     expect(events.find((e) => e.type === 'tool/denied')).toMatchObject({ data: { reason: 'denied by a person: leave slug.js alone' } });
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).toBe(buggySlug);
+  });
+
+  test('actorloop approvals lists the pending approval of a parked agent with its diff; --json parses; none pending and unknown agents are said', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, cli, common } = await setup(onTestFinished);
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common]);
+    expectExit(expect, run, 5);
+    const agentId = lines(run.stdout)[0]!;
+    const approvalId = /waiting for approval (apr_\w+)/.exec(run.stderr)![1]!;
+
+    const listed = await cli.run(['approvals', agentId, ...common]);
+    // the printed lines reach this data dir and server when pasted
+    const where = `--data-dir ${dataDir} --nats ${nats.url}`;
+    expectExit(expect, listed, 0);
+    const shown = lines(listed.stdout).map((l) => l.trim());
+    expect(shown[0]).toBe(`write_file (version 1) asks for approval ${approvalId}`);
+    for (const line of DIFF_LINES) expect(shown, listed.stdout).toContain(line);
+    expect(shown).toContain(`scope: write path:${ws}/src/slug.js`);
+    expect(shown.some((l) => l.startsWith('plan digest: sha256:'))).toBe(true);
+    expect(shown).toContain(`approve: actorloop approve ${agentId} ${approvalId} ${where}`);
+    expect(shown).toContain(`deny:    actorloop deny ${agentId} ${approvalId} ${where} [--reason "<why>"]`);
+
+    const json = await cli.run(['approvals', agentId, '--json', ...common]);
+    expectExit(expect, json, 0);
+    const records = lines(json.stdout).map((l) => JSON.parse(l) as Record<string, any>);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ agentId, approvalId, tool: 'write_file', state: 'pending', preview: { kind: 'diff', summary: 'edit src/slug.js (+1 -1)', truncated: false } });
+    expect(records[0]!.preview.text.split('\n')).toEqual(expect.arrayContaining(DIFF_LINES.slice(1)));
+    expect(records[0]!.approve).toBe(`actorloop approve ${agentId} ${approvalId} ${where}`);
+
+    expectExit(expect, await cli.run(['approve', agentId, approvalId, ...common]), 0);
+    const none = await cli.run(['approvals', agentId, ...common]);
+    expectExit(expect, none, 0);
+    expect(none.stdout).toBe(`${agentId} has no pending approvals\n`);
+    const noneJson = await cli.run(['approvals', agentId, '--json', ...common]);
+    expectExit(expect, noneJson, 0);
+    expect(noneJson.stdout).toBe('');
+
+    const unknown = await cli.run(['approvals', 'agt_01J00000000000000000000000', ...common]);
+    expectExit(expect, unknown, 3);
+    expect(unknown.stderr).toMatch(/^actorloop: no agent agt_01J00000000000000000000000 in this data dir/);
   });
 
   test('a wrong approval ID is a clear error naming the pending one', async ({ expect, onTestFinished }) => {
@@ -138,7 +183,7 @@ describe('approvals from the CLI', () => {
     expectExit(expect, verify, 0);
   });
 
-  test('on a terminal, run asks inline and goes on after "y"', async ({ expect, onTestFinished }) => {
+  test('The approval prompt for write_file over an existing file shows the diff', async ({ expect, onTestFinished }) => {
     const { ws, dataDir, common } = await setup(onTestFinished);
     // `script` gives the CLI a pseudo-terminal, as a person's shell would
     const cmd = ['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common].join(' ');
@@ -147,17 +192,21 @@ describe('approvals from the CLI', () => {
       if (child.exitCode === null) child.kill('SIGKILL');
     });
     let screen = '';
-    let answered = false;
+    let atPrompt = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       screen += chunk;
-      if (!answered && screen.includes('allow? [y]es once')) {
-        answered = true;
+      if (atPrompt === '' && screen.includes('allow? [y]es once')) {
+        // what the person saw when asked: the diff is above the question, not after the answer
+        atPrompt = screen;
         child.stdin.write('y\r');
       }
     });
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    expect(screen).toContain('write_file (version 1) asks for approval apr_');
-    expect(screen).toContain('writes: src/slug.js');
+    expect(atPrompt, screen).toContain('write_file (version 1) asks for approval apr_');
+    const shown = atPrompt.replace(/\r/g, '').split('\n').map((l) => l.trim());
+    for (const line of DIFF_LINES) expect(shown, atPrompt).toContain(line);
+    expect(shown).toContain(`scope: write path:${ws}/src/slug.js`);
+    expect(atPrompt).toMatch(/expires: \d{4}-\d\d-\d\dT[\d:.]+Z \(in 2[34] h/);
     expect(screen).toMatch(/completed · [\d,]+ tokens/);
     expect(code).toBe(0);
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);

@@ -1,5 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import { newId } from '../../protocol/ids.js';
+import type { ApprovalPreview } from '../../protocol/events.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import type { ApprovalRecord } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
@@ -14,13 +15,38 @@ export type Prompt = (lines: string[]) => Promise<ApprovalAnswer>;
 export const CLI_SENDER = 'client:cli';
 
 /**
- * Lines that tell a person what an approval would allow. Each shows the plan's text with its
- * control characters written out: a CR or an escape sequence in a command must not hide part of
- * it from the person approving it.
+ * Lines that tell a person what an approval binds: the tool and version, the preview recorded
+ * where it was asked (a diff, the patch, the argv; an older log has none, and its plan's fields
+ * are shown as they were), the resources it touches, why it was asked, the plan digest, and the
+ * expiry (absolute and from `nowMs`). Each line is shown with its control characters written
+ * out: a CR or an escape sequence in a command or a file must not hide part of it from the
+ * person approving it.
  */
-export function describeApproval(approvalId: string, a: ApprovalRecord): string[] {
-  const plan = (a.plan ?? {}) as { command?: string; cwd?: string; paths?: Array<{ path: string; mode: string }>; network?: boolean; input?: unknown };
+export function describeApproval(approvalId: string, a: ApprovalRecord, nowMs: number = Date.now()): string[] {
   const lines = [`${a.tool} (version ${a.toolVersion}) asks for approval ${approvalId}`];
+  if (a.preview) lines.push(...previewLines(a.preview));
+  else lines.push(...planLines(a.plan));
+  for (const r of a.scope ?? []) lines.push(`scope: ${r.mode} ${r.key}`);
+  if (a.reason && a.rule) lines.push(`why asked: ${a.reason} (rule ${a.rule})`);
+  else if (a.reason) lines.push(`why asked: ${a.reason}`);
+  else if (a.rule) lines.push(`why asked: rule ${a.rule}`);
+  lines.push(`plan digest: ${a.planDigest}`, `expires: ${new Date(a.expiresAt).toISOString()} (${fromNow(a.expiresAt - nowMs)})`);
+  return lines.map((l) => terminalText(l));
+}
+
+/** The preview: its summary, its text indented, what was left out, and why the tool's own could not be made. */
+function previewLines(p: ApprovalPreview): string[] {
+  const lines = [p.summary];
+  if (p.fallback) lines.push(`(${p.fallback})`);
+  if (p.text !== '') lines.push(...p.text.split('\n').map((l) => `  ${l}`));
+  if (p.truncated) lines.push(`  … ${p.omitted ?? 'the rest is not shown'}`);
+  return lines;
+}
+
+/** What a log written before previews showed: the plan's fields, else its arguments. */
+function planLines(recorded: Record<string, unknown> | undefined): string[] {
+  const plan = (recorded ?? {}) as { command?: string; cwd?: string; paths?: Array<{ path: string; mode: string }>; network?: boolean; input?: unknown };
+  const lines: string[] = [];
   if (plan.command !== undefined) lines.push(`command: ${plan.command}`);
   if (plan.cwd !== undefined) lines.push(`cwd: ${plan.cwd}`);
   for (const p of plan.paths ?? []) lines.push(`${p.mode === 'write' ? 'writes' : 'reads'}: ${p.path}`);
@@ -28,10 +54,16 @@ export function describeApproval(approvalId: string, a: ApprovalRecord): string[
   if (plan.command === undefined && (plan.paths ?? []).length === 0 && plan.input !== undefined) {
     lines.push(`arguments: ${JSON.stringify(plan.input).slice(0, 400)}`);
   }
-  if (a.reason) lines.push(`why asked: ${a.reason}`);
-  else if (a.rule) lines.push(`rule: ${a.rule}`);
-  lines.push(`plan digest: ${a.planDigest}`, `expires: ${new Date(a.expiresAt).toISOString()}`);
-  return lines.map((l) => terminalText(l));
+  return lines;
+}
+
+/** How far a time is from now, for a person: `in 23 h 59 min`, `in 40 s`, `expired 3 min ago`. */
+export function fromNow(deltaMs: number): string {
+  const s = Math.round(Math.abs(deltaMs) / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const span = h > 0 ? `${h} h${m > 0 ? ` ${m} min` : ''}` : m > 0 ? `${m} min` : `${s} s`;
+  return deltaMs > 0 ? `in ${span}` : `expired ${span} ago`;
 }
 
 /** The inbox message that carries a person's answer, bound to the plan digest they were shown. */

@@ -2,7 +2,7 @@ import { mkdir, readFile, realpath, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../../protocol/errors.js';
-import type { ToolDefinition } from '../tool.js';
+import type { ToolDefinition, ToolPreview } from '../tool.js';
 import { type FilePatch, parseUnifiedDiff, patchPaths } from '../unified-diff.js';
 import { resolveInWorkspace, writeTarget } from '../workspace-path.js';
 import { applyHunks, joinText, splitText, type TextLines } from '../apply-hunks.js';
@@ -40,6 +40,8 @@ export const applyPatchTool: ToolDefinition<ApplyPatchInput> = {
   // some files written: a person decides.
   executionSemantics: () => ({ effects: 'possible', recovery: { kind: 'manual', on: 'ask' } }),
   resources: (input, { workspace }) => patchPaths(input.patch).map((p) => pathResource(workspace, p, 'write')),
+  // the patch a person approves is the patch as parsed: what it does to which file, and nothing else
+  preview: (input) => patchPreview(input.patch),
   timeoutMs: 60_000,
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();
@@ -77,6 +79,36 @@ export const applyPatchTool: ToolDefinition<ApplyPatchInput> = {
     return { ok: true, output: summary === '' ? 'the patch changes nothing' : summary };
   },
 };
+
+/**
+ * What approving `apply_patch` does: the files it touches (edit, create, delete, lines added and
+ * removed), then the patch as the tool parsed it: file headers and hunks only, so text between
+ * sections (a commit message, `index` lines) is not taken for part of what is approved. A patch
+ * that does not parse is shown as sent, with why it will be refused.
+ */
+export function patchPreview(patch: string): ToolPreview {
+  let sections: FilePatch[];
+  try {
+    sections = parseUnifiedDiff(patch);
+  } catch (err) {
+    const why = err instanceof ToolError ? err.message : String(err);
+    return { kind: 'patch', summary: `a patch that will be refused: ${why}`, text: patch.replace(/\n$/, '') };
+  }
+  const files = sections.map((f) => {
+    const added = f.hunks.reduce((n, h) => n + h.added, 0);
+    const removed = f.hunks.reduce((n, h) => n + h.removed, 0);
+    const verb = f.kind === 'create' ? 'create' : f.kind === 'delete' ? 'delete' : 'edit';
+    return `${verb} ${f.path} (+${added} -${removed})`;
+  });
+  const text: string[] = [];
+  for (const f of sections) {
+    text.push(f.kind === 'create' ? '--- /dev/null' : `--- a/${f.path}`, f.kind === 'delete' ? '+++ /dev/null' : `+++ b/${f.path}`);
+    for (const h of f.hunks) text.push(h.header, ...h.lines);
+    if (f.hunks.length === 0) text.push(`(an empty file: ${f.kind === 'create' ? 'created' : 'deleted'})`);
+  }
+  const count = `${sections.length} file section${sections.length === 1 ? '' : 's'}`;
+  return { kind: 'patch', summary: `patch ${count}: ${files.join(', ')}`, text: text.join('\n') };
+}
 
 /** One file as the patch sees it: its bytes before, its lines now (null: absent). */
 interface FileState {

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../../protocol/errors.js';
 import { DEFAULT_PATH, findExecutable, runProcess, sandboxEnv, type ProcessOutcome } from '../sandbox.js';
-import { TOOL_STOP_CODES, type ToolContext, type ToolDefinition, type ToolResult } from '../tool.js';
+import { TOOL_STOP_CODES, type PreviewContext, type ToolDefinition, type ToolPreview, type ToolResult } from '../tool.js';
+import { shownWord } from '../approval-preview.js';
 import { resolveInWorkspace } from '../workspace-path.js';
 
 /** Timeout of one shell command when the call names none. */
@@ -54,6 +55,7 @@ export const shellTool: ToolDefinition<ShellInput> = {
     network: false,
     envNames: [],
   }),
+  preview: shellPreview,
   // Above the largest timeout_ms plus the kill grace, so the tool's own timeout (which keeps
   // partial output) fires before the pipeline's (which keeps none).
   timeoutMs: MAX_SHELL_TIMEOUT_MS + 15_000,
@@ -64,7 +66,7 @@ export const shellTool: ToolDefinition<ShellInput> = {
       throw new ToolError('tool.not_directory', `cwd ${JSON.stringify(input.cwd)} is not a directory; pass a directory relative to the workspace`);
     }
     const sandboxed = ctx.sandbox.bwrapPath !== null;
-    const env = processEnv(ctx, sandboxed);
+    const env = processEnv(ctx.env, ctx.sandbox.envAllow, sandboxed);
     const outcome = await runProcess([await shellPath(env.PATH), '-c', input.command], {
       cwd,
       env,
@@ -80,6 +82,32 @@ export const shellTool: ToolDefinition<ShellInput> = {
 export function relativeCwd(workspace: string, cwd: string | undefined): string {
   const rel = path.relative(path.resolve(workspace), path.resolve(workspace, cwd ?? '.'));
   return rel === '' ? '.' : rel.split(path.sep).join('/');
+}
+
+/**
+ * What approving `shell` runs: the command line as sent, the argv of each simple command the
+ * parser found in it, the cwd, the names (never the values) of the environment the process gets,
+ * network, and whether bubblewrap contains it. An asked call is granted no `env_allow` names and
+ * no network (only an allow rule grants those), which is what is shown.
+ */
+export function shellPreview(input: ShellInput, ctx: PreviewContext): ToolPreview {
+  const commands = ctx.plan.commands ?? [];
+  const env = Object.keys(processEnv(ctx.env, [], ctx.sandboxed)).sort();
+  const lines = [`command: ${input.command}`];
+  if (commands.length > 0) lines.push(...commands.map((argv) => `runs: ${argv.map(shownWord).join(' ')}`));
+  else lines.push('runs: (the parser found no simple command in it)');
+  lines.push(
+    `cwd: ${ctx.plan.cwd ?? relativeCwd(ctx.workspace, input.cwd)}`,
+    `environment (names only): ${env.join(' ')}`,
+    `network: ${ctx.plan.network ? 'yes' : 'no'}`,
+    ctx.sandboxed
+      ? 'sandboxed: yes (bubblewrap: read-only root, the workspace writable, private /tmp)'
+      : 'sandboxed: NO (bubblewrap is unavailable here: the command runs with full access to the host)',
+    `timeout: ${input.timeout_ms ?? DEFAULT_SHELL_TIMEOUT_MS} ms`,
+  );
+  const n = commands.length;
+  const summary = `${n} command${n === 1 ? '' : 's'}, ${ctx.sandboxed ? 'sandboxed' : 'NOT sandboxed'}, ${ctx.plan.network ? 'network' : 'no network'}`;
+  return { kind: 'command', summary, text: lines.join('\n') };
 }
 
 /**
@@ -137,8 +165,8 @@ function truncationNote(stream: string, kept: number, total: number): string {
  * The command's environment: the host's without secrets, with PATH and HOME defaulted. Under
  * bwrap TMPDIR is the private /tmp, since a host TMPDIR elsewhere is read-only there.
  */
-function processEnv(ctx: ToolContext, sandboxed: boolean): Record<string, string> {
-  const env = sandboxEnv(ctx.env, ctx.sandbox.envAllow);
+function processEnv(host: Readonly<Record<string, string>>, envAllow: readonly string[], sandboxed: boolean): Record<string, string> {
+  const env = sandboxEnv(host, envAllow);
   if (!env.PATH) env.PATH = DEFAULT_PATH;
   if (!env.HOME) env.HOME = '/tmp';
   if (sandboxed) env.TMPDIR = '/tmp';

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ReconcileVerdict, ToolDefinition } from '../tool.js';
 import { isInside, resolveInWorkspace, writeTarget } from '../workspace-path.js';
 import { fileIdentity, isFileIdentity, pathResource, replaceFileAtomic, sameIdentity } from './text-file.js';
+import { writeFilePreview } from './write-file-preview.js';
 
 const WriteFileInput = z.strictObject({
   path: z.string().min(1).describe('File path relative to the workspace root; parent directories are created'),
@@ -32,6 +33,8 @@ export const writeFileTool: ToolDefinition<WriteFileInput> = {
     return isInside(root, file) ? fileIdentity(file, root) : undefined;
   },
   reconcile,
+  // a person approving the write sees the diff against the file as it is now
+  preview: writeFilePreview,
   timeoutMs: 30_000,
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();
