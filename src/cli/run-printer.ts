@@ -76,6 +76,9 @@ export class RunPrinter {
     this.cost = p.openTurn && p.openTurn.steps > 0 ? p.openTurn.costUsd : undefined;
     this.epochs.splice(0, this.epochs.length, ...(p.epochs ?? []));
     if (p.openAttempt) this.streams.joinedMidStream();
+    // calls of the open step made before this follower came (an approval answered by a later
+    // command): their results are printed under their names
+    for (const c of p.pending.calls) this.calls.set(c.callId, callSummary(c.name, c.arguments));
   }
 
   /** Handles one commit. */

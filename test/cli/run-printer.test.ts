@@ -6,6 +6,7 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, test } from 'vitest';
 import { RunPrinter } from '../../src/cli/output.js';
 import { LogBuilder } from '../actors/log-builder.js';
+import { emptyProjection, foldEvent } from '../../src/store/projection.js';
 
 describe('RunPrinter: a person\'s messages', () => {
 
@@ -165,5 +166,25 @@ describe('RunPrinter without a terminal, and --quiet', () => {
       expect(got.out + got.err).toBe('');
       expect(printer.wantsLive).toBe(false);
     }
+  });
+});
+
+describe('RunPrinter seeded from a projection', () => {
+  test('a call made before the follower came (an approval answered by a later command) is named in its result line', () => {
+    const { printer, got } = capture(false);
+    const b = new LogBuilder();
+    b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().endAttempt();
+    b.push('assistant/accepted', { content: null, toolCalls: [{ id: 'p1', name: 'write_file', arguments: '{"path":"src/slug.js","content":"x"}' }], finishReason: 'tool_calls' }, { turn: b.turn, step: b.step, attempt: b.attempt });
+    b.call({ name: 'write_file' });
+    const p = emptyProjection('agt_1');
+    for (const e of b.events) foldEvent(p, e);
+    printer.seedFrom(p);
+    const from = b.events.length;
+    b.startTool(b.lastCall);
+    b.push('tool/result', { ok: true, output: 'wrote 1 byte', error: null, durationMs: 3 }, { turn: b.turn, step: b.step, call: b.lastCall });
+    b.endStep('tool_calls', 1);
+    printer.commit(b.events.slice(from));
+    expect(got.out).toMatch(/step 1 · ▸ write_file \S.* → ok/);
+    expect(got.out).toContain('1 tool call (write_file)');
   });
 });
