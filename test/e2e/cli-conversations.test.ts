@@ -133,9 +133,13 @@ describe('run --continue and --last', () => {
     expect(body).toContain('the meeting moved to Thursday');
     expect(body!.indexOf('Go on.')).toBeGreaterThan(body!.indexOf('the meeting moved to Thursday'));
     // a flag of the continuing command is a setting of the new turn
-    const third = await cli.run(['run', '--continue', agentId, 'Anything else?', '--max-steps', '3', '--json', ...common]);
-    // the script has no third answer: the turn fails, and its settings are what was asked
-    expect(ofType(parseEvents(third.stdout), 'turn/start')[0]?.data.settings.budgets.maxSteps, show(third)).toBe(3);
+    const third = await cli.run(['run', '--continue', agentId, 'Anything else?', '--max-steps', '3', '-c', 'approval_mode="auto-edit"', '--json', ...common]);
+    // the script has no third answer: the turn fails, and its settings are what was asked (a -c
+    // override of a recorded setting counts as a flag does)
+    const settings = ofType(parseEvents(third.stdout), 'turn/start')[0]?.data.settings;
+    expect(settings?.budgets.maxSteps, show(third)).toBe(3);
+    expect(settings?.approvalMode).toBe('auto-edit');
+    expect(ofType(turn2, 'turn/start')[0]!.data.settings.approvalMode).toBe('ask');
   });
 
   test('a task sent while a turn runs waits for it as a follow-up, and the command follows the turn that takes it', async ({ expect, onTestFinished }) => {

@@ -24,16 +24,27 @@ import { checkModel, checkTask, configSnapshot, settingsOfFlags, type RunOptions
 
 /**
  * The request of the next turn: the last turn's settings (plan mode kept, no deadline), with what
- * this command's flags set over them, and the config this command runs with recorded.
+ * this command says over them — its flags, and the `-c` overrides of the settings a turn records
+ * (run mode, instructions, model: the person's word for this command, as a flag is) — and the
+ * config this command runs with recorded.
  */
 export async function continueRequest(opts: RunOptions, config: EffectiveConfig, last: TurnSettings): Promise<TurnRequest> {
   const base = requestFromSettings(last);
   const flags = await settingsOfFlags(opts);
+  const said = (key: string): boolean => config.sources[key] === 'flag';
+  const spec = opts.model ?? (said('model') ? config.defaultModel ?? undefined : undefined);
+  const baseUrl = opts.baseUrl ?? (said('base_url') ? config.openaiBaseUrl : base.baseUrl);
   // a model or an endpoint named now is checked as `run` checks it; the last turn's are as recorded
-  const model = opts.model !== undefined || opts.baseUrl !== undefined
-    ? await checkModel(opts.model ?? base.model, opts.baseUrl ?? base.baseUrl, config)
-    : base.model;
-  return { ...base, ...flags, model, baseUrl: opts.baseUrl ?? base.baseUrl, config: configSnapshot(config) };
+  const model = spec !== undefined || baseUrl !== base.baseUrl ? await checkModel(spec ?? base.model, baseUrl, config) : base.model;
+  return {
+    ...base,
+    ...(said('approval_mode') ? { approvalMode: config.approvalMode } : {}),
+    ...(said('instructions') && config.instructions !== null ? { instructions: config.instructions } : {}),
+    ...flags,
+    model,
+    baseUrl,
+    config: configSnapshot(config),
+  };
 }
 
 /**
