@@ -1,11 +1,11 @@
 // Approvals through the real CLI: `run` without a TTY stops at the first call that needs a
 // person (exit 5, the approval ID on stderr and in the approval/requested event), and `approve`
 // / `deny` deliver the answer through the agent's inbox and host the turn to its end.
-import { spawn } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
-import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { onTerminal } from '../helpers/terminal.js';
+import { AGENT_ID, CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
@@ -186,22 +186,16 @@ describe('approvals from the CLI', () => {
   test('The approval prompt for write_file over an existing file shows the diff', async ({ expect, onTestFinished }) => {
     const { ws, dataDir, common } = await setup(onTestFinished);
     // `script` gives the CLI a pseudo-terminal, as a person's shell would
-    const cmd = ['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common].join(' ');
-    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
-    onTestFinished(async () => {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    });
-    let screen = '';
+    const cmd = ['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common];
+    const term = onTerminal(cmd, cliEnv(dataDir), onTestFinished);
     let atPrompt = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      screen += chunk;
-      if (atPrompt === '' && screen.includes('allow? [y]es once')) {
-        // what the person saw when asked: the diff is above the question, not after the answer
-        atPrompt = screen;
-        child.stdin.write('y\r');
-      }
+    term.once('allow? [y]es once', (then) => {
+      // what the person saw when asked: the diff is above the question, not after the answer
+      atPrompt = then;
+      term.type('y\r');
     });
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    const code = await term.closed;
+    const screen = term.screen;
     expect(atPrompt, screen).toContain('write_file (version 1) asks for approval apr_');
     const shown = atPrompt.replace(/\r/g, '').split('\n').map((l) => l.trim());
     for (const line of DIFF_LINES) expect(shown, atPrompt).toContain(line);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
 import { pino } from 'pino';
 import { openBus } from '../../src/bus/connection.js';
+import { onTerminal } from '../helpers/terminal.js';
 import { CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
@@ -38,40 +39,10 @@ function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
 }
 
-/** A terminal session: `cmd` on a pty; `press` types Ctrl-C once `when` holds for the screen so far. */
-function onTerminal(cmd: string[], dataDir: string, onTestFinished: (fn: () => Promise<void>) => void) {
-  const child = spawn('script', ['-qfec', cmd.join(' '), '/dev/null'], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
-  onTestFinished(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let screen = '';
-  const watchers: Array<() => void> = [];
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    screen += chunk;
-    for (const w of [...watchers]) w();
-  });
-  const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
-  return {
-    get screen() {
-      return screen;
-    },
-    closed,
-    until: (text: string) =>
-      new Promise<void>((resolve) => {
-        const check = (): void => {
-          if (screen.includes(text)) resolve();
-        };
-        watchers.push(check);
-        check();
-      }),
-    ctrlC: () => child.stdin.write('\x03'),
-  };
-}
-
 describe('Ctrl-C on a terminal', () => {
   test('at the approval prompt it interrupts the turn: exit 130, no error, the log ends cancelled (interrupted)', async ({ expect, onTestFinished }) => {
     const { ws, dataDir, cli, common } = await setup(onTestFinished);
-    const term = onTerminal(['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common], dataDir, onTestFinished);
+    const term = onTerminal(['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common], cliEnv(dataDir), onTestFinished);
     await term.until('allow? [y]es once');
     term.ctrlC();
     const code = await term.closed;
@@ -91,7 +62,7 @@ describe('Ctrl-C on a terminal', () => {
     const { ws, dataDir, cli, common } = await setup(onTestFinished);
     const script = join(ws, 'slow.json');
     await writeFile(script, JSON.stringify({ responses: [{ content: 'done at last', delay_ms: 3_000 }] }));
-    const term = onTerminal(['node', 'bin/actorloop.js', 'run', 'wait', '--model', `scripted:${script}`, '--cwd', ws, ...common], dataDir, onTestFinished);
+    const term = onTerminal(['node', 'bin/actorloop.js', 'run', 'wait', '--model', `scripted:${script}`, '--cwd', ws, ...common], cliEnv(dataDir), onTestFinished);
     // the model request is in flight once the progress line says so
     await term.until('· model');
     const t0 = Date.now();

@@ -2,10 +2,10 @@
 // streamed as it comes, each tool call and its result in brief, the approval inline and a status
 // line whose clock stops while the person decides; without a terminal one line per event naming
 // its tools; `--quiet` the answer alone; `events` each event's key fields and incarnations 1, 2.
-import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, show } from '../helpers/cli.js';
+import { onTerminal } from '../helpers/terminal.js';
+import { CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, show } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
@@ -48,24 +48,14 @@ function rows(raw: string): string[] {
 describe('on a terminal', () => {
   test('the demo shows its text streamed, each tool call with its result, the approval inline; the clock stops at the prompt', async ({ expect, onTestFinished }) => {
     const { ws, dataDir, common } = await setup(onTestFinished);
-    const cmd = ['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common].join(' ');
-    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
-    onTestFinished(async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    });
+    const cmd = ['node', 'bin/actorloop.js', 'run', JSON.stringify(TASK), '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, ...common];
+    const term = onTerminal(cmd, cliEnv(dataDir), onTestFinished);
     const WAIT_MS = 4_000;
-    let screen = '';
-    let asked = false;
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      screen += chunk;
-      if (!asked && screen.includes('allow? [y]es once')) {
-        asked = true;
-        // a person takes their time: it is not the run's
-        setTimeout(() => child.stdin.write('y\r'), WAIT_MS);
-      }
-    });
+    // a person takes their time: it is not the run's
+    term.once('allow? [y]es once', () => setTimeout(() => term.type('y\r'), WAIT_MS));
     const started = Date.now();
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    const code = await term.closed;
+    const screen = term.screen;
     expect(code, screen).toBe(0);
     expect(Date.now() - started).toBeGreaterThan(WAIT_MS);
     const shown = rows(screen);
