@@ -144,7 +144,8 @@ describe('run --continue and --last', () => {
 
   test('a task sent while a turn runs waits for it as a follow-up, and the command follows the turn that takes it', async ({ expect, onTestFinished }) => {
     const { ws, cli, model, common } = await setup(onTestFinished, {
-      responses: [{ content: 'first answer', delay_ms: 2_000 }, { content: 'second answer' }],
+      // slow enough that the agent is still in turn 1 when a second CLI process starts on a busy machine
+      responses: [{ content: 'first answer', delay_ms: 10_000 }, { content: 'second answer' }],
     });
     const running = cli.run(['run', 'slow question', '--model', model, '--cwd', ws, ...common]);
     // the agent is in its turn once `runs` says so
