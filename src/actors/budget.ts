@@ -52,8 +52,8 @@ export interface OutputRoom {
  * Reserves the worst case of the attempt about to start, staged before its `attempt/start` (one
  * commit): the prepared input's tokens plus the output cap (`--max-output-tokens`, else the
  * model's), at the model's price. With no known cap the output gets what room is left, and the
- * stream is cut past it. Returns the budget that does not fit, staging nothing; null with no
- * token or cost budget (nothing is reserved).
+ * stream is cut past it. Returns the budget that does not fit, staging nothing; else the output
+ * room the stream is counted against (null with no token or cost budget: nothing is reserved).
  */
 export async function reserveAttempt(a: EffectContext, attemptId: string, prepared: PreparedRequest): Promise<{ stop: BudgetStop } | { room: OutputRoom | null }> {
   const s = settings(a);
@@ -61,17 +61,24 @@ export async function reserveAttempt(a: EffectContext, attemptId: string, prepar
   if (maxTokens == null && maxCostUsd == null) return { room: null };
   const model = modelName(s.model);
   const price = a.ports.pricing?.(model) ?? null;
+  // `run` refuses this before it starts; a turn that got here anyway (an embedder's) spends nothing
+  // it cannot count, rather than passing silently
+  if (maxCostUsd != null && !price) return { stop: 'cost_budget' };
   const input = promptTokens(prepared.request);
   const cap = s.maxOutputTokens ?? (await ensureModel(a)).capabilities(model).maxOutputTokens;
   const room = turnRoom(a.projection);
   // the output tokens each budget leaves after the input; Infinity where there is no limit
   const byTokens = room.tokens === null ? Infinity : room.tokens - input;
   const inputCost = costOf({ inputTokens: input, outputTokens: 0, estimated: true }, price) ?? 0;
-  // a cost budget with no known price is refused before the run starts (run's validation)
-  const byCost = room.costUsd === null || !price ? Infinity : Math.floor(((room.costUsd - inputCost) * 1_000_000) / price.outputPerMTok);
-  const output = cap ?? Math.min(byTokens, byCost);
+  const costRoom = room.costUsd === null || !price ? Infinity : room.costUsd - inputCost;
+  if (costRoom < 0) return { stop: 'cost_budget' };
+  // free output (a zero output price) is bounded by the token budget alone
+  const byCost = !Number.isFinite(costRoom) || price!.outputPerMTok === 0 ? Infinity : Math.floor((costRoom * 1_000_000) / price!.outputPerMTok);
   if (byTokens < (cap ?? 1)) return { stop: 'token_budget' };
   if (byCost < (cap ?? 1)) return { stop: 'cost_budget' };
+  // no known cap and nothing that bounds the output (free output, no token budget): only the input is reserved
+  const share = cap ?? Math.min(byTokens, byCost);
+  const output = Number.isFinite(share) ? share : 0;
   const usage: Usage = { inputTokens: input, outputTokens: output, estimated: true };
   a.stage({
     type: 'budget/reserved',
@@ -87,7 +94,8 @@ export async function reserveAttempt(a: EffectContext, attemptId: string, prepar
       outputTokens: output,
     },
   });
-  return { room: { tokens: output, budget: byTokens <= byCost ? 'token_budget' : 'cost_budget' } };
+  // the stream is counted against its share: a model may pass the cap it was sent, or have none
+  return { room: { tokens: share, budget: byTokens <= byCost ? 'token_budget' : 'cost_budget' } };
 }
 
 /**

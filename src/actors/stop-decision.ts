@@ -45,7 +45,8 @@ export const stopRuntime: RuntimeTool = {
  */
 export function stopInAnswer(content: string | null): string | null {
   if (content === null) return null;
-  const text = content.trim();
+  // as the schema check reads an answer: a JSON code fence around it is allowed
+  const text = content.trim().replace(/^```(?:json)?\s*|\s*```$/g, '');
   if (!text.startsWith('{')) return null;
   let value: unknown;
   try {

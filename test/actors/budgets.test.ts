@@ -1,6 +1,7 @@
 // Budgets that cannot be overspent (issue 17, part 4) and the model's stop decision (part 5),
 // through a real agent actor on the scripted model: every budget fact is read back from the log.
 import { describe, expect, it } from 'vitest';
+import { stopInAnswer } from '../../src/actors/stop-decision.js';
 import { verifyLog } from '../../src/actors/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
@@ -113,6 +114,16 @@ describe('token and cost budgets', () => {
     expect(verifyLog(log, { complete: true })).toEqual([]);
   });
 
+  it('a cost budget for a model with no known price sends nothing (run refuses it before it starts)', async () => {
+    const rt = await rts.open({ script: [{ content: 'never sent' }] });
+    const sup = rt.supervisor({ extra: { pricing: () => null } });
+    const { actor, ended } = await runTurn(sup, 'x', turnRequest(world.ws, { maxCostUsd: 1 }));
+    expect(ended).toMatchObject({ outcome: 'stopped', reason: 'cost_budget' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(ofType(log, 'attempt/start')).toHaveLength(0);
+    expect(ofType(log, 'budget/reserved')).toHaveLength(0);
+  });
+
   it('reserves nothing without a token or cost budget', async () => {
     const rt = await rts.open({ script: [readA, { content: 'done' }] });
     const sup = rt.supervisor();
@@ -154,6 +165,16 @@ describe('the stop decision', () => {
     expect(only(log, 'stop/decided').data).toEqual({ reason: 'INSUFFICIENT_EVIDENCE', via: 'answer' });
     expect(ofType(log, 'assistant/rejected')).toHaveLength(0);
     expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
+  it('reads a stop answer as the schema check reads answers: JSON, in a code fence or not, with a reason', () => {
+    expect(stopInAnswer('{"kind":"stop","reason":"NO_ACCESS"}')).toBe('NO_ACCESS');
+    expect(stopInAnswer('```json\n{"kind": "stop", "reason": " NO_ACCESS "}\n```')).toBe('NO_ACCESS');
+    expect(stopInAnswer('{"kind":"stop","reason":""}')).toBeNull();
+    expect(stopInAnswer('{"kind":"answer","reason":"x"}')).toBeNull();
+    expect(stopInAnswer('stop: no access')).toBeNull();
+    expect(stopInAnswer('[{"kind":"stop","reason":"x"}]')).toBeNull();
+    expect(stopInAnswer(null)).toBeNull();
   });
 
   it('without an output schema, a stop-shaped answer is an answer', async () => {
