@@ -108,8 +108,11 @@ const EFFECTS: EffectTable = {
     }
     const attempt = newId('attempt');
     const digest = ctx.projection.lastPrepared!.digest;
+    const { maxTokens, maxCostUsd } = settings(ctx).budgets;
     // the worst case is reserved in the commit that opens the attempt, before any byte is sent
-    const reserved = await reserveAttempt(ctx, attempt, ctx.turn.prepared.get(digest) ?? (await prepare(ctx)));
+    const reserved = maxTokens == null && maxCostUsd == null
+      ? { room: null }
+      : await reserveAttempt(ctx, attempt, ctx.turn.prepared.get(digest) ?? (await prepare(ctx)));
     if ('stop' in reserved) {
       ctx.logger.info({ budget: reserved.stop, room: turnRoom(ctx.projection) }, 'the next attempt\'s worst case does not fit the turn\'s budget: the turn stops');
       ctx.send({ type: 'abort', reason: reserved.stop });

@@ -145,6 +145,8 @@ export function toolReservation(a: EffectContext): ReservationRecord | undefined
  * started are charged, the rest released.
  */
 export function settleToolCalls(a: EffectContext): void {
+  // most turns have no tool budget: no reservation, and no ID to derive
+  if (!a.projection.reservations) return;
   const { step, turn } = scope(a);
   const reservationId = toolReservationId(step);
   if (!a.projection.reservations?.[reservationId]) return;
