@@ -16,6 +16,7 @@ import { PersonWatch } from './person-watch.js';
 import { expireDueQuestions, keepsOutOfLog, sealText, SENSITIVE } from './questions.js';
 import { snapshotDue } from './commit-batch.js';
 import { CommitPipeline } from './commit-pipeline.js';
+import { settleOrphans } from './budget.js';
 import type { AgentPorts } from './agent-ports.js';
 import type { EffectContext, TurnCache } from './effect-context.js';
 import { ActorEffectContext } from './actor-effect-context.js';
@@ -304,6 +305,9 @@ export class AgentActor {
     const requeued = this.projection.claimed && this.projection.claimed.length > 0 ? [...this.projection.claimed] : null;
     this.stage({ type: 'recovery/started', data: { fromSeq: this.projection.seq, reason, ...(requeued ? { requeued } : {}) } });
     this.pipeline.beginRecovery(this.projection.openTurn?.id);
+    // a reservation whose attempt or step the crash left closed is settled now, once; an open
+    // attempt's is settled by its own end (interrupted), which the `recover` below asks for
+    if (settleOrphans(this) > 0) this.ctx.noteRecovered('budget reservations released');
     const deadline = this.projection.openTurn?.settings.budgets.deadlineAt ?? null;
     this.onTurnStart(deadline);
     // an interrupt in the log is carried out before anything is re-emitted: nothing runs again

@@ -11,6 +11,7 @@ import { answerApproval, decideCall, expireApproval, requestApproval } from './t
 import { reconcileCall, settleReconciled } from './reconcile.js';
 import { answerQuestion } from './questions.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
+import { reserveAttempt, reserveToolCalls, settleAttempt, settleOrphans, settleToolCalls, toolReservation, turnRoom } from './budget.js';
 
 export { DEFAULT_INSTRUCTIONS, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
@@ -105,12 +106,24 @@ const EFFECTS: EffectTable = {
       ctx.send({ type: 'abort', reason: abortReason(ctx) });
       return;
     }
-    ctx.stage({
-      type: 'attempt/start',
-      ...scope(ctx),
-      attempt: newId('attempt'),
-      data: { index: p.index, requestDigest: ctx.projection.lastPrepared!.digest },
-    });
+    const attempt = newId('attempt');
+    const digest = ctx.projection.lastPrepared!.digest;
+    const { maxTokens, maxCostUsd } = settings(ctx).budgets;
+    // the worst case is reserved in the commit that opens the attempt, before any byte is sent
+    const reserved = maxTokens == null && maxCostUsd == null
+      ? { room: null }
+      : await reserveAttempt(ctx, attempt, ctx.turn.prepared.get(digest) ?? (await prepare(ctx)));
+    if ('stop' in reserved) {
+      ctx.logger.info({ budget: reserved.stop, room: turnRoom(ctx.projection) }, 'the next attempt\'s worst case does not fit the turn\'s budget: the turn stops');
+      ctx.send({ type: 'abort', reason: reserved.stop });
+      return;
+    }
+    ctx.turn.outputRoom = reserved.room ? { attemptId: attempt, ...reserved.room } : null;
+    ctx.stage({ type: 'attempt/start', ...scope(ctx), attempt, data: { index: p.index, requestDigest: digest } });
+    if (reserved.room) {
+      await ctx.flush();
+      ctx.ports.faults.hit('after:budget-reserved', ctx.actorId);
+    }
   },
   callModel: (ctx, p) => callModel(ctx, p.attemptId, p.requestDigest),
   interruptAttempt(ctx, p) {
@@ -121,6 +134,8 @@ const EFFECTS: EffectTable = {
       attempt: p.attemptId,
       data: { outcome: 'interrupted', error: null, usage, backoffMs: null, latencyMs: null, costUsd: costFor(ctx, usage) },
     });
+    // the request may have been sent before the crash: what it may have used is charged, once
+    settleAttempt(ctx, p.attemptId, usage);
     ctx.noteRecovered(`attempt ${p.attemptId} interrupted`);
   },
   dispatchCalls: (ctx, p) => dispatchCalls(ctx, p.calls, p.toolBudgetLeft),
@@ -143,7 +158,8 @@ const EFFECTS: EffectTable = {
   // awaiting approval or waiting to start), or reconciled as not applied and not started again.
   cancelCall(ctx, p) {
     const started = ctx.projection.pending.calls.find((c) => c.callId === p.callId)?.started ?? false;
-    ctx.stage({ type: 'tool/cancelled', ...scope(ctx), call: p.callId, data: { reason: p.reason, started, confirmed: true } });
+    const reason = p.reason === 'tool_budget' ? toolBudgetReason(ctx) : p.reason;
+    ctx.stage({ type: 'tool/cancelled', ...scope(ctx), call: p.callId, data: { reason, started, confirmed: true } });
   },
   reconcileCall: (ctx, p) => reconcileCall(ctx, p.callId),
   settleReconciled: (ctx, p) => settleReconciled(ctx, p.callId, p.output),
@@ -152,10 +168,13 @@ const EFFECTS: EffectTable = {
     ctx.noteRecovered(`call ${p.callId} outcome unknown`);
   },
   endStep(ctx, p) {
+    settleToolCalls(ctx);
     const open = ctx.projection.openStep!;
     ctx.stage({ type: 'step/end', ...scope(ctx), data: Object.assign({}, p, { usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null }) });
   },
   endTurn(ctx, p) {
+    // nothing of the turn is open any more: a reservation left unsettled would never be
+    settleOrphans(ctx);
     ctx.stage({ type: 'turn/end', turn: ctx.projection.openTurn!.id, data: Object.assign({}, p, { costUsd: ctx.projection.openTurn!.costUsd }) });
   },
 };
@@ -184,9 +203,12 @@ async function dispatchCalls(a: EffectContext, calls: ToolCallRequest[], budget:
   let valid = 0;
   // the tool is judged on the whole arguments, the log keeps the blob's reference (and a preview)
   await a.outputs.loadCalls(calls);
+  const resolved = calls.map((call) => a.ports.tools.resolveCall(call.name, a.outputs.argumentsOf(call), s.tools, { workspace: s.workspace }));
+  // the calls that may run are reserved against the tool budget before any is dispatched (same commit)
+  if (budget !== null) reserveToolCalls(a, Math.min(budget, resolved.filter((r) => r.status === 'valid').length));
   calls.forEach((call, index) => {
     const callId = derivedId('call', step, String(index));
-    const r = a.ports.tools.resolveCall(call.name, a.outputs.argumentsOf(call), s.tools, { workspace: s.workspace });
+    const r = resolved[index]!;
     const withinBudget = r.status !== 'valid' || budget === null || valid < budget;
     if (r.status === 'valid') valid += 1;
     if (known.has(callId)) return;
@@ -209,6 +231,14 @@ async function dispatchCalls(a: EffectContext, calls: ToolCallRequest[], budget:
       },
     });
   });
+}
+
+/** What the model reads for a call the tool budget left out: the budget, and how much of it this step had. */
+function toolBudgetReason(a: EffectContext): string {
+  const max = settings(a).budgets.maxToolCalls;
+  const left = toolReservation(a)?.calls ?? 0;
+  return `tool_budget: not run. The turn may start ${max ?? 0} tool calls in all (--max-tool-calls ${max ?? 0}), `
+    + `and the ${left} this step had left went to the calls before this one`;
 }
 
 /**

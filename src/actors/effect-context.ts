@@ -17,6 +17,8 @@ export interface TurnCache {
   model: ModelAdapter | null;
   /** Prepared requests of this incarnation by digest, so an attempt need not re-read its blob. */
   readonly prepared: Map<string, PreparedRequest>;
+  /** The output room of the attempt about to stream, when a budget reserved it (absent: none). */
+  outputRoom?: { attemptId: string; tokens: number; budget: 'token_budget' | 'cost_budget' } | null;
 }
 
 /**

@@ -19,6 +19,8 @@ export const FAULT_POINTS = [
   'after:inbox-reserved',
   'after:interrupt/requested',
   'after:ask/asked',
+  // an attempt's budget reservation is committed and nothing is sent yet (a run with a token or cost budget)
+  'after:budget-reserved',
   'during:recovery',
 ] as const;
 

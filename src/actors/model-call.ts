@@ -1,10 +1,21 @@
 import type { ModelOutput } from '../model/model-port.js';
 import { checkAnswer } from '../model/output-schema.js';
-import { hasCode } from '../protocol/errors.js';
+import { hasCode, ModelError } from '../protocol/errors.js';
 import type { Usage } from '../protocol/history.js';
+import type { ModelErrorClass } from '../protocol/events.js';
+import { StreamedTokens } from '../model/tokens.js';
+import { settleAttempt } from './budget.js';
+import { stopInAnswer } from './stop-decision.js';
+import { modelName } from './turn-settings.js';
 import type { EffectContext } from './effect-context.js';
 import { abortReason, costFor, ensureModel, estimateUsage, prepare, scope, settings } from './effect-helpers.js';
 import { maxOutputBytesOf, OUTPUT_TOO_LARGE, outputBytes, outputTooLarge, storeOutput } from './output-blobs.js';
+
+/** The error that cuts a stream at its reservation's output room: classed by the budget, never retried. */
+function budgetCut(budget: 'token_budget' | 'cost_budget', tokens: number): ModelError {
+  const which = budget === 'token_budget' ? '--max-tokens' : '--max-cost';
+  return new ModelError(budget, `the output ran past the ${tokens} tokens the turn's budget (${which}) had left for it, and was cut; its partial output is not accepted`, { retryable: false });
+}
 
 /**
  * One model attempt: commits what is staged (the attempt's intent), streams the prepared request,
@@ -36,6 +47,9 @@ export async function callModel(a: EffectContext, attemptId: string, digest: str
   // The cap is checked as the output streams in: an endless answer is stopped, never held whole.
   const cap = maxOutputBytesOf(settings(a));
   let outBytes = 0;
+  // a budget reservation's output room, counted in tokens as the output streams in
+  const room = a.turn.outputRoom?.attemptId === attemptId ? a.turn.outputRoom : null;
+  const outTokens = room ? new StreamedTokens(modelName(settings(a).model)) : null;
   let output: ModelOutput | null = null;
   try {
     if (signal.aborted) throw new Error('aborted before the request was sent');
@@ -52,6 +66,11 @@ export async function callModel(a: EffectContext, attemptId: string, digest: str
         const tooLarge = outputTooLarge(cap, outBytes);
         attempt.abort(tooLarge);
         throw tooLarge;
+      }
+      if (room && outTokens!.add(text, room.tokens)) {
+        const cut = budgetCut(room.budget, room.tokens);
+        attempt.abort(cut);
+        throw cut;
       }
       a.ports.onDelta?.(ev);
       if (first) {
@@ -80,11 +99,12 @@ export async function callModel(a: EffectContext, attemptId: string, digest: str
           costUsd: costFor(a, estimateUsage(bytes, streamed)),
         },
       });
+      settleAttempt(a, attemptId, estimateUsage(bytes, streamed));
       return;
     }
     // our own stop at the cap is no adapter's error to classify: final, since a retry would do it again
-    const info = hasCode(err, OUTPUT_TOO_LARGE)
-      ? { class: OUTPUT_TOO_LARGE, message: err.message, retryable: false, retryAfterMs: null }
+    const info = hasCode(err, OUTPUT_TOO_LARGE) || hasCode(err, 'token_budget') || hasCode(err, 'cost_budget')
+      ? { class: err.code as ModelErrorClass, message: err.message, retryable: false, retryAfterMs: null }
       : model.classifyError(err);
     const index = a.projection.openAttempt?.index ?? 1;
     const backoffMs = info.retryable
@@ -103,6 +123,8 @@ export async function callModel(a: EffectContext, attemptId: string, digest: str
         costUsd: costFor(a, usage),
       },
     });
+    // a cut stream's partial output is not accepted (no assistant/accepted, no tool call), its usage charged
+    settleAttempt(a, attemptId, usage);
     return;
   }
   signal.removeEventListener('abort', forward);
@@ -115,8 +137,14 @@ export async function callModel(a: EffectContext, attemptId: string, digest: str
     ...ids,
     data: { outcome: 'succeeded', error: null, usage: output.usage, backoffMs: null, latencyMs, costUsd: costFor(a, output.usage) },
   });
+  settleAttempt(a, attemptId, output.usage);
+  const schema = settings(a).outputSchema ?? null;
+  // Under an output schema the model may answer its stop decision instead (seed 004 §3.1): the
+  // decision is committed with the answer, and the turn ends `stopped` with the reason.
+  const stop = schema !== null && output.toolCalls.length === 0 ? stopInAnswer(output.content) : null;
+  if (stop !== null) a.stage({ type: 'stop/decided', ...ids, data: { reason: stop, via: 'answer' } });
   // A final answer must match the turn's output schema; a refused one goes back to the model.
-  const refusal = output.toolCalls.length === 0 ? checkAnswer(settings(a).outputSchema ?? null, output.content) : null;
+  const refusal = output.toolCalls.length === 0 && stop === null ? checkAnswer(schema, output.content) : null;
   if (refusal !== null) {
     const data = { reason: refusal, content: stored.content, ...(stored.contentRef ? { contentRef: stored.contentRef } : {}) };
     a.stage({ type: 'assistant/rejected', ...ids, data });

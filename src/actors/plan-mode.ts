@@ -72,6 +72,9 @@ export function requestFromSettings(last: TurnSettings): TurnRequest {
     instructions,
     maxSteps: last.budgets.maxSteps,
     maxToolCalls: last.budgets.maxToolCalls,
+    // per-turn budgets carry on as limits of the next turn (its own spend starts at zero)
+    ...(last.budgets.maxTokens != null ? { maxTokens: last.budgets.maxTokens } : {}),
+    ...(last.budgets.maxCostUsd != null ? { maxCostUsd: last.budgets.maxCostUsd } : {}),
     deadlineSeconds: null,
     maxAttempts: last.maxAttempts,
   };

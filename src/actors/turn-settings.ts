@@ -35,6 +35,9 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
       maxSteps: req.maxSteps ?? TURN_DEFAULTS.maxSteps,
       maxToolCalls: req.maxToolCalls,
       deadlineAt: req.deadlineSeconds === null ? null : Math.round(nowMs + req.deadlineSeconds * 1000),
+      // only when asked for: a turn without them records the budgets it always did
+      ...(req.maxTokens != null ? { maxTokens: req.maxTokens } : {}),
+      ...(req.maxCostUsd != null ? { maxCostUsd: req.maxCostUsd } : {}),
     },
     maxAttempts: req.maxAttempts ?? TURN_DEFAULTS.maxAttempts,
   };

@@ -3,6 +3,7 @@ import { createCallCheck } from './verify-calls.js';
 import { createScopeCheck } from './verify-scopes.js';
 import { createInboxCheck, createInterruptCheck } from './verify-inbox.js';
 import { createQuestionCheck } from './verify-questions.js';
+import { createBudgetCheck } from './verify-budgets.js';
 
 /**
  * Every code `verifyLog` reports, one per invariant of design §7 that a single actor's log can
@@ -64,6 +65,11 @@ export const VIOLATION_CODES = [
   'question.unknown',
   'question.other_call',
   'question.answered_twice',
+  'budget.reserved_twice',
+  'budget.settled_twice',
+  'budget.settle_unknown',
+  'budget.unsettled',
+  'budget.over_limit',
 ] as const;
 
 /** One of `VIOLATION_CODES`. */
@@ -115,6 +121,7 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
     createCallCheck(report),
     createParkedCheck(report),
     createQuestionCheck(report),
+    createBudgetCheck(report),
   ];
   for (const e of events) for (const c of checks) c.event(e);
   for (const c of checks) c.end(opts.complete ?? false);

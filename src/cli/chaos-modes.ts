@@ -18,14 +18,21 @@ import type { ChaosPoint } from './chaos-plan.js';
  *   `attempt/start` the driver runs `actorloop interrupt`, and the turn must end `cancelled`.
  * - `question`: the script first calls `ask_user`; the driver answers each question it parks on
  *   with `actorloop answer --option`.
+ * - `budget`: as `full-auto`, with a token budget far above what the scenario uses, so every
+ *   attempt commits its reservation (`after:budget-reserved`) and is settled.
  */
-export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question';
+export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'budget';
 
 /** How a mode's runs go: the approval mode they run with, and the end their turn must reach. */
 export interface ModeSpec {
   approve: 'full-auto' | 'ask';
   outcome: Extract<TurnOutcome, 'completed' | 'cancelled'>;
+  /** Flags the mode's `run` adds. */
+  runArgs?: readonly string[];
 }
+
+/** The token budget a `budget` run has: far above the scenario's use, so no attempt is refused. */
+export const CHAOS_MAX_TOKENS = 100_000_000;
 
 /** Every mode's spec: a `Record`, so a new mode does not compile without one. */
 export const MODES: Readonly<Record<ChaosMode, ModeSpec>> = {
@@ -34,6 +41,7 @@ export const MODES: Readonly<Record<ChaosMode, ModeSpec>> = {
   steer: { approve: 'ask', outcome: 'completed' },
   interrupt: { approve: 'full-auto', outcome: 'cancelled' },
   question: { approve: 'full-auto', outcome: 'completed' },
+  budget: { approve: 'full-auto', outcome: 'completed', runArgs: ['--max-tokens', String(CHAOS_MAX_TOKENS)] },
 };
 
 /** The run mode the runs of `point` use: only points that need a person's act leave `full-auto`. */
@@ -47,6 +55,8 @@ export function modeFor(point: ChaosPoint): ChaosMode {
       return 'interrupt';
     case 'after:ask/asked':
       return 'question';
+    case 'after:budget-reserved':
+      return 'budget';
     default:
       return 'full-auto';
   }
@@ -80,6 +90,7 @@ export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse
   switch (mode) {
     case 'full-auto':
     case 'ask':
+    case 'budget':
       return [...responses];
     case 'steer':
       return [...responses, SPARE_ANSWER];
@@ -101,7 +112,7 @@ export function scriptFor(mode: ChaosMode, script: Script): Script {
 
 /** True when `mode` runs the scenario's script unchanged. */
 export function runsScriptAsIs(mode: ChaosMode): boolean {
-  return mode === 'full-auto' || mode === 'ask';
+  return mode === 'full-auto' || mode === 'ask' || mode === 'budget';
 }
 
 /**

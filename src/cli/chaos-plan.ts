@@ -58,6 +58,8 @@ export function occurrences(point: string, events: readonly ActorEvent[]): numbe
   if (point === 'after:inbox-reserved') {
     return count((e) => e.type === 'step/start' && (e.data.messageIds?.length ?? 0) > 0);
   }
+  // committed with the attempt/start it reserves for
+  if (point === 'after:budget-reserved') return count((e) => e.type === 'budget/reserved' && e.data.kind === 'attempt');
   if (point.startsWith('after:')) {
     const type = point.slice('after:'.length);
     return count((e) => e.type === type);

@@ -177,6 +177,17 @@ export class EventDescriber {
         return `version ${e.data.version} · ${e.data.items.filter((i) => i.status === 'completed').length}/${e.data.items.length} done`;
       case 'actor/parked':
         return `waiting for ${e.data.waitingFor} ${e.data.ids.join(', ')}`;
+      case 'budget/reserved': {
+        const d = e.data;
+        const what = d.kind === 'attempt' ? `${d.tokens} tokens${d.costUsd !== null ? ` · $${d.costUsd}` : ''}` : `${d.calls ?? 0} tool calls`;
+        return `${d.scope} ${d.kind} · ${what}`;
+      }
+      case 'budget/settled': {
+        const d = e.data;
+        return `${d.outcome} · ${d.calls !== undefined ? `${d.calls} tool calls` : `${d.tokens} tokens${d.costUsd !== null ? ` · $${d.costUsd}` : ''}`}`;
+      }
+      case 'stop/decided':
+        return `${clip(e.data.reason)} · by ${e.data.via}`;
       default:
         return assertNever(e, 'event type');
     }

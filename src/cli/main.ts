@@ -129,6 +129,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--max-steps <n>', 'stop the turn after n steps', wholeNumber('--max-steps', 1))
     .option('--max-tool-calls <n>', 'stop the turn after n tool calls', wholeNumber('--max-tool-calls', 0))
     .option('--deadline <seconds>', 'stop the turn after this many seconds', positiveNumber)
+    .option('--max-tokens <n>', 'stop the turn before an attempt whose worst case (input + output cap) would pass n tokens in all')
+    .option('--max-cost <usd>', "stop the turn before an attempt whose worst case would pass this many US dollars in all (needs the model's price)")
     .option('--tools <names>', 'comma-separated tools the model may see (default: all)')
     .option('--instructions <file>', "a file holding the system prompt (default: the config's `instructions`, else a built-in one)")
     .addOption(

@@ -122,6 +122,12 @@ export const stepMachine = setup({
             'attempt/end': [
               { guard: ({ event }) => event.data.outcome === 'succeeded', target: '#step.accepting' },
               {
+                // the stream ran past its budget reservation and was cut: the turn stops on that budget
+                guard: ({ event }) => event.data.error?.class === 'token_budget' || event.data.error?.class === 'cost_budget',
+                target: '#step.ending',
+                actions: assign({ ending: ({ event }) => stopped(event.data.error!.class) }),
+              },
+              {
                 guard: ({ event }) => event.data.outcome === 'interrupted',
                 target: 'launching',
                 reenter: true,

@@ -28,6 +28,8 @@ export interface TurnContext {
   rejections: number;
   /** Steers received during the turn that no step has included yet (absent in older snapshots). */
   steers?: SteerQueue;
+  /** The model's stop decision (`stop/decided`): the turn ends `stopped` with it after its step. */
+  stopReason?: string;
 }
 
 /** Final answers a turn may have refused (structured output) before it fails. */
@@ -64,6 +66,8 @@ function end(context: TurnContext, outcome: TurnOutcome, reason: string | null):
 /** Decides what follows a Step: the next Step, or the end of the Turn with its outcome and reason. */
 function settle(context: TurnContext, e: Extract<MachineEvent, { type: 'step/end' }>): EndTurnParams | null {
   const { outcome, reason } = e.data;
+  // the model decided to stop (the `stop` tool, or a stop answer): that wins over a steer or a next step
+  if (context.stopReason !== undefined && (outcome === 'final' || outcome === 'tool_calls')) return end(context, 'stopped', context.stopReason);
   switch (outcome) {
     case 'final':
       // a steer that came while the model answered: one more step includes it, budgets allowing
@@ -126,6 +130,7 @@ export const turnMachine = setup({
     'request/prepared': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'recovery/started': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'attempt/end': { actions: assign({ usage: ({ context, event }) => addUsage(context.usage, event.data.usage) }) },
+    'stop/decided': { actions: assign({ stopReason: ({ event }) => event.data.reason }) },
     'tool/start': {
       guard: ({ event }) => !event.data.rerun,
       actions: assign({ toolCalls: ({ context }) => context.toolCalls + 1 }),
@@ -204,7 +209,10 @@ function toolBudgetLeft(context: TurnContext): number | null {
   return max === null ? null : Math.max(0, max - context.toolCalls);
 }
 
-/** The outcome an abort gives: a deadline is a budget that stopped the turn, anything else cancels it. */
+/** Abort reasons that are a budget running out: the turn is `stopped`, not cancelled. */
+export const BUDGET_ABORTS: ReadonlySet<string> = new Set(['deadline', 'token_budget', 'cost_budget']);
+
+/** The outcome an abort gives: a budget that ran out (deadline, tokens, cost) stops the turn, anything else cancels it. */
 export function abortOutcome(reason: string): 'stopped' | 'cancelled' {
-  return reason === 'deadline' ? 'stopped' : 'cancelled';
+  return BUDGET_ABORTS.has(reason) ? 'stopped' : 'cancelled';
 }

@@ -68,3 +68,40 @@ export function estimateUsage(
     estimated: true,
   };
 }
+
+// What a provider adds around each message (role and separators) and before the reply, in
+// OpenAI's chat format: counted so a worst case is never below the provider's own count.
+const TOKENS_PER_MESSAGE = 4;
+const TOKENS_PER_REPLY = 3;
+
+/**
+ * The input tokens of a request as a budget reserves them: its text counted with the model's
+ * tokenizer (four characters a token where none is known), plus each message's framing.
+ */
+export function promptTokens(request: ModelRequest): number {
+  return estimateUsage(request, null, []).inputTokens + (request.messages.length + 1) * TOKENS_PER_MESSAGE + TOKENS_PER_REPLY;
+}
+
+/** Counts streamed output tokens against a limit cheaply: deltas counted alone, the whole text recounted only when they pass it. */
+export class StreamedTokens {
+  private text = '';
+  private counted = 0;
+  private since = 0;
+  constructor(private readonly model: string) {}
+
+  /** Adds a delta; true once the output's tokens are over `limit`. */
+  add(delta: string, limit: number): boolean {
+    this.text += delta;
+    this.since += countTokens(delta, this.model).tokens;
+    if (this.counted + this.since <= limit) return false;
+    // a delta alone counts a word cut in two as two tokens: recount the whole before judging
+    this.counted = countTokens(this.text, this.model).tokens;
+    this.since = 0;
+    return this.counted > limit;
+  }
+
+  /** Tokens of the output so far (the last recount plus deltas since). */
+  get tokens(): number {
+    return this.counted + this.since;
+  }
+}

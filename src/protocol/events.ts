@@ -21,6 +21,10 @@ export const BudgetsSchema = z.object({
   maxSteps: z.number().int().positive().nullable(),
   maxToolCalls: z.number().int().nonnegative().nullable(),
   deadlineAt: z.number().int().nullable(),
+  /** Tokens (input + output) the turn's attempts may use; absent (older logs) or null: no limit. */
+  maxTokens: z.number().int().positive().nullable().optional(),
+  /** US dollars the turn's attempts may cost; absent or null: no limit. */
+  maxCostUsd: z.number().positive().nullable().optional(),
 });
 export type Budgets = z.infer<typeof BudgetsSchema>;
 
@@ -71,6 +75,10 @@ export const TurnRequestSchema = z.object({
   maxSteps: z.number().int().positive().nullable(),
   maxToolCalls: z.number().int().nonnegative().nullable(),
   deadlineSeconds: z.number().positive().nullable(),
+  /** `--max-tokens`: tokens the turn's attempts may use. */
+  maxTokens: z.number().int().positive().nullable().optional(),
+  /** `--max-cost`: US dollars the turn's attempts may cost. */
+  maxCostUsd: z.number().positive().nullable().optional(),
   maxAttempts: z.number().int().positive().nullable(),
   outputSchema: z.record(z.string(), z.unknown()).nullable().optional(),
   effort: ReasoningEffortSchema.nullable().optional(),
@@ -100,6 +108,8 @@ export const ModelErrorClassSchema = z.enum([
   'rate_limit', 'overloaded', 'context_overflow', 'auth', 'invalid_request', 'network', 'server', 'cancelled',
   // the attempt's output passed `max_model_output_bytes` and was stopped mid-stream (never retried)
   'output_too_large',
+  // the attempt's streamed output ran past what its budget reservation had room for, and was cut (never retried)
+  'token_budget', 'cost_budget',
 ]);
 export type ModelErrorClass = z.infer<typeof ModelErrorClassSchema>;
 
@@ -125,6 +135,16 @@ export const ApprovalPreviewSchema = z.object({
 });
 /** What a person is shown of what an approval binds. */
 export type ApprovalPreview = z.infer<typeof ApprovalPreviewSchema>;
+
+/**
+ * What a budget reservation counts against: the open turn's budgets. A goal's budgets are a scope
+ * of their own (one more value here), so one attempt may hold a reservation in each.
+ */
+export const BudgetScopeSchema = z.enum(['turn']);
+export type BudgetScope = z.infer<typeof BudgetScopeSchema>;
+
+/** What a reservation is for: one model attempt's worst case, or a step's parallel tool calls. */
+export const ReservationKindSchema = z.enum(['attempt', 'tool_calls']);
 
 /** The `data` schema of each event type. Extend, never rename. */
 export const EventDataSchemas = {
@@ -298,6 +318,43 @@ export const EventDataSchemas = {
     outputRef: BlobRefSchema.optional(),
   }),
   'tool/denied': z.object({ reason: z.string() }),
+  /**
+   * Spend reserved before it is allocated (design §6a). `attempt`: the worst case of one model
+   * attempt (the prepared input's tokens plus the output cap, at the model's price), committed
+   * with its `attempt/start`, before the request is sent. `tool_calls`: the calls of a step that
+   * may run, committed with their `tool/call` events, before any is dispatched. Settled exactly
+   * once by `budget/settled`.
+   */
+  'budget/reserved': z.object({
+    reservationId: z.string(),
+    scope: BudgetScopeSchema,
+    kind: ReservationKindSchema,
+    attemptId: z.string().optional(),
+    /** Worst-case tokens (input + output cap); 0 for tool calls. */
+    tokens: z.number().int().nonnegative(),
+    /** Worst-case USD; null when the model has no known price (and no cost budget asked for one). */
+    costUsd: z.number().nonnegative().nullable(),
+    /** Tool calls reserved (kind `tool_calls`). */
+    calls: z.number().int().nonnegative().optional(),
+    /** Of the worst-case tokens, the output's share: streamed output past it cuts the stream. */
+    outputTokens: z.number().int().nonnegative().optional(),
+  }),
+  /**
+   * A reservation's end: `charged` with what was actually spent (at most the worst case but for
+   * the provider's own count), or `released` when nothing was (a call never run).
+   */
+  'budget/settled': z.object({
+    reservationId: z.string(),
+    tokens: z.number().int().nonnegative(),
+    costUsd: z.number().nonnegative().nullable(),
+    calls: z.number().int().nonnegative().optional(),
+    outcome: z.enum(['charged', 'released']),
+  }),
+  /**
+   * The model chose to end the turn `stopped` with a reason of its own (the built-in `stop` tool,
+   * or a `{"kind": "stop"}` final answer under an output schema); the turn ends after its step.
+   */
+  'stop/decided': z.object({ reason: z.string(), via: z.enum(['tool', 'answer']) }),
   /**
    * The call ended without a result. `started`: a `tool/start` of it was committed (a call
    * cancelled by the budget or while deciding or awaiting approval never started). `confirmed`:

@@ -18,6 +18,8 @@ export const ID_PREFIXES = {
   goal: 'goal',
   artifact: 'art',
   checkpoint: 'ckpt',
+  /** A budget reservation: derived from its scope and what it reserves for, so a retried commit names the same one. */
+  reservation: 'rsv',
   event: 'evt',
 } as const;
 

@@ -91,6 +91,26 @@ export interface PlanRecord {
   callId?: string;
 }
 
+/** A budget reservation not settled yet (`budget/reserved` without its `budget/settled`). */
+export interface ReservationRecord {
+  scope: 'turn';
+  kind: 'attempt' | 'tool_calls';
+  turn: string;
+  attemptId?: string;
+  step?: string;
+  tokens: number;
+  costUsd: number | null;
+  calls?: number;
+  outputTokens?: number;
+}
+
+/** What a scope's settled reservations charged. */
+export interface BudgetSpend {
+  tokens: number;
+  costUsd: number;
+  calls: number;
+}
+
 /** The actor's state folded from its log (design §4). Plain JSON, so snapshots store it as is. */
 export interface Projection {
   version: number;
@@ -113,6 +133,10 @@ export interface Projection {
     costUsd: number | null;
     /** A person's interrupt is committed: the turn ends cancelled, a recovery first aborts it. */
     interrupted?: boolean;
+    /** What the turn's settled budget reservations charged (made on the first settlement). */
+    spend?: BudgetSpend;
+    /** The model's stop decision (`stop/decided`), once it made one. */
+    stopReason?: string;
   } | null;
   openStep: {
     id: string;
@@ -168,6 +192,8 @@ export interface Projection {
    * people). Absent in snapshots written before it: then counted from the snapshot on.
    */
   epochs?: number[];
+  /** Budget reservations not settled yet, by ID (made on first use; settled ones are removed). */
+  reservations?: Record<string, ReservationRecord>;
 }
 
 /** The projection of an empty log. */
@@ -443,6 +469,34 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
         if (p.claimed) p.claimed = without(p.claimed, e.data.requeued);
         for (const id of e.data.requeued) requeue(p, id);
       }
+      break;
+    case 'budget/reserved':
+      (p.reservations ??= {})[e.data.reservationId] = {
+        scope: e.data.scope,
+        kind: e.data.kind,
+        turn: e.turn ?? p.openTurn?.id ?? '',
+        tokens: e.data.tokens,
+        costUsd: e.data.costUsd,
+        ...(e.data.attemptId ? { attemptId: e.data.attemptId } : {}),
+        ...(e.step ? { step: e.step } : {}),
+        ...(e.data.calls !== undefined ? { calls: e.data.calls } : {}),
+        ...(e.data.outputTokens !== undefined ? { outputTokens: e.data.outputTokens } : {}),
+      };
+      break;
+    case 'budget/settled': {
+      const r = p.reservations?.[e.data.reservationId];
+      if (!r) break;
+      delete p.reservations![e.data.reservationId];
+      if (e.data.outcome === 'charged' && p.openTurn && r.turn === p.openTurn.id) {
+        const spend = (p.openTurn.spend ??= { tokens: 0, costUsd: 0, calls: 0 });
+        spend.tokens += e.data.tokens;
+        spend.costUsd = Math.round((spend.costUsd + (e.data.costUsd ?? 0)) * 1_000_000) / 1_000_000;
+        spend.calls += e.data.calls ?? 0;
+      }
+      break;
+    }
+    case 'stop/decided':
+      if (p.openTurn) p.openTurn.stopReason = e.data.reason;
       break;
     case 'recovery/continuation':
     case 'actor/rehydrated':

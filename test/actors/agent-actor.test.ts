@@ -85,7 +85,7 @@ describe('budgets', () => {
     expect(only(log, 'tool/result').call).toBe(first!.call);
     const cancelled = only(log, 'tool/cancelled');
     expect(cancelled.call).toBe(second!.call);
-    expect(cancelled.data.reason).toBe('tool_budget');
+    expect(cancelled.data.reason).toMatch(/^tool_budget: /);
     expect(ofType(log, 'step/start')).toHaveLength(1);
     expect(only(log, 'turn/end').data).toMatchObject({ outcome: 'stopped', reason: 'tool_budget', steps: 1, toolCalls: 1 });
     expect(verifyLog(log, { complete: true })).toEqual([]);
@@ -128,7 +128,7 @@ describe('observations', () => {
     expect(call.data).toMatchObject({ name: 'delete_everything', status: 'unknown_tool', effects: null });
     const result = only(log, 'tool/result');
     expect(result.data.ok).toBe(false);
-    expect(result.data.output).toBe('unknown tool "delete_everything"; available tools: apply_patch, artifact_read, ask_user, list_dir, read_file, search, shell, update_plan, write_file');
+    expect(result.data.output).toBe('unknown tool "delete_everything"; available tools: apply_patch, artifact_read, ask_user, list_dir, read_file, search, shell, stop, update_plan, write_file');
     expect(result.data.error).toMatchObject({ code: 'invalid_call', retryable: false });
     expect(ofType(log, 'tool/start')).toHaveLength(0);
 
@@ -140,7 +140,7 @@ describe('observations', () => {
     expect(requests[1]!.request.messages.at(-1)).toEqual({
       role: 'tool', callId: 'c1', name: 'delete_everything', content: result.data.output,
     });
-    expect(requests[1]!.body).toContain('available tools: apply_patch, artifact_read, ask_user, list_dir, read_file, search, shell, update_plan, write_file');
+    expect(requests[1]!.body).toContain('available tools: apply_patch, artifact_read, ask_user, list_dir, read_file, search, shell, stop, update_plan, write_file');
     expect(verifyLog(log, { complete: true })).toEqual([]);
   });
 

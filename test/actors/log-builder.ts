@@ -115,6 +115,20 @@ export class LogBuilder {
     return this;
   }
 
+  /** `budget/reserved` of the open attempt's worst case (the runtime commits it with attempt/start). */
+  reserve(tokens: number): this {
+    this.push('budget/reserved', {
+      reservationId: `rsv_${this.attempt}`, scope: 'turn', kind: 'attempt', attemptId: this.attempt!, tokens, costUsd: null, outputTokens: 10,
+    }, this.inStep);
+    return this;
+  }
+
+  /** `budget/settled` of the open (or last) attempt's reservation. */
+  settle(tokens: number, outcome: 'charged' | 'released' = 'charged'): this {
+    this.push('budget/settled', { reservationId: `rsv_${this.attempt}`, tokens, costUsd: null, outcome }, this.inStep);
+    return this;
+  }
+
   /** A succeeded attempt whose output is a final answer (attempt/end + assistant/accepted). */
   answer(content: string): this {
     this.startAttempt().endAttempt();

@@ -74,6 +74,23 @@ function reconciled(verdict: 'applied' | 'not_applied' | 'unknown'): ActorEvent[
 }
 
 /**
+ * One step under a token budget of 1000: the attempt reserves 300 and is charged 120.
+ * Seqs: 1 inbox/received, 2 turn/start (maxTokens 1000), 3 user/message, 4 step/start,
+ * 5 request/prepared, 6 attempt/start, 7 budget/reserved, 8 attempt/end, 9 budget/settled,
+ * 10 assistant/accepted, 11 step/end, 12 turn/end.
+ */
+function budgeted(): ActorEvent[] {
+  const b = new LogBuilder();
+  b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().reserve(300).endAttempt().settle(120);
+  b.push('assistant/accepted', { content: 'Done.', toolCalls: [], finishReason: 'stop' }, { turn: b.turn, step: b.step, attempt: b.attempt });
+  b.endStep('final').endTurn();
+  return mutate(b.events, (r) => {
+    const start = r[indexOf(r, 'turn/start')]!.data as { settings: { budgets: Record<string, unknown> } };
+    start.settings.budgets.maxTokens = 1000;
+  });
+}
+
+/**
  * A turn interrupted while a call ran: seqs 1-10 as `toolTurn` (the tool named `name`), 11
  * tool/start, 12 tool/cancelled with `facts`, 13 step/end cancelled, 14 turn/end cancelled.
  * Without `started`, the call is cancelled before it started: no tool/start, and 11 is the cancel.
@@ -188,6 +205,7 @@ describe('verifyLog on logs the runtime writes', () => {
     ['an effectful call cancelled before it started', () => interrupted('possible', { started: false, confirmed: true })],
     ['a call without effects cancelled unconfirmed: nothing can be unknown', () => interrupted('none', { started: true, confirmed: false })],
     ['an effectful call cancelled in a log older than the confirmation fields', () => interrupted('possible', {})],
+    ['an attempt under a token budget, reserved and settled once', budgeted],
   ])('finds nothing wrong in %s, complete or not', (_, log) => {
     expect(verifyLog(log())).toEqual([]);
     expect(verifyLog(log(), { complete: true })).toEqual([]);
@@ -432,6 +450,30 @@ const cases: Case[] = [
       again.data = { ...again.data, messageId: null, outcome: 'expired', by: 'expiry' };
       r.splice(indexOf(r, 'ask/answered') + 1, 0, again);
     }),
+  },
+  {
+    name: 'a reservation made twice', code: 'budget.reserved_twice', seq: 8,
+    log: () => mutate(budgeted(), (r) => { r.splice(indexOf(r, 'budget/reserved') + 1, 0, structuredClone(r[indexOf(r, 'budget/reserved')]!)); }),
+  },
+  {
+    name: 'a reservation settled twice', code: 'budget.settled_twice', seq: 10,
+    log: () => mutate(budgeted(), (r) => { r.splice(indexOf(r, 'budget/settled') + 1, 0, structuredClone(r[indexOf(r, 'budget/settled')]!)); }),
+  },
+  {
+    name: 'a settlement of a reservation never made', code: 'budget.settle_unknown', seq: 10,
+    log: () => mutate(budgeted(), (r) => {
+      const other = structuredClone(r[indexOf(r, 'budget/settled')]!);
+      (other.data as { reservationId: string }).reservationId = 'rsv_other';
+      r.splice(indexOf(r, 'budget/settled') + 1, 0, other);
+    }),
+  },
+  {
+    name: 'a reservation still open when its turn ends', code: 'budget.unsettled', seq: 7,
+    log: () => mutate(budgeted(), (r) => { r.splice(indexOf(r, 'budget/settled'), 1); }),
+  },
+  {
+    name: 'a reservation whose worst case does not fit the budget', code: 'budget.over_limit', seq: 7,
+    log: () => mutate(budgeted(), (r) => { (r[indexOf(r, 'budget/reserved')]!.data as { tokens: number }).tokens = 1200; }),
   },
 ];
 

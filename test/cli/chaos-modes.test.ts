@@ -3,7 +3,7 @@
 // processes: the e2e test (test/e2e/cli-chaos.test.ts) drives them through the CLI.
 import { describe, expect, test } from 'vitest';
 import { pendingQuestions } from '../../src/cli/chaos-child.js';
-import { INTERRUPT_DELAY_MS, MODES, QUESTION_OPTION, modeFor, responsesFor, runsScriptAsIs, scriptFor } from '../../src/cli/chaos-modes.js';
+import { CHAOS_MAX_TOKENS, INTERRUPT_DELAY_MS, MODES, QUESTION_OPTION, modeFor, responsesFor, runsScriptAsIs, scriptFor } from '../../src/cli/chaos-modes.js';
 import { CHAOS_POINTS, occurrences, planRuns } from '../../src/cli/chaos-plan.js';
 import { ScriptSchema, type ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
@@ -17,14 +17,18 @@ const responses: ScriptResponse[] = [
 ];
 
 describe('modes', () => {
-  test('only the points that need a person to act leave full-auto, each in a mode of its own', () => {
+  test('only the points that need a person to act (or a budget) leave full-auto, each in a mode of its own', () => {
     const modes = Object.fromEntries(CHAOS_POINTS.filter((p) => modeFor(p) !== 'full-auto').map((p) => [p, modeFor(p)]));
     expect(modes).toEqual({
       'after:inbox-reserved': 'steer',
       'after:interrupt/requested': 'interrupt',
       'after:ask/asked': 'question',
+      'after:budget-reserved': 'budget',
       'after:approval/granted': 'ask',
     });
+    // a budget run is the scenario as it is, with a token budget no attempt comes near
+    expect(MODES.budget).toMatchObject({ approve: 'full-auto', outcome: 'completed', runArgs: ['--max-tokens', String(CHAOS_MAX_TOKENS)] });
+    expect(responsesFor('budget', responses)).toEqual(responses);
     expect(planRuns(['after:inbox-reserved', 'after:interrupt/requested', 'after:ask/asked'], 1, null, () => 1).map((p) => p.mode)).toEqual(['steer', 'interrupt', 'question']);
   });
 
@@ -87,6 +91,16 @@ describe('occurrences of the new points in a clean run', () => {
   test('after:interrupt/requested and after:ask/asked: once per event of that type', () => {
     expect(occurrences('after:interrupt/requested', log)).toBe(1);
     expect(occurrences('after:ask/asked', log)).toBe(2);
+  });
+
+  test('after:budget-reserved: once per attempt reservation, not per tool-call reservation', () => {
+    const budget = events(
+      { type: 'budget/reserved', data: { kind: 'attempt' } },
+      { type: 'budget/reserved', data: { kind: 'tool_calls' } },
+      { type: 'budget/reserved', data: { kind: 'attempt' } },
+    );
+    expect(occurrences('after:budget-reserved', budget)).toBe(2);
+    expect(occurrences('after:budget-reserved', log)).toBe(0);
   });
 
   test('the questions the driver answers: asked, and not answered yet', () => {

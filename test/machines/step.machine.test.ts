@@ -222,6 +222,19 @@ describe('step machine', () => {
       expect(fx).toEqual([{ type: 'endStep', params: { outcome: 'stopped', reason: 'deadline', toolCalls: 0 } }]);
     });
 
+    it('stops on the budget when a stream was cut past its reservation, never retrying it', () => {
+      for (const budget of ['token_budget', 'cost_budget'] as const) {
+        const [s, fx] = step(attempting({ maxAttempts: 4 }), attemptEnd('failed', { error: { class: budget, message: 'cut', retryable: false } }));
+        expect(s.value).toBe('ending');
+        expect(fx).toEqual([{ type: 'endStep', params: { outcome: 'stopped', reason: budget, toolCalls: 0 } }]);
+      }
+    });
+
+    it('stops (not cancelled) when its attempt was refused for a budget before it started', () => {
+      const [, fx] = step(fold(start(), prepared()), { type: 'abort', reason: 'cost_budget' });
+      expect(fx).toEqual([{ type: 'endStep', params: { outcome: 'stopped', reason: 'cost_budget', toolCalls: 0 } }]);
+    });
+
     it('stops as cancelled when an aborted attempt carries no error', () => {
       const [, fx] = step(attempting(), attemptEnd('aborted'));
       expect(fx).toEqual([{ type: 'endStep', params: { outcome: 'cancelled', reason: 'cancelled', toolCalls: 0 } }]);

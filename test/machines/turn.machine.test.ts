@@ -386,3 +386,33 @@ describe('turn machine, refused final answers', () => {
     ]);
   });
 });
+
+describe('turn machine, the stop decision and budget aborts', () => {
+  const decided = (reason: string, via: 'tool' | 'answer') => ev('stop/decided', { reason, via }, scope);
+
+  it('ends stopped with the model\'s reason after a step whose stop tool ran, though budget is left', () => {
+    const s0 = fold(start({ maxSteps: 10 }), stepStart(1), toolStart(), decided('INSUFFICIENT_EVIDENCE', 'tool'));
+    const [s, fx] = step(s0, stepEnd('tool_calls'));
+    expect(s.value).toBe('ending');
+    expect(fx).toEqual([
+      { type: 'endTurn', params: { outcome: 'stopped', reason: 'INSUFFICIENT_EVIDENCE', answer: null, steps: 1, toolCalls: 1, usage: ZERO_USAGE } },
+    ]);
+  });
+
+  it('ends stopped, not completed, when the final answer was a stop decision', () => {
+    const s0 = fold(start(), stepStart(1), decided('no evidence', 'answer'), accepted('{"kind":"stop","reason":"no evidence"}'));
+    const [, fx] = step(s0, stepEnd('final'));
+    expect(fx).toEqual([
+      { type: 'endTurn', params: { outcome: 'stopped', reason: 'no evidence', answer: null, steps: 1, toolCalls: 0, usage: ZERO_USAGE } },
+    ]);
+  });
+
+  it('a token or cost budget that aborts the work stops the turn with it; another abort cancels it', () => {
+    for (const reason of ['token_budget', 'cost_budget']) {
+      const [s1, fx1] = step(fold(start(), stepStart(1)), { type: 'abort', reason });
+      expect(fx1).toEqual([{ type: 'abortWork', params: { reason } }]);
+      const [, fx] = step(s1, stepEnd('stopped', reason));
+      expect(fx).toEqual([{ type: 'endTurn', params: { outcome: 'stopped', reason, answer: null, steps: 1, toolCalls: 0, usage: ZERO_USAGE } }]);
+    }
+  });
+});

@@ -15,7 +15,7 @@ import { CLI_SENDER } from './approvals.js';
 import { followTurn } from './follow-turn.js';
 import { afterPlanTurn } from './plan.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
-import { checkModel, checkTask, configSnapshot, settingsOfFlags, type RunOptions } from './run.js';
+import { checkModel, checkPriced, checkTask, configSnapshot, settingsOfFlags, type RunOptions } from './run.js';
 
 // A conversation is one agent over many turns (design §6a: a follow-up starts the next turn with
 // the history so far). `run --continue <agent>` and `run --last` send the next task as a
@@ -36,7 +36,7 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
   const baseUrl = opts.baseUrl ?? (said('base_url') ? config.openaiBaseUrl : base.baseUrl);
   // a model or an endpoint named now is checked as `run` checks it; the last turn's are as recorded
   const model = spec !== undefined || baseUrl !== base.baseUrl ? await checkModel(spec ?? base.model, baseUrl, config) : base.model;
-  return {
+  const request: TurnRequest = {
     ...base,
     ...(said('approval_mode') ? { approvalMode: config.approvalMode } : {}),
     ...(said('instructions') && config.instructions !== null ? { instructions: config.instructions } : {}),
@@ -45,6 +45,8 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
     baseUrl,
     config: configSnapshot(config),
   };
+  checkPriced(request.model, request.maxCostUsd, config);
+  return request;
 }
 
 /**

@@ -17,6 +17,8 @@ import { failureOf, printsOnCommit, promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
 import { afterPlanTurn } from './plan.js';
 import { continueCommand } from './continue.js';
+import { priceFor } from '../../model/pricing.js';
+import { modelName } from '../../actors/turn-settings.js';
 
 /** Options of `actorloop run`, as commander parsed them. */
 export interface RunOptions {
@@ -26,6 +28,10 @@ export interface RunOptions {
   maxSteps?: number;
   maxToolCalls?: number;
   deadline?: number;
+  /** `--max-tokens N`: tokens the turn's attempts may use (checked here: a whole number above 0). */
+  maxTokens?: string | number;
+  /** `--max-cost USD`: what the turn's attempts may cost (checked here: a number above 0). */
+  maxCost?: string | number;
   tools?: string;
   baseUrl?: string;
   outputSchema?: string;
@@ -59,6 +65,7 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
   }
   const model = await checkModel(spec, baseUrl, config);
   const flags = await settingsOfFlags(opts);
+  checkPriced(model, flags.maxCostUsd, config);
   return {
     ...(flags.outputSchema ? { outputSchema: flags.outputSchema } : {}),
     ...(flags.effort ? { effort: flags.effort } : {}),
@@ -76,8 +83,23 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     maxSteps: flags.maxSteps ?? null,
     maxToolCalls: flags.maxToolCalls ?? null,
     deadlineSeconds: flags.deadlineSeconds ?? null,
+    ...(flags.maxTokens ? { maxTokens: flags.maxTokens } : {}),
+    ...(flags.maxCostUsd ? { maxCostUsd: flags.maxCostUsd } : {}),
     maxAttempts: null,
   };
+}
+
+/**
+ * Refuses a cost budget for a model with no known price: its spend could not be counted, and a
+ * budget that passes silently is no budget.
+ */
+export function checkPriced(model: string, maxCostUsd: number | null | undefined, config: EffectiveConfig): void {
+  if (maxCostUsd == null) return;
+  const name = modelName(model);
+  if (priceFor(name, config.pricing) !== null) return;
+  throw new ConfigError('config.max_cost_unpriced', `--max-cost needs the model's price, and ${name} has no known price`, {
+    hint: `set it in the config ([pricing."${name}"] input_per_mtok = … and output_per_mtok = …, or -c 'pricing."${name}".input_per_mtok=…'), or use --max-tokens`,
+  });
 }
 
 /** The config a turn records (design §12: each run records the snapshot it ran with); secrets are not enumerable, so not in it. */
@@ -157,7 +179,22 @@ export async function settingsOfFlags(opts: RunOptions): Promise<Partial<TurnReq
   if (opts.maxSteps !== undefined) s.maxSteps = opts.maxSteps;
   if (opts.maxToolCalls !== undefined) s.maxToolCalls = opts.maxToolCalls;
   if (opts.deadline !== undefined) s.deadlineSeconds = opts.deadline;
+  if (opts.maxTokens !== undefined) s.maxTokens = budgetFlag('--max-tokens', opts.maxTokens, true);
+  if (opts.maxCost !== undefined) s.maxCostUsd = budgetFlag('--max-cost', opts.maxCost, false);
   return s;
+}
+
+/** A budget flag's value: a number above 0 (a whole one for tokens); anything else is a usage error. */
+function budgetFlag(flag: '--max-tokens' | '--max-cost', raw: string | number, whole: boolean): number {
+  const text = String(raw).trim();
+  const n = Number(text);
+  if (text === '' || !Number.isFinite(n) || n <= 0 || (whole && !Number.isInteger(n))) {
+    const what = whole ? 'a whole number of tokens above 0' : 'US dollars, a number above 0';
+    throw new ConfigError('config.budget', `${flag} takes ${what}, got "${text}"`, {
+      hint: whole ? `e.g. ${flag} 200000` : `e.g. ${flag} 0.50`,
+    });
+  }
+  return n;
 }
 
 /** Reads `--instructions FILE`: the system prompt, as written; a missing or empty file is a usage error. */

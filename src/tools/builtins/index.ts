@@ -7,6 +7,7 @@ import { listDirTool } from './list-dir.js';
 import { readFileTool } from './read-file.js';
 import { searchTool } from './search.js';
 import { shellTool } from './shell.js';
+import { stopTool } from './stop.js';
 import { updatePlanTool } from './update-plan.js';
 import { writeFileTool } from './write-file.js';
 
@@ -17,13 +18,15 @@ export { listDirTool } from './list-dir.js';
 export { readFileTool } from './read-file.js';
 export { searchTool } from './search.js';
 export { shellTool } from './shell.js';
+export { stopTool, type StopInput } from './stop.js';
 export { formatPlan, updatePlanTool, type Plan, type UpdatePlanInput } from './update-plan.js';
 export { writeFileTool } from './write-file.js';
 
 /**
  * The built-in tools: read_file, list_dir, search, write_file, apply_patch, shell, artifact_read,
  * update_plan (run by the agent runtime itself: it writes the agent's plan to its log).
- * ask_user (run by the runtime: it waits for a person).
+ * ask_user (run by the runtime: it waits for a person), stop (run by the runtime: the model's
+ * decision to end the turn `stopped`).
  * `redactor` masks secrets in artifact hex dumps with the pipeline's configured values too.
  */
 export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition<any>[] {
@@ -37,5 +40,6 @@ export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition
     createArtifactReadTool(opts.redactor ? { redactor: opts.redactor } : {}),
     updatePlanTool,
     askUserTool,
+    stopTool,
   ];
 }

@@ -1,0 +1,182 @@
+import { derivedId } from '../protocol/ids.js';
+import type { Usage } from '../protocol/history.js';
+import type { PreparedRequest } from '../model/model-port.js';
+import { costOf } from '../model/pricing.js';
+import { promptTokens } from '../model/tokens.js';
+import type { Projection, ReservationRecord } from '../store/projection.js';
+import type { EffectContext } from './effect-context.js';
+import { costFor, ensureModel, scope, settings } from './effect-helpers.js';
+import { modelName } from './turn-settings.js';
+
+// Budgets that cannot be overspent (design §6a): spend is reserved as a committed fact before it
+// is allocated, and each reservation is settled exactly once, by the event that ends what it
+// reserved for (the attempt's `attempt/end`, the step's `step/end`), or by recovery.
+
+/** A budget that a reservation did not fit: the turn stops with it as its reason. */
+export type BudgetStop = 'token_budget' | 'cost_budget';
+
+/** The ID of the turn-scope reservation of an attempt: derived, so a retried commit names the same one. */
+export function attemptReservationId(attemptId: string): string {
+  return derivedId('reservation', 'turn', 'attempt', attemptId);
+}
+
+/** The ID of the turn-scope reservation of a step's tool calls. */
+export function toolReservationId(stepId: string): string {
+  return derivedId('reservation', 'turn', 'tool_calls', stepId);
+}
+
+/** What the open turn may still spend: its limits less what was charged and what is reserved. */
+export function turnRoom(p: Projection): { tokens: number | null; costUsd: number | null } {
+  const turn = p.openTurn!;
+  const { maxTokens, maxCostUsd } = turn.settings.budgets;
+  let tokens = turn.spend?.tokens ?? 0;
+  let cost = turn.spend?.costUsd ?? 0;
+  for (const r of Object.values(p.reservations ?? {})) {
+    if (r.turn !== turn.id || r.scope !== 'turn') continue;
+    tokens += r.tokens;
+    cost += r.costUsd ?? 0;
+  }
+  return {
+    tokens: maxTokens == null ? null : maxTokens - tokens,
+    costUsd: maxCostUsd == null ? null : Math.round((maxCostUsd - cost) * 1_000_000) / 1_000_000,
+  };
+}
+
+/** The output tokens an attempt's reservation leaves room for, and the budget that bounds them, while it streams. */
+export interface OutputRoom {
+  tokens: number;
+  budget: BudgetStop;
+}
+
+/**
+ * Reserves the worst case of the attempt about to start, staged before its `attempt/start` (one
+ * commit): the prepared input's tokens plus the output cap (`--max-output-tokens`, else the
+ * model's), at the model's price. With no known cap the output gets what room is left, and the
+ * stream is cut past it. Returns the budget that does not fit, staging nothing; else the output
+ * room the stream is counted against (null with no token or cost budget: nothing is reserved).
+ */
+export async function reserveAttempt(a: EffectContext, attemptId: string, prepared: PreparedRequest): Promise<{ stop: BudgetStop } | { room: OutputRoom | null }> {
+  const s = settings(a);
+  const { maxTokens, maxCostUsd } = s.budgets;
+  if (maxTokens == null && maxCostUsd == null) return { room: null };
+  const model = modelName(s.model);
+  const price = a.ports.pricing?.(model) ?? null;
+  // `run` refuses this before it starts; a turn that got here anyway (an embedder's) spends nothing
+  // it cannot count, rather than passing silently
+  if (maxCostUsd != null && !price) return { stop: 'cost_budget' };
+  const input = promptTokens(prepared.request);
+  const cap = s.maxOutputTokens ?? (await ensureModel(a)).capabilities(model).maxOutputTokens;
+  const room = turnRoom(a.projection);
+  // the output tokens each budget leaves after the input; Infinity where there is no limit
+  const byTokens = room.tokens === null ? Infinity : room.tokens - input;
+  const inputCost = costOf({ inputTokens: input, outputTokens: 0, estimated: true }, price) ?? 0;
+  const costRoom = room.costUsd === null || !price ? Infinity : room.costUsd - inputCost;
+  if (costRoom < 0) return { stop: 'cost_budget' };
+  // free output (a zero output price) is bounded by the token budget alone
+  const byCost = !Number.isFinite(costRoom) || price!.outputPerMTok === 0 ? Infinity : Math.floor((costRoom * 1_000_000) / price!.outputPerMTok);
+  if (byTokens < (cap ?? 1)) return { stop: 'token_budget' };
+  if (byCost < (cap ?? 1)) return { stop: 'cost_budget' };
+  // no known cap and nothing that bounds the output (free output, no token budget): only the input is reserved
+  const share = cap ?? Math.min(byTokens, byCost);
+  const output = Number.isFinite(share) ? share : 0;
+  const usage: Usage = { inputTokens: input, outputTokens: output, estimated: true };
+  a.stage({
+    type: 'budget/reserved',
+    // in the step, not the attempt: it is committed with the attempt/start that opens the attempt
+    ...scope(a),
+    data: {
+      reservationId: attemptReservationId(attemptId),
+      scope: 'turn',
+      kind: 'attempt',
+      attemptId,
+      tokens: input + output,
+      costUsd: costOf(usage, price),
+      outputTokens: output,
+    },
+  });
+  // the stream is counted against its share: a model may pass the cap it was sent, or have none
+  return { room: { tokens: share, budget: byTokens <= byCost ? 'token_budget' : 'cost_budget' } };
+}
+
+/**
+ * Settles the reservations of an attempt, staged right after its `attempt/end` (one commit):
+ * charged with the attempt's usage, or released when it used nothing. Only open ones: a
+ * reservation is settled exactly once.
+ */
+export function settleAttempt(a: EffectContext, attemptId: string, usage: Usage): void {
+  const reservations = a.projection.reservations;
+  if (!reservations) return;
+  for (const [reservationId, r] of Object.entries(reservations)) {
+    if (r.kind !== 'attempt' || r.attemptId !== attemptId) continue;
+    const tokens = usage.inputTokens + usage.outputTokens;
+    a.stage({
+      type: 'budget/settled',
+      ...scope(a),
+      data: { reservationId, tokens, costUsd: costFor(a, usage), outcome: tokens > 0 ? 'charged' : 'released' },
+    });
+  }
+}
+
+/**
+ * Reserves the calls of a step that may run against the turn's tool budget, staged before the
+ * step's `tool/call` events (one commit, before any call is dispatched). Calls past it are
+ * cancelled by their machines (`withinBudget: false`). Once per step: a re-dispatch after a
+ * crash finds the reservation.
+ */
+export function reserveToolCalls(a: EffectContext, calls: number): void {
+  const { step, turn } = scope(a);
+  const reservationId = toolReservationId(step);
+  if (a.projection.reservations?.[reservationId] || calls === 0) return;
+  a.stage({
+    type: 'budget/reserved',
+    turn,
+    step,
+    data: { reservationId, scope: 'turn', kind: 'tool_calls', tokens: 0, costUsd: null, calls },
+  });
+}
+
+/** The open reservation of the step's tool calls, if it has one. */
+export function toolReservation(a: EffectContext): ReservationRecord | undefined {
+  return a.projection.reservations?.[toolReservationId(scope(a).step)];
+}
+
+/**
+ * Settles the step's tool-call reservation, staged before its `step/end`: the calls that
+ * started are charged, the rest released.
+ */
+export function settleToolCalls(a: EffectContext): void {
+  // most turns have no tool budget: no reservation, and no ID to derive
+  if (!a.projection.reservations) return;
+  const { step, turn } = scope(a);
+  const reservationId = toolReservationId(step);
+  if (!a.projection.reservations?.[reservationId]) return;
+  const started = a.projection.pending.calls.filter((c) => c.started).length;
+  a.stage({
+    type: 'budget/settled',
+    turn,
+    step,
+    data: { reservationId, tokens: 0, costUsd: null, calls: started, outcome: started > 0 ? 'charged' : 'released' },
+  });
+}
+
+/**
+ * Recovery: settles reservations nothing open will settle any more (their attempt is closed, or
+ * their turn is over), as released. An open attempt's reservation is settled by the attempt's
+ * own end (`interruptAttempt`), charged with what it may have used.
+ */
+export function settleOrphans(a: Pick<EffectContext, 'projection' | 'stage'>): number {
+  const p = a.projection;
+  let settled = 0;
+  for (const [reservationId, r] of Object.entries(p.reservations ?? {})) {
+    const attemptOpen = r.kind === 'attempt' && p.openAttempt?.id === r.attemptId;
+    const stepOpen = r.kind === 'tool_calls' && p.openStep?.id === r.step;
+    if (attemptOpen || stepOpen) continue;
+    a.stage({
+      type: 'budget/settled',
+      ...(p.openTurn?.id === r.turn ? { turn: r.turn } : {}),
+      data: { reservationId, tokens: 0, costUsd: r.kind === 'attempt' ? 0 : null, ...(r.kind === 'tool_calls' ? { calls: 0 } : {}), outcome: 'released' },
+    });
+    settled += 1;
+  }
+  return settled;
+}

@@ -1,0 +1,122 @@
+import type { Budgets } from '../protocol/events.js';
+import type { Check, Report } from './verify.js';
+
+interface Open {
+  seq: number;
+  turn: string | undefined;
+  tokens: number;
+  costUsd: number;
+  calls: number;
+}
+
+interface TurnLedger {
+  budgets: Budgets;
+  /** What settled reservations charged. */
+  charged: { tokens: number; costUsd: number; calls: number };
+  /** Tool calls started (reruns excepted), reserved or not. */
+  started: number;
+}
+
+// Costs are whole micro-dollars; a sum compared with a limit allows for float rounding alone.
+const EPSILON_USD = 1e-9;
+
+/**
+ * Budgets (design §6a): every reservation is settled exactly once (never twice, never a
+ * settlement of nothing, none left open when its turn ends), and no turn's spend passes its
+ * limits. Spend is what was charged plus what is reserved in flight: a reservation is made only
+ * when its worst case fits, so the only overshoot of actual spend over a limit is a reservation's
+ * own worst case, and charged plus reserved never passes the limit.
+ */
+export function createBudgetCheck(report: Report): Check {
+  const open = new Map<string, Open>();
+  const settled = new Map<string, number>();
+  const turns = new Map<string, TurnLedger>();
+
+  function check(turn: string | undefined, seq: number): void {
+    const t = turn === undefined ? undefined : turns.get(turn);
+    if (!t) return;
+    const reserved = { tokens: 0, costUsd: 0, calls: 0 };
+    for (const o of open.values()) {
+      if (o.turn !== turn) continue;
+      reserved.tokens += o.tokens;
+      reserved.costUsd += o.costUsd;
+      reserved.calls += o.calls;
+    }
+    const { maxTokens, maxCostUsd, maxToolCalls } = t.budgets;
+    const tokens = t.charged.tokens + reserved.tokens;
+    const cost = t.charged.costUsd + reserved.costUsd;
+    const calls = t.charged.calls + reserved.calls;
+    if (maxTokens != null && tokens > maxTokens) {
+      report('budget.over_limit', seq, `turn ${turn} has ${t.charged.tokens} tokens charged and ${reserved.tokens} reserved, past its limit of ${maxTokens}`);
+    }
+    if (maxCostUsd != null && cost > maxCostUsd + EPSILON_USD) {
+      report('budget.over_limit', seq, `turn ${turn} has $${t.charged.costUsd} charged and $${reserved.costUsd} reserved, past its limit of $${maxCostUsd}`);
+    }
+    if (maxToolCalls != null && calls > maxToolCalls) {
+      report('budget.over_limit', seq, `turn ${turn} has ${t.charged.calls} tool calls charged and ${reserved.calls} reserved, past its limit of ${maxToolCalls}`);
+    }
+  }
+
+  return {
+    event(e) {
+      switch (e.type) {
+        case 'turn/start':
+          if (e.turn) turns.set(e.turn, { budgets: e.data.settings.budgets, charged: { tokens: 0, costUsd: 0, calls: 0 }, started: 0 });
+          return;
+        case 'tool/start': {
+          const t = e.turn === undefined ? undefined : turns.get(e.turn);
+          if (!t || e.data.rerun) return;
+          t.started += 1;
+          if (t.budgets.maxToolCalls !== null && t.started > t.budgets.maxToolCalls) {
+            report('budget.over_limit', e.seq, `turn ${e.turn} starts its tool call number ${t.started}, past its limit of ${t.budgets.maxToolCalls}`);
+          }
+          return;
+        }
+        case 'budget/reserved': {
+          const id = e.data.reservationId;
+          if (open.has(id) || settled.has(id)) {
+            report('budget.reserved_twice', e.seq, `reservation ${id} was already made`);
+            return;
+          }
+          open.set(id, { seq: e.seq, turn: e.turn, tokens: e.data.tokens, costUsd: e.data.costUsd ?? 0, calls: e.data.calls ?? 0 });
+          check(e.turn, e.seq);
+          return;
+        }
+        case 'budget/settled': {
+          const id = e.data.reservationId;
+          const r = open.get(id);
+          if (!r) {
+            const first = settled.get(id);
+            if (first !== undefined) report('budget.settled_twice', e.seq, `reservation ${id} was already settled at seq ${first}: its spend would count twice`);
+            else report('budget.settle_unknown', e.seq, `budget/settled for reservation ${id}, which was never reserved before it`);
+            return;
+          }
+          open.delete(id);
+          settled.set(id, e.seq);
+          const t = r.turn === undefined ? undefined : turns.get(r.turn);
+          if (t && e.data.outcome === 'charged') {
+            t.charged.tokens += e.data.tokens;
+            t.charged.costUsd += e.data.costUsd ?? 0;
+            t.charged.calls += e.data.calls ?? 0;
+          }
+          check(r.turn, e.seq);
+          return;
+        }
+        case 'turn/end':
+          for (const [id, r] of open) {
+            if (r.turn !== e.turn) continue;
+            report('budget.unsettled', r.seq, `reservation ${id} is still open when turn ${e.turn} ends at seq ${e.seq}: it is never settled`);
+            open.delete(id);
+          }
+          if (e.turn) turns.delete(e.turn);
+          return;
+        default:
+          return;
+      }
+    },
+    end(complete) {
+      if (!complete) return;
+      for (const [id, r] of open) report('budget.unsettled', r.seq, `reservation ${id} is never settled (the log is complete)`);
+    },
+  };
+}
