@@ -15,7 +15,7 @@ import { CLI_SENDER } from './approvals.js';
 import { followTurn } from './follow-turn.js';
 import { afterPlanTurn } from './plan.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
-import { checkModel, checkTask, configSnapshot, settingsOfFlags, type RunOptions } from './run.js';
+import { checkCompletion, checkModel, checkTask, completionRequest, configSnapshot, settingsOfFlags, type RunOptions } from './run.js';
 
 // A conversation is one agent over many turns (design §6a: a follow-up starts the next turn with
 // the history so far). `run --continue <agent>` and `run --last` send the next task as a
@@ -33,7 +33,11 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
   const model = opts.model !== undefined || opts.baseUrl !== undefined
     ? await checkModel(opts.model ?? base.model, opts.baseUrl ?? base.baseUrl, config)
     : base.model;
-  return { ...base, ...flags, model, baseUrl: opts.baseUrl ?? base.baseUrl, config: configSnapshot(config) };
+  const request: TurnRequest = { ...base, ...flags, model, baseUrl: opts.baseUrl ?? base.baseUrl, config: configSnapshot(config) };
+  // a policy named now takes the verify commands this command's config names
+  if (flags.completeWhen !== undefined) Object.assign(request, completionRequest(flags, config));
+  checkCompletion(request);
+  return request;
 }
 
 /**
