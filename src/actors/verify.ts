@@ -3,6 +3,7 @@ import { createCallCheck } from './verify-calls.js';
 import { createScopeCheck } from './verify-scopes.js';
 import { createInboxCheck, createInterruptCheck } from './verify-inbox.js';
 import { createQuestionCheck } from './verify-questions.js';
+import { createCompletionCheck } from './verify-completion.js';
 
 /**
  * Every code `verifyLog` reports, one per invariant of design §7 that a single actor's log can
@@ -64,6 +65,8 @@ export const VIOLATION_CODES = [
   'question.unknown',
   'question.other_call',
   'question.answered_twice',
+  'completion.unmet',
+  'completion.over_limit',
 ] as const;
 
 /** One of `VIOLATION_CODES`. */
@@ -115,6 +118,7 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
     createCallCheck(report),
     createParkedCheck(report),
     createQuestionCheck(report),
+    createCompletionCheck(report),
   ];
   for (const e of events) for (const c of checks) c.event(e);
   for (const c of checks) c.end(opts.complete ?? false);
