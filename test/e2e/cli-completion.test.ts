@@ -108,6 +108,28 @@ describe('--complete-when cited (seed 004 scenario 3)', () => {
     void agentId;
   });
 
+  test.concurrent('under --output-schema the citations array is what is checked', async ({ expect, onTestFinished }) => {
+    const answer = (citations: string[]) => JSON.stringify({ summary: 'slugify replaces one space', citations });
+    const { ws, dataDir, cli, model, common } = await setup(onTestFinished, {
+      responses: [
+        { tool_calls: [{ name: 'read_file', arguments: { path: 'src/slug.js' } }] },
+        { content: answer(['src/slug.js', 'notes/never-read.md']) },
+        { content: answer(['src/slug.js']) },
+      ],
+    });
+    const schema = join(dataDir, 'schema.json');
+    await writeFile(schema, JSON.stringify({
+      type: 'object', additionalProperties: false, required: ['summary', 'citations'],
+      properties: { summary: { type: 'string' }, citations: { type: 'array', items: { type: 'string' } } },
+    }));
+    const run = await cli.run(['run', 'why?', '--model', model, '--cwd', ws, '--complete-when', 'cited', '--output-schema', schema, '--json', ...common]);
+    expectExit(expect, run, 0);
+    const events = parseEvents(run.stdout);
+    expect(ofType(events, 'assistant/rejected')).toEqual([]);
+    expect(ofType(events, 'completion/rejected').map((e) => e.data.missing)).toEqual([[expect.stringContaining('[notes/never-read.md]')]]);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: answer(['src/slug.js']) } });
+  });
+
   test.concurrent('the limit of refusals fails the turn (exit 1), naming the policy, and asks the person', async ({ expect, onTestFinished }) => {
     const { ws, cli, model, common } = await setup(onTestFinished, FABRICATED(2));
     const run = await cli.run(['run', 'why?', '--model', model, '--cwd', ws, '--complete-when', 'cited', '-c', 'max_completion_rejections=2', ...common]);
