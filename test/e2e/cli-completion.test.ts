@@ -215,6 +215,31 @@ describe('--complete-when code-change', () => {
   });
 });
 
+describe('--continue: the next turn keeps its policy unless the command names one', () => {
+  test.concurrent('a continued turn stays cited and may cite what the first turn read; code-change named then needs verify_commands', async ({ expect, onTestFinished }) => {
+    const { ws, cli, model, common } = await setup(onTestFinished, {
+      responses: [
+        { tool_calls: [{ name: 'read_file', arguments: { path: 'README.md' } }] },
+        { content: 'The demo is described in [README.md].' },
+        // the second turn reads nothing: its citation is evidence of the first
+        { content: 'As I read before, [README.md].' },
+      ],
+    });
+    const first = await cli.run(['run', 'what is this?', '--model', model, '--cwd', ws, '--complete-when', 'cited', '--json', ...common]);
+    expectExit(expect, first, 0);
+    const agentId = lines(first.stderr)[0]!;
+    const refused = await cli.run(['run', '--continue', agentId, 'and now fix it', '--complete-when', 'code-change', ...common]);
+    expectExit(expect, refused, 2);
+    expect(refused.stderr).toContain('needs verify_commands');
+    const second = await cli.run(['run', '--continue', agentId, 'say it again', '--json', ...common]);
+    expectExit(expect, second, 0);
+    const events = parseEvents(second.stdout);
+    expect(ofType(events, 'turn/start')[0]!.data.settings.completeWhen).toBe('cited');
+    expect(ofType(events, 'completion/rejected')).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'As I read before, [README.md].' } });
+  });
+});
+
 describe('a completion policy the run could never satisfy: one line, exit 2, nothing started', () => {
   async function expectUsage(expect: ExpectStatic, r: CliResult): Promise<string> {
     expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 2, signal: null });
