@@ -240,6 +240,18 @@ describe('--continue: the next turn keeps its policy unless the command names on
   });
 });
 
+test.concurrent('config show names the completion settings and where each came from', async ({ expect, onTestFinished }) => {
+  const { ws, cli, common } = await setup(onTestFinished, CITED);
+  await writeFile(join(ws, 'actorloop.toml'), 'verify_commands = ["node --test"]\n');
+  const shown = await cli.run(['config', 'show', '--cwd', ws, '-c', 'complete_when=code-change', ...common]);
+  expectExit(expect, shown, 0);
+  expect(lines(shown.stdout)).toEqual(expect.arrayContaining([
+    'complete_when: code-change (flag)',
+    'verify_commands: "node --test" (workspace file)',
+    'max_completion_rejections: 3 (default)',
+  ]));
+});
+
 describe('a completion policy the run could never satisfy: one line, exit 2, nothing started', () => {
   async function expectUsage(expect: ExpectStatic, r: CliResult): Promise<string> {
     expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 2, signal: null });
