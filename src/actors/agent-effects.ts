@@ -12,6 +12,7 @@ import { reconcileCall, settleReconciled } from './reconcile.js';
 import { answerQuestion } from './questions.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 import { reserveAttempt, reserveToolCalls, settleAttempt, settleOrphans, settleToolCalls, toolReservation, turnRoom } from './budget.js';
+import { completionMissing, policyOf } from './completion-check.js';
 
 export { DEFAULT_INSTRUCTIONS, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
@@ -167,9 +168,17 @@ const EFFECTS: EffectTable = {
     ctx.stage({ type: 'tool/outcome_unknown', ...scope(ctx), call: p.callId, data: { reason: p.reason } });
     ctx.noteRecovered(`call ${p.callId} outcome unknown`);
   },
-  endStep(ctx, p) {
-    settleToolCalls(ctx);
+  async endStep(ctx, p) {
     const open = ctx.projection.openStep!;
+    // a final answer meets the completion policy first: a refusal and the step's end are one commit
+    if (p.outcome === 'final') {
+      const answer = ctx.projection.pending.assistant;
+      // a blob-stored answer is read first; the refusal and step/end are then staged in one tick
+      const text = answer?.role !== 'assistant' ? '' : answer.contentRef ? await ctx.outputs.load(answer.contentRef) : (answer.content ?? '');
+      checkCompletion(ctx, text);
+    }
+    // the step's tool-call reservation is settled in the commit of its end
+    settleToolCalls(ctx);
     ctx.stage({ type: 'step/end', ...scope(ctx), data: Object.assign({}, p, { usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null }) });
   },
   endTurn(ctx, p) {
@@ -252,4 +261,18 @@ function confirmsUnknown(semantics: ExecutionSemantics, mode: ApprovalMode): boo
   if (semantics.recovery.kind === 'reconcile') return true;
   if (semantics.recovery.kind !== 'manual') return false;
   return semantics.recovery.on === 'block' || mode === 'ask';
+}
+
+/**
+ * Stages `completion/rejected` when the open step's final answer does not meet the turn's
+ * completion policy; the turn machine then takes another step or fails the turn. Decided from
+ * the projection alone: after a crash before the commit, the same log gives the same verdict.
+ */
+function checkCompletion(a: EffectContext, answer: string): void {
+  const s = settings(a);
+  const policy = policyOf(s);
+  if (policy === 'answer') return;
+  const missing = completionMissing(s, a.projection.completion, answer);
+  if (missing.length === 0) return;
+  a.stage({ type: 'completion/rejected', ...scope(a), data: { policy, missing, goalRevision: null } });
 }

@@ -163,7 +163,11 @@ export class MachineSet {
   route(e: ActorEvent): void {
     switch (e.type) {
       case 'turn/start':
-        this.turn = this.open(this.engines.turn, { turnId: e.turn!, budgets: e.data.settings.budgets });
+        this.turn = this.open(this.engines.turn, {
+          turnId: e.turn!,
+          budgets: e.data.settings.budgets,
+          ...(e.data.settings.maxCompletionRejections !== undefined ? { maxCompletionRejections: e.data.settings.maxCompletionRejections } : {}),
+        });
         break;
       case 'step/start':
         this.step = this.open(this.engines.step, {

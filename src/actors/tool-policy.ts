@@ -1,5 +1,6 @@
 import type { StateValue } from 'xstate';
 import { canonicalJson } from '../protocol/canonical-json.js';
+import { isVerification } from '../protocol/completion.js';
 import { newId } from '../protocol/ids.js';
 import type { ApprovalPreview, EventData } from '../protocol/events.js';
 import { ToolError } from '../protocol/errors.js';
@@ -91,6 +92,8 @@ export function decideCall(a: EffectContext, callId: string, recheck: boolean): 
       : { ...d, reason: `approval ${id ?? ''} does not hold: ${mismatch}; a new approval is needed` };
   }
   const data: EventData<'policy/decided'> = { decision: d.decision, rule: d.rule, reason: d.reason, planDigest: digest, recheck };
+  // recorded with the decision, so the completion policy reads it from the log, never re-parses
+  if (isVerification(plan.commands, settings(a).verifyCommands ?? [])) data.verification = true;
   if (d.decision === 'allow') {
     data.network = d.network;
     data.envAllow = d.envAllow;

@@ -26,6 +26,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     ...(req.maxOutputTokens ? { maxOutputTokens: req.maxOutputTokens } : {}),
     ...(req.config ? { config: req.config } : {}),
     ...(req.approvalMode ? { approvalMode: req.approvalMode } : {}),
+    ...completionOf(req),
     model: req.model,
     baseUrl: req.baseUrl,
     workspace: req.workspace,
@@ -54,4 +55,13 @@ export function modelName(spec: string): string {
 export function recoveryOf(s: ExecutionSemantics): 'rerun' | 'idempotent' | 'reconcile' | 'manual' {
   if (s.effects === 'none') return s.retry === 'auto' ? 'rerun' : 'manual';
   return s.recovery.kind;
+}
+
+/** The completion settings a request names (absent ones stay absent: `answer`, none, the default). */
+function completionOf(req: TurnRequest): Pick<TurnSettings, 'completeWhen' | 'verifyCommands' | 'maxCompletionRejections'> {
+  return {
+    ...(req.completeWhen ? { completeWhen: req.completeWhen } : {}),
+    ...(req.verifyCommands && req.verifyCommands.length > 0 ? { verifyCommands: req.verifyCommands } : {}),
+    ...(req.maxCompletionRejections ? { maxCompletionRejections: req.maxCompletionRejections } : {}),
+  };
 }

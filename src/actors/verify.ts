@@ -4,6 +4,7 @@ import { createScopeCheck } from './verify-scopes.js';
 import { createInboxCheck, createInterruptCheck } from './verify-inbox.js';
 import { createQuestionCheck } from './verify-questions.js';
 import { createBudgetCheck } from './verify-budgets.js';
+import { createCompletionCheck } from './verify-completion.js';
 
 /**
  * Every code `verifyLog` reports, one per invariant of design §7 that a single actor's log can
@@ -70,6 +71,8 @@ export const VIOLATION_CODES = [
   'budget.settle_unknown',
   'budget.unsettled',
   'budget.over_limit',
+  'completion.unmet',
+  'completion.over_limit',
 ] as const;
 
 /** One of `VIOLATION_CODES`. */
@@ -122,6 +125,7 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
     createParkedCheck(report),
     createQuestionCheck(report),
     createBudgetCheck(report),
+    createCompletionCheck(report),
   ];
   for (const e of events) for (const c of checks) c.event(e);
   for (const c of checks) c.end(opts.complete ?? false);

@@ -175,6 +175,8 @@ export class EventDescriber {
         return `${e.data.questionId} ${answeredText(e.data)}${e.data.messageId ? ` · by ${e.data.by}` : ''}`;
       case 'plan/replaced':
         return `version ${e.data.version} · ${e.data.items.filter((i) => i.status === 'completed').length}/${e.data.items.length} done`;
+      case 'completion/rejected':
+        return `${e.data.policy} · missing ${clip(e.data.missing.join('; '))}`;
       case 'actor/parked':
         return `waiting for ${e.data.waitingFor} ${e.data.ids.join(', ')}`;
       case 'budget/reserved': {

@@ -133,6 +133,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--max-cost <usd>', "stop the turn before an attempt whose worst case would pass this many US dollars in all (needs the model's price)")
     .option('--tools <names>', 'comma-separated tools the model may see (default: all)')
     .option('--instructions <file>', "a file holding the system prompt (default: the config's `instructions`, else a built-in one)")
+    .option('--complete-when <policy>', "when a final answer completes the turn: answer (default), code-change (a passing verify_commands run after the last change), cited (every [citation] was retrieved)")
     .addOption(
       new Option('--approve <mode>', 'what may run without asking: ask (reads only), auto-edit (+ workspace edits), full-auto (+ sandboxed shell), deny-all')
         .choices(ApprovalModeSchema.options),

@@ -172,6 +172,9 @@ export class RunPrinter {
       case 'assistant/rejected':
         this.streams.refused(clip(e.data.reason, 100));
         break;
+      case 'completion/rejected':
+        this.streams.refused(`not complete (${e.data.policy}): ${clip(e.data.missing.join('; '), 100)}`);
+        break;
       case 'tool/call': {
         const summary = callSummary(e.data.name, e.data.arguments);
         if (e.call) this.calls.set(e.call, summary);
@@ -224,6 +227,9 @@ export class RunPrinter {
         break;
       case 'assistant/rejected':
         this.line(`${at} answer refused: ${clip(e.data.reason, 100)}`);
+        break;
+      case 'completion/rejected':
+        this.line(`${at} answer not complete (${e.data.policy}): ${clip(e.data.missing.join('; '), 100)}`);
         break;
       case 'tool/call':
         if (e.call) this.calls.set(e.call, callSummary(e.data.name, e.data.arguments));

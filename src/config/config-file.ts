@@ -3,6 +3,7 @@ import { parse, TomlError } from 'smol-toml';
 import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
+import { CompleteWhenSchema } from '../protocol/completion.js';
 import { PolicyRuleSchema } from '../protocol/policy-rule.js';
 import { didYouMean } from './did-you-mean.js';
 
@@ -62,6 +63,12 @@ export const ConfigFileSchema = z.strictObject({
   max_parallel_calls: z.number().int().min(1).max(64).optional(),
   /** What an interrupt does to follow-ups queued for later turns: `keep` them (default) or `cancel` them. */
   interrupt_follow_ups: z.enum(['keep', 'cancel']).optional(),
+  /** The completion policy of runs that pass no `--complete-when`: answer (default), code-change, cited. */
+  complete_when: CompleteWhenSchema.optional(),
+  /** Command prefixes whose passing shell run verifies a change (`code-change`), e.g. ["npm test", "node --test"]. */
+  verify_commands: z.array(z.string().refine((s) => s.trim() !== '', 'an empty command')).optional(),
+  /** Answers the completion policy may refuse in one turn before the turn fails (default 3). */
+  max_completion_rejections: z.number().int().min(1).max(100).optional(),
   /** Environment variables whose values are redacted from tool output (the API key always is). */
   redact_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
 });

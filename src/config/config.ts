@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
+import { CompleteWhenSchema, DEFAULT_MAX_COMPLETION_REJECTIONS } from '../protocol/completion.js';
 import { PolicyRuleSchema } from '../protocol/policy-rule.js';
 import { ConfigFileSchema, readConfigFile, type ConfigFile } from './config-file.js';
 import { applyOverrides, checkMerged, parseOverrides } from './overrides.js';
@@ -55,6 +56,12 @@ export const EffectiveConfigSchema = z.object({
   approvalMode: ApprovalModeSchema,
   /** The system prompt of runs that pass no `--instructions FILE`; null: the built-in one. */
   instructions: z.string().nullable(),
+  /** The completion policy of runs that pass no `--complete-when` (`complete_when`). */
+  completeWhen: CompleteWhenSchema,
+  /** Command prefixes that verify a change under `code-change` (`verify_commands`). */
+  verifyCommands: z.array(z.string()),
+  /** Answers a completion policy may refuse in a turn before it fails (`max_completion_rejections`). */
+  maxCompletionRejections: z.number().int().positive(),
   /** Where each config-file key's value came from, by its name in the file (`data_dir`, `approval_mode`, ...). */
   sources: z.record(z.string(), ConfigSourceSchema),
   /** Policy rules: the user's, then the workspace's (its allow rules only when the user trusts them). */
@@ -167,6 +174,9 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     natsServerBinary: env.ACTORLOOP_NATS_SERVER || null,
     approvalMode: file.approval_mode ?? DEFAULT_APPROVAL_MODE,
     instructions: file.instructions ?? null,
+    completeWhen: file.complete_when ?? 'answer',
+    verifyCommands: file.verify_commands ?? [],
+    maxCompletionRejections: file.max_completion_rejections ?? DEFAULT_MAX_COMPLETION_REJECTIONS,
     sources,
     policyRules: file.policy?.rules ?? [],
     policyNotes: ws.ignored.filter((n) => n.startsWith('policy rule')),

@@ -3,11 +3,20 @@ import type { Budgets, TurnOutcome } from '../protocol/events.js';
 import { addUsage, ZERO_USAGE, type BlobRef, type Usage } from '../protocol/history.js';
 import { eventTimeMs, slot, type MachineEvent } from './machine-event.js';
 import { changesSteers, nextSteers, type SteerQueue } from './steer-queue.js';
+import { DEFAULT_MAX_COMPLETION_REJECTIONS } from '../protocol/completion.js';
 
 /** Input of the turn machine, taken from `turn/start`. */
 export interface TurnInput {
   turnId: string;
   budgets: Budgets;
+  /** Answers the completion policy may refuse before the turn fails; absent: the default. */
+  maxCompletionRejections?: number;
+}
+
+/** A completion policy's refusal of the step's answer, until the step ends. */
+export interface CompletionRefusal {
+  policy: string;
+  missing: string[];
 }
 
 /** Context of the turn machine. */
@@ -30,6 +39,12 @@ export interface TurnContext {
   steers?: SteerQueue;
   /** The model's stop decision (`stop/decided`): the turn ends `stopped` with it after its step. */
   stopReason?: string;
+  /** Answers the completion policy refused so far (absent in older snapshots: none). */
+  completionRejections?: number;
+  /** The limit of those (absent in older snapshots: the default). */
+  maxCompletionRejections?: number;
+  /** The open step's answer was refused by the completion policy (`completion/rejected`). */
+  refusal?: CompletionRefusal | null;
 }
 
 /** Final answers a turn may have refused (structured output) before it fails. */
@@ -70,6 +85,14 @@ function settle(context: TurnContext, e: Extract<MachineEvent, { type: 'step/end
   if (context.stopReason !== undefined && (outcome === 'final' || outcome === 'tool_calls')) return end(context, 'stopped', context.stopReason);
   switch (outcome) {
     case 'final':
+      // refused by the completion policy: asked again with what is missing, up to a limit; then
+      // the turn fails saying which policy and what, and a person decides (the goal-`blocked`
+      // alternative of issue 17 is a decision left for when goals exist: it would end here)
+      if (context.refusal) {
+        const refused = (context.completionRejections ?? 0) + 1;
+        if (refused >= completionLimit(context)) return end(context, 'failed', exhaustedReason(context.refusal, refused));
+        break;
+      }
       // a steer that came while the model answered: one more step includes it, budgets allowing
       if (context.steers && context.steers.pending.length > 0 && context.abortReason === null && !spent(context, e)) return null;
       return end(context, 'completed', null);
@@ -122,6 +145,9 @@ export const turnMachine = setup({
     ending: null,
     abortReason: null,
     rejections: 0,
+    completionRejections: 0,
+    maxCompletionRejections: input.maxCompletionRejections ?? DEFAULT_MAX_COMPLETION_REJECTIONS,
+    refusal: null,
   }),
   on: {
     // guarded: an event that changes no steer queue copies no context (most steps have no steer)
@@ -134,6 +160,9 @@ export const turnMachine = setup({
     'tool/start': {
       guard: ({ event }) => !event.data.rerun,
       actions: assign({ toolCalls: ({ context }) => context.toolCalls + 1 }),
+    },
+    'completion/rejected': {
+      actions: assign({ refusal: ({ event }) => ({ policy: event.data.policy, missing: event.data.missing }) }),
     },
     'assistant/accepted': {
       actions: assign({ answer: ({ event }) => event.data.content, answerRef: ({ event }) => event.data.contentRef ?? null }),
@@ -176,12 +205,14 @@ export const turnMachine = setup({
           {
             guard: ({ context, event }) => settle(context, event) !== null,
             target: 'ending',
-            actions: assign({ ending: ({ context, event }) => settle(context, event), steers: ({ context, event }) => nextSteers(context.steers, event) }),
+            actions: assign({ ending: ({ context, event }) => settle(context, event), steers: ({ context, event }) => nextSteers(context.steers, event), refusal: null }),
           },
           {
             target: 'launching',
             actions: assign({
               rejections: ({ context, event }) => context.rejections + (event.data.outcome === 'rejected' ? 1 : 0),
+              completionRejections: ({ context }) => (context.completionRejections ?? 0) + (context.refusal ? 1 : 0),
+              refusal: null,
               steers: ({ context, event }) => nextSteers(context.steers, event),
             }),
           },
@@ -215,4 +246,16 @@ export const BUDGET_ABORTS: ReadonlySet<string> = new Set(['deadline', 'token_bu
 /** The outcome an abort gives: a budget that ran out (deadline, tokens, cost) stops the turn, anything else cancels it. */
 export function abortOutcome(reason: string): 'stopped' | 'cancelled' {
   return BUDGET_ABORTS.has(reason) ? 'stopped' : 'cancelled';
+}
+
+function completionLimit(context: TurnContext): number {
+  return context.maxCompletionRejections ?? DEFAULT_MAX_COMPLETION_REJECTIONS;
+}
+
+/** Prefix of the reason a turn fails with when its completion policy refused every answer it allows. */
+export const COMPLETION_EXHAUSTED = 'completion policy';
+
+/** Why the turn failed: the policy, how many answers it refused, what the last one lacked, and that a person decides. */
+function exhaustedReason(r: CompletionRefusal, refused: number): string {
+  return `${COMPLETION_EXHAUSTED} "${r.policy}" refused ${refused} answer${refused === 1 ? '' : 's'} (the limit): ${r.missing.join('; ')} — a person must decide how to go on`;
 }

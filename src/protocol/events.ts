@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BlobRefSchema, ToolCallRequestSchema, UsageSchema } from './history.js';
+import { CompleteWhenSchema } from './completion.js';
 
 /** Version of the event format written by this code. */
 export const EVENT_VERSION = 1;
@@ -62,6 +63,12 @@ export const TurnSettingsSchema = z.object({
   approvalMode: ApprovalModeSchema.optional(),
   /** Plan mode: the turn is read-only (every call with possible effects is denied) and writes a plan; absent: false. */
   planMode: z.boolean().optional(),
+  /** When a final answer completes the turn (the completion policy); absent (older logs): `answer`. */
+  completeWhen: CompleteWhenSchema.optional(),
+  /** Command prefixes whose passing run is a verification (`code-change`), e.g. `npm test`; absent: none. */
+  verifyCommands: z.array(z.string()).optional(),
+  /** Answers the completion policy may refuse in a turn before the turn fails; absent: the default (3). */
+  maxCompletionRejections: z.number().int().positive().optional(),
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
@@ -87,6 +94,12 @@ export const TurnRequestSchema = z.object({
   approvalMode: ApprovalModeSchema.optional(),
   /** Run the turn in plan mode (`actorloop run --plan-mode`). */
   planMode: z.boolean().optional(),
+  /** The completion policy (`run --complete-when`, `complete_when`); absent: `answer`. */
+  completeWhen: CompleteWhenSchema.optional(),
+  /** `verify_commands`: command prefixes that verify a change. */
+  verifyCommands: z.array(z.string()).optional(),
+  /** `max_completion_rejections`. */
+  maxCompletionRejections: z.number().int().positive().optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
@@ -237,6 +250,11 @@ export const EventDataSchemas = {
     envAllow: z.array(z.string()).optional(),
     /** True when this is the check at execution time, after an approval. */
     recheck: z.boolean().optional(),
+    /**
+     * Every command of the call's plan matches one of the turn's `verifyCommands`: a passing result
+     * of it is a verification (`code-change`), and the call is not counted as a change. Absent: no.
+     */
+    verification: z.boolean().optional(),
   }),
   'approval/requested': z.object({
     approvalId: z.string(),
@@ -468,6 +486,16 @@ export const EventDataSchemas = {
     version: z.number().int().positive(),
     items: z.array(z.object({ content: z.string(), status: z.enum(['pending', 'in_progress', 'completed']) })),
     explanation: z.string().nullable(),
+  }),
+  /**
+   * The completion policy refused a final answer (design §6a): what is missing, in words the model
+   * can act on; the model reads them in its next step. Committed with the `step/end` of that answer.
+   */
+  'completion/rejected': z.object({
+    policy: CompleteWhenSchema,
+    missing: z.array(z.string()).min(1),
+    /** The goal revision the refusal was decided against; null while the turn has no goal. */
+    goalRevision: z.number().int().nonnegative().nullable(),
   }),
   'actor/parked': z.object({
     waitingFor: z.enum(['approval', 'question']),

@@ -3,6 +3,7 @@ import type { ActorEvent, ApprovalPreview, TurnOutcome, TurnRequest, TurnSetting
 import { NEXT_STEP_KINDS, requeue, requeueClaimed, setState, without } from './inbox-delivery.js';
 import { addCost, addUsage, ZERO_USAGE, type BlobRef, type HistoryItem, type Usage } from '../protocol/history.js';
 import { noteEpochs } from './incarnations.js';
+import { emptyFacts, foldFacts, type CompletionFacts } from './completion-facts.js';
 
 /** Version of the projection's shape; snapshots of another version are ignored. */
 export const PROJECTION_VERSION = 1;
@@ -46,6 +47,10 @@ export interface OpenCall {
   untrusted?: boolean;
   /** What the tool's `preimage` recorded in the call's last `tool/start`, for `reconcile`. */
   preimage?: unknown;
+  /** Its plan is a verification of the turn's `verifyCommands` (the completion policy). */
+  verifies?: boolean;
+  /** Seq of its last `tool/start`: a verification counts for changes ended before it. */
+  startedAt?: number;
 }
 
 /** An approval asked for (design §8): bound to one call, one plan digest, one tool version, an expiry. */
@@ -120,7 +125,13 @@ export interface Projection {
   /** Closed model-visible history: only whole Steps are in it. */
   history: HistoryItem[];
   /** Items of the open step, closed into `history` (in call order) when the step ends. */
-  pending: { assistant: HistoryItem | null; calls: OpenCall[]; feedback?: string };
+  pending: {
+    assistant: HistoryItem | null;
+    calls: OpenCall[];
+    feedback?: string;
+    /** The completion policy refused the step's answer: the model reads what is missing next step. */
+    completion?: { policy: string; missing: string[] };
+  };
   turns: number;
   openTurn: {
     id: string;
@@ -194,6 +205,12 @@ export interface Projection {
   epochs?: number[];
   /** Budget reservations not settled yet, by ID (made on first use; settled ones are removed). */
   reservations?: Record<string, ReservationRecord>;
+  /**
+   * What the completion policy decides on (evidence retrieved, changes and verifications of the
+   * open turn). Made on first use; absent in snapshots written before it, which then count from
+   * the snapshot on.
+   */
+  completion?: CompletionFacts;
 }
 
 /** The projection of an empty log. */
@@ -257,6 +274,10 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
   if (p.parked !== undefined && e.type !== 'actor/released') delete p.parked;
   if (e.epoch > p.epoch) p.epoch = e.epoch;
   noteEpochs((p.epochs ??= []), e);
+  if (FACT_EVENTS.has(e.type) && (p.completion !== undefined || e.type !== 'turn/start')) {
+    const call = e.call === undefined ? null : (p.pending.calls.find((c) => c.callId === e.call) ?? null);
+    foldFacts((p.completion ??= emptyFacts()), e, call, p.openTurn?.settings.workspace ?? '');
+  }
   switch (e.type) {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
@@ -338,6 +359,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       const call = p.pending.calls.find((c) => c.callId === e.call);
       if (call) {
         call.started = true;
+        call.startedAt = e.seq;
         if (e.data.preimage !== undefined) call.preimage = e.data.preimage;
         else if (call.preimage !== undefined) delete call.preimage;
       }
@@ -436,6 +458,8 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'policy/decided': {
       const call = p.pending.calls.find((c) => c.callId === e.call);
       if (call) call.decided = { decision: e.data.decision, rule: e.data.rule, reason: e.data.reason };
+      if (call && e.data.verification === true) call.verifies = true;
+      else if (call?.verifies !== undefined) delete call.verifies;
       if (call && e.data.decision === 'allow') call.grant = { network: e.data.network === true, envAllow: e.data.envAllow ?? [] };
       break;
     }
@@ -457,6 +481,9 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       includeMessage(p, e.data.messageId ?? undefined);
       break;
     }
+    case 'completion/rejected':
+      p.pending.completion = { policy: e.data.policy, missing: [...e.data.missing] };
+      break;
     case 'plan/replaced':
       p.plan = { version: e.data.version, items: e.data.items, explanation: e.data.explanation, ...(e.call ? { callId: e.call } : {}) };
       break;
@@ -523,7 +550,7 @@ function markUntrusted(p: Projection, callId: string | undefined): void {
 
 /** Moves the open step's items into the closed history, tool results in call order. */
 function closeStep(p: Projection): void {
-  const { assistant, calls, feedback } = p.pending;
+  const { assistant, calls, feedback, completion } = p.pending;
   if (assistant && feedback !== undefined) {
     p.history.push(assistant, {
       role: 'user',
@@ -539,7 +566,18 @@ function closeStep(p: Projection): void {
         : { role: 'tool', callId: c.providerId, name: c.name, content });
       if (c.untrusted) p.untrusted = true;
     }
+    if (completion) p.history.push({ role: 'user', content: completionFeedback(completion) });
   }
   p.openStep = null;
   p.pending = { assistant: null, calls: [] };
+}
+
+/** Events whose facts the completion policy folds (`completion-facts.ts`). */
+const FACT_EVENTS: ReadonlySet<ActorEvent['type']> = new Set<ActorEvent['type']>([
+  'turn/start', 'completion/rejected', 'tool/result', 'tool/outcome_unknown', 'tool/cancelled',
+]);
+
+/** What the model reads after an answer the completion policy refused. */
+export function completionFeedback(r: { policy: string; missing: string[] }): string {
+  return `Your answer does not complete the task yet (completion policy "${r.policy}"): ${r.missing.join('; ')}. Do what is missing, then give your final answer again.`;
 }

@@ -475,7 +475,56 @@ const cases: Case[] = [
     name: 'a reservation whose worst case does not fit the budget', code: 'budget.over_limit', seq: 7,
     log: () => mutate(budgeted(), (r) => { (r[indexOf(r, 'budget/reserved')]!.data as { tokens: number }).tokens = 1200; }),
   },
+  {
+    name: 'a turn completes under `cited` with an answer citing a file it never read', code: 'completion.unmet', seq: 20,
+    log: () => cited('See [other.txt] for the tasks.'),
+  },
+  {
+    name: 'a turn refuses more answers than its limit', code: 'completion.over_limit', seq: 20,
+    log: () => mutate(cited('[notes.txt] lists three tasks.', 1), (r) => {
+      const i = indexOf(r, 'assistant/accepted', 2);
+      const refusal = { ...structuredClone(r[i]!), attempt: undefined, type: 'completion/rejected', data: { policy: 'cited', missing: ['a citation'], goalRevision: null } };
+      r.splice(i + 1, 0, refusal, structuredClone(refusal));
+    }),
+  },
 ];
+
+/** The clean tool turn (it reads notes.txt) run under `cited`, answering `answer`. */
+function cited(answer: string, maxCompletionRejections?: number): ActorEvent[] {
+  return mutate(clean(), (r) => {
+    const settings = r[indexOf(r, 'turn/start')]!.data.settings as Record<string, unknown>;
+    settings.completeWhen = 'cited';
+    if (maxCompletionRejections !== undefined) settings.maxCompletionRejections = maxCompletionRejections;
+    (r[indexOf(r, 'assistant/accepted', 2)]!.data as Record<string, unknown>).content = answer;
+  });
+}
+
+describe('verifyLog: the completion policy re-checked from the log', () => {
+  it('a cited turn whose citations were all read is clean, a line anchor and ./ included', () => {
+    expect(verifyLog(cited('[./notes.txt:1] lists three tasks.'), { complete: true })).toEqual([]);
+  });
+
+  it('a failed turn is not held to its policy', () => {
+    const log = mutate(cited('See [other.txt].'), (r) => {
+      const end = r[indexOf(r, 'turn/end')]!;
+      end.data = { ...end.data, outcome: 'failed', reason: 'completion policy', answer: null };
+    });
+    expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
+  it('under code-change, a completed turn whose last change has no passing verification after it is unmet', () => {
+    const b = new LogBuilder();
+    b.receive('msg_1').startTurn('msg_1').startStep(1).startAttempt().endAttempt().acceptCall('write_file').call({ name: 'write_file', effects: 'possible', recovery: 'reconcile' });
+    const call = b.lastCall;
+    b.startTool(call, { name: 'write_file', effects: 'possible' }).result(call).endStep('tool_calls', 1).startStep(2).answer('Done.').endStep('final');
+    const log = mutate(b.endTurn().events, (r) => {
+      const settings = r[indexOf(r, 'turn/start')]!.data.settings as Record<string, unknown>;
+      settings.completeWhen = 'code-change';
+      settings.verifyCommands = ['npm test'];
+    });
+    expect(pairs(verifyLog(log, { complete: true }))).toEqual([['completion.unmet', log.at(-1)!.seq]]);
+  });
+});
 
 /** `inbox/received` of a message of `kind` (no request), like the log's first event. */
 function received(r: RawEvent[], messageId: string, kind: string): RawEvent {

@@ -65,6 +65,9 @@ describe('turn machine', () => {
         ending: null,
         abortReason: null,
         rejections: 0,
+        completionRejections: 0,
+        maxCompletionRejections: 3,
+        refusal: null,
       });
       expect(effects(actions)).toEqual([{ type: 'startStep', params: { index: 1, toolBudgetLeft: null } }]);
     });

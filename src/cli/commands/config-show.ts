@@ -42,6 +42,9 @@ export function configShowCommand(opts: { json?: boolean }, config: EffectiveCon
   lines.push(`max_parallel_calls: ${config.maxParallelCalls}${from('max_parallel_calls')}`);
   lines.push(`observation_budget_bytes: ${config.observationBudgetBytes}${from('observation_budget_bytes')}`);
   lines.push(`max_model_output_bytes: ${config.maxModelOutputBytes}${from('max_model_output_bytes')}`);
+  lines.push(`complete_when: ${config.completeWhen}${from('complete_when')}`);
+  lines.push(`verify_commands: ${config.verifyCommands.length > 0 ? config.verifyCommands.map((c) => t(JSON.stringify(c))).join(', ') : '(none)'}${from('verify_commands')}`);
+  lines.push(`max_completion_rejections: ${config.maxCompletionRejections}${from('max_completion_rejections')}`);
   const models = (r: Record<string, unknown>) => (Object.keys(r).length > 0 ? Object.keys(r).map(t).join(', ') : '(built-in table)');
   lines.push(`capabilities: ${models(config.capabilities)}${from('capabilities')}`);
   lines.push(`pricing: ${models(config.pricing)}${from('pricing')}`);

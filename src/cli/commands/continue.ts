@@ -15,7 +15,7 @@ import { CLI_SENDER } from './approvals.js';
 import { followTurn } from './follow-turn.js';
 import { afterPlanTurn } from './plan.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
-import { checkModel, checkPriced, checkTask, configSnapshot, settingsOfFlags, type RunOptions } from './run.js';
+import { checkCompletion, checkModel, checkPriced, checkTask, completionRequest, configSnapshot, settingsOfFlags, type RunOptions } from './run.js';
 
 // A conversation is one agent over many turns (design §6a: a follow-up starts the next turn with
 // the history so far). `run --continue <agent>` and `run --last` send the next task as a
@@ -46,6 +46,9 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
     config: configSnapshot(config),
   };
   checkPriced(request.model, request.maxCostUsd, config);
+  // a policy named now takes the verify commands this command's config names
+  if (flags.completeWhen !== undefined) Object.assign(request, completionRequest(flags, config));
+  checkCompletion(request);
   return request;
 }
 

@@ -7,6 +7,7 @@ import { parseModelSpec } from '../../model/model-spec.js';
 import { ConfigError } from '../../protocol/errors.js';
 import { ReasoningEffortSchema, type ApprovalMode, type TurnRequest } from '../../protocol/events.js';
 import { newId } from '../../protocol/ids.js';
+import { CompleteWhenSchema, DEFAULT_MAX_COMPLETION_REJECTIONS, RETRIEVING_TOOLS } from '../../protocol/completion.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { RunPrinter, type Out } from '../output.js';
 import { followTurn } from './follow-turn.js';
@@ -48,6 +49,8 @@ export interface RunOptions {
   last?: boolean;
   /** A file holding the system prompt; wins over the config's `instructions`. */
   instructions?: string;
+  /** `--complete-when`: the completion policy; wins over the config's `complete_when`. */
+  completeWhen?: string;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -66,7 +69,7 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
   const model = await checkModel(spec, baseUrl, config);
   const flags = await settingsOfFlags(opts);
   checkPriced(model, flags.maxCostUsd, config);
-  return {
+  const request: TurnRequest = {
     ...(flags.outputSchema ? { outputSchema: flags.outputSchema } : {}),
     ...(flags.effort ? { effort: flags.effort } : {}),
     ...(flags.maxOutputTokens ? { maxOutputTokens: flags.maxOutputTokens } : {}),
@@ -86,7 +89,37 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     ...(flags.maxTokens ? { maxTokens: flags.maxTokens } : {}),
     ...(flags.maxCostUsd ? { maxCostUsd: flags.maxCostUsd } : {}),
     maxAttempts: null,
+    ...completionRequest(flags, config),
   };
+  checkCompletion(request);
+  return request;
+}
+
+/** The completion settings of a run: its flag's policy over the config's, the config's verify commands and limit. */
+export function completionRequest(flags: Partial<TurnRequest>, config: EffectiveConfig): Pick<TurnRequest, 'completeWhen' | 'verifyCommands' | 'maxCompletionRejections'> {
+  const policy = flags.completeWhen ?? config.completeWhen;
+  return {
+    ...(policy !== 'answer' ? { completeWhen: policy } : {}),
+    ...(config.verifyCommands.length > 0 ? { verifyCommands: [...config.verifyCommands] } : {}),
+    ...(config.maxCompletionRejections !== DEFAULT_MAX_COMPLETION_REJECTIONS ? { maxCompletionRejections: config.maxCompletionRejections } : {}),
+  };
+}
+
+/**
+ * Refuses a completion policy the run could never satisfy, before anything starts: `code-change`
+ * with no command that verifies, `cited` with no tool that retrieves evidence.
+ */
+export function checkCompletion(request: Pick<TurnRequest, 'completeWhen' | 'verifyCommands' | 'tools'>): void {
+  if (request.completeWhen === 'code-change' && (request.verifyCommands ?? []).length === 0) {
+    throw new ConfigError('config.verify_commands', '--complete-when code-change needs verify_commands, and none is configured', {
+      hint: 'set verify_commands = ["npm test"] in actorloop.toml (or -c \'verify_commands=["npm test"]\'): the commands whose passing run verifies a change',
+    });
+  }
+  if (request.completeWhen === 'cited' && request.tools !== null && !request.tools.some((t) => RETRIEVING_TOOLS.includes(t))) {
+    throw new ConfigError('config.complete_when', `--complete-when cited needs a tool that retrieves evidence, and --tools ${request.tools.join(',') || '(none)'} has none`, {
+      hint: `add ${RETRIEVING_TOOLS.join(', ')} (any of them) to --tools, or leave --tools out`,
+    });
+  }
 }
 
 /**
@@ -175,6 +208,15 @@ export async function settingsOfFlags(opts: RunOptions): Promise<Partial<TurnReq
   }
   if (opts.maxOutputTokens) s.maxOutputTokens = opts.maxOutputTokens;
   if (opts.planMode) s.planMode = true;
+  if (opts.completeWhen !== undefined) {
+    const policy = CompleteWhenSchema.safeParse(opts.completeWhen);
+    if (!policy.success) {
+      throw new ConfigError('config.complete_when', `unknown completion policy "${opts.completeWhen}"`, {
+        hint: `--complete-when takes ${CompleteWhenSchema.options.join(', ')}`,
+      });
+    }
+    s.completeWhen = policy.data;
+  }
   if (opts.approve !== undefined) s.approvalMode = opts.approve;
   if (opts.maxSteps !== undefined) s.maxSteps = opts.maxSteps;
   if (opts.maxToolCalls !== undefined) s.maxToolCalls = opts.maxToolCalls;

@@ -8,6 +8,7 @@ import { terminalText } from '../terminal-text.js';
 import { describeApproval } from './approvals.js';
 import { answerCommandsFor, describeQuestion } from './questions.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
+import { COMPLETION_EXHAUSTED } from '../../machines/turn.machine.js';
 
 const STATUS: Record<TurnOutcome, ActorStatus> = STATUS_AFTER_TURN;
 
@@ -40,7 +41,7 @@ export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: Tur
     const usage = agent.projection.usage;
     const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
     const cost = ended.costUsd === null ? 'cost unknown' : `$${ended.costUsd.toFixed(4)}`;
-    const outcome = `${ended.outcome}${ended.reason ? ` (${terminalText(ended.reason)})` : ''} · ${tokens} · ${cost}\n`;
+    const outcome = `${ended.outcome}${ended.reason ? ` (${terminalText(ended.reason)})` : ''} · ${tokens} · ${cost}\n${personAsked(agent.actorId, ended)}`;
     if (out.quiet) {
       // --quiet: the answer alone on stdout; a turn that did not complete says why on stderr
       if (ended.answer) out.stdout.write(`${terminalText(ended.answer, 'block')}\n`);
@@ -85,4 +86,13 @@ export async function printWaiting(o: TurnOutput, agent: TurnSubject, waiting: s
   );
   o.out.stderr.write(`${lines.join('\n')}\n`);
   return EXIT.waiting;
+}
+
+/**
+ * The line that asks the person when the completion policy refused every answer it allows: the
+ * runtime will not guess what "done" is, so the person says how to go on (empty otherwise).
+ */
+function personAsked(actorId: string, ended: TurnEnded): string {
+  if (ended.outcome !== 'failed' || !ended.reason?.startsWith(COMPLETION_EXHAUSTED)) return '';
+  return `you decide: tell the agent what it still lacks with \`run --continue ${actorId} "<what to do>"\`\n`;
 }
