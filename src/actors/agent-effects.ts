@@ -11,6 +11,7 @@ import { answerApproval, decideCall, expireApproval, requestApproval } from './t
 import { reconcileCall, settleReconciled } from './reconcile.js';
 import { answerQuestion } from './questions.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
+import { continuationMessage, controlGoal, createGoal, settleGoalAtTurnEnd } from './goals.js';
 
 export { DEFAULT_INSTRUCTIONS, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
@@ -35,7 +36,12 @@ const EFFECTS: EffectTable = {
     for (const { id, item } of items) {
       ctx.stage({ type: 'user/message', turn, data: { messageId: id, content: item?.content ?? '' } });
     }
+    createGoal(ctx, turn, request);
+    // a continuation claims no message: the goal is its work, said to the model in the same commit
+    const goal = ctx.projection.goal;
+    if (p.source === 'goal_continuation' && goal) ctx.stage({ type: 'user/message', turn, data: continuationMessage(turn, goal) });
   },
+  controlGoal: (ctx, p) => controlGoal(ctx, p.messageId, p.content),
   turnEnded() {},
   refuseMessage: (ctx, p) => void ctx.stage({ type: 'inbox/cancelled', data: { messageId: p.messageId, reason: p.reason } }),
   async startStep(ctx, p) {
@@ -156,7 +162,13 @@ const EFFECTS: EffectTable = {
     ctx.stage({ type: 'step/end', ...scope(ctx), data: Object.assign({}, p, { usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null }) });
   },
   endTurn(ctx, p) {
-    ctx.stage({ type: 'turn/end', turn: ctx.projection.openTurn!.id, data: Object.assign({}, p, { costUsd: ctx.projection.openTurn!.costUsd }) });
+    // the goal's updates first, in the same commit: a crash leaves both or neither
+    const goalContinues = settleGoalAtTurnEnd(ctx, p.outcome);
+    ctx.stage({
+      type: 'turn/end',
+      turn: ctx.projection.openTurn!.id,
+      data: Object.assign({}, p, { costUsd: ctx.projection.openTurn!.costUsd }, goalContinues ? { goalContinues } : {}),
+    });
   },
 };
 

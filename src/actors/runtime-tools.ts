@@ -2,6 +2,7 @@ import type { OpenCall } from '../store/projection.js';
 import type { EffectContext } from './effect-context.js';
 import { updatePlanRuntime } from './update-plan.js';
 import { askUserRuntime } from './questions.js';
+import { getGoalRuntime, updateGoalRuntime } from './goals.js';
 
 /** One started call of a tool the runtime carries out itself (it commits facts of the agent, not effects on the world). */
 export interface RuntimeToolRun {
@@ -14,7 +15,7 @@ export interface RuntimeToolRun {
 }
 
 /**
- * A built-in tool the runtime runs in the actor (`ask_user`, `update_plan`): its `tool/start` is
+ * A built-in tool the runtime runs in the actor (`ask_user`, `update_plan`, `get_goal`, `update_goal`): its `tool/start` is
  * committed like any call's, then `run` stages the facts it makes and, when it is done, the
  * call's end. Its `ToolDefinition` (schema, semantics, policy level) lives with the other
  * built-ins; its `execute` is never called.
@@ -27,6 +28,8 @@ export interface RuntimeTool {
 const TOOLS: Record<string, RuntimeTool> = {
   [updatePlanRuntime.name]: updatePlanRuntime,
   [askUserRuntime.name]: askUserRuntime,
+  [getGoalRuntime.name]: getGoalRuntime,
+  [updateGoalRuntime.name]: updateGoalRuntime,
 };
 
 /** The runtime's own implementation of a tool, if it has one. */

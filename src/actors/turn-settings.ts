@@ -2,6 +2,7 @@ import type { TurnRequest, TurnSettings } from '../protocol/events.js';
 import { parseModelSpec } from '../model/model-spec.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
 import { inPlanMode } from './plan-mode.js';
+import { GOAL_TOOLS } from './goals.js';
 
 /** Instructions a turn runs with when its request names none. */
 export const DEFAULT_INSTRUCTIONS =
@@ -29,7 +30,8 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     model: req.model,
     baseUrl: req.baseUrl,
     workspace: req.workspace,
-    tools: req.tools ?? allTools,
+    // the goal tools only for a turn that has a goal to read: other turns' requests stay as they were
+    tools: req.tools ?? (req.goal ? allTools : allTools.filter((t) => !GOAL_TOOLS.has(t))),
     instructions: req.instructions ?? DEFAULT_INSTRUCTIONS,
     budgets: {
       maxSteps: req.maxSteps ?? TURN_DEFAULTS.maxSteps,

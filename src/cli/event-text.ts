@@ -177,6 +177,13 @@ export class EventDescriber {
         return `version ${e.data.version} · ${e.data.items.filter((i) => i.status === 'completed').length}/${e.data.items.length} done`;
       case 'actor/parked':
         return `waiting for ${e.data.waitingFor} ${e.data.ids.join(', ')}`;
+      case 'goal/created':
+        return `${e.data.goalId} ${clip(e.data.objective, 60)}`;
+      case 'goal/updated': {
+        const d = e.data;
+        const what = d.requested === 'complete' ? 'completion requested' : d.phase;
+        return `${d.goalId} r${d.revision} ${what}${reasonText(d.reason)} · by ${d.by}`;
+      }
       default:
         return assertNever(e, 'event type');
     }

@@ -3,6 +3,7 @@ import type { ActorEvent, TurnOutcome, TurnRequest, TurnSettings } from '../prot
 import { NEXT_STEP_KINDS, requeue, requeueClaimed, setState, without } from './inbox-delivery.js';
 import { addCost, addUsage, ZERO_USAGE, type BlobRef, type HistoryItem, type Usage } from '../protocol/history.js';
 import { noteEpochs } from './incarnations.js';
+import { foldGoal, type GoalRecord } from './goal-projection.js';
 
 /** Version of the projection's shape; snapshots of another version are ignored. */
 export const PROJECTION_VERSION = 1;
@@ -124,7 +125,14 @@ export interface Projection {
   lastPrepared: { digest: string; bytes: number } | null;
   inbox: Record<string, InboxItem>;
   usage: Usage;
-  lastTurn: { id: string; outcome: TurnOutcome; reason: string | null; answer: string | null } | null;
+  lastTurn: {
+    id: string;
+    outcome: TurnOutcome;
+    reason: string | null;
+    answer: string | null;
+    /** Its goal goes on in a `goal_continuation` turn (absent: it does not). */
+    goalContinues?: boolean;
+  } | null;
   /** Settings of the last turn, the defaults of a follow-up that names none. */
   lastSettings: TurnSettings | null;
   /** Model responses consumed (succeeded or failed attempts): the scripted model's cursor. */
@@ -166,6 +174,8 @@ export interface Projection {
    * people). Absent in snapshots written before it: then counted from the snapshot on.
    */
   epochs?: number[];
+  /** The agent's goal (absent: it has none). */
+  goal?: GoalRecord;
 }
 
 /** The projection of an empty log. */
@@ -191,6 +201,11 @@ export function emptyProjection(actorId: string): Projection {
     // approvals, alwaysAllowed, artifacts and untrusted are made on first use: a parked agent
     // (thousands per host) carries none of them
   };
+}
+
+/** True when a turn ended saying its goal goes on and no turn has started since: the scheduler owes the continuation. */
+export function continuationPending(p: Projection): boolean {
+  return p.openTurn === null && p.lastTurn?.goalContinues === true;
 }
 
 /** The questions still waiting for a person, soonest expiry first. */
@@ -229,6 +244,8 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
   if (p.parked !== undefined && e.type !== 'actor/released') delete p.parked;
   if (e.epoch > p.epoch) p.epoch = e.epoch;
   noteEpochs((p.epochs ??= []), e);
+  // before the rest: it reads the plan an update replaces and the calls of the step
+  foldGoal(p, e);
   switch (e.type) {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
@@ -344,6 +361,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       if (p.approvals) p.approvals = {};
       p.turns += 1;
       p.lastTurn = { id: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer };
+      if (e.data.goalContinues === true) p.lastTurn.goalContinues = true;
       p.openTurn = null;
       p.openStep = null;
       p.openAttempt = null;
@@ -441,6 +459,10 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
         for (const id of e.data.requeued) requeue(p, id);
       }
       break;
+    case 'goal/updated':
+      includeMessage(p, e.data.messageId);
+      break;
+    case 'goal/created':
     case 'recovery/continuation':
     case 'actor/rehydrated':
     case 'actor/killed':
