@@ -3,6 +3,7 @@ import { createCallCheck } from './verify-calls.js';
 import { createScopeCheck } from './verify-scopes.js';
 import { createInboxCheck, createInterruptCheck } from './verify-inbox.js';
 import { createQuestionCheck } from './verify-questions.js';
+import { createContinuationCheck, createGoalCheck } from './verify-goals.js';
 
 /**
  * Every code `verifyLog` reports, one per invariant of design §7 that a single actor's log can
@@ -64,6 +65,12 @@ export const VIOLATION_CODES = [
   'question.unknown',
   'question.other_call',
   'question.answered_twice',
+  'goal.unknown',
+  'goal.revision',
+  'goal.usage',
+  'goal.updated_after_end',
+  'goal.continuation_unowed',
+  'goal.continuation_lost',
 ] as const;
 
 /** One of `VIOLATION_CODES`. */
@@ -115,6 +122,8 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
     createCallCheck(report),
     createParkedCheck(report),
     createQuestionCheck(report),
+    createGoalCheck(report),
+    createContinuationCheck(report),
   ];
   for (const e of events) for (const c of checks) c.event(e);
   for (const c of checks) c.end(opts.complete ?? false);
