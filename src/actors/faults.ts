@@ -19,6 +19,7 @@ export const FAULT_POINTS = [
   'after:inbox-reserved',
   'after:interrupt/requested',
   'after:ask/asked',
+  'after:goal/updated',
   'during:recovery',
 ] as const;
 

@@ -62,6 +62,8 @@ export const ConfigFileSchema = z.strictObject({
   max_parallel_calls: z.number().int().min(1).max(64).optional(),
   /** What an interrupt does to follow-ups queued for later turns: `keep` them (default) or `cancel` them. */
   interrupt_follow_ups: z.enum(['keep', 'cancel']).optional(),
+  /** Turns in a row without progress before a goal is `blocked` with reason `no_progress` (default 2). */
+  max_idle_turns: z.number().int().min(1).max(100).optional(),
   /** Environment variables whose values are redacted from tool output (the API key always is). */
   redact_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
 });

@@ -5,7 +5,7 @@ import type { EffectiveConfig } from '../../config/config.js';
 import { loadScript } from '../../model/script.js';
 import { parseModelSpec } from '../../model/model-spec.js';
 import { ConfigError } from '../../protocol/errors.js';
-import { ReasoningEffortSchema, type ApprovalMode, type TurnRequest } from '../../protocol/events.js';
+import { ReasoningEffortSchema, type ApprovalMode, type GoalRequest, type TurnRequest } from '../../protocol/events.js';
 import { newId } from '../../protocol/ids.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { RunPrinter, type Out } from '../output.js';
@@ -42,6 +42,12 @@ export interface RunOptions {
   last?: boolean;
   /** A file holding the system prompt; wins over the config's `instructions`. */
   instructions?: string;
+  /** `--goal <objective>`: a goal that outlives the turn, created with it. */
+  goal?: string;
+  /** The goal's budgets (`--goal-tokens`, `--goal-cost` USD, `--goal-seconds`), as commander parsed them (checked here). */
+  goalTokens?: string;
+  goalCost?: string;
+  goalSeconds?: string;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -59,7 +65,9 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
   }
   const model = await checkModel(spec, baseUrl, config);
   const flags = await settingsOfFlags(opts);
+  const goal = goalOfFlags(opts, config);
   return {
+    ...(goal ? { goal } : {}),
     ...(flags.outputSchema ? { outputSchema: flags.outputSchema } : {}),
     ...(flags.effort ? { effort: flags.effort } : {}),
     ...(flags.maxOutputTokens ? { maxOutputTokens: flags.maxOutputTokens } : {}),
@@ -77,6 +85,39 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     maxToolCalls: flags.maxToolCalls ?? null,
     deadlineSeconds: flags.deadlineSeconds ?? null,
     maxAttempts: null,
+  };
+}
+
+/** A goal budget flag's value: a number above 0 (a whole one for tokens); anything else is a usage error. */
+function budgetFlag(name: string, value: string | undefined, whole: boolean): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || (whole && !Number.isInteger(n))) {
+    throw new ConfigError('config.goal_budget', `${name} takes ${whole ? 'a whole number' : 'a number'} above 0, got "${value}"`, {
+      hint: `e.g. --goal-tokens 200000, --goal-cost 0.50, --goal-seconds 600 (leave a budget out for no limit)`,
+    });
+  }
+  return n;
+}
+
+/** The goal `run --goal` asks for, its budgets checked; a budget flag without `--goal` is a usage error. */
+export function goalOfFlags(opts: RunOptions, config: Pick<EffectiveConfig, 'maxIdleTurns'>): GoalRequest | null {
+  const tokens = budgetFlag('--goal-tokens', opts.goalTokens, true);
+  const costUsd = budgetFlag('--goal-cost', opts.goalCost, false);
+  const seconds = budgetFlag('--goal-seconds', opts.goalSeconds, false);
+  if (opts.goal === undefined) {
+    if (tokens !== undefined || costUsd !== undefined || seconds !== undefined) {
+      throw new ConfigError('config.goal_budget', 'a goal budget needs a goal', { hint: 'pass --goal "<objective>" with --goal-tokens, --goal-cost or --goal-seconds' });
+    }
+    return null;
+  }
+  if (opts.goal.trim() === '') {
+    throw new ConfigError('config.goal', 'the goal is empty', { hint: 'say what the goal is, e.g. --goal "all tests in test/ pass"' });
+  }
+  return {
+    objective: opts.goal.trim(),
+    budget: { ...(tokens !== undefined ? { tokens } : {}), ...(costUsd !== undefined ? { costUsd } : {}), ...(seconds !== undefined ? { seconds } : {}) },
+    maxIdleTurns: config.maxIdleTurns,
   };
 }
 
