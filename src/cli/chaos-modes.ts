@@ -18,13 +18,18 @@ import type { ChaosPoint } from './chaos-plan.js';
  *   `attempt/start` the driver runs `actorloop interrupt`, and the turn must end `cancelled`.
  * - `question`: the script first calls `ask_user`; the driver answers each question it parks on
  *   with `actorloop answer --option`.
+ * - `goal`: the run has a goal (`run --goal`, the task as its objective), and the script asks to
+ *   complete it (`update_goal`) before its final answer, so the turn ends with the goal complete
+ *   and no continuation: two `goal/updated` (the request, the completion) to kill after.
  */
-export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question';
+export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'goal';
 
 /** How a mode's runs go: the approval mode they run with, and the end their turn must reach. */
 export interface ModeSpec {
   approve: 'full-auto' | 'ask';
   outcome: Extract<TurnOutcome, 'completed' | 'cancelled'>;
+  /** The run has a goal: the task is its objective. */
+  goal?: boolean;
 }
 
 /** Every mode's spec: a `Record`, so a new mode does not compile without one. */
@@ -34,6 +39,7 @@ export const MODES: Readonly<Record<ChaosMode, ModeSpec>> = {
   steer: { approve: 'ask', outcome: 'completed' },
   interrupt: { approve: 'full-auto', outcome: 'cancelled' },
   question: { approve: 'full-auto', outcome: 'completed' },
+  goal: { approve: 'full-auto', outcome: 'completed', goal: true },
 };
 
 /** The run mode the runs of `point` use: only points that need a person's act leave `full-auto`. */
@@ -47,6 +53,8 @@ export function modeFor(point: ChaosPoint): ChaosMode {
       return 'interrupt';
     case 'after:ask/asked':
       return 'question';
+    case 'after:goal/updated':
+      return 'goal';
     default:
       return 'full-auto';
   }
@@ -75,6 +83,12 @@ const QUESTION: ScriptResponse = {
   usage: { input_tokens: 300, output_tokens: 20 },
 };
 
+/** The call a `goal` run makes before its final answer: the goal, at revision 0, asked to complete. */
+const COMPLETE_GOAL: ScriptResponse = {
+  tool_calls: [{ name: 'update_goal', arguments: { phase: 'complete', reason: 'the task is done', expected_revision: 0 } }],
+  usage: { input_tokens: 300, output_tokens: 20 },
+};
+
 /** The responses of `mode` made from the scenario's (the main agent's); the same list for a mode that needs no change. */
 export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse[]): ScriptResponse[] {
   switch (mode) {
@@ -89,6 +103,8 @@ export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse
     }
     case 'question':
       return [QUESTION, ...responses];
+    case 'goal':
+      return [...responses.slice(0, -1), COMPLETE_GOAL, ...responses.slice(-1)];
   }
 }
 

@@ -24,6 +24,7 @@ describe('modes', () => {
       'after:interrupt/requested': 'interrupt',
       'after:ask/asked': 'question',
       'after:approval/granted': 'ask',
+      'after:goal/updated': 'goal',
     });
     expect(planRuns(['after:inbox-reserved', 'after:interrupt/requested', 'after:ask/asked'], 1, null, () => 1).map((p) => p.mode)).toEqual(['steer', 'interrupt', 'question']);
   });
@@ -47,6 +48,14 @@ describe('modes', () => {
     expect(out.slice(0, -1)).toEqual(responses);
     expect(out.at(-1)).toMatchObject({ content: expect.any(String) });
     expect(out.at(-1)!.tool_calls).toBeUndefined();
+  });
+
+  test('goal: the run has a goal, and the script asks to complete it just before its final answer', () => {
+    expect(MODES.goal).toMatchObject({ goal: true, outcome: 'completed' });
+    const out = responsesFor('goal', responses);
+    expect(out).toHaveLength(responses.length + 1);
+    expect(out.at(-1)).toEqual(responses.at(-1));
+    expect(out.at(-2)!.tool_calls![0]).toMatchObject({ name: 'update_goal', arguments: { phase: 'complete', expected_revision: 0 } });
   });
 
   test('question: an ask_user call the driver can answer with its option comes first', () => {
