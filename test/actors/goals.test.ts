@@ -2,10 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { AgentActor } from '../../src/actors/agent-actor.js';
 import { verifyLog } from '../../src/actors/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import type { GoalRequest } from '../../src/protocol/events.js';
+import type { EventDraft, GoalRequest } from '../../src/protocol/events.js';
+import { newId } from '../../src/protocol/ids.js';
 import { continuationPending } from '../../src/store/projection.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, ofType, startTurn } from './harness.js';
+import { formatViolations } from '../../src/actors/verify.js';
 
 const world = actorTestWorld();
 
@@ -95,5 +97,33 @@ describe('goals and continuation', () => {
     expect(ofType(log, 'turn/start')).toHaveLength(1);
     expect(actor.projection.goal).toMatchObject({ phase: 'blocked', reason: 'budget:tokens' });
     expect(verifyLog(log, { complete: true })).toEqual([]);
+  });
+
+  it('a crash between a turn\'s end that owes a continuation and the continuation\'s start continues exactly once', async () => {
+    const script = [write('n1.md'), answer('first'), write('n2.md'), answer('second'), write('n3.md'), complete(0), answer('all done')];
+    const { log } = await run(script);
+    // the same log cut right after the first turn's end: what a crash before the claim's commit leaves
+    const cut = log.findIndex((e) => e.type === 'turn/end' && e.data.goalContinues === true);
+    const prefix = log.slice(0, cut + 1);
+    const rt = await world.rts.open({ script });
+    const sup = rt.supervisor();
+    const actorId = newId('agent');
+    await sup.create({ actorId, kind: 'agent', parentId: null, rootId: actorId, title: 'cut', workspace: world.ws, labels: {} });
+    await sup.stop();
+    const writer = world.ports.logs.writer({ rootId: actorId, actorId, position: { seq: 0, streamSeq: 0 }, epoch: 1 });
+    await writer.commit(prefix.map((e) => ({ type: e.type, data: e.data, turn: e.turn, step: e.step, attempt: e.attempt, call: e.call, at: e.at }) as EventDraft));
+
+    const again = rt.supervisor();
+    const { actor, recovered } = await again.hydrate(actorId);
+    expect(recovered).toBe(true);
+    await settled(actor);
+    const after = await readLog(again, actorId, actorId);
+    const tail = after.slice(prefix.length);
+    expect(tail.slice(0, 5).map((e) => e.type)).toEqual(['actor/killed', 'actor/rehydrated', 'recovery/started', 'recovery/continuation', 'turn/start']);
+    expect(ofType(after, 'turn/start').map((e) => e.data.source)).toEqual(['user_message', 'goal_continuation', 'goal_continuation']);
+    expect(ofType(tail, 'recovery/continuation')).toHaveLength(1);
+    expect(actor.projection.goal).toMatchObject({ phase: 'complete', revision: 2 });
+    const violations = verifyLog(after, { complete: true });
+    expect(violations, formatViolations(violations)).toEqual([]);
   });
 });
