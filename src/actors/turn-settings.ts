@@ -30,8 +30,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     model: req.model,
     baseUrl: req.baseUrl,
     workspace: req.workspace,
-    // the goal tools only for a turn that has a goal to read: other turns' requests stay as they were
-    tools: req.tools ?? (req.goal ? allTools : allTools.filter((t) => !GOAL_TOOLS.has(t))),
+    tools: toolsOf(req, allTools),
     instructions: req.instructions ?? DEFAULT_INSTRUCTIONS,
     budgets: {
       maxSteps: req.maxSteps ?? TURN_DEFAULTS.maxSteps,
@@ -41,6 +40,16 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     maxAttempts: req.maxAttempts ?? TURN_DEFAULTS.maxAttempts,
   };
   return req.planMode === true ? inPlanMode(s, allTools) : s;
+}
+
+/**
+ * The tools a turn sees: the request's, or all. The goal tools only when the request starts a goal
+ * (so other turns' requests stay as they were), and then even when `--tools` leaves them out: a
+ * goal the model cannot read or complete would only end blocked.
+ */
+function toolsOf(req: TurnRequest, allTools: string[]): string[] {
+  if (!req.goal) return req.tools ?? allTools.filter((t) => !GOAL_TOOLS.has(t));
+  return req.tools ? [...new Set([...req.tools, ...allTools.filter((t) => GOAL_TOOLS.has(t))])] : allTools;
 }
 
 /** The model name a spec sends to its provider: `openai:gpt-4.1` → `gpt-4.1`; a script's spec as is. */

@@ -8,6 +8,7 @@ import { continuationPending } from '../../src/store/projection.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, ofType, startTurn } from './harness.js';
 import { formatViolations } from '../../src/actors/verify.js';
+import { resolveSettings } from '../../src/actors/turn-settings.js';
 
 const world = actorTestWorld();
 
@@ -40,6 +41,15 @@ async function run(script: ScriptResponse[], goal: GoalRequest = GOAL) {
   await settled(actor);
   return { actor, log: await readLog(sup, actor.rootId, actor.actorId) };
 }
+
+describe('the goal tools', () => {
+  const all = ['read_file', 'write_file', 'update_plan', 'get_goal', 'update_goal'];
+  it('are seen only by a turn that starts a goal, and then even when the request names its tools', () => {
+    expect(resolveSettings(turnRequest('/ws'), null, 0, all).tools).toEqual(['read_file', 'write_file', 'update_plan']);
+    expect(resolveSettings(turnRequest('/ws', { goal: GOAL }), null, 0, all).tools).toEqual(all);
+    expect(resolveSettings(turnRequest('/ws', { goal: GOAL, tools: ['write_file'] }), null, 0, all).tools).toEqual(['write_file', 'get_goal', 'update_goal']);
+  });
+});
 
 describe('goals and continuation', () => {
   it('continues over three turns while each makes progress; the third completes the goal', async () => {

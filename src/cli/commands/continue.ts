@@ -16,7 +16,6 @@ import { followTurn } from './follow-turn.js';
 import { afterPlanTurn } from './plan.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
 import { checkModel, checkTask, configSnapshot, goalOfFlags, settingsOfFlags, type RunOptions } from './run.js';
-import { GOAL_TOOLS } from '../../actors/goals.js';
 
 // A conversation is one agent over many turns (design §6a: a follow-up starts the next turn with
 // the history so far). `run --continue <agent>` and `run --last` send the next task as a
@@ -34,13 +33,9 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
   const model = opts.model !== undefined || opts.baseUrl !== undefined
     ? await checkModel(opts.model ?? base.model, opts.baseUrl ?? base.baseUrl, config)
     : base.model;
+  // a goal started now brings its tools to the tool list the last turn recorded (resolveSettings)
   const goal = goalOfFlags(opts, config);
-  // a goal started now brings its tools to a tool list the last turn recorded without them
-  const tools = goal && flags.tools === undefined && base.tools ? [...new Set([...base.tools, ...GOAL_TOOLS])] : undefined;
-  return {
-    ...base, ...flags, ...(goal ? { goal } : {}), ...(tools ? { tools } : {}),
-    model, baseUrl: opts.baseUrl ?? base.baseUrl, config: configSnapshot(config),
-  };
+  return { ...base, ...flags, ...(goal ? { goal } : {}), model, baseUrl: opts.baseUrl ?? base.baseUrl, config: configSnapshot(config) };
 }
 
 /**
