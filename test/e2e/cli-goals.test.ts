@@ -120,6 +120,34 @@ describe('goals from the CLI', () => {
     expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
   });
 
+  test('goal pause while the run\'s turn runs: the agent hosted by the run takes it, and no continuation follows', async ({ expect, onTestFinished }) => {
+    // the first answer waits, so the pause lands while the turn is open
+    const script = { responses: [{ ...write('n1.md'), delay_ms: 8000 }, say('first note'), write('n2.md'), say('unused')] };
+    const { ws, cli, model, common } = await setup(onTestFinished, script);
+    const running = cli.run(['run', 'write the notes', '--goal', 'notes', '--model', model, '--cwd', ws, '--approve', 'auto-edit', ...common]);
+    let agentId = '';
+    for (let i = 0; i < 100 && agentId === ''; i++) {
+      const runs = await cli.run(['runs', '--json', ...common]);
+      agentId = (runs.stdout.match(/agt_[0-9A-HJKMNP-TV-Z]{26}/) ?? [''])[0]!;
+      if (agentId === '') await new Promise((r) => setTimeout(r, 100));
+    }
+    for (let i = 0; i < 100; i++) {
+      const log = await logOf(cli, agentId, common);
+      if (log.some((e) => e.type === 'goal/created')) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const paused = await cli.run(['goal', agentId, 'pause', ...common]);
+    expectExit(expect, paused, 0);
+    expect(paused.stdout).toContain('· paused (pause by a person) · revision 1');
+    const run = await running;
+    expectExit(expect, run, 0);
+    const log = await logOf(cli, agentId, common);
+    expect(ofType(log, 'turn/start').map((e) => e.data.source)).toEqual(['user_message']);
+    expect(ofType(log, 'turn/end')[0]!.data.goalContinues).toBeUndefined();
+    expect(ofType(log, 'goal/updated')[0]!.turn).toBe(ofType(log, 'turn/start')[0]!.turn);
+    expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
+  });
+
   test('a kill right after a goal/updated resumes to the goal\'s completion, the turn carried on once', async ({ expect, onTestFinished }) => {
     const { ws, cli, model, common } = await setup(onTestFinished, THREE_TURNS);
     const run = await cli.run(['run', 'write the notes', '--goal', 'three notes', '--model', model, '--cwd', ws, '--approve', 'auto-edit', '--fault', 'after:goal/updated', ...common]);
