@@ -11,7 +11,7 @@ import { goalView, type GoalRecord } from '../../store/goal-projection.js';
 import { foldEvent, type Projection } from '../../store/projection.js';
 import { EXIT } from '../exit-codes.js';
 import { entryOf, foldLog, placementOf, releaseToHosts } from '../hand-off.js';
-import { lineFor } from '../hints.js';
+import { lineFor, placeholder } from '../hints.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
@@ -74,7 +74,7 @@ export async function goalCommand(agentId: string, action: string | undefined, o
     const now = taken.p.goal!;
     out.stdout.write(opts.json ? `${JSON.stringify(goalView(now))}\n` : describeGoal(now));
     if (action === 'resume' && taken.p.openTurn === null) {
-      out.stderr.write(`the goal is active again; its next turn (${lineFor(config)('run', '--continue', agentId, '"<task>"')}) works toward it, and goes on from there while it makes progress\n`);
+      out.stderr.write(`the goal is active again; its next turn (${lineFor(config)('run', '--continue', agentId, placeholder('"<task>"'))}) works toward it, and goes on from there while it makes progress\n`);
     }
     return EXIT.completed;
   } finally {
