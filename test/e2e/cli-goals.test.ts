@@ -197,6 +197,7 @@ describe('goals from the CLI', () => {
       [['--goal', 'g', '--goal-tokens', '1.5'], /--goal-tokens takes a whole number above 0/],
       [['--goal-tokens', '10'], /a goal budget needs a goal/],
       [['--goal', '  '], /the goal is empty/],
+      [['--goal', 'g', '--plan-mode'], /--goal and --plan-mode do not go together/],
     ];
     for (const [flags, message] of cases) {
       const r = await cli.run([...base, ...flags]);

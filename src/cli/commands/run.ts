@@ -111,6 +111,11 @@ export function goalOfFlags(opts: RunOptions, config: Pick<EffectiveConfig, 'max
     }
     return null;
   }
+  if (opts.planMode) {
+    throw new ConfigError('config.goal_plan_mode', '--goal and --plan-mode do not go together: a goal goes on by itself, a plan waits for you', {
+      hint: 'plan first (run --plan-mode, then plan --accept), or run --goal without --plan-mode',
+    });
+  }
   if (opts.goal.trim() === '') {
     throw new ConfigError('config.goal', 'the goal is empty', { hint: 'say what the goal is, e.g. --goal "all tests in test/ pass"' });
   }
