@@ -68,6 +68,8 @@ export interface SupervisorHooks {
   modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
   onCommit(actorId: string, events: ActorEvent[]): void;
   snapshotEvery?: number;
+  /** The tools the supervisor's agents may call (default: the runtime's, echo alone). */
+  tools?: ToolRegistry;
 }
 
 /** A fresh temp dir, removed by `cleanup`. */
@@ -101,7 +103,7 @@ export async function openBenchRuntime(cleanup: Cleanup): Promise<BenchRuntime> 
     nats, bus, lmdb, blobs, snapshots, tools, workspace, logger,
     supervisor(hooks) {
       const s = new Supervisor({
-        ports: createJetStreamPorts(bus), blobs, snapshots, tools, logger,
+        ports: createJetStreamPorts(bus), blobs, snapshots, tools: hooks.tools ?? tools, logger,
         faults: createFaultInjector([]),
         snapshotEvery: hooks.snapshotEvery ?? 64,
         modelFor: hooks.modelFor,

@@ -16,7 +16,8 @@
  * padding in each durable floor publish: what message size alone costs the floor) --long-steps 300
  * (0 leaves the long turn out) --long-result-bytes 4000 --fresh 100 (agents created one per task, 0 leaves it out)
  * --fresh-lanes 1,10 (how many create-and-run at once) --inbox 30 (steers and interrupts timed, one agent each; 0 leaves
- * the inbox section out) --inbox-first-byte 200 (the scripted model's delay before the steered step's answer, ms).
+ * the inbox section out) --inbox-first-byte 200 (the scripted model's delay before the steered step's answer, ms)
+ * --goals 20 (goals whose continuations are timed, one agent each; 0 leaves the section out) --goal-turns 4.
  * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
  * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
  */
@@ -36,6 +37,7 @@ import { runToolPipelineBench } from './tool-pipeline.js';
 import { runTakeoverSection } from './takeover-report.js';
 import { runLongTurn } from './long-turn.js';
 import { runInboxLatency } from './inbox-latency.js';
+import { runGoalContinuation } from './goal-continuation.js';
 
 const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
@@ -65,6 +67,9 @@ interface Flags {
   freshLanes: number[];
   /** Steers and interrupts timed by the inbox section (0 leaves it out), and the model's first-byte delay there. */
   inbox: number;
+  /** Goals timed by the goal-continuation section (0 leaves it out), and the turns of each. */
+  goals: number;
+  goalTurns: number;
   inboxFirstByteMs: number;
 }
 
@@ -93,6 +98,8 @@ const FLAG_OPTIONS = {
   fresh: { type: 'string', default: '100' },
   'fresh-lanes': { type: 'string', default: '1,10' },
   inbox: { type: 'string', default: '30' },
+  goals: { type: 'string', default: '20' },
+  'goal-turns': { type: 'string', default: '4' },
   'inbox-first-byte': { type: 'string', default: '200' },
 } as const;
 
@@ -101,7 +108,7 @@ function parseFlags(): Flags {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'model-latency': string; 'skip-model': boolean;
     'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
     'floor-pad': string; 'long-steps': string; 'long-result-bytes': string; fresh: string; 'fresh-lanes': string;
-    inbox: string; 'inbox-first-byte': string;
+    inbox: string; 'inbox-first-byte': string; goals: string; 'goal-turns': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -136,6 +143,8 @@ function parseFlags(): Flags {
     freshLanes: list('fresh-lanes', values['fresh-lanes']),
     inbox: int('inbox', values.inbox, 0),
     inboxFirstByteMs: int('inbox-first-byte', values['inbox-first-byte'], 50),
+    goals: int('goals', values.goals, 0),
+    goalTurns: int('goal-turns', values['goal-turns'], 2),
   };
 }
 
@@ -378,6 +387,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   }
 
   if (flags.inbox > 0) await runInboxLatency(rt, { samples: flags.inbox, firstByteMs: flags.inboxFirstByteMs });
+  if (flags.goals > 0) await runGoalContinuation(rt, { agents: flags.goals, turns: flags.goalTurns });
 
   if (flags.park > 0) {
     const p = await runPark(rt, flags.park);
@@ -424,7 +434,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4)\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed

@@ -13,6 +13,7 @@ import { answerQuestion } from './questions.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 import { reserveAttempt, reserveToolCalls, settleAttempt, settleOrphans, settleToolCalls, toolReservation, turnRoom } from './budget.js';
 import { completionMissing, policyOf } from './completion-check.js';
+import { continuationMessage, controlGoal, createGoal, settleGoalAtTurnEnd } from './goals.js';
 
 export { DEFAULT_INSTRUCTIONS, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
 
@@ -37,7 +38,12 @@ const EFFECTS: EffectTable = {
     for (const { id, item } of items) {
       ctx.stage({ type: 'user/message', turn, data: { messageId: id, content: item?.content ?? '' } });
     }
+    createGoal(ctx, turn, request);
+    // a continuation claims no message: the goal is its work, said to the model in the same commit
+    const goal = ctx.projection.goal;
+    if (p.source === 'goal_continuation' && goal) ctx.stage({ type: 'user/message', turn, data: continuationMessage(turn, goal) });
   },
+  controlGoal: (ctx, p) => controlGoal(ctx, p.messageId, p.content),
   turnEnded() {},
   refuseMessage: (ctx, p) => void ctx.stage({ type: 'inbox/cancelled', data: { messageId: p.messageId, reason: p.reason } }),
   async startStep(ctx, p) {
@@ -184,7 +190,13 @@ const EFFECTS: EffectTable = {
   endTurn(ctx, p) {
     // nothing of the turn is open any more: a reservation left unsettled would never be
     settleOrphans(ctx);
-    ctx.stage({ type: 'turn/end', turn: ctx.projection.openTurn!.id, data: Object.assign({}, p, { costUsd: ctx.projection.openTurn!.costUsd }) });
+    // the goal's updates first, in the same commit: a crash leaves both or neither
+    const goalContinues = settleGoalAtTurnEnd(ctx, p.outcome);
+    ctx.stage({
+      type: 'turn/end',
+      turn: ctx.projection.openTurn!.id,
+      data: Object.assign({}, p, { costUsd: ctx.projection.openTurn!.costUsd }, goalContinues ? { goalContinues } : {}),
+    });
   },
 };
 
@@ -274,5 +286,5 @@ function checkCompletion(a: EffectContext, answer: string): void {
   if (policy === 'answer') return;
   const missing = completionMissing(s, a.projection.completion, answer);
   if (missing.length === 0) return;
-  a.stage({ type: 'completion/rejected', ...scope(a), data: { policy, missing, goalRevision: null } });
+  a.stage({ type: 'completion/rejected', ...scope(a), data: { policy, missing, goalRevision: a.projection.goal?.revision ?? null } });
 }

@@ -21,6 +21,7 @@ export const FAULT_POINTS = [
   'after:ask/asked',
   // an attempt's budget reservation is committed and nothing is sent yet (a run with a token or cost budget)
   'after:budget-reserved',
+  'after:goal/updated',
   'during:recovery',
 ] as const;
 

@@ -3,10 +3,10 @@ import type { InboxKind, InboxMessage } from '../protocol/inbox.js';
 
 /**
  * Kinds of message only a person may send (design §11a): a grant, an answer, a stop, and the
- * start of a task, whose request carries the workspace, run mode, model endpoint and budgets.
+ * change of a goal, the start of a task, whose request carries the workspace, run mode, model endpoint and budgets.
  */
 export const PERSON_ONLY_KINDS: ReadonlySet<InboxKind> = new Set<InboxKind>([
-  'user_message', 'approval_response', 'ask_answer', 'interrupt', 'control',
+  'user_message', 'approval_response', 'ask_answer', 'interrupt', 'control', 'goal_control',
 ]);
 
 /** How a person's command names itself in `from` (`client:cli`); anything else becomes `client:unknown`. */

@@ -3,6 +3,7 @@ import type { EffectContext } from './effect-context.js';
 import { updatePlanRuntime } from './update-plan.js';
 import { askUserRuntime } from './questions.js';
 import { stopRuntime } from './stop-decision.js';
+import { getGoalRuntime, updateGoalRuntime } from './goals.js';
 
 /** One started call of a tool the runtime carries out itself (it commits facts of the agent, not effects on the world). */
 export interface RuntimeToolRun {
@@ -15,7 +16,7 @@ export interface RuntimeToolRun {
 }
 
 /**
- * A built-in tool the runtime runs in the actor (`ask_user`, `update_plan`, `stop`): its `tool/start` is
+ * A built-in tool the runtime runs in the actor (`ask_user`, `update_plan`, `stop`, `get_goal`, `update_goal`): its `tool/start` is
  * committed like any call's, then `run` stages the facts it makes and, when it is done, the
  * call's end. Its `ToolDefinition` (schema, semantics, policy level) lives with the other
  * built-ins; its `execute` is never called.
@@ -29,6 +30,8 @@ const TOOLS: Record<string, RuntimeTool> = {
   [updatePlanRuntime.name]: updatePlanRuntime,
   [askUserRuntime.name]: askUserRuntime,
   [stopRuntime.name]: stopRuntime,
+  [getGoalRuntime.name]: getGoalRuntime,
+  [updateGoalRuntime.name]: updateGoalRuntime,
 };
 
 /** The runtime's own implementation of a tool, if it has one. */

@@ -2,6 +2,7 @@ import type { TurnRequest, TurnSettings } from '../protocol/events.js';
 import { parseModelSpec } from '../model/model-spec.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
 import { inPlanMode } from './plan-mode.js';
+import { GOAL_TOOLS } from './goals.js';
 
 /** Instructions a turn runs with when its request names none. */
 export const DEFAULT_INSTRUCTIONS =
@@ -30,7 +31,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     model: req.model,
     baseUrl: req.baseUrl,
     workspace: req.workspace,
-    tools: req.tools ?? allTools,
+    tools: toolsOf(req, allTools),
     instructions: req.instructions ?? DEFAULT_INSTRUCTIONS,
     budgets: {
       maxSteps: req.maxSteps ?? TURN_DEFAULTS.maxSteps,
@@ -43,6 +44,16 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     maxAttempts: req.maxAttempts ?? TURN_DEFAULTS.maxAttempts,
   };
   return req.planMode === true ? inPlanMode(s, allTools) : s;
+}
+
+/**
+ * The tools a turn sees: the request's, or all. The goal tools only when the request starts a goal
+ * (so other turns' requests stay as they were), and then even when `--tools` leaves them out: a
+ * goal the model cannot read or complete would only end blocked.
+ */
+function toolsOf(req: TurnRequest, allTools: string[]): string[] {
+  if (!req.goal) return req.tools ?? allTools.filter((t) => !GOAL_TOOLS.has(t));
+  return req.tools ? [...new Set([...req.tools, ...allTools.filter((t) => GOAL_TOOLS.has(t))])] : allTools;
 }
 
 /** The model name a spec sends to its provider: `openai:gpt-4.1` → `gpt-4.1`; a script's spec as is. */

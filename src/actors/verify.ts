@@ -5,6 +5,7 @@ import { createInboxCheck, createInterruptCheck } from './verify-inbox.js';
 import { createQuestionCheck } from './verify-questions.js';
 import { createBudgetCheck } from './verify-budgets.js';
 import { createCompletionCheck } from './verify-completion.js';
+import { createContinuationCheck, createGoalCheck } from './verify-goals.js';
 
 /**
  * Every code `verifyLog` reports, one per invariant of design §7 that a single actor's log can
@@ -73,6 +74,12 @@ export const VIOLATION_CODES = [
   'budget.over_limit',
   'completion.unmet',
   'completion.over_limit',
+  'goal.unknown',
+  'goal.revision',
+  'goal.usage',
+  'goal.updated_after_end',
+  'goal.continuation_unowed',
+  'goal.continuation_lost',
 ] as const;
 
 /** One of `VIOLATION_CODES`. */
@@ -126,6 +133,8 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
     createQuestionCheck(report),
     createBudgetCheck(report),
     createCompletionCheck(report),
+    createGoalCheck(report),
+    createContinuationCheck(report),
   ];
   for (const e of events) for (const c of checks) c.event(e);
   for (const c of checks) c.end(opts.complete ?? false);

@@ -39,6 +39,8 @@ export const STATUS_AFTER_TURN: Record<'completed' | 'failed' | 'stopped' | 'can
 export function statusAfter(e: { type: string; data?: unknown }): ActorStatus | null {
   if (e.type === 'turn/start' || e.type === 'approval/granted' || e.type === 'approval/denied' || e.type === 'ask/answered') return 'running';
   if (e.type === 'approval/requested' || e.type === 'ask/asked' || e.type === 'actor/parked') return 'waiting';
+  // a turn whose goal goes on owes the next turn: a host must take the agent on until it starts
+  if (e.type === 'turn/end' && (e.data as { goalContinues?: boolean }).goalContinues === true) return 'running';
   if (e.type === 'turn/end') return STATUS_AFTER_TURN[(e.data as { outcome: keyof typeof STATUS_AFTER_TURN }).outcome] ?? null;
   return null;
 }

@@ -141,7 +141,7 @@ export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: 
       return { agentId, processes, violations, firstKillAt, refusals: 0 };
     }
     let command: ProcessRecord['command'] = 'run';
-    const run = startChild(ctx, ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', MODES[s.mode].approve, '--cwd', workspace, ...(MODES[s.mode].runArgs ?? []), '--json', ...ctx.common], ctx.childTimeoutMs);
+    const run = startChild(ctx, ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', MODES[s.mode].approve, '--cwd', workspace, ...(MODES[s.mode].runArgs ?? []), ...(MODES[s.mode].goal ? ['--goal', s.task] : []), '--json', ...ctx.common], ctx.childTimeoutMs);
     follower = run;
     await waitFor(() => / to host \S+; following/.test(run.stderr()), run.exited, CLAIM_WAIT_MS, ctx.signal);
     agentId = agentOf(run.stderr());

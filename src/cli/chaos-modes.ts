@@ -20,8 +20,11 @@ import type { ChaosPoint } from './chaos-plan.js';
  *   with `actorloop answer --option`.
  * - `budget`: as `full-auto`, with a token budget far above what the scenario uses, so every
  *   attempt commits its reservation (`after:budget-reserved`) and is settled.
+ * - `goal`: the run has a goal (`run --goal`, the task as its objective), and the script asks to
+ *   complete it (`update_goal`) before its final answer, so the turn ends with the goal complete
+ *   and no continuation: two `goal/updated` (the request, the completion) to kill after.
  */
-export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'budget';
+export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'budget' | 'goal';
 
 /** How a mode's runs go: the approval mode they run with, and the end their turn must reach. */
 export interface ModeSpec {
@@ -29,6 +32,8 @@ export interface ModeSpec {
   outcome: Extract<TurnOutcome, 'completed' | 'cancelled'>;
   /** Flags the mode's `run` adds. */
   runArgs?: readonly string[];
+  /** The run has a goal: the task is its objective. */
+  goal?: boolean;
 }
 
 /** The token budget a `budget` run has: far above the scenario's use, so no attempt is refused. */
@@ -42,6 +47,7 @@ export const MODES: Readonly<Record<ChaosMode, ModeSpec>> = {
   interrupt: { approve: 'full-auto', outcome: 'cancelled' },
   question: { approve: 'full-auto', outcome: 'completed' },
   budget: { approve: 'full-auto', outcome: 'completed', runArgs: ['--max-tokens', String(CHAOS_MAX_TOKENS)] },
+  goal: { approve: 'full-auto', outcome: 'completed', goal: true },
 };
 
 /** The run mode the runs of `point` use: only points that need a person's act leave `full-auto`. */
@@ -57,6 +63,8 @@ export function modeFor(point: ChaosPoint): ChaosMode {
       return 'question';
     case 'after:budget-reserved':
       return 'budget';
+    case 'after:goal/updated':
+      return 'goal';
     default:
       return 'full-auto';
   }
@@ -85,6 +93,12 @@ const QUESTION: ScriptResponse = {
   usage: { input_tokens: 300, output_tokens: 20 },
 };
 
+/** The call a `goal` run makes before its final answer: the goal, at revision 0, asked to complete. */
+const COMPLETE_GOAL: ScriptResponse = {
+  tool_calls: [{ name: 'update_goal', arguments: { phase: 'complete', reason: 'the task is done', expected_revision: 0 } }],
+  usage: { input_tokens: 300, output_tokens: 20 },
+};
+
 /** The responses of `mode` made from the scenario's (the main agent's); the same list for a mode that needs no change. */
 export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse[]): ScriptResponse[] {
   switch (mode) {
@@ -100,6 +114,8 @@ export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse
     }
     case 'question':
       return [QUESTION, ...responses];
+    case 'goal':
+      return [...responses.slice(0, -1), COMPLETE_GOAL, ...responses.slice(-1)];
   }
 }
 

@@ -63,7 +63,7 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
   let lastKillAt: number | null = null;
   let refusals = 0;
   const acts = new PersonActs(ctx, s.mode, processes, violations);
-  let next: string[] = ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', mode.approve, '--cwd', workspace, ...(mode.runArgs ?? [])];
+  let next: string[] = ['run', s.task, '--model', `scripted:${s.scriptPath}`, '--approve', mode.approve, '--cwd', workspace, ...(mode.runArgs ?? []), ...(mode.goal ? ['--goal', s.task] : [])];
   for (;;) {
     if (ctx.signal.aborted) break;
     if (processes.length >= MAX_PROCESSES) {

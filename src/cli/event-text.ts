@@ -190,6 +190,13 @@ export class EventDescriber {
       }
       case 'stop/decided':
         return `${clip(e.data.reason)} · by ${e.data.via}`;
+      case 'goal/created':
+        return `${e.data.goalId} ${clip(e.data.objective, 60)}`;
+      case 'goal/updated': {
+        const d = e.data;
+        const what = d.requested === 'complete' ? 'completion requested' : d.phase;
+        return `${d.goalId} r${d.revision} ${what}${reasonText(d.reason)} · by ${d.by}`;
+      }
       default:
         return assertNever(e, 'event type');
     }

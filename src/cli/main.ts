@@ -8,6 +8,7 @@ import { doctorCommand } from './commands/doctor.js';
 import { eventsCommand, verifyCommand } from './commands/inspect.js';
 import { RUNS_DEFAULT_LIMIT, runsCommand } from './commands/runs.js';
 import { answerCommand, interruptCommand, resumeCommand } from './commands/resume.js';
+import { goalCommand } from './commands/goal.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
 import { planCommand } from './commands/plan.js';
@@ -142,6 +143,10 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--last', 'the task is the next turn of the latest agent of this workspace (--cwd) and data dir')
     .option('--in-process', 'host the agent in this process even when a host is running')
     .option('--plan-mode', 'run read-only: the agent explores and writes a plan (update_plan), then exits 5 for you to accept it')
+    .option('--goal <objective>', 'a goal that outlives the turn: while it is active and turns make progress, the agent goes on in new turns')
+    .option('--goal-tokens <n>', "the goal's token budget over all its turns")
+    .option('--goal-cost <usd>', "the goal's cost budget in USD over all its turns")
+    .option('--goal-seconds <s>', "the goal's time budget: seconds of its turns while it is active")
     .addOption(new Option('--fault <spec>', 'inject a fault here (the agent is then hosted in this process): <point>[:<agentId>][@<n>][=kill|drop]'))
     .addOption(quietOption())
     .action(act(async (task: string, o) => runCommand(task, o, load(o), outFor(o))));
@@ -190,6 +195,12 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .addOption(quietOption())
     .action(act(async (id: string | undefined, o) => resumeCommand(id, o, load(o), outFor(o))));
+
+  common(program.command('goal').argument('<agentId>').argument('[action]', 'pause, resume or cancel the goal (a person\'s change); none: show it'))
+    .description("show an agent's goal (objective, phase, revision, what it spent), or pause, resume or cancel it")
+    .option('--json', 'the goal record as JSON')
+    .option('--in-process', 'with an action: change it in this process when no host holds the agent, even with hosts running')
+    .action(act(async (id: string, action: string | undefined, o) => goalCommand(id, action, o, load(o), out)));
 
   common(program.command('interrupt').argument('<agentId>'))
     .description("interrupt the agent's open turn wherever it runs: the turn ends cancelled (exit 0); nothing open: says so")

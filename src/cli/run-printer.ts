@@ -277,6 +277,19 @@ export class RunPrinter {
       case 'interrupt/requested':
         this.line(`interrupt requested by ${e.data.by} · follow-ups ${e.data.followUps === 'keep' ? 'kept' : 'cancelled'}`, this.out.stderr);
         break;
+      // A goal's life, in both shapes: the run follows it over its turns, so each is said as it happens.
+      case 'goal/created':
+        this.line(`goal ${e.data.goalId}: ${clip(e.data.objective, 120)}`);
+        break;
+      case 'goal/updated':
+        this.line(`goal revision ${e.data.revision}: ${e.data.requested === 'complete' ? 'completion requested' : e.data.phase}${e.data.reason ? ` (${clip(e.data.reason, 100)})` : ''} · by ${e.data.by}`);
+        break;
+      case 'turn/end':
+        // the last turn's answer is printed at the end; one the goal goes on from is said here
+        if (e.data.goalContinues === true) {
+          this.line(`turn ${e.data.outcome}${e.data.answer ? `: ${clip(e.data.answer, 200)}` : ''} · the goal goes on in a new turn`);
+        }
+        break;
       // A person's messages to the turn, as their delivery states are committed.
       case 'inbox/received':
         if (!PERSON_TEXT_KINDS.has(e.data.kind)) break;

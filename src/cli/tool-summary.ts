@@ -88,6 +88,12 @@ const SUMMARIES: Record<string, (a: Args) => string | null> = {
     const now = items.find((i) => i?.status === 'in_progress');
     return `${items.length} item${items.length === 1 ? '' : 's'}, ${done} done${typeof now?.content === 'string' ? ` · now: ${clip(now.content, 60)}` : ''}`;
   },
+  update_goal: (a) => {
+    const phase = str(a.phase);
+    if (phase === null) return null;
+    const reason = str(a.reason);
+    return `${phase}${reason ? ` (${clip(reason, 80)})` : ''} at revision ${num(a.expected_revision) ?? '?'}`;
+  },
   artifact_read: (a) => {
     const id = str(a.id);
     if (id === null) return null;

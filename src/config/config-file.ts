@@ -69,6 +69,8 @@ export const ConfigFileSchema = z.strictObject({
   verify_commands: z.array(z.string().refine((s) => s.trim() !== '', 'an empty command')).optional(),
   /** Answers the completion policy may refuse in one turn before the turn fails (default 3). */
   max_completion_rejections: z.number().int().min(1).max(100).optional(),
+  /** Turns in a row without progress before a goal is `blocked` with reason `no_progress` (default 2). */
+  max_idle_turns: z.number().int().min(1).max(100).optional(),
   /** Environment variables whose values are redacted from tool output (the API key always is). */
   redact_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
 });

@@ -75,6 +75,8 @@ export const EffectiveConfigSchema = z.object({
   askTtlMs: z.number().int().positive(),
   maxParallelCalls: z.number().int().positive(),
   interruptFollowUps: z.enum(['keep', 'cancel']),
+  /** Turns in a row without progress before a goal is `blocked` (`max_idle_turns`). */
+  maxIdleTurns: z.number().int().positive(),
   /** Names (never values) of environment variables whose values are redacted from tool output. */
   redactEnv: z.array(z.string()),
   /** The workspace whose actorloop.toml was read, and whether the user trusts it. */
@@ -186,6 +188,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     askTtlMs: Math.round((file.ask_ttl_seconds ?? DEFAULT_ASK_TTL_SECONDS) * 1000),
     maxParallelCalls: file.max_parallel_calls ?? 8,
     interruptFollowUps: file.interrupt_follow_ups ?? 'keep',
+    maxIdleTurns: file.max_idle_turns ?? 2,
     redactEnv: [...new Set([keyEnv, 'NATS_PASSWORD', 'NATS_TOKEN', ...(file.redact_env ?? [])])],
     workspace: { dir: workspaceKey(cwd), trusted },
     ignoredKeys: ws.ignored.map((n) => `${paths.workspace}: ${n}`),

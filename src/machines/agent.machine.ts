@@ -36,7 +36,7 @@ const STARTS_TURN = new Set(['user_message', 'follow_up', 'steer']);
 const NEXT_TURN = new Set(['user_message', 'follow_up']);
 
 /** Sources of a turn the agent claims itself. */
-type ClaimSource = 'user_message' | 'follow_up';
+type ClaimSource = 'user_message' | 'follow_up' | 'goal_continuation';
 
 type Received = Extract<MachineEvent, { type: 'inbox/received' }>;
 
@@ -49,7 +49,9 @@ const interruptOf = ({ event }: { event: Received }) => ({ messageId: event.data
  * the same commit as the `inbox/received` that claimed it. While a turn runs, user messages and
  * follow-ups queue for the next turn and steers wait for the next step; when the turn ends,
  * steers no step took start the next turn, then the oldest follow-up (design §6a: steer before
- * follow-up). An interrupt yields `interruptTurn` (`interrupt/requested`, then the abort).
+ * follow-up), and when there is neither and the `turn/end` says its goal goes on, a
+ * `goal_continuation` turn, the lowest of the sources. An interrupt yields `interruptTurn`
+ * (`interrupt/requested`, then the abort).
  * `waiting_input` is a turn whose question waits for a person.
  */
 export const agentMachine = setup({
@@ -64,6 +66,8 @@ export const agentMachine = setup({
     interruptTurn: slot<{ messageId: string; from: string }>(),
     /** A message the agent cannot act on now (an interrupt with no turn to stop): `inbox/cancelled`. */
     refuseMessage: slot<{ messageId: string; reason: string }>(),
+    /** A person's change of the goal (`goal_control`): the runtime checks it against the goal the log holds. */
+    controlGoal: slot<{ messageId: string; content: string }>(),
   },
 }).createMachine({
   id: 'agent',
@@ -86,6 +90,10 @@ export const agentMachine = setup({
           type: 'answerApproval',
           params: ({ event }) => ({ messageId: event.data.messageId, from: event.data.from, content: event.data.content }),
         },
+      },
+      {
+        guard: ({ event }) => event.data.kind === 'goal_control',
+        actions: { type: 'controlGoal', params: ({ event }) => ({ messageId: event.data.messageId, content: event.data.content }) },
       },
       {
         guard: ({ event }) => event.data.kind === 'ask_answer',
@@ -232,6 +240,22 @@ export const agentMachine = setup({
                 params: ({ context }) => ({ messageIds: context.queued.slice(0, 1), source: 'follow_up' as const }),
               },
               assign({ queued: ({ context }) => context.queued.slice(1) }),
+            ],
+          },
+          {
+            // nothing a person sent waits: the goal the turn worked on goes on (design §6a: lowest source)
+            guard: ({ event }) => event.data.goalContinues === true,
+            target: 'claiming',
+            actions: [
+              assign({
+                turns: ({ context }) => context.turns + 1,
+                lastOutcome: ({ event }) => event.data.outcome,
+                interrupted: false,
+                interruptId: null,
+              }),
+              { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
+              assign({ claiming: [], claimSource: 'goal_continuation' }),
+              { type: 'startTurn', params: { messageIds: [], source: 'goal_continuation' as const } },
             ],
           },
           {

@@ -41,6 +41,35 @@ export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
 export const ApprovalModeSchema = z.enum(['ask', 'auto-edit', 'full-auto', 'deny-all']);
 export type ApprovalMode = z.infer<typeof ApprovalModeSchema>;
 
+/** Phases of a goal (design §5): `active ⇄ paused`, `blocked`, and the ends `complete | failed | cancelled`. */
+export const GoalPhaseSchema = z.enum(['active', 'paused', 'blocked', 'complete', 'failed', 'cancelled']);
+export type GoalPhase = z.infer<typeof GoalPhaseSchema>;
+
+/** What a goal may spend over all its turns; a key left out is no limit. */
+export const GoalBudgetSchema = z.object({
+  tokens: z.number().int().positive().optional(),
+  seconds: z.number().positive().optional(),
+  costUsd: z.number().positive().optional(),
+});
+export type GoalBudget = z.infer<typeof GoalBudgetSchema>;
+
+/** What a goal has spent: input + output tokens, seconds of turns while it was active, USD (null: a price was unknown). */
+export const GoalUsageSchema = z.object({
+  tokens: z.number().int().nonnegative(),
+  seconds: z.number().nonnegative(),
+  costUsd: z.number().nonnegative().nullable(),
+});
+export type GoalUsage = z.infer<typeof GoalUsageSchema>;
+
+/** A goal a run asks for (`run --goal`): created with the turn the request starts. */
+export const GoalRequestSchema = z.object({
+  objective: z.string().min(1),
+  budget: GoalBudgetSchema,
+  /** Turns in a row without progress before the goal is `blocked` (`max_idle_turns`). */
+  maxIdleTurns: z.number().int().positive(),
+});
+export type GoalRequest = z.infer<typeof GoalRequestSchema>;
+
 /** What a Turn runs with, recorded in `turn/start` so a resume needs nothing else. */
 export const TurnSettingsSchema = z.object({
   model: z.string(),
@@ -100,6 +129,8 @@ export const TurnRequestSchema = z.object({
   verifyCommands: z.array(z.string()).optional(),
   /** `max_completion_rejections`. */
   maxCompletionRejections: z.number().int().positive().optional(),
+  /** A goal the turn starts (`run --goal`): `goal/created` is committed with its `turn/start`. */
+  goal: GoalRequestSchema.optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
@@ -178,6 +209,8 @@ export const EventDataSchemas = {
     usage: UsageSchema,
     /** USD of every attempt of the turn; null when any of them had no known price. */
     costUsd: z.number().nonnegative().nullable().optional(),
+    /** The turn's goal goes on: the scheduler claims a `goal_continuation` turn next (design §6a). */
+    goalContinues: z.boolean().optional(),
   }),
   'step/start': z.object({
     index: z.number().int().positive(),
@@ -496,6 +529,32 @@ export const EventDataSchemas = {
     missing: z.array(z.string()).min(1),
     /** The goal revision the refusal was decided against; null while the turn has no goal. */
     goalRevision: z.number().int().nonnegative().nullable(),
+  }),
+  /** A goal that outlives a turn (design §5), at revision 0. */
+  'goal/created': z.object({
+    goalId: z.string(),
+    objective: z.string(),
+    budget: GoalBudgetSchema,
+    maxIdleTurns: z.number().int().positive(),
+  }),
+  /**
+   * A change of the goal, at exactly one revision past the one it replaced (`expected` names it:
+   * an update against another revision is refused, never committed). `by`: who changed it — the
+   * model (`update_goal`), a person (`actorloop goal`, its inbox message in `messageId`) or the
+   * runtime (a budget, no progress, a completion decided). `requested: complete`: the model asked
+   * to complete, which the completion decision settles at the turn's end. `usage`: what the goal
+   * had spent when it changed (`verify` checks it against the attempts).
+   */
+  'goal/updated': z.object({
+    goalId: z.string(),
+    revision: z.number().int().positive(),
+    expected: z.number().int().nonnegative(),
+    phase: GoalPhaseSchema,
+    reason: z.string().nullable(),
+    by: z.enum(['model', 'person', 'runtime']),
+    messageId: z.string().optional(),
+    requested: z.literal('complete').optional(),
+    usage: GoalUsageSchema,
   }),
   'actor/parked': z.object({
     waitingFor: z.enum(['approval', 'question']),

@@ -5,6 +5,8 @@ import { TurnRequestSchema } from './events.js';
 export const InboxKindSchema = z.enum([
   'user_message', 'steer', 'inject', 'follow_up', 'approval_response', 'ask_answer', 'interrupt',
   'job_notice', 'subagent_task', 'subagent_report', 'subagent_completed', 'control',
+  // a person's change of the agent's goal (`actorloop goal <agent> pause|resume|cancel`)
+  'goal_control',
 ]);
 export type InboxKind = z.infer<typeof InboxKindSchema>;
 

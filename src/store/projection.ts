@@ -4,6 +4,7 @@ import { NEXT_STEP_KINDS, requeue, requeueClaimed, setState, without } from './i
 import { addCost, addUsage, ZERO_USAGE, type BlobRef, type HistoryItem, type Usage } from '../protocol/history.js';
 import { noteEpochs } from './incarnations.js';
 import { emptyFacts, foldFacts, type CompletionFacts } from './completion-facts.js';
+import { foldGoal, type GoalRecord } from './goal-projection.js';
 
 /** Version of the projection's shape; snapshots of another version are ignored. */
 export const PROJECTION_VERSION = 1;
@@ -161,7 +162,14 @@ export interface Projection {
   lastPrepared: { digest: string; bytes: number } | null;
   inbox: Record<string, InboxItem>;
   usage: Usage;
-  lastTurn: { id: string; outcome: TurnOutcome; reason: string | null; answer: string | null } | null;
+  lastTurn: {
+    id: string;
+    outcome: TurnOutcome;
+    reason: string | null;
+    answer: string | null;
+    /** Its goal goes on in a `goal_continuation` turn (absent: it does not). */
+    goalContinues?: boolean;
+  } | null;
   /** Settings of the last turn, the defaults of a follow-up that names none. */
   lastSettings: TurnSettings | null;
   /** Model responses consumed (succeeded or failed attempts): the scripted model's cursor. */
@@ -211,6 +219,8 @@ export interface Projection {
    * the snapshot on.
    */
   completion?: CompletionFacts;
+  /** The agent's goal (absent: it has none). */
+  goal?: GoalRecord;
 }
 
 /** The projection of an empty log. */
@@ -236,6 +246,11 @@ export function emptyProjection(actorId: string): Projection {
     // approvals, alwaysAllowed, artifacts and untrusted are made on first use: a parked agent
     // (thousands per host) carries none of them
   };
+}
+
+/** True when a turn ended saying its goal goes on and no turn has started since: the scheduler owes the continuation. */
+export function continuationPending(p: Projection): boolean {
+  return p.openTurn === null && p.lastTurn?.goalContinues === true;
 }
 
 /** The questions still waiting for a person, soonest expiry first. */
@@ -278,6 +293,8 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     const call = e.call === undefined ? null : (p.pending.calls.find((c) => c.callId === e.call) ?? null);
     foldFacts((p.completion ??= emptyFacts()), e, call, p.openTurn?.settings.workspace ?? '');
   }
+  // before the rest: it reads the plan an update replaces and the calls of the step
+  foldGoal(p, e);
   switch (e.type) {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
@@ -394,6 +411,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       if (p.approvals) p.approvals = {};
       p.turns += 1;
       p.lastTurn = { id: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer };
+      if (e.data.goalContinues === true) p.lastTurn.goalContinues = true;
       p.openTurn = null;
       p.openStep = null;
       p.openAttempt = null;
@@ -525,6 +543,10 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'stop/decided':
       if (p.openTurn) p.openTurn.stopReason = e.data.reason;
       break;
+    case 'goal/updated':
+      includeMessage(p, e.data.messageId);
+      break;
+    case 'goal/created':
     case 'recovery/continuation':
     case 'actor/rehydrated':
     case 'actor/killed':

@@ -21,6 +21,8 @@ describe('the inbox door', () => {
       const v = admit(msg({ kind, from: 'agt_01J0000000000000000000000' }), 'actor');
       expect(v.admit, kind).toBe(!PERSON_ONLY_KINDS.has(kind));
     }
+    // a change of the goal (pause, resume, cancel) is a person's: an agent cannot unblock its own
+    expect(admit(msg({ kind: 'goal_control', from: 'agt_a' }), 'actor')).toMatchObject({ admit: false, reason: expect.stringMatching(/a goal_control is a person's to send/) });
     expect(admit(msg({ kind: 'follow_up', from: 'agt_a', request: turnRequest('/tmp/ws') }), 'actor'))
       .toMatchObject({ admit: false, reason: expect.stringMatching(/task's settings/) });
     expect(admit(msg({ kind: 'steer', from: 'client:cli' }), 'actor')).toMatchObject({ admit: false, reason: expect.stringMatching(/claims to be from client:cli/) });

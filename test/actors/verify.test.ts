@@ -487,7 +487,63 @@ const cases: Case[] = [
       r.splice(i + 1, 0, refusal, structuredClone(refusal));
     }),
   },
+  {
+    name: 'a goal update of a goal never created', code: 'goal.unknown', seq: 23,
+    log: () => mutate(goalLog(), (r) => { const u = r[indexOf(r, 'goal/updated', 2)]!; u.data = { ...u.data, goalId: 'goal_2' }; }),
+  },
+  {
+    name: 'a goal update that skips a revision', code: 'goal.revision', seq: 23,
+    log: () => mutate(goalLog(), (r) => { const u = r[indexOf(r, 'goal/updated', 2)]!; u.data = { ...u.data, revision: 3, expected: 2 }; }),
+  },
+  {
+    name: 'a goal update whose usage is not what its attempts spent', code: 'goal.usage', seq: 18,
+    log: () => mutate(goalLog(), (r) => { const u = r[indexOf(r, 'goal/updated')]!; u.data = { ...u.data, usage: { tokens: 1, seconds: 1, costUsd: null } }; }),
+  },
+  {
+    name: 'a goal updated after it completed', code: 'goal.updated_after_end', seq: 24,
+    log: () => mutate(goalLog(), (r) => {
+      const again = structuredClone(r[indexOf(r, 'goal/updated', 2)]!);
+      again.data = { ...again.data, revision: 3, expected: 2, phase: 'active', by: 'person' };
+      r.splice(indexOf(r, 'goal/updated', 2) + 1, 0, again);
+    }),
+  },
+  {
+    name: 'a continuation turn no turn end owed', code: 'goal.continuation_unowed', seq: 13,
+    log: () => mutate(goalLog(), (r) => { const end = r[indexOf(r, 'turn/end')]!; end.data = { ...end.data, goalContinues: undefined }; }),
+  },
+  {
+    name: 'a continuation owed and never started', code: 'goal.continuation_lost', seq: 24, complete: true,
+    log: () => mutate(goalLog(), (r) => { const end = r[indexOf(r, 'turn/end', 2)]!; end.data = { ...end.data, goalContinues: true }; }),
+  },
 ];
+
+/**
+ * A goal over two turns: created with the first (one attempt), a continuation turn that asks to
+ * complete it, completed at its end. Seqs: 3 goal/created, 12 turn/end (goalContinues), 13 turn/start
+ * (goal_continuation), 18 goal/updated r1 (requested), 23 goal/updated r2 complete, 24 turn/end.
+ */
+function goalLog(): ActorEvent[] {
+  const b = new LogBuilder();
+  b.receive('msg_1').push('turn/start', { source: 'user_message', messageIds: ['msg_1'], settings: goalSettings() }, { turn: 'turn_1' });
+  b.push('goal/created', { goalId: 'goal_1', objective: 'notes', budget: {}, maxIdleTurns: 2 }, { turn: 'turn_1' });
+  b.turn = 'turn_1';
+  b.startStep(1).startAttempt().endAttempt().answer('one').endStep('final');
+  b.push('turn/end', { outcome: 'completed', reason: null, answer: 'one', steps: 1, toolCalls: 0, usage: { inputTokens: 0, outputTokens: 0, estimated: false }, goalContinues: true }, { turn: 'turn_1' });
+  b.push('turn/start', { source: 'goal_continuation', messageIds: [], settings: goalSettings() }, { turn: 'turn_2' });
+  b.turn = 'turn_2';
+  b.startStep(1).startAttempt().endAttempt();
+  // the builder's attempts report 100 + 20 tokens and no price
+  const used = () => ({ tokens: b.events.filter((e) => e.type === 'attempt/end').length * 120, seconds: 1, costUsd: null });
+  b.push('goal/updated', { goalId: 'goal_1', revision: 1, expected: 0, phase: 'active', reason: 'done', by: 'model', requested: 'complete', usage: used() }, { turn: 'turn_2' });
+  b.answer('two').endStep('final');
+  b.push('goal/updated', { goalId: 'goal_1', revision: 2, expected: 1, phase: 'complete', reason: 'done', by: 'runtime', usage: used() }, { turn: 'turn_2' });
+  return b.endTurn('completed', 'two').events;
+}
+
+function goalSettings() {
+  return { model: 'scripted', baseUrl: null, workspace: '/ws', tools: [], instructions: '', budgets: { maxSteps: null, maxToolCalls: null, deadlineAt: null }, maxAttempts: 3 };
+}
+
 
 /** The clean tool turn (it reads notes.txt) run under `cited`, answering `answer`. */
 function cited(answer: string, maxCompletionRejections?: number): ActorEvent[] {
@@ -557,6 +613,12 @@ function questioned(): ActorEvent[] {
 function parked(r: RawEvent[], i: number): RawEvent {
   return { ...structuredClone(r[i]!), type: 'actor/parked', turn: undefined, step: undefined, attempt: undefined, call: undefined, data: { waitingFor: 'approval', ids: ['apr_1'], commands: ['actorloop approve agt_1 apr_1'] } };
 }
+
+describe('verifyLog on a goal', () => {
+  it('finds nothing wrong with a goal that continues once and completes', () => {
+    expect(verifyLog(goalLog(), { complete: true })).toEqual([]);
+  });
+});
 
 describe('verifyLog on minimally broken logs', () => {
   it.each(cases)('$code: $name', (c) => {

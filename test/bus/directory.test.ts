@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { openActorDirectory, type DirectoryEntry } from '../../src/bus/directory.js';
+import { openActorDirectory, statusAfter, type DirectoryEntry } from '../../src/bus/directory.js';
 import { newId } from '../../src/protocol/ids.js';
 import { useTestBus } from '../helpers/test-bus.js';
 
@@ -58,5 +58,13 @@ describe('ActorDirectory', () => {
 
   it('refuses an invalid entry', async () => {
     await expect(t.bus.directory.put({ ...entry(), status: 'bogus' as never })).rejects.toMatchObject({ code: 'bus.invalid_entry' });
+  });
+});
+
+describe('statusAfter', () => {
+  it('keeps an agent whose turn ended owing its goal a continuation running, so a host takes it on', () => {
+    const end = (extra: Record<string, unknown>) => ({ type: 'turn/end', data: { outcome: 'completed', ...extra } });
+    expect(statusAfter(end({}))).toBe('completed');
+    expect(statusAfter(end({ goalContinues: true }))).toBe('running');
   });
 });

@@ -25,6 +25,7 @@ describe('modes', () => {
       'after:ask/asked': 'question',
       'after:budget-reserved': 'budget',
       'after:approval/granted': 'ask',
+      'after:goal/updated': 'goal',
     });
     // a budget run is the scenario as it is, with a token budget no attempt comes near
     expect(MODES.budget).toMatchObject({ approve: 'full-auto', outcome: 'completed', runArgs: ['--max-tokens', String(CHAOS_MAX_TOKENS)] });
@@ -51,6 +52,14 @@ describe('modes', () => {
     expect(out.slice(0, -1)).toEqual(responses);
     expect(out.at(-1)).toMatchObject({ content: expect.any(String) });
     expect(out.at(-1)!.tool_calls).toBeUndefined();
+  });
+
+  test('goal: the run has a goal, and the script asks to complete it just before its final answer', () => {
+    expect(MODES.goal).toMatchObject({ goal: true, outcome: 'completed' });
+    const out = responsesFor('goal', responses);
+    expect(out).toHaveLength(responses.length + 1);
+    expect(out.at(-1)).toEqual(responses.at(-1));
+    expect(out.at(-2)!.tool_calls![0]).toMatchObject({ name: 'update_goal', arguments: { phase: 'complete', expected_revision: 0 } });
   });
 
   test('question: an ask_user call the driver can answer with its option comes first', () => {

@@ -97,6 +97,8 @@ describe('callSummary: a tool call in one line', () => {
     ['apply_patch', { patch: '--- a/x.js\n+++ b/x.js\n@@ -1 +1 @@\n-a\n+b\n--- a/old.txt\n+++ /dev/null\n' }, 'apply_patch x.js, old.txt (deleted)'],
     ['ask_user', { question: 'Which colour?', options: [] }, 'ask_user Which colour?'],
     ['update_plan', { items: [{ content: 'read', status: 'completed' }, { content: 'fix it', status: 'in_progress' }] }, 'update_plan 2 items, 1 done · now: fix it'],
+    ['update_goal', { phase: 'complete', reason: 'tests pass', expected_revision: 2 }, 'update_goal complete (tests pass) at revision 2'],
+    ['get_goal', {}, 'get_goal'],
     ['my_tool', { a: 1 }, 'my_tool {"a":1}'],
   ] as const)('%s', ([name, args, want]) => {
     expect(callSummary(name, JSON.stringify(args))).toBe(want);

@@ -188,3 +188,24 @@ describe('RunPrinter seeded from a projection', () => {
     expect(got.out).toContain('1 tool call (write_file)');
   });
 });
+
+describe('RunPrinter: a goal', () => {
+  test('says its creation, each change, and each turn end it goes on from; nothing under --quiet', () => {
+    const b = new LogBuilder();
+    b.push('goal/created', { goalId: 'goal_1', objective: 'all tests pass', budget: {}, maxIdleTurns: 2 }, { turn: 'turn_1' });
+    b.push('turn/end', { outcome: 'completed', reason: null, answer: 'fixed one of two', steps: 2, toolCalls: 1, usage: { inputTokens: 1, outputTokens: 1, estimated: false }, goalContinues: true }, { turn: 'turn_1' });
+    b.push('goal/updated', { goalId: 'goal_1', revision: 1, expected: 0, phase: 'active', reason: 'both pass', by: 'model', requested: 'complete', usage: { tokens: 2, seconds: 1, costUsd: null } }, { turn: 'turn_2' });
+    b.push('goal/updated', { goalId: 'goal_1', revision: 2, expected: 1, phase: 'complete', reason: 'both pass', by: 'runtime', usage: { tokens: 2, seconds: 1, costUsd: null } }, { turn: 'turn_2' });
+    const { printer, got } = capture(false);
+    printer.commit(b.events);
+    expect(got.out.trimEnd().split('\n')).toEqual([
+      'goal goal_1: all tests pass',
+      'turn completed: fixed one of two · the goal goes on in a new turn',
+      'goal revision 1: completion requested (both pass) · by model',
+      'goal revision 2: complete (both pass) · by runtime',
+    ]);
+    const quiet = capture(false, { quiet: true });
+    quiet.printer.commit(b.events);
+    expect(quiet.got.out).toBe('');
+  });
+});

@@ -22,10 +22,10 @@ function received(messageId: string, kind = 'user_message') {
 function turnStart(messageIds: string[], source: 'user_message' | 'follow_up' | 'recovery_continuation' = 'user_message') {
   return ev('turn/start', { source, messageIds, settings: SETTINGS }, { turn: 'turn-x' });
 }
-function turnEnd(outcome: TurnOutcome = 'completed') {
+function turnEnd(outcome: TurnOutcome = 'completed', goalContinues?: true) {
   return ev(
     'turn/end',
-    { outcome, reason: null, answer: outcome === 'completed' ? 'done' : null, steps: 1, toolCalls: 0, usage: usage(1, 1) },
+    { outcome, reason: null, answer: outcome === 'completed' ? 'done' : null, steps: 1, toolCalls: 0, usage: usage(1, 1), ...(goalContinues ? { goalContinues } : {}) },
     { turn: 'turn-x' },
   );
 }
@@ -299,6 +299,40 @@ describe('agent machine', () => {
       const [s, fx] = step(s0, received('m1'));
       expect(s.value).toBe('stopped');
       expect(fx).toEqual([]);
+    });
+  });
+
+  describe('goal continuation', () => {
+    it('a turn/end whose goal goes on claims a goal_continuation turn', () => {
+      const [s, fx] = step(fold(received('m1'), turnStart(['m1'])), turnEnd('completed', true));
+      expect(s.value).toBe('claiming');
+      expect(s.context.claimSource).toBe('goal_continuation');
+      expect(effects(fx)).toEqual([
+        { type: 'turnEnded', params: { outcome: 'completed' } },
+        { type: 'startTurn', params: { messageIds: [], source: 'goal_continuation' } },
+      ]);
+      // a crash before its turn/start: the recovering incarnation claims it again, once
+      expect(effects(step(s, { type: 'recover' })[1])).toEqual([{ type: 'startTurn', params: { messageIds: [], source: 'goal_continuation' } }]);
+    });
+
+    it('comes after a follow-up: the queued message takes the next turn', () => {
+      const s0 = fold(received('m1'), turnStart(['m1']), received('f1', 'follow_up'));
+      const [s, fx] = step(s0, turnEnd('completed', true));
+      expect(s.context.claimSource).toBe('follow_up');
+      expect(effects(fx)[1]).toEqual({ type: 'startTurn', params: { messageIds: ['f1'], source: 'follow_up' } });
+    });
+
+    it('a turn/end that does not say so goes idle', () => {
+      const [s] = step(fold(received('m1'), turnStart(['m1'])), turnEnd('completed'));
+      expect(s.value).toBe('idle');
+    });
+
+    it('hands a goal_control message to the runtime in any state', () => {
+      const [, idleFx] = step(start(), received('g1', 'goal_control'));
+      expect(effects(idleFx)).toEqual([{ type: 'controlGoal', params: { messageId: 'g1', content: 'hello g1' } }]);
+      const [s, fx] = step(fold(received('m1'), turnStart(['m1'])), received('g2', 'goal_control'));
+      expect(s.value).toEqual({ turn: 'running' });
+      expect(effects(fx)).toEqual([{ type: 'controlGoal', params: { messageId: 'g2', content: 'hello g2' } }]);
     });
   });
 });

@@ -15,7 +15,7 @@ import { CLI_SENDER } from './approvals.js';
 import { followTurn } from './follow-turn.js';
 import { afterPlanTurn } from './plan.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
-import { checkCompletion, checkModel, checkPriced, checkTask, completionRequest, configSnapshot, settingsOfFlags, type RunOptions } from './run.js';
+import { checkCompletion, checkModel, checkPriced, checkTask, completionRequest, configSnapshot, goalOfFlags, settingsOfFlags, type RunOptions } from './run.js';
 
 // A conversation is one agent over many turns (design §6a: a follow-up starts the next turn with
 // the history so far). `run --continue <agent>` and `run --last` send the next task as a
@@ -36,11 +36,14 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
   const baseUrl = opts.baseUrl ?? (said('base_url') ? config.openaiBaseUrl : base.baseUrl);
   // a model or an endpoint named now is checked as `run` checks it; the last turn's are as recorded
   const model = spec !== undefined || baseUrl !== base.baseUrl ? await checkModel(spec ?? base.model, baseUrl, config) : base.model;
+  // a goal started now brings its tools to the tool list the last turn recorded (resolveSettings)
+  const goal = goalOfFlags(opts, config);
   const request: TurnRequest = {
     ...base,
     ...(said('approval_mode') ? { approvalMode: config.approvalMode } : {}),
     ...(said('instructions') && config.instructions !== null ? { instructions: config.instructions } : {}),
     ...flags,
+    ...(goal ? { goal } : {}),
     model,
     baseUrl,
     config: configSnapshot(config),

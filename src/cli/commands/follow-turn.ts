@@ -147,7 +147,9 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
       const { event } = r.r.value;
       // not past a turn's end: the next read would fold the next turn's first events into the
       // projection, which a caller following on from it (`run --continue`) would then not print
-      if (event.type !== 'turn/end') next = pull();
+      // a turn whose goal goes on is followed into its continuation: the goal's work is the run's
+      const ends = event.type === 'turn/end' && event.data.goalContinues !== true;
+      if (!ends) next = pull();
       lastEventAt = Date.now();
       if (event.type === 'inbox/cancelled') {
         // an answer of ours the agent refused: the approval (or question) is a person's to answer again
@@ -155,7 +157,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
       }
       if (o.echo !== false) o.printer.commit([event]);
       if (event.type === 'actor/parked') waiting = awaitingPerson(p, answered);
-      if (event.type === 'turn/end') {
+      if (ends && event.type === 'turn/end') {
         key.clear();
         typed?.stop();
         if (onHost) await watch.last(p);

@@ -10,7 +10,7 @@ import { approvalMessage, ttyPrompt, type ApprovalAnswer, type Prompt } from './
 import { followTurn } from './follow-turn.js';
 import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';
 import { publishInbox } from '../../bus/inbox.js';
-import { pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
+import { continuationPending, pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
 import { interruptMessage } from '../interrupt-key.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
@@ -158,8 +158,10 @@ function noOpenTurn(agentId: string, p: Projection, out: Out): number {
   return last ? exitCodeFor(last.outcome) : EXIT.completed;
 }
 
-/** True when the log holds work a host would carry on: an open turn, or a received message that starts one. */
+/** True when the log holds work a host would carry on: an open turn, a goal's continuation owed, or a received message that starts one. */
 function hasWork(p: Projection): boolean {
+  // a turn ended saying its goal goes on, and the continuation it owes was not started yet
+  if (continuationPending(p)) return true;
   return p.openTurn !== null || Object.values(p.inbox).some((i) => i.state === 'pending' && (i.kind === 'user_message' || i.kind === 'follow_up'));
 }
 

@@ -5,7 +5,7 @@ import type { EffectiveConfig } from '../../config/config.js';
 import { loadScript } from '../../model/script.js';
 import { parseModelSpec } from '../../model/model-spec.js';
 import { ConfigError } from '../../protocol/errors.js';
-import { ReasoningEffortSchema, type ApprovalMode, type TurnRequest } from '../../protocol/events.js';
+import { ReasoningEffortSchema, type ApprovalMode, type GoalRequest, type TurnRequest } from '../../protocol/events.js';
 import { newId } from '../../protocol/ids.js';
 import { CompleteWhenSchema, DEFAULT_MAX_COMPLETION_REJECTIONS, RETRIEVING_TOOLS } from '../../protocol/completion.js';
 import { createLogger, openRuntime } from '../runtime.js';
@@ -51,6 +51,12 @@ export interface RunOptions {
   instructions?: string;
   /** `--complete-when`: the completion policy; wins over the config's `complete_when`. */
   completeWhen?: string;
+  /** `--goal <objective>`: a goal that outlives the turn, created with it. */
+  goal?: string;
+  /** The goal's budgets (`--goal-tokens`, `--goal-cost` USD, `--goal-seconds`), as commander parsed them (checked here). */
+  goalTokens?: string;
+  goalCost?: string;
+  goalSeconds?: string;
 }
 
 /** The model a run uses when none is named but an OpenAI key is configured. */
@@ -69,7 +75,9 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
   const model = await checkModel(spec, baseUrl, config);
   const flags = await settingsOfFlags(opts);
   checkPriced(model, flags.maxCostUsd, config);
+  const goal = goalOfFlags(opts, config);
   const request: TurnRequest = {
+    ...(goal ? { goal } : {}),
     ...(flags.outputSchema ? { outputSchema: flags.outputSchema } : {}),
     ...(flags.effort ? { effort: flags.effort } : {}),
     ...(flags.maxOutputTokens ? { maxOutputTokens: flags.maxOutputTokens } : {}),
@@ -133,6 +141,44 @@ export function checkPriced(model: string, maxCostUsd: number | null | undefined
   throw new ConfigError('config.max_cost_unpriced', `--max-cost needs the model's price, and ${name} has no known price`, {
     hint: `set it in the config ([pricing."${name}"] input_per_mtok = … and output_per_mtok = …, or -c 'pricing."${name}".input_per_mtok=…'), or use --max-tokens`,
   });
+}
+
+/** A goal budget flag's value: a number above 0 (a whole one for tokens); anything else is a usage error. */
+function goalBudgetFlag(name: string, value: string | undefined, whole: boolean): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || (whole && !Number.isInteger(n))) {
+    throw new ConfigError('config.goal_budget', `${name} takes ${whole ? 'a whole number' : 'a number'} above 0, got "${value}"`, {
+      hint: `e.g. --goal-tokens 200000, --goal-cost 0.50, --goal-seconds 600 (leave a budget out for no limit)`,
+    });
+  }
+  return n;
+}
+
+/** The goal `run --goal` asks for, its budgets checked; a budget flag without `--goal` is a usage error. */
+export function goalOfFlags(opts: RunOptions, config: Pick<EffectiveConfig, 'maxIdleTurns'>): GoalRequest | null {
+  const tokens = goalBudgetFlag('--goal-tokens', opts.goalTokens, true);
+  const costUsd = goalBudgetFlag('--goal-cost', opts.goalCost, false);
+  const seconds = goalBudgetFlag('--goal-seconds', opts.goalSeconds, false);
+  if (opts.goal === undefined) {
+    if (tokens !== undefined || costUsd !== undefined || seconds !== undefined) {
+      throw new ConfigError('config.goal_budget', 'a goal budget needs a goal', { hint: 'pass --goal "<objective>" with --goal-tokens, --goal-cost or --goal-seconds' });
+    }
+    return null;
+  }
+  if (opts.planMode) {
+    throw new ConfigError('config.goal_plan_mode', '--goal and --plan-mode do not go together: a goal goes on by itself, a plan waits for you', {
+      hint: 'plan first (run --plan-mode, then plan --accept), or run --goal without --plan-mode',
+    });
+  }
+  if (opts.goal.trim() === '') {
+    throw new ConfigError('config.goal', 'the goal is empty', { hint: 'say what the goal is, e.g. --goal "all tests in test/ pass"' });
+  }
+  return {
+    objective: opts.goal.trim(),
+    budget: { ...(tokens !== undefined ? { tokens } : {}), ...(costUsd !== undefined ? { costUsd } : {}), ...(seconds !== undefined ? { seconds } : {}) },
+    maxIdleTurns: config.maxIdleTurns,
+  };
 }
 
 /** The config a turn records (design §12: each run records the snapshot it ran with); secrets are not enumerable, so not in it. */

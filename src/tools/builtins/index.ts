@@ -2,6 +2,7 @@ import type { Redactor } from '../redact.js';
 import type { ToolDefinition } from '../tool.js';
 import { applyPatchTool } from './apply-patch.js';
 import { askUserTool } from './ask-user.js';
+import { getGoalTool, updateGoalTool } from './goal-tools.js';
 import { createArtifactReadTool } from './artifact-read.js';
 import { listDirTool } from './list-dir.js';
 import { readFileTool } from './read-file.js';
@@ -13,6 +14,7 @@ import { writeFileTool } from './write-file.js';
 
 export { applyPatchTool } from './apply-patch.js';
 export { askUserTool } from './ask-user.js';
+export { getGoalTool, updateGoalTool, MODEL_GOAL_PHASES, type GetGoalInput, type UpdateGoalInput } from './goal-tools.js';
 export { artifactReadTool, createArtifactReadTool } from './artifact-read.js';
 export { listDirTool } from './list-dir.js';
 export { readFileTool } from './read-file.js';
@@ -26,7 +28,8 @@ export { writeFileTool } from './write-file.js';
  * The built-in tools: read_file, list_dir, search, write_file, apply_patch, shell, artifact_read,
  * update_plan (run by the agent runtime itself: it writes the agent's plan to its log).
  * ask_user (run by the runtime: it waits for a person), stop (run by the runtime: the model's
- * decision to end the turn `stopped`).
+ * decision to end the turn `stopped`), get_goal and update_goal (run by the runtime: the agent's
+ * goal lives in its log; a turn sees them only when it has a goal).
  * `redactor` masks secrets in artifact hex dumps with the pipeline's configured values too.
  */
 export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition<any>[] {
@@ -41,5 +44,7 @@ export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition
     updatePlanTool,
     askUserTool,
     stopTool,
+    getGoalTool,
+    updateGoalTool,
   ];
 }
