@@ -147,12 +147,16 @@ describe('snapshots', () => {
       ],
     });
     const saved: Snapshot[] = [];
+    // the actor saves in the background (a snapshot is a cache): the test waits for the writes
+    const writes: Array<Promise<void>> = [];
     const recording = {
       load: (id: string) => rt.snapshots.load(id),
       delete: (id: string) => rt.snapshots.delete(id),
-      save: async (snap: Snapshot) => {
+      save: (snap: Snapshot) => {
         saved.push(structuredClone(snap));
-        await rt.snapshots.save(snap);
+        const write = rt.snapshots.save(snap);
+        writes.push(write);
+        return write;
       },
     };
     const sup = rt.supervisor({ snapshotEvery: 4, extra: { snapshots: recording } });
@@ -175,6 +179,7 @@ describe('snapshots', () => {
     expect(spacedBySize).toBeGreaterThanOrEqual(1);
     expect((saved.at(-1)!.projection as Projection).history.length).toBeGreaterThan(20);
     await sup.stop();
+    await Promise.all(writes);
     const again = rt.supervisor({ snapshotEvery: 4 });
     const direct = await rehydrateDirect(again, rt, actor.rootId, actor.actorId);
     expect(direct.snapshotSeq).toBe(saved.at(-1)!.seq);
