@@ -3,7 +3,8 @@
 // citation; `code-change` refuses an answer after a change with no passing verification and
 // accepts it once the configured test command (`node --test`, real shell under the sandbox)
 // passed; the limit of refusals fails the turn and asks the person; a kill mid-way and `resume`
-// decide the same from the log; a policy the run could never satisfy is exit 2.
+// decide the same from the log; under on_completion_exhausted = "block" the limit blocks the goal
+// (exit 4), a person resumes it and a real citation completes; a policy the run could never satisfy is exit 2.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
@@ -219,6 +220,30 @@ describe('on_completion_exhausted = "block": the limit blocks the goal, a person
     expect(ofType(events, 'completion/rejected')).toEqual([]);
     expect(ofType(events, 'goal/updated').at(-1)!.data).toMatchObject({ phase: 'complete', revision: 4 });
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'The demo is described in [README.md].' } });
+    expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
+  });
+
+  // @4: killed as the step of the answer at the limit starts (its refusal not yet decided); after:goal/updated:
+  // killed after the commit holding the block and the turn's end
+  test.concurrent.for(['after:step/start@4', 'after:goal/updated'])('killed at %s, resume blocks the goal once', async (fault, { expect, onTestFinished }) => {
+    const { ws, cli, model, common } = await setup(onTestFinished, FABRICATED(3));
+    const crashed = await cli.run([
+      'run', 'why?', '--goal', 'explain with sources', '--model', model, '--cwd', ws, '--complete-when', 'cited',
+      '-c', 'on_completion_exhausted=block', '--json', '--fault', fault, ...common,
+    ]);
+    expect(crashed.signal, show(crashed)).toBe('SIGKILL');
+    const agentId = lines(crashed.stderr)[0]!;
+    const resumed = await cli.run(['resume', agentId, ...common]);
+    // a turn still open ends as the live one would have, asking the person; one that ended has nothing left to do
+    expectExit(expect, resumed, 4);
+    if (fault.startsWith('after:step')) {
+      expect(resumed.stdout, show(resumed)).toContain('stopped (completion_exhausted)');
+      expect(resumed.stdout).toContain(`actorloop goal ${agentId} resume`);
+    }
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(ofType(log, 'completion/rejected')).toHaveLength(3);
+    expect(ofType(log, 'goal/updated').map((u) => [u.data.revision, u.data.phase, u.data.by])).toEqual([[1, 'blocked', 'runtime']]);
+    expect(ofType(log, 'turn/end').map((e) => [e.data.outcome, e.data.reason])).toEqual([['stopped', 'completion_exhausted']]);
     expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
   });
 });
