@@ -187,11 +187,12 @@ const EFFECTS: EffectTable = {
     settleToolCalls(ctx);
     ctx.stage({ type: 'step/end', ...scope(ctx), data: Object.assign({}, p, { usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null }) });
   },
-  endTurn(ctx, p) {
+  endTurn(ctx, params) {
+    const { blockGoal, ...p } = params;
     // nothing of the turn is open any more: a reservation left unsettled would never be
     settleOrphans(ctx);
     // the goal's updates first, in the same commit: a crash leaves both or neither
-    const goalContinues = settleGoalAtTurnEnd(ctx, p.outcome);
+    const goalContinues = settleGoalAtTurnEnd(ctx, p.outcome, blockGoal ?? null);
     ctx.stage({
       type: 'turn/end',
       turn: ctx.projection.openTurn!.id,
@@ -286,5 +287,7 @@ function checkCompletion(a: EffectContext, answer: string): void {
   if (policy === 'answer') return;
   const missing = completionMissing(s, a.projection.completion, answer);
   if (missing.length === 0) return;
-  a.stage({ type: 'completion/rejected', ...scope(a), data: { policy, missing, goalRevision: a.projection.goal?.revision ?? null } });
+  // under `block` the turn's machine blocks this goal at the limit: it must be active to be blocked
+  const goalActive = a.projection.goal?.phase === 'active';
+  a.stage({ type: 'completion/rejected', ...scope(a), data: { policy, missing, goalRevision: a.projection.goal?.revision ?? null, ...(goalActive ? { goalActive } : {}) } });
 }

@@ -94,9 +94,10 @@ export interface GoalAtTurnEnd {
  * budget or `max_idle_turns` turns without progress block it; a turn that completed with the
  * goal still active, budget left and nothing waiting on a person continues it in a new turn.
  * A turn without progress continues too while it is under the idle limit: the limit is what
- * stops a goal that goes nowhere.
+ * stops a goal that goes nowhere. `blocked`: the turn's machine decided to block the goal (the
+ * completion policy's limit under `on_completion_exhausted = "block"`), with that reason.
  */
-export function goalAtTurnEnd(p: Projection, outcome: TurnOutcome, nowMs: number): GoalAtTurnEnd {
+export function goalAtTurnEnd(p: Projection, outcome: TurnOutcome, nowMs: number, blocked: string | null = null): GoalAtTurnEnd {
   const g = p.goal;
   const none: GoalAtTurnEnd = { updates: [], continues: false };
   if (!g || FINAL_GOAL_PHASES.has(g.phase)) return none;
@@ -105,6 +106,7 @@ export function goalAtTurnEnd(p: Projection, outcome: TurnOutcome, nowMs: number
     if (decision.complete) return { updates: [{ phase: 'complete', reason: g.completionRequested.reason }], continues: false };
   }
   if (g.phase !== 'active') return none;
+  if (blocked !== null) return { updates: [{ phase: 'blocked', reason: blocked }], continues: false };
   const spent = exhaustedBudget({ budget: g.budget, usage: usageAt(g, nowMs) });
   if (spent !== null) return { updates: [{ phase: 'blocked', reason: `budget:${spent}` }], continues: false };
   // a turn that failed, stopped or was cancelled is a person's to look at, not to run on from
@@ -117,8 +119,8 @@ export function goalAtTurnEnd(p: Projection, outcome: TurnOutcome, nowMs: number
 }
 
 /** Stages what `goalAtTurnEnd` decided (before the `turn/end` it goes with); true when the goal continues. */
-export function settleGoalAtTurnEnd(a: EffectContext, outcome: TurnOutcome): boolean {
-  const decided = goalAtTurnEnd(a.projection, outcome, a.ports.clock.nowMs());
+export function settleGoalAtTurnEnd(a: EffectContext, outcome: TurnOutcome, blocked: string | null = null): boolean {
+  const decided = goalAtTurnEnd(a.projection, outcome, a.ports.clock.nowMs(), blocked);
   const turn = a.projection.openTurn!.id;
   for (const u of decided.updates) stageUpdate(a, a.projection.goal!, { ...u, by: 'runtime' }, { turn });
   return decided.continues;

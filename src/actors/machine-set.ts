@@ -167,6 +167,7 @@ export class MachineSet {
           turnId: e.turn!,
           budgets: e.data.settings.budgets,
           ...(e.data.settings.maxCompletionRejections !== undefined ? { maxCompletionRejections: e.data.settings.maxCompletionRejections } : {}),
+          ...(e.data.settings.onCompletionExhausted !== undefined ? { onCompletionExhausted: e.data.settings.onCompletionExhausted } : {}),
         });
         break;
       case 'step/start':

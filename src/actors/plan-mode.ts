@@ -67,6 +67,7 @@ export function requestFromSettings(last: TurnSettings): TurnRequest {
     ...(last.completeWhen ? { completeWhen: last.completeWhen } : {}),
     ...(last.verifyCommands ? { verifyCommands: last.verifyCommands } : {}),
     ...(last.maxCompletionRejections ? { maxCompletionRejections: last.maxCompletionRejections } : {}),
+    ...(last.onCompletionExhausted ? { onCompletionExhausted: last.onCompletionExhausted } : {}),
     planMode: last.planMode === true,
     model: last.model,
     baseUrl: last.baseUrl,

@@ -69,10 +69,11 @@ export function recoveryOf(s: ExecutionSemantics): 'rerun' | 'idempotent' | 'rec
 }
 
 /** The completion settings a request names (absent ones stay absent: `answer`, none, the default). */
-function completionOf(req: TurnRequest): Pick<TurnSettings, 'completeWhen' | 'verifyCommands' | 'maxCompletionRejections'> {
+function completionOf(req: TurnRequest): Pick<TurnSettings, 'completeWhen' | 'verifyCommands' | 'maxCompletionRejections' | 'onCompletionExhausted'> {
   return {
     ...(req.completeWhen ? { completeWhen: req.completeWhen } : {}),
     ...(req.verifyCommands && req.verifyCommands.length > 0 ? { verifyCommands: req.verifyCommands } : {}),
     ...(req.maxCompletionRejections ? { maxCompletionRejections: req.maxCompletionRejections } : {}),
+    ...(req.onCompletionExhausted ? { onCompletionExhausted: req.onCompletionExhausted } : {}),
   };
 }

@@ -74,6 +74,7 @@ export const VIOLATION_CODES = [
   'budget.over_limit',
   'completion.unmet',
   'completion.over_limit',
+  'completion.not_blocked',
   'goal.unknown',
   'goal.revision',
   'goal.usage',

@@ -3,7 +3,7 @@ import { parse, TomlError } from 'smol-toml';
 import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
-import { CompleteWhenSchema } from '../protocol/completion.js';
+import { CompleteWhenSchema, OnCompletionExhaustedSchema } from '../protocol/completion.js';
 import { PolicyRuleSchema } from '../protocol/policy-rule.js';
 import { didYouMean } from './did-you-mean.js';
 
@@ -69,6 +69,8 @@ export const ConfigFileSchema = z.strictObject({
   verify_commands: z.array(z.string().refine((s) => s.trim() !== '', 'an empty command')).optional(),
   /** Answers the completion policy may refuse in one turn before the turn fails (default 3). */
   max_completion_rejections: z.number().int().min(1).max(100).optional(),
+  /** What the refusal at that limit does: `fail` the turn (default), or `block` the agent's active goal and stop the turn. */
+  on_completion_exhausted: OnCompletionExhaustedSchema.optional(),
   /** Turns in a row without progress before a goal is `blocked` with reason `no_progress` (default 2). */
   max_idle_turns: z.number().int().min(1).max(100).optional(),
   /** Environment variables whose values are redacted from tool output (the API key always is). */

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../protocol/errors.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
-import { CompleteWhenSchema, DEFAULT_MAX_COMPLETION_REJECTIONS } from '../protocol/completion.js';
+import { CompleteWhenSchema, DEFAULT_MAX_COMPLETION_REJECTIONS, OnCompletionExhaustedSchema } from '../protocol/completion.js';
 import { PolicyRuleSchema } from '../protocol/policy-rule.js';
 import { ConfigFileSchema, readConfigFile, type ConfigFile } from './config-file.js';
 import { applyOverrides, checkMerged, parseOverrides } from './overrides.js';
@@ -62,6 +62,8 @@ export const EffectiveConfigSchema = z.object({
   verifyCommands: z.array(z.string()),
   /** Answers a completion policy may refuse in a turn before it fails (`max_completion_rejections`). */
   maxCompletionRejections: z.number().int().positive(),
+  /** What the refusal at that limit does: `fail` the turn, or `block` the agent's active goal (`on_completion_exhausted`). */
+  onCompletionExhausted: OnCompletionExhaustedSchema,
   /** Where each config-file key's value came from, by its name in the file (`data_dir`, `approval_mode`, ...). */
   sources: z.record(z.string(), ConfigSourceSchema),
   /** Policy rules: the user's, then the workspace's (its allow rules only when the user trusts them). */
@@ -179,6 +181,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     completeWhen: file.complete_when ?? 'answer',
     verifyCommands: file.verify_commands ?? [],
     maxCompletionRejections: file.max_completion_rejections ?? DEFAULT_MAX_COMPLETION_REJECTIONS,
+    onCompletionExhausted: file.on_completion_exhausted ?? 'fail',
     sources,
     policyRules: file.policy?.rules ?? [],
     policyNotes: ws.ignored.filter((n) => n.startsWith('policy rule')),

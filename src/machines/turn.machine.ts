@@ -3,7 +3,7 @@ import type { Budgets, TurnOutcome } from '../protocol/events.js';
 import { addUsage, ZERO_USAGE, type BlobRef, type Usage } from '../protocol/history.js';
 import { eventTimeMs, slot, type MachineEvent } from './machine-event.js';
 import { changesSteers, nextSteers, type SteerQueue } from './steer-queue.js';
-import { DEFAULT_MAX_COMPLETION_REJECTIONS } from '../protocol/completion.js';
+import { DEFAULT_MAX_COMPLETION_REJECTIONS, type OnCompletionExhausted } from '../protocol/completion.js';
 
 /** Input of the turn machine, taken from `turn/start`. */
 export interface TurnInput {
@@ -11,12 +11,16 @@ export interface TurnInput {
   budgets: Budgets;
   /** Answers the completion policy may refuse before the turn fails; absent: the default. */
   maxCompletionRejections?: number;
+  /** What the refusal at that limit does (`on_completion_exhausted`); absent: `fail`. */
+  onCompletionExhausted?: OnCompletionExhausted;
 }
 
 /** A completion policy's refusal of the step's answer, until the step ends. */
 export interface CompletionRefusal {
   policy: string;
   missing: string[];
+  /** The agent's goal was active when the answer was refused (absent in older snapshots: false). */
+  goalActive?: boolean;
 }
 
 /** Context of the turn machine. */
@@ -45,6 +49,8 @@ export interface TurnContext {
   maxCompletionRejections?: number;
   /** The open step's answer was refused by the completion policy (`completion/rejected`). */
   refusal?: CompletionRefusal | null;
+  /** What the refusal at the limit does (absent in older snapshots: `fail`). */
+  onCompletionExhausted?: OnCompletionExhausted;
 }
 
 /** Final answers a turn may have refused (structured output) before it fails. */
@@ -63,6 +69,11 @@ export interface EndTurnParams {
   steps: number;
   toolCalls: number;
   usage: Usage;
+  /**
+   * Under `block`: the reason the agent's goal is `blocked` with, staged by the runtime before
+   * `turn/end` in its commit (not itself part of `turn/end`).
+   */
+  blockGoal?: string;
 }
 
 function end(context: TurnContext, outcome: TurnOutcome, reason: string | null): EndTurnParams {
@@ -86,12 +97,15 @@ function settle(context: TurnContext, e: Extract<MachineEvent, { type: 'step/end
   switch (outcome) {
     case 'final':
       // refused by the completion policy: asked again with what is missing, up to a limit; then
-      // the turn fails saying which policy and what, and a person decides (the goal-`blocked`
-      // alternative of issue 17 is a decision left for when goals exist: it would end here)
+      // the turn fails saying which policy and what, and a person decides; under `block` an
+      // active goal is blocked instead and the turn stops (a person resumes the goal to go on)
       if (context.refusal) {
         const refused = (context.completionRejections ?? 0) + 1;
-        if (refused >= completionLimit(context)) return end(context, 'failed', exhaustedReason(context.refusal, refused));
-        break;
+        if (refused < completionLimit(context)) break;
+        if (context.onCompletionExhausted === 'block' && context.refusal.goalActive === true) {
+          return { ...end(context, 'stopped', COMPLETION_EXHAUSTED_STOP), blockGoal: blockReason(context.refusal) };
+        }
+        return end(context, 'failed', exhaustedReason(context.refusal, refused));
       }
       // a steer that came while the model answered: one more step includes it, budgets allowing
       if (context.steers && context.steers.pending.length > 0 && context.abortReason === null && !spent(context, e)) return null;
@@ -148,6 +162,7 @@ export const turnMachine = setup({
     completionRejections: 0,
     maxCompletionRejections: input.maxCompletionRejections ?? DEFAULT_MAX_COMPLETION_REJECTIONS,
     refusal: null,
+    onCompletionExhausted: input.onCompletionExhausted ?? 'fail',
   }),
   on: {
     // guarded: an event that changes no steer queue copies no context (most steps have no steer)
@@ -162,7 +177,9 @@ export const turnMachine = setup({
       actions: assign({ toolCalls: ({ context }) => context.toolCalls + 1 }),
     },
     'completion/rejected': {
-      actions: assign({ refusal: ({ event }) => ({ policy: event.data.policy, missing: event.data.missing }) }),
+      actions: assign({
+        refusal: ({ event }) => ({ policy: event.data.policy, missing: event.data.missing, ...(event.data.goalActive ? { goalActive: true } : {}) }),
+      }),
     },
     'assistant/accepted': {
       actions: assign({ answer: ({ event }) => event.data.content, answerRef: ({ event }) => event.data.contentRef ?? null }),
@@ -258,4 +275,15 @@ export const COMPLETION_EXHAUSTED = 'completion policy';
 /** Why the turn failed: the policy, how many answers it refused, what the last one lacked, and that a person decides. */
 function exhaustedReason(r: CompletionRefusal, refused: number): string {
   return `${COMPLETION_EXHAUSTED} "${r.policy}" refused ${refused} answer${refused === 1 ? '' : 's'} (the limit): ${r.missing.join('; ')} — a person must decide how to go on`;
+}
+
+/** The reason a turn stops with when, under `block`, the refusal at the limit blocked its goal. */
+export const COMPLETION_EXHAUSTED_STOP = 'completion_exhausted';
+
+/** Prefix of the reason a goal is blocked with by the completion policy: `completion:<policy>: <what was missing>`. */
+export const COMPLETION_BLOCK_PREFIX = 'completion:';
+
+/** Why the goal is blocked: the policy and what the last refused answer lacked. */
+function blockReason(r: CompletionRefusal): string {
+  return `${COMPLETION_BLOCK_PREFIX}${r.policy}: ${r.missing.join('; ')}`;
 }

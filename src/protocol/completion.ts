@@ -15,6 +15,14 @@ export const CompleteWhenSchema = z.enum(['answer', 'code-change', 'cited']);
 /** One of the completion policies. */
 export type CompleteWhen = z.infer<typeof CompleteWhenSchema>;
 
+/**
+ * What the refusal at `max_completion_rejections` does (`on_completion_exhausted`): `fail` the
+ * turn (the default), or `block` the agent's active goal and stop the turn (`fail` without one).
+ */
+export const OnCompletionExhaustedSchema = z.enum(['fail', 'block']);
+/** One of `fail`, `block`. */
+export type OnCompletionExhausted = z.infer<typeof OnCompletionExhaustedSchema>;
+
 /** Answers a turn's completion policy may refuse before the turn fails (`max_completion_rejections`). */
 export const DEFAULT_MAX_COMPLETION_REJECTIONS = 3;
 

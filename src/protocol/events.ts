@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BlobRefSchema, ToolCallRequestSchema, UsageSchema } from './history.js';
-import { CompleteWhenSchema } from './completion.js';
+import { CompleteWhenSchema, OnCompletionExhaustedSchema } from './completion.js';
 
 /** Version of the event format written by this code. */
 export const EVENT_VERSION = 1;
@@ -98,6 +98,8 @@ export const TurnSettingsSchema = z.object({
   verifyCommands: z.array(z.string()).optional(),
   /** Answers the completion policy may refuse in a turn before the turn fails; absent: the default (3). */
   maxCompletionRejections: z.number().int().positive().optional(),
+  /** What the refusal at that limit does: `fail` the turn, or `block` its active goal; absent: `fail`. */
+  onCompletionExhausted: OnCompletionExhaustedSchema.optional(),
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
@@ -129,6 +131,8 @@ export const TurnRequestSchema = z.object({
   verifyCommands: z.array(z.string()).optional(),
   /** `max_completion_rejections`. */
   maxCompletionRejections: z.number().int().positive().optional(),
+  /** `on_completion_exhausted`. */
+  onCompletionExhausted: OnCompletionExhaustedSchema.optional(),
   /** A goal the turn starts (`run --goal`): `goal/created` is committed with its `turn/start`. */
   goal: GoalRequestSchema.optional(),
 });
@@ -529,6 +533,8 @@ export const EventDataSchemas = {
     missing: z.array(z.string()).min(1),
     /** The goal revision the refusal was decided against; null while the turn has no goal. */
     goalRevision: z.number().int().nonnegative().nullable(),
+    /** That goal was active then: at the limit under `block` it is what the turn blocks (absent in older logs: false). */
+    goalActive: z.boolean().optional(),
   }),
   /** A goal that outlives a turn (design §5), at revision 0. */
   'goal/created': z.object({

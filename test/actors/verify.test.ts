@@ -488,6 +488,17 @@ const cases: Case[] = [
     }),
   },
   {
+    name: 'under on_completion_exhausted = "block" the refusal at the limit ends the turn without blocking the goal', code: 'completion.not_blocked', seq: 21,
+    log: () => mutate(cited('[notes.txt] lists three tasks.', 1), (r) => {
+      (r[indexOf(r, 'turn/start')]!.data.settings as Record<string, unknown>).onCompletionExhausted = 'block';
+      const i = indexOf(r, 'assistant/accepted', 2);
+      const refusal = { ...structuredClone(r[i]!), attempt: undefined, type: 'completion/rejected', data: { policy: 'cited', missing: ['a citation'], goalRevision: 0, goalActive: true } };
+      r.splice(i + 1, 0, refusal);
+      const end = r[indexOf(r, 'turn/end')]!;
+      end.data = { ...end.data, outcome: 'stopped', reason: 'completion_exhausted', answer: null };
+    }),
+  },
+  {
     name: 'a goal update of a goal never created', code: 'goal.unknown', seq: 23,
     log: () => mutate(goalLog(), (r) => { const u = r[indexOf(r, 'goal/updated', 2)]!; u.data = { ...u.data, goalId: 'goal_2' }; }),
   },

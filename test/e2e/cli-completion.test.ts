@@ -3,7 +3,8 @@
 // citation; `code-change` refuses an answer after a change with no passing verification and
 // accepts it once the configured test command (`node --test`, real shell under the sandbox)
 // passed; the limit of refusals fails the turn and asks the person; a kill mid-way and `resume`
-// decide the same from the log; a policy the run could never satisfy is exit 2.
+// decide the same from the log; under on_completion_exhausted = "block" the limit blocks the goal
+// (exit 4), a person resumes it and a real citation completes; a policy the run could never satisfy is exit 2.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
@@ -131,12 +132,13 @@ describe('--complete-when cited (seed 004 scenario 3)', () => {
   });
 
   test.concurrent('the limit of refusals fails the turn (exit 1), naming the policy, and asks the person', async ({ expect, onTestFinished }) => {
-    const { ws, cli, model, common } = await setup(onTestFinished, FABRICATED(2));
+    const { ws, dataDir, cli, model, common } = await setup(onTestFinished, FABRICATED(2));
     const run = await cli.run(['run', 'why?', '--model', model, '--cwd', ws, '--complete-when', 'cited', '-c', 'max_completion_rejections=2', ...common]);
     expectExit(expect, run, 1);
     const agentId = lines(run.stdout)[0]!;
     expect(run.stdout).toMatch(/failed \(completion policy "cited" refused 2 answers \(the limit\): citation \[notes\/made-up-2\.md\]/);
-    expect(run.stdout).toContain(`you decide: tell the agent what it still lacks with \`run --continue ${agentId}`);
+    // a line to paste: it reaches this agent where this run did
+    expect(run.stdout).toContain(`you decide: tell the agent what it still lacks with \`actorloop run --continue ${agentId} --data-dir ${dataDir} --nats ${nats.url} "<what to do>"\``);
     const events = await cli.run(['events', agentId, '--json', ...common]);
     const log = parseEvents(events.stdout);
     expect(ofType(log, 'completion/rejected').map((e) => e.data.missing[0])).toEqual([
@@ -165,6 +167,84 @@ describe('--complete-when cited (seed 004 scenario 3)', () => {
     expect(all.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: CITED.responses[2]!.content } });
     const verify = await cli.run(['verify', agentId, ...common]);
     expectExit(expect, verify, 0);
+  });
+});
+
+describe('on_completion_exhausted = "block": the limit blocks the goal, a person resumes it', () => {
+  test.concurrent('the goal ends blocked and the turn stopped (exit 4) naming the resume command; resumed, a real citation completes', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, cli, model, common } = await setup(onTestFinished, {
+      responses: [
+        ...FABRICATED(3).responses,
+        // after the person resumed the goal (revision 0 created, 1 blocked, 2 resumed)
+        { tool_calls: [{ name: 'update_goal', arguments: { phase: 'complete', reason: 'cited what I read', expected_revision: 2 } }] },
+        { content: 'The demo is described in [README.md].' },
+      ],
+    });
+    const run = await cli.run([
+      'run', 'why? cite your sources', '--goal', 'explain the demo with sources', '--model', model, '--cwd', ws,
+      '--complete-when', 'cited', '-c', 'on_completion_exhausted="block"', ...common,
+    ]);
+    expectExit(expect, run, 4);
+    const agentId = lines(run.stdout)[0]!;
+    expect(run.stdout).toContain('stopped (completion_exhausted)');
+    const where = `--data-dir ${dataDir} --nats ${nats.url}`;
+    expect(run.stdout).toMatch(/goal goal_\S+ is blocked \(completion:cited: citation \[notes\/made-up-3\.md\] names nothing this session retrieved/);
+    expect(run.stdout).toContain(`you decide: resume it with \`actorloop goal ${agentId} resume ${where}\`, then tell the agent what it still lacks with \`actorloop run --continue ${agentId} ${where} "<what to do>"\``);
+
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(ofType(log, 'turn/start')[0]!.data.settings).toMatchObject({ completeWhen: 'cited', onCompletionExhausted: 'block' });
+    const refusals = ofType(log, 'completion/rejected');
+    expect(refusals.map((r) => r.data.goalActive)).toEqual([true, true, true]);
+    const updates = ofType(log, 'goal/updated');
+    expect(updates.map((u) => u.data)).toEqual([expect.objectContaining({
+      revision: 1, expected: 0, phase: 'blocked', by: 'runtime',
+      reason: expect.stringMatching(/^completion:cited: citation \[notes\/made-up-3\.md\]/),
+    })]);
+    // the block follows the refusal at the limit, in its turn, committed with the turn's end
+    expect(updates[0]!.seq).toBeGreaterThan(refusals[2]!.seq);
+    expect(updates[0]!.turn).toBe(refusals[2]!.turn);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', seq: updates[0]!.seq + 1, data: { outcome: 'stopped', reason: 'completion_exhausted', answer: null } });
+    expect(log.at(-1)!.data).not.toHaveProperty('blockGoal');
+    expect(log.at(-1)!.data).not.toHaveProperty('goalContinues');
+    expect((await cli.run(['goal', agentId, ...common])).stdout).toContain('· blocked (completion:cited: ');
+    expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
+
+    const resumed = await cli.run(['goal', agentId, 'resume', ...common]);
+    expectExit(expect, resumed, 0);
+    expect(resumed.stdout).toContain('· active (resume by a person) · revision 2');
+    const next = await cli.run(['run', '--continue', agentId, 'cite only what you read', '--json', ...common]);
+    expectExit(expect, next, 0);
+    const events = parseEvents(next.stdout);
+    // the continued turn keeps what the limit does
+    expect(ofType(events, 'turn/start')[0]!.data.settings.onCompletionExhausted).toBe('block');
+    expect(ofType(events, 'completion/rejected')).toEqual([]);
+    expect(ofType(events, 'goal/updated').at(-1)!.data).toMatchObject({ phase: 'complete', revision: 4 });
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'The demo is described in [README.md].' } });
+    expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
+  });
+
+  // @4: killed as the step of the answer at the limit starts (its refusal not yet decided); after:goal/updated:
+  // killed after the commit holding the block and the turn's end
+  test.concurrent.for(['after:step/start@4', 'after:goal/updated'])('killed at %s, resume blocks the goal once', async (fault, { expect, onTestFinished }) => {
+    const { ws, cli, model, common } = await setup(onTestFinished, FABRICATED(3));
+    const crashed = await cli.run([
+      'run', 'why?', '--goal', 'explain with sources', '--model', model, '--cwd', ws, '--complete-when', 'cited',
+      '-c', 'on_completion_exhausted=block', '--json', '--fault', fault, ...common,
+    ]);
+    expect(crashed.signal, show(crashed)).toBe('SIGKILL');
+    const agentId = lines(crashed.stderr)[0]!;
+    const resumed = await cli.run(['resume', agentId, ...common]);
+    // a turn still open ends as the live one would have, asking the person; one that ended has nothing left to do
+    expectExit(expect, resumed, 4);
+    if (fault.startsWith('after:step')) {
+      expect(resumed.stdout, show(resumed)).toContain('stopped (completion_exhausted)');
+      expect(resumed.stdout).toContain(`actorloop goal ${agentId} resume`);
+    }
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(ofType(log, 'completion/rejected')).toHaveLength(3);
+    expect(ofType(log, 'goal/updated').map((u) => [u.data.revision, u.data.phase, u.data.by])).toEqual([[1, 'blocked', 'runtime']]);
+    expect(ofType(log, 'turn/end').map((e) => [e.data.outcome, e.data.reason])).toEqual([['stopped', 'completion_exhausted']]);
+    expectExit(expect, await cli.run(['verify', agentId, ...common]), 0);
   });
 });
 
@@ -231,10 +311,13 @@ describe('--continue: the next turn keeps its policy unless the command names on
     const refused = await cli.run(['run', '--continue', agentId, 'and now fix it', '--complete-when', 'code-change', ...common]);
     expectExit(expect, refused, 2);
     expect(refused.stderr).toContain('needs verify_commands');
-    const second = await cli.run(['run', '--continue', agentId, 'say it again', '--json', ...common]);
+    const second = await cli.run(['run', '--continue', agentId, 'say it again', '-c', 'on_completion_exhausted=block', '--json', ...common]);
     expectExit(expect, second, 0);
     const events = parseEvents(second.stdout);
     expect(ofType(events, 'turn/start')[0]!.data.settings.completeWhen).toBe('cited');
+    // `-c` names what the limit does for the continued turn; the first turn recorded none (fail)
+    expect(ofType(parseEvents(first.stdout), 'turn/start')[0]!.data.settings.onCompletionExhausted).toBeUndefined();
+    expect(ofType(events, 'turn/start')[0]!.data.settings.onCompletionExhausted).toBe('block');
     expect(ofType(events, 'completion/rejected')).toEqual([]);
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'As I read before, [README.md].' } });
   });
@@ -242,14 +325,20 @@ describe('--continue: the next turn keeps its policy unless the command names on
 
 test.concurrent('config show names the completion settings and where each came from', async ({ expect, onTestFinished }) => {
   const { ws, cli, common } = await setup(onTestFinished, CITED);
-  await writeFile(join(ws, 'actorloop.toml'), 'verify_commands = ["node --test"]\n');
+  await writeFile(join(ws, 'actorloop.toml'), 'verify_commands = ["node --test"]\non_completion_exhausted = "block"\n');
   const shown = await cli.run(['config', 'show', '--cwd', ws, '-c', 'complete_when=code-change', ...common]);
   expectExit(expect, shown, 0);
   expect(lines(shown.stdout)).toEqual(expect.arrayContaining([
     'complete_when: code-change (flag)',
     'verify_commands: "node --test" (workspace file)',
     'max_completion_rejections: 3 (default)',
+    // an untrusted workspace may set it: it changes how a turn ends, never what may run
+    'on_completion_exhausted: block (workspace file)',
   ]));
+  const flagged = await cli.run(['config', 'show', '--cwd', ws, '-c', 'on_completion_exhausted=fail', ...common]);
+  expect(lines(flagged.stdout)).toContain('on_completion_exhausted: fail (flag)');
+  const bare = await cli.run(['config', 'show', ...common]);
+  expect(lines(bare.stdout)).toContain('on_completion_exhausted: fail (default)');
 });
 
 describe('a completion policy the run could never satisfy: one line, exit 2, nothing started', () => {

@@ -4,7 +4,7 @@
 // (fold of the same events, or a restored snapshot) decides the same.
 import { describe, expect, it } from 'vitest';
 import { initialTransition, type SnapshotFrom } from 'xstate';
-import { COMPLETION_EXHAUSTED, turnMachine, type TurnEvent, type TurnInput } from '../../src/machines/turn.machine.js';
+import { COMPLETION_EXHAUSTED, COMPLETION_EXHAUSTED_STOP, turnMachine, type TurnEvent, type TurnInput } from '../../src/machines/turn.machine.js';
 import type { Budgets, EventData } from '../../src/protocol/events.js';
 import { effects, ev, feed, send } from './events.js';
 
@@ -22,8 +22,9 @@ function stepStart(index: number) {
 function answer(content: string) {
   return ev('assistant/accepted', { content, toolCalls: [], finishReason: 'stop' }, scope);
 }
-function refused(missing: string[], policy: EventData<'completion/rejected'>['policy'] = 'cited') {
-  return ev('completion/rejected', { policy, missing, goalRevision: null }, scope);
+function refused(missing: string[], policy: EventData<'completion/rejected'>['policy'] = 'cited', goal: { revision: number; active: boolean } | null = null) {
+  const data: EventData<'completion/rejected'> = { policy, missing, goalRevision: goal?.revision ?? null, ...(goal?.active ? { goalActive: true } : {}) };
+  return ev('completion/rejected', data, scope);
 }
 function finalEnd() {
   return ev('step/end', { outcome: 'final', reason: null, toolCalls: 0 }, scope);
@@ -115,5 +116,68 @@ describe('turn machine: the completion policy settles a final answer', () => {
     const [next] = send(turnMachine, s, finalEnd());
     expect(next.value).toBe('launching');
     expect(next.context.completionRejections).toBe(1);
+  });
+});
+
+describe('turn machine: on_completion_exhausted = "block" at the limit', () => {
+  const block = { onCompletionExhausted: 'block' as const, maxCompletionRejections: 2 };
+  const goalStep = (index: number, goal: { revision: number; active: boolean } | null) =>
+    [stepStart(index), answer(`see [fake-${index}.md]`), refused([`citation [fake-${index}.md] names nothing this session retrieved`], 'cited', goal)];
+
+  it('with an active goal: the turn stops `completion_exhausted` and asks for the goal to be blocked with the policy and what was missing', () => {
+    const goal = { revision: 1, active: true };
+    const s0 = fold(start(block), ...goalStep(1, goal), finalEnd(), ...goalStep(2, goal));
+    const [s, fx] = send(turnMachine, s0, finalEnd());
+    expect(s.value).toBe('ending');
+    expect(effects(fx)).toEqual([{
+      type: 'endTurn',
+      params: {
+        outcome: 'stopped', reason: COMPLETION_EXHAUSTED_STOP, answer: null, steps: 2, toolCalls: 0, usage: expect.anything(),
+        blockGoal: 'completion:cited: citation [fake-2.md] names nothing this session retrieved',
+      },
+    }]);
+    // the ending is what `recover` re-emits: a resumed turn blocks the same goal the same way
+    const [, again] = send(turnMachine, s, { type: 'recover' } as TurnEvent);
+    expect(effects(again)).toEqual(effects(fx));
+  });
+
+  it('below the limit a refusal still takes another step, goal or not', () => {
+    const [s, fx] = send(turnMachine, fold(start(block), ...goalStep(1, { revision: 0, active: true })), finalEnd());
+    expect(s.value).toBe('launching');
+    expect(fx).toEqual([{ type: 'startStep', params: { index: 2, toolBudgetLeft: null } }]);
+  });
+
+  it('without a goal it fails the turn like `fail`', () => {
+    const s0 = fold(start(block), ...goalStep(1, null), finalEnd(), ...goalStep(2, null));
+    const [, fx] = send(turnMachine, s0, finalEnd());
+    const end = effects(fx)[0] as { type: string; params: Record<string, unknown> };
+    expect(end).toMatchObject({ type: 'endTurn', params: { outcome: 'failed', reason: expect.stringContaining(`${COMPLETION_EXHAUSTED} "cited" refused 2 answers`) } });
+    expect(end.params).not.toHaveProperty('blockGoal');
+  });
+
+  it('with a goal that is not active (paused) it fails the turn like `fail`', () => {
+    const goal = { revision: 3, active: false };
+    const s0 = fold(start(block), ...goalStep(1, goal), finalEnd(), ...goalStep(2, goal));
+    const [, fx] = send(turnMachine, s0, finalEnd());
+    expect(effects(fx)[0]).toMatchObject({ type: 'endTurn', params: { outcome: 'failed' } });
+    expect((effects(fx)[0] as { params: object }).params).not.toHaveProperty('blockGoal');
+  });
+
+  it('under `fail` (the default) an active goal does not change the decision', () => {
+    const goal = { revision: 1, active: true };
+    const s0 = fold(start({ maxCompletionRejections: 2 }), ...goalStep(1, goal), finalEnd(), ...goalStep(2, goal));
+    const [, fx] = send(turnMachine, s0, finalEnd());
+    expect(effects(fx)[0]).toMatchObject({ type: 'endTurn', params: { outcome: 'failed' } });
+    expect((effects(fx)[0] as { params: object }).params).not.toHaveProperty('blockGoal');
+  });
+
+  it('decides the same after a restore from its persisted snapshot mid-way', () => {
+    const goal = { revision: 1, active: true };
+    const live = fold(start(block), ...goalStep(1, goal), finalEnd(), ...goalStep(2, goal));
+    const restored = turnMachine.resolveState(JSON.parse(JSON.stringify(turnMachine.getPersistedSnapshot?.(live) ?? live)));
+    const a = send(turnMachine, live, finalEnd());
+    const b = send(turnMachine, restored as Snap, finalEnd());
+    expect(effects(b[1])).toEqual(effects(a[1]));
+    expect(effects(a[1])[0]).toMatchObject({ params: { outcome: 'stopped', blockGoal: expect.stringMatching(/^completion:cited: /) } });
   });
 });

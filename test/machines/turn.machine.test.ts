@@ -68,6 +68,7 @@ describe('turn machine', () => {
         completionRejections: 0,
         maxCompletionRejections: 3,
         refusal: null,
+        onCompletionExhausted: 'fail',
       });
       expect(effects(actions)).toEqual([{ type: 'startStep', params: { index: 1, toolBudgetLeft: null } }]);
     });

@@ -46,6 +46,7 @@ export function configShowCommand(opts: { json?: boolean }, config: EffectiveCon
   lines.push(`complete_when: ${config.completeWhen}${from('complete_when')}`);
   lines.push(`verify_commands: ${config.verifyCommands.length > 0 ? config.verifyCommands.map((c) => t(JSON.stringify(c))).join(', ') : '(none)'}${from('verify_commands')}`);
   lines.push(`max_completion_rejections: ${config.maxCompletionRejections}${from('max_completion_rejections')}`);
+  lines.push(`on_completion_exhausted: ${config.onCompletionExhausted}${from('on_completion_exhausted')}`);
   const models = (r: Record<string, unknown>) => (Object.keys(r).length > 0 ? Object.keys(r).map(t).join(', ') : '(built-in table)');
   lines.push(`capabilities: ${models(config.capabilities)}${from('capabilities')}`);
   lines.push(`pricing: ${models(config.pricing)}${from('pricing')}`);

@@ -42,6 +42,8 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
     ...base,
     ...(said('approval_mode') ? { approvalMode: config.approvalMode } : {}),
     ...(said('instructions') && config.instructions !== null ? { instructions: config.instructions } : {}),
+    // the turn records what the completion limit does: `-c` says it again for this turn, either way
+    ...(said('on_completion_exhausted') ? { onCompletionExhausted: config.onCompletionExhausted } : {}),
     ...flags,
     ...(goal ? { goal } : {}),
     model,

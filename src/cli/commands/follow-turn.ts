@@ -161,7 +161,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         key.clear();
         typed?.stop();
         if (onHost) await watch.last(p);
-        return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, await withWholeAnswer(o.rt, turnEnded(event), event));
+        return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, await withWholeAnswer(o.rt, turnEnded(event), event), o.rt.config);
       }
     }
   } finally {

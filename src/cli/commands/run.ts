@@ -103,13 +103,14 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
   return request;
 }
 
-/** The completion settings of a run: its flag's policy over the config's, the config's verify commands and limit. */
-export function completionRequest(flags: Partial<TurnRequest>, config: EffectiveConfig): Pick<TurnRequest, 'completeWhen' | 'verifyCommands' | 'maxCompletionRejections'> {
+/** The completion settings of a run: its flag's policy over the config's, the config's verify commands, limit and what the limit does. */
+export function completionRequest(flags: Partial<TurnRequest>, config: EffectiveConfig): Pick<TurnRequest, 'completeWhen' | 'verifyCommands' | 'maxCompletionRejections' | 'onCompletionExhausted'> {
   const policy = flags.completeWhen ?? config.completeWhen;
   return {
     ...(policy !== 'answer' ? { completeWhen: policy } : {}),
     ...(config.verifyCommands.length > 0 ? { verifyCommands: [...config.verifyCommands] } : {}),
     ...(config.maxCompletionRejections !== DEFAULT_MAX_COMPLETION_REJECTIONS ? { maxCompletionRejections: config.maxCompletionRejections } : {}),
+    ...(config.onCompletionExhausted !== 'fail' ? { onCompletionExhausted: config.onCompletionExhausted } : {}),
   };
 }
 

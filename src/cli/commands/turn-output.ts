@@ -8,7 +8,7 @@ import { terminalText } from '../terminal-text.js';
 import { describeApproval } from './approvals.js';
 import { answerCommandsFor, describeQuestion } from './questions.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
-import { COMPLETION_EXHAUSTED } from '../../machines/turn.machine.js';
+import { COMPLETION_EXHAUSTED, COMPLETION_EXHAUSTED_STOP } from '../../machines/turn.machine.js';
 
 const STATUS: Record<TurnOutcome, ActorStatus> = STATUS_AFTER_TURN;
 
@@ -32,8 +32,11 @@ export interface TurnSubject {
   projection: Projection;
 }
 
-/** Records the outcome in the directory, prints the answer and the outcome line, and returns the exit code. */
-export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: TurnEnded): Promise<number> {
+/**
+ * Records the outcome in the directory, prints the answer and the outcome line (and what a person
+ * does next, in command lines that reach the agent where `config` did), and returns the exit code.
+ */
+export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: TurnEnded, config: WhereConfig): Promise<number> {
   const { out } = o;
   await setStatus(o.directory, agent.actorId, STATUS[ended.outcome]);
   o.printer.endLine();
@@ -41,7 +44,7 @@ export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: Tur
     const usage = agent.projection.usage;
     const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
     const cost = ended.costUsd === null ? 'cost unknown' : `$${ended.costUsd.toFixed(4)}`;
-    const outcome = `${ended.outcome}${ended.reason ? ` (${terminalText(ended.reason)})` : ''} · ${tokens} · ${cost}\n${personAsked(agent.actorId, ended)}`;
+    const outcome = `${ended.outcome}${ended.reason ? ` (${terminalText(ended.reason)})` : ''} · ${tokens} · ${cost}\n${personAsked(config, agent, ended)}`;
     if (out.quiet) {
       // --quiet: the answer alone on stdout; a turn that did not complete says why on stderr
       if (ended.answer) out.stdout.write(`${terminalText(ended.answer, 'block')}\n`);
@@ -89,10 +92,21 @@ export async function printWaiting(o: TurnOutput, agent: TurnSubject, waiting: s
 }
 
 /**
- * The line that asks the person when the completion policy refused every answer it allows: the
- * runtime will not guess what "done" is, so the person says how to go on (empty otherwise).
+ * The lines that ask the person when the completion policy refused every answer it allows: the
+ * runtime will not guess what "done" is, so the person says how to go on (empty otherwise). Under
+ * `block` the goal waits blocked: it is resumed first, or its next turn would not work toward it.
  */
-function personAsked(actorId: string, ended: TurnEnded): string {
-  if (ended.outcome !== 'failed' || !ended.reason?.startsWith(COMPLETION_EXHAUSTED)) return '';
-  return `you decide: tell the agent what it still lacks with \`run --continue ${actorId} "<what to do>"\`\n`;
+function personAsked(config: WhereConfig, agent: TurnSubject, ended: TurnEnded): string {
+  const id = agent.actorId;
+  const goOn = cliLine(config, 'run', '--continue', id, placeholder('"<what to do>"'));
+  if (ended.outcome === 'failed' && ended.reason?.startsWith(COMPLETION_EXHAUSTED)) {
+    return `you decide: tell the agent what it still lacks with \`${goOn}\`\n`;
+  }
+  const g = agent.projection.goal;
+  if (ended.outcome !== 'stopped' || ended.reason !== COMPLETION_EXHAUSTED_STOP || !g) return '';
+  return [
+    `goal ${g.id} is ${g.phase}${g.reason ? ` (${terminalText(g.reason)})` : ''}`,
+    `you decide: resume it with \`${cliLine(config, 'goal', id, 'resume')}\`, then tell the agent what it still lacks with \`${goOn}\``,
+    '',
+  ].join('\n');
 }
