@@ -11,7 +11,7 @@ import { answerApproval, decideCall, expireApproval, requestApproval } from './t
 import { reconcileCall, settleReconciled } from './reconcile.js';
 import { answerQuestion } from './questions.js';
 import { modelName, recoveryOf, resolveSettings } from './turn-settings.js';
-import { reserveAttempt, reserveToolCalls, settleAttempt, settleOrphans, settleToolCalls, toolReservation, turnRoom } from './budget.js';
+import { goalRoom, reserveAttempt, reservesAttempt, reserveToolCalls, settleAttempt, settleOrphans, settleToolCalls, toolReservation, turnRoom } from './budget.js';
 import { completionMissing, policyOf } from './completion-check.js';
 import { continuationMessage, controlGoal, createGoal, settleGoalAtTurnEnd } from './goals.js';
 
@@ -115,13 +115,13 @@ const EFFECTS: EffectTable = {
     }
     const attempt = newId('attempt');
     const digest = ctx.projection.lastPrepared!.digest;
-    const { maxTokens, maxCostUsd } = settings(ctx).budgets;
-    // the worst case is reserved in the commit that opens the attempt, before any byte is sent
-    const reserved = maxTokens == null && maxCostUsd == null
+    // the worst case is reserved in the commit that opens the attempt (the turn's and the goal's), before any byte is sent
+    const reserved = !reservesAttempt(ctx.projection)
       ? { room: null }
       : await reserveAttempt(ctx, attempt, ctx.turn.prepared.get(digest) ?? (await prepare(ctx)));
     if ('stop' in reserved) {
-      ctx.logger.info({ budget: reserved.stop, room: turnRoom(ctx.projection) }, 'the next attempt\'s worst case does not fit the turn\'s budget: the turn stops');
+      const room = { turn: turnRoom(ctx.projection), goal: goalRoom(ctx.projection) };
+      ctx.logger.info({ budget: reserved.stop, room }, 'the next attempt\'s worst case does not fit its budget: the turn stops');
       ctx.send({ type: 'abort', reason: reserved.stop });
       return;
     }
@@ -192,7 +192,7 @@ const EFFECTS: EffectTable = {
     // nothing of the turn is open any more: a reservation left unsettled would never be
     settleOrphans(ctx);
     // the goal's updates first, in the same commit: a crash leaves both or neither
-    const goalContinues = settleGoalAtTurnEnd(ctx, p.outcome, blockGoal ?? null);
+    const goalContinues = settleGoalAtTurnEnd(ctx, p.outcome, p.reason, blockGoal ?? null);
     ctx.stage({
       type: 'turn/end',
       turn: ctx.projection.openTurn!.id,

@@ -1,7 +1,7 @@
 import { derivedId } from '../protocol/ids.js';
 import type { Usage } from '../protocol/history.js';
 import type { PreparedRequest } from '../model/model-port.js';
-import { costOf } from '../model/pricing.js';
+import { costOf, type Price } from '../model/pricing.js';
 import { promptTokens } from '../model/tokens.js';
 import type { Projection, ReservationRecord } from '../store/projection.js';
 import type { EffectContext } from './effect-context.js';
@@ -13,11 +13,19 @@ import { modelName } from './turn-settings.js';
 // reserved for (the attempt's `attempt/end`, the step's `step/end`), or by recovery.
 
 /** A budget that a reservation did not fit: the turn stops with it as its reason. */
-export type BudgetStop = 'token_budget' | 'cost_budget';
+export type BudgetStop = 'token_budget' | 'cost_budget' | 'goal_token_budget' | 'goal_cost_budget';
+
+/** The reasons a turn stops with when its goal's budget did not fit: the goal is then `blocked` on it. */
+export const GOAL_BUDGET_STOPS: Readonly<Record<string, 'tokens' | 'cost'>> = { goal_token_budget: 'tokens', goal_cost_budget: 'cost' };
 
 /** The ID of the turn-scope reservation of an attempt: derived, so a retried commit names the same one. */
 export function attemptReservationId(attemptId: string): string {
   return derivedId('reservation', 'turn', 'attempt', attemptId);
+}
+
+/** The ID of the goal-scope reservation of an attempt: derived from the goal and the attempt. */
+export function goalReservationId(goalId: string, attemptId: string): string {
+  return derivedId('reservation', 'goal', goalId, 'attempt', attemptId);
 }
 
 /** The ID of the turn-scope reservation of a step's tool calls. */
@@ -25,8 +33,18 @@ export function toolReservationId(stepId: string): string {
   return derivedId('reservation', 'turn', 'tool_calls', stepId);
 }
 
+/** What a scope may still spend; null where it has no limit. */
+export interface Room {
+  tokens: number | null;
+  costUsd: number | null;
+}
+
+function roundUsd(n: number): number {
+  return Math.round(n * 1_000_000) / 1_000_000;
+}
+
 /** What the open turn may still spend: its limits less what was charged and what is reserved. */
-export function turnRoom(p: Projection): { tokens: number | null; costUsd: number | null } {
+export function turnRoom(p: Projection): Room {
   const turn = p.openTurn!;
   const { maxTokens, maxCostUsd } = turn.settings.budgets;
   let tokens = turn.spend?.tokens ?? 0;
@@ -38,8 +56,35 @@ export function turnRoom(p: Projection): { tokens: number | null; costUsd: numbe
   }
   return {
     tokens: maxTokens == null ? null : maxTokens - tokens,
-    costUsd: maxCostUsd == null ? null : Math.round((maxCostUsd - cost) * 1_000_000) / 1_000_000,
+    costUsd: maxCostUsd == null ? null : roundUsd(maxCostUsd - cost),
   };
+}
+
+/**
+ * What the agent's goal may still spend: its budget less its usage (every attempt's, across its
+ * turns) less its reservations in flight. Null when there is no active goal with a token or cost
+ * budget: nothing is reserved against it.
+ */
+export function goalRoom(p: Projection): Room | null {
+  const g = p.goal;
+  if (!g || g.phase !== 'active' || (g.budget.tokens === undefined && g.budget.costUsd === undefined)) return null;
+  let tokens = g.usage.tokens;
+  let cost = g.usage.costUsd ?? 0;
+  for (const r of Object.values(p.reservations ?? {})) {
+    if (r.scope !== 'goal' || r.goalId !== g.id) continue;
+    tokens += r.tokens;
+    cost += r.costUsd ?? 0;
+  }
+  return {
+    tokens: g.budget.tokens === undefined ? null : g.budget.tokens - tokens,
+    costUsd: g.budget.costUsd === undefined ? null : roundUsd(g.budget.costUsd - cost),
+  };
+}
+
+/** Whether an attempt reserves anything: its turn has a token or cost budget, or its goal has. */
+export function reservesAttempt(p: Projection): boolean {
+  const { maxTokens, maxCostUsd } = p.openTurn!.settings.budgets;
+  return maxTokens != null || maxCostUsd != null || goalRoom(p) !== null;
 }
 
 /** The output tokens an attempt's reservation leaves room for, and the budget that bounds them, while it streams. */
@@ -48,54 +93,73 @@ export interface OutputRoom {
   budget: BudgetStop;
 }
 
+/** The output tokens a scope's room leaves after the input, by its token and by its cost limit; a stop when it cannot take the cap. */
+function outputFit(
+  room: Room,
+  input: number,
+  price: Price | null,
+  cap: number | null,
+  stops: { tokens: BudgetStop; cost: BudgetStop },
+): { stop: BudgetStop } | { bounds: Array<{ tokens: number; budget: BudgetStop }> } {
+  // a cost limit with no price: `run` refuses this before it starts; a turn that got here anyway
+  // (an embedder's) spends nothing it cannot count, rather than passing silently
+  if (room.costUsd !== null && !price) return { stop: stops.cost };
+  const byTokens = room.tokens === null ? Infinity : room.tokens - input;
+  const inputCost = costOf({ inputTokens: input, outputTokens: 0, estimated: true }, price) ?? 0;
+  const costRoom = room.costUsd === null || !price ? Infinity : room.costUsd - inputCost;
+  if (costRoom < 0) return { stop: stops.cost };
+  // free output (a zero output price) is bounded by the token budget alone
+  const byCost = !Number.isFinite(costRoom) || price!.outputPerMTok === 0 ? Infinity : Math.floor((costRoom * 1_000_000) / price!.outputPerMTok);
+  if (byTokens < (cap ?? 1)) return { stop: stops.tokens };
+  if (byCost < (cap ?? 1)) return { stop: stops.cost };
+  return { bounds: [{ tokens: byTokens, budget: stops.tokens }, { tokens: byCost, budget: stops.cost }] };
+}
+
 /**
  * Reserves the worst case of the attempt about to start, staged before its `attempt/start` (one
  * commit): the prepared input's tokens plus the output cap (`--max-output-tokens`, else the
- * model's), at the model's price. With no known cap the output gets what room is left, and the
- * stream is cut past it. Returns the budget that does not fit, staging nothing; else the output
- * room the stream is counted against (null with no token or cost budget: nothing is reserved).
+ * model's), at the model's price, against the turn's budgets and, while the agent has an active
+ * goal with a token or cost budget, against the goal's too (a second reservation). With no known
+ * cap the output gets what room is left in both, and the stream is cut past it. Returns the
+ * budget that does not fit, staging nothing; else the output room the stream is counted against
+ * (null when nothing is reserved).
  */
 export async function reserveAttempt(a: EffectContext, attemptId: string, prepared: PreparedRequest): Promise<{ stop: BudgetStop } | { room: OutputRoom | null }> {
   const s = settings(a);
   const { maxTokens, maxCostUsd } = s.budgets;
-  if (maxTokens == null && maxCostUsd == null) return { room: null };
+  const turn = maxTokens == null && maxCostUsd == null ? null : turnRoom(a.projection);
+  const goal = goalRoom(a.projection);
+  if (!turn && !goal) return { room: null };
   const model = modelName(s.model);
   const price = a.ports.pricing?.(model) ?? null;
-  // `run` refuses this before it starts; a turn that got here anyway (an embedder's) spends nothing
-  // it cannot count, rather than passing silently
-  if (maxCostUsd != null && !price) return { stop: 'cost_budget' };
   const input = promptTokens(prepared.request);
   const cap = s.maxOutputTokens ?? (await ensureModel(a)).capabilities(model).maxOutputTokens;
-  const room = turnRoom(a.projection);
-  // the output tokens each budget leaves after the input; Infinity where there is no limit
-  const byTokens = room.tokens === null ? Infinity : room.tokens - input;
-  const inputCost = costOf({ inputTokens: input, outputTokens: 0, estimated: true }, price) ?? 0;
-  const costRoom = room.costUsd === null || !price ? Infinity : room.costUsd - inputCost;
-  if (costRoom < 0) return { stop: 'cost_budget' };
-  // free output (a zero output price) is bounded by the token budget alone
-  const byCost = !Number.isFinite(costRoom) || price!.outputPerMTok === 0 ? Infinity : Math.floor((costRoom * 1_000_000) / price!.outputPerMTok);
-  if (byTokens < (cap ?? 1)) return { stop: 'token_budget' };
-  if (byCost < (cap ?? 1)) return { stop: 'cost_budget' };
+  const bounds: Array<{ tokens: number; budget: BudgetStop }> = [];
+  // the turn's budgets first: a turn that cannot go on stops on its own budget, and the goal stays active
+  if (turn) {
+    const fit = outputFit(turn, input, price, cap, { tokens: 'token_budget', cost: 'cost_budget' });
+    if ('stop' in fit) return fit;
+    bounds.push(...fit.bounds);
+  }
+  if (goal) {
+    const fit = outputFit(goal, input, price, cap, { tokens: 'goal_token_budget', cost: 'goal_cost_budget' });
+    if ('stop' in fit) return fit;
+    bounds.push(...fit.bounds);
+  }
+  const tightest = bounds.reduce((m, b) => (b.tokens < m.tokens ? b : m));
   // no known cap and nothing that bounds the output (free output, no token budget): only the input is reserved
-  const share = cap ?? Math.min(byTokens, byCost);
+  const share = cap ?? tightest.tokens;
   const output = Number.isFinite(share) ? share : 0;
   const usage: Usage = { inputTokens: input, outputTokens: output, estimated: true };
-  a.stage({
-    type: 'budget/reserved',
-    // in the step, not the attempt: it is committed with the attempt/start that opens the attempt
-    ...scope(a),
-    data: {
-      reservationId: attemptReservationId(attemptId),
-      scope: 'turn',
-      kind: 'attempt',
-      attemptId,
-      tokens: input + output,
-      costUsd: costOf(usage, price),
-      outputTokens: output,
-    },
-  });
+  const worst = { kind: 'attempt' as const, attemptId, tokens: input + output, costUsd: costOf(usage, price), outputTokens: output };
+  // in the step, not the attempt: each is committed with the attempt/start that opens the attempt
+  if (turn) a.stage({ type: 'budget/reserved', ...scope(a), data: { reservationId: attemptReservationId(attemptId), scope: 'turn', ...worst } });
+  if (goal) {
+    const goalId = a.projection.goal!.id;
+    a.stage({ type: 'budget/reserved', ...scope(a), data: { reservationId: goalReservationId(goalId, attemptId), scope: 'goal', goalId, ...worst } });
+  }
   // the stream is counted against its share: a model may pass the cap it was sent, or have none
-  return { room: { tokens: share, budget: byTokens <= byCost ? 'token_budget' : 'cost_budget' } };
+  return { room: { tokens: share, budget: tightest.budget } };
 }
 
 /**

@@ -18,7 +18,7 @@ export interface TurnCache {
   /** Prepared requests of this incarnation by digest, so an attempt need not re-read its blob. */
   readonly prepared: Map<string, PreparedRequest>;
   /** The output room of the attempt about to stream, when a budget reserved it (absent: none). */
-  outputRoom?: { attemptId: string; tokens: number; budget: 'token_budget' | 'cost_budget' } | null;
+  outputRoom?: { attemptId: string; tokens: number; budget: 'token_budget' | 'cost_budget' | 'goal_token_budget' | 'goal_cost_budget' } | null;
 }
 
 /**

@@ -3,6 +3,7 @@ import { derivedId, newId } from '../protocol/ids.js';
 import { exhaustedBudget, FINAL_GOAL_PHASES, goalView, type GoalRecord } from '../store/goal-projection.js';
 import { pendingApprovals, pendingQuestions, type Projection } from '../store/projection.js';
 import type { UpdateGoalInput } from '../tools/builtins/goal-tools.js';
+import { GOAL_BUDGET_STOPS } from './budget.js';
 import type { EffectContext } from './effect-context.js';
 import type { RuntimeTool, RuntimeToolRun } from './runtime-tools.js';
 
@@ -97,7 +98,7 @@ export interface GoalAtTurnEnd {
  * stops a goal that goes nowhere. `blocked`: the turn's machine decided to block the goal (the
  * completion policy's limit under `on_completion_exhausted = "block"`), with that reason.
  */
-export function goalAtTurnEnd(p: Projection, outcome: TurnOutcome, nowMs: number, blocked: string | null = null): GoalAtTurnEnd {
+export function goalAtTurnEnd(p: Projection, outcome: TurnOutcome, nowMs: number, reason: string | null = null, blocked: string | null = null): GoalAtTurnEnd {
   const g = p.goal;
   const none: GoalAtTurnEnd = { updates: [], continues: false };
   if (!g || FINAL_GOAL_PHASES.has(g.phase)) return none;
@@ -107,6 +108,9 @@ export function goalAtTurnEnd(p: Projection, outcome: TurnOutcome, nowMs: number
   }
   if (g.phase !== 'active') return none;
   if (blocked !== null) return { updates: [{ phase: 'blocked', reason: blocked }], continues: false };
+  // the next attempt's worst case did not fit what the goal had left: it is blocked before the budget is spent
+  const unfit = outcome === 'stopped' && reason !== null ? GOAL_BUDGET_STOPS[reason] : undefined;
+  if (unfit !== undefined) return { updates: [{ phase: 'blocked', reason: `budget:${unfit}` }], continues: false };
   const spent = exhaustedBudget({ budget: g.budget, usage: usageAt(g, nowMs) });
   if (spent !== null) return { updates: [{ phase: 'blocked', reason: `budget:${spent}` }], continues: false };
   // a turn that failed, stopped or was cancelled is a person's to look at, not to run on from
@@ -119,8 +123,8 @@ export function goalAtTurnEnd(p: Projection, outcome: TurnOutcome, nowMs: number
 }
 
 /** Stages what `goalAtTurnEnd` decided (before the `turn/end` it goes with); true when the goal continues. */
-export function settleGoalAtTurnEnd(a: EffectContext, outcome: TurnOutcome, blocked: string | null = null): boolean {
-  const decided = goalAtTurnEnd(a.projection, outcome, a.ports.clock.nowMs(), blocked);
+export function settleGoalAtTurnEnd(a: EffectContext, outcome: TurnOutcome, reason: string | null = null, blocked: string | null = null): boolean {
+  const decided = goalAtTurnEnd(a.projection, outcome, a.ports.clock.nowMs(), reason, blocked);
   const turn = a.projection.openTurn!.id;
   for (const u of decided.updates) stageUpdate(a, a.projection.goal!, { ...u, by: 'runtime' }, { turn });
   return decided.continues;

@@ -4,7 +4,7 @@ import { hasCode, ModelError } from '../protocol/errors.js';
 import type { Usage } from '../protocol/history.js';
 import type { ModelErrorClass } from '../protocol/events.js';
 import { StreamedTokens } from '../model/tokens.js';
-import { settleAttempt } from './budget.js';
+import { settleAttempt, type BudgetStop } from './budget.js';
 import { stopInAnswer } from './stop-decision.js';
 import { modelName } from './turn-settings.js';
 import type { EffectContext } from './effect-context.js';
@@ -12,9 +12,9 @@ import { abortReason, costFor, ensureModel, estimateUsage, prepare, scope, setti
 import { maxOutputBytesOf, OUTPUT_TOO_LARGE, outputBytes, outputTooLarge, storeOutput } from './output-blobs.js';
 
 /** The error that cuts a stream at its reservation's output room: classed by the budget, never retried. */
-function budgetCut(budget: 'token_budget' | 'cost_budget', tokens: number): ModelError {
-  const which = budget === 'token_budget' ? '--max-tokens' : '--max-cost';
-  return new ModelError(budget, `the output ran past the ${tokens} tokens the turn's budget (${which}) had left for it, and was cut; its partial output is not accepted`, { retryable: false });
+function budgetCut(budget: BudgetStop, tokens: number): ModelError {
+  const which = { token_budget: "the turn's budget (--max-tokens)", cost_budget: "the turn's budget (--max-cost)", goal_token_budget: "the goal's budget (--goal-tokens)", goal_cost_budget: "the goal's budget (--goal-cost)" }[budget];
+  return new ModelError(budget, `the output ran past the ${tokens} tokens ${which} had left for it, and was cut; its partial output is not accepted`, { retryable: false });
 }
 
 /**
@@ -103,7 +103,7 @@ export async function callModel(a: EffectContext, attemptId: string, digest: str
       return;
     }
     // our own stop at the cap is no adapter's error to classify: final, since a retry would do it again
-    const info = hasCode(err, OUTPUT_TOO_LARGE) || hasCode(err, 'token_budget') || hasCode(err, 'cost_budget')
+    const info = hasCode(err, OUTPUT_TOO_LARGE) || hasCode(err, 'token_budget') || hasCode(err, 'cost_budget') || hasCode(err, 'goal_token_budget') || hasCode(err, 'goal_cost_budget')
       ? { class: err.code as ModelErrorClass, message: err.message, retryable: false, retryAfterMs: null }
       : model.classifyError(err);
     const index = a.projection.openAttempt?.index ?? 1;

@@ -1,9 +1,11 @@
-import type { Budgets } from '../protocol/events.js';
+import type { Budgets, GoalBudget } from '../protocol/events.js';
 import type { Check, Report } from './verify.js';
 
 interface Open {
   seq: number;
   turn: string | undefined;
+  /** The goal it counts against (scope `goal`); undefined for the turn's own. */
+  goal: string | undefined;
   tokens: number;
   costUsd: number;
   calls: number;
@@ -17,6 +19,12 @@ interface TurnLedger {
   started: number;
 }
 
+interface GoalLedger {
+  budget: GoalBudget;
+  /** What its settled reservations charged, across its turns. */
+  charged: { tokens: number; costUsd: number };
+}
+
 // Costs are whole micro-dollars; a sum compared with a limit allows for float rounding alone.
 const EPSILON_USD = 1e-9;
 
@@ -25,19 +33,39 @@ const EPSILON_USD = 1e-9;
  * settlement of nothing, none left open when its turn ends), and no turn's spend passes its
  * limits. Spend is what was charged plus what is reserved in flight: a reservation is made only
  * when its worst case fits, so the only overshoot of actual spend over a limit is a reservation's
- * own worst case, and charged plus reserved never passes the limit.
+ * own worst case, and charged plus reserved never passes the limit. A goal's reservations (scope
+ * `goal`) obey the same rules against its token and cost budget, summed across its turns.
  */
 export function createBudgetCheck(report: Report): Check {
   const open = new Map<string, Open>();
   const settled = new Map<string, number>();
   const turns = new Map<string, TurnLedger>();
+  const goals = new Map<string, GoalLedger>();
+
+  function checkGoal(goal: string | undefined, seq: number): void {
+    const g = goal === undefined ? undefined : goals.get(goal);
+    if (!g) return;
+    const reserved = { tokens: 0, costUsd: 0 };
+    for (const o of open.values()) {
+      if (o.goal !== goal) continue;
+      reserved.tokens += o.tokens;
+      reserved.costUsd += o.costUsd;
+    }
+    const { tokens, costUsd } = g.budget;
+    if (tokens !== undefined && g.charged.tokens + reserved.tokens > tokens) {
+      report('budget.over_limit', seq, `goal ${goal} has ${g.charged.tokens} tokens charged and ${reserved.tokens} reserved, past its budget of ${tokens}`);
+    }
+    if (costUsd !== undefined && g.charged.costUsd + reserved.costUsd > costUsd + EPSILON_USD) {
+      report('budget.over_limit', seq, `goal ${goal} has $${g.charged.costUsd} charged and $${reserved.costUsd} reserved, past its budget of $${costUsd}`);
+    }
+  }
 
   function check(turn: string | undefined, seq: number): void {
     const t = turn === undefined ? undefined : turns.get(turn);
     if (!t) return;
     const reserved = { tokens: 0, costUsd: 0, calls: 0 };
     for (const o of open.values()) {
-      if (o.turn !== turn) continue;
+      if (o.turn !== turn || o.goal !== undefined) continue;
       reserved.tokens += o.tokens;
       reserved.costUsd += o.costUsd;
       reserved.calls += o.calls;
@@ -60,6 +88,9 @@ export function createBudgetCheck(report: Report): Check {
   return {
     event(e) {
       switch (e.type) {
+        case 'goal/created':
+          goals.set(e.data.goalId, { budget: e.data.budget, charged: { tokens: 0, costUsd: 0 } });
+          return;
         case 'turn/start':
           if (e.turn) turns.set(e.turn, { budgets: e.data.settings.budgets, charged: { tokens: 0, costUsd: 0, calls: 0 }, started: 0 });
           return;
@@ -78,8 +109,11 @@ export function createBudgetCheck(report: Report): Check {
             report('budget.reserved_twice', e.seq, `reservation ${id} was already made`);
             return;
           }
-          open.set(id, { seq: e.seq, turn: e.turn, tokens: e.data.tokens, costUsd: e.data.costUsd ?? 0, calls: e.data.calls ?? 0 });
-          check(e.turn, e.seq);
+          const goal = e.data.scope === 'goal' ? (e.data.goalId ?? '') : undefined;
+          if (goal !== undefined && !goals.has(goal)) report('budget.unknown_goal', e.seq, `reservation ${id} counts against goal ${goal || '(none named)'}, which was never created before it`);
+          open.set(id, { seq: e.seq, turn: e.turn, goal, tokens: e.data.tokens, costUsd: e.data.costUsd ?? 0, calls: e.data.calls ?? 0 });
+          if (goal !== undefined) checkGoal(goal, e.seq);
+          else check(e.turn, e.seq);
           return;
         }
         case 'budget/settled': {
@@ -93,6 +127,15 @@ export function createBudgetCheck(report: Report): Check {
           }
           open.delete(id);
           settled.set(id, e.seq);
+          if (r.goal !== undefined) {
+            const g = goals.get(r.goal);
+            if (g && e.data.outcome === 'charged') {
+              g.charged.tokens += e.data.tokens;
+              g.charged.costUsd += e.data.costUsd ?? 0;
+            }
+            checkGoal(r.goal, e.seq);
+            return;
+          }
           const t = r.turn === undefined ? undefined : turns.get(r.turn);
           if (t && e.data.outcome === 'charged') {
             t.charged.tokens += e.data.tokens;

@@ -72,6 +72,7 @@ export const VIOLATION_CODES = [
   'budget.settle_unknown',
   'budget.unsettled',
   'budget.over_limit',
+  'budget.unknown_goal',
   'completion.unmet',
   'completion.over_limit',
   'completion.not_blocked',

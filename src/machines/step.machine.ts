@@ -4,6 +4,9 @@ import type { ToolCallRequest } from '../protocol/history.js';
 import { eventTimeMs, slot, type MachineEvent } from './machine-event.js';
 import { abortOutcome } from './turn.machine.js';
 
+/** Error classes of a stream cut at its reservation's output room (a turn's or a goal's budget): the turn stops on it. */
+const BUDGET_CUTS: ReadonlySet<string> = new Set(['token_budget', 'cost_budget', 'goal_token_budget', 'goal_cost_budget']);
+
 /** Input of the step machine, taken from `step/start` and the turn's budgets. */
 export interface StepInput {
   stepId: string;
@@ -123,7 +126,7 @@ export const stepMachine = setup({
               { guard: ({ event }) => event.data.outcome === 'succeeded', target: '#step.accepting' },
               {
                 // the stream ran past its budget reservation and was cut: the turn stops on that budget
-                guard: ({ event }) => event.data.error?.class === 'token_budget' || event.data.error?.class === 'cost_budget',
+                guard: ({ event }) => BUDGET_CUTS.has(event.data.error?.class ?? ''),
                 target: '#step.ending',
                 actions: assign({ ending: ({ event }) => stopped(event.data.error!.class) }),
               },

@@ -258,7 +258,7 @@ function toolBudgetLeft(context: TurnContext): number | null {
 }
 
 /** Abort reasons that are a budget running out: the turn is `stopped`, not cancelled. */
-export const BUDGET_ABORTS: ReadonlySet<string> = new Set(['deadline', 'token_budget', 'cost_budget']);
+export const BUDGET_ABORTS: ReadonlySet<string> = new Set(['deadline', 'token_budget', 'cost_budget', 'goal_token_budget', 'goal_cost_budget']);
 
 /** The outcome an abort gives: a budget that ran out (deadline, tokens, cost) stops the turn, anything else cancels it. */
 export function abortOutcome(reason: string): 'stopped' | 'cancelled' {

@@ -158,6 +158,8 @@ export const ModelErrorClassSchema = z.enum([
   'output_too_large',
   // the attempt's streamed output ran past what its budget reservation had room for, and was cut (never retried)
   'token_budget', 'cost_budget',
+  // the same, where the goal's budget (`--goal-tokens`, `--goal-cost`) was the tighter one
+  'goal_token_budget', 'goal_cost_budget',
 ]);
 export type ModelErrorClass = z.infer<typeof ModelErrorClassSchema>;
 
@@ -185,10 +187,10 @@ export const ApprovalPreviewSchema = z.object({
 export type ApprovalPreview = z.infer<typeof ApprovalPreviewSchema>;
 
 /**
- * What a budget reservation counts against: the open turn's budgets. A goal's budgets are a scope
- * of their own (one more value here), so one attempt may hold a reservation in each.
+ * What a budget reservation counts against: the open turn's budgets, or the agent's active goal's
+ * (tokens, cost), which span its turns. One attempt may hold a reservation in each.
  */
-export const BudgetScopeSchema = z.enum(['turn']);
+export const BudgetScopeSchema = z.enum(['turn', 'goal']);
 export type BudgetScope = z.infer<typeof BudgetScopeSchema>;
 
 /** What a reservation is for: one model attempt's worst case, or a step's parallel tool calls. */
@@ -385,6 +387,8 @@ export const EventDataSchemas = {
     scope: BudgetScopeSchema,
     kind: ReservationKindSchema,
     attemptId: z.string().optional(),
+    /** The goal reserved against (scope `goal`). */
+    goalId: z.string().optional(),
     /** Worst-case tokens (input + output cap); 0 for tool calls. */
     tokens: z.number().int().nonnegative(),
     /** Worst-case USD; null when the model has no known price (and no cost budget asked for one). */

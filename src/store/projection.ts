@@ -99,7 +99,9 @@ export interface PlanRecord {
 
 /** A budget reservation not settled yet (`budget/reserved` without its `budget/settled`). */
 export interface ReservationRecord {
-  scope: 'turn';
+  scope: 'turn' | 'goal';
+  /** The goal it counts against (scope `goal`). */
+  goalId?: string;
   kind: 'attempt' | 'tool_calls';
   turn: string;
   attemptId?: string;
@@ -523,6 +525,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
         tokens: e.data.tokens,
         costUsd: e.data.costUsd,
         ...(e.data.attemptId ? { attemptId: e.data.attemptId } : {}),
+        ...(e.data.goalId ? { goalId: e.data.goalId } : {}),
         ...(e.step ? { step: e.step } : {}),
         ...(e.data.calls !== undefined ? { calls: e.data.calls } : {}),
         ...(e.data.outputTokens !== undefined ? { outputTokens: e.data.outputTokens } : {}),
@@ -532,7 +535,8 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       const r = p.reservations?.[e.data.reservationId];
       if (!r) break;
       delete p.reservations![e.data.reservationId];
-      if (e.data.outcome === 'charged' && p.openTurn && r.turn === p.openTurn.id) {
+      // a goal's spend is its usage, counted from attempt/end (goal-projection): only the turn's is summed here
+      if (e.data.outcome === 'charged' && r.scope === 'turn' && p.openTurn && r.turn === p.openTurn.id) {
         const spend = (p.openTurn.spend ??= { tokens: 0, costUsd: 0, calls: 0 });
         spend.tokens += e.data.tokens;
         spend.costUsd = Math.round((spend.costUsd + (e.data.costUsd ?? 0)) * 1_000_000) / 1_000_000;

@@ -476,6 +476,22 @@ const cases: Case[] = [
     log: () => mutate(budgeted(), (r) => { (r[indexOf(r, 'budget/reserved')]!.data as { tokens: number }).tokens = 1200; }),
   },
   {
+    name: 'a goal reservation whose worst case, with what the goal\'s earlier turns were charged, does not fit its budget', code: 'budget.over_limit', seq: 17,
+    log: () => mutate(goalBudgeted(), (r) => { (r[goalReservation(r, 1)]!.data as { tokens: number }).tokens = 400; }),
+  },
+  {
+    name: 'a goal reservation settled twice', code: 'budget.settled_twice', seq: 20,
+    log: () => mutate(goalBudgeted(), (r) => { const i = indexOf(r, 'budget/settled', 2); r.splice(i + 1, 0, structuredClone(r[i]!)); }),
+  },
+  {
+    name: 'a goal reservation still open when its turn ends', code: 'budget.unsettled', seq: 17,
+    log: () => mutate(goalBudgeted(), (r) => { r.splice(indexOf(r, 'budget/settled', 2), 1); }),
+  },
+  {
+    name: 'a reservation against a goal never created', code: 'budget.unknown_goal', seq: 7,
+    log: () => mutate(goalBudgeted(), (r) => { (r[goalReservation(r, 0)]!.data as { goalId: string }).goalId = 'goal_2'; }),
+  },
+  {
     name: 'a turn completes under `cited` with an answer citing a file it never read', code: 'completion.unmet', seq: 20,
     log: () => cited('See [other.txt] for the tasks.'),
   },
@@ -549,6 +565,37 @@ function goalLog(): ActorEvent[] {
   b.answer('two').endStep('final');
   b.push('goal/updated', { goalId: 'goal_1', revision: 2, expected: 1, phase: 'complete', reason: 'done', by: 'runtime', usage: used() }, { turn: 'turn_2' });
   return b.endTurn('completed', 'two').events;
+}
+
+/**
+ * A goal with a token budget of 500 over two turns, each attempt reserving 300 against the goal
+ * and charged 120. Seqs: 3 goal/created; turn 1: 7 reserved, 9 settled; turn 2: 17 reserved, 19 settled.
+ */
+function goalBudgeted(): ActorEvent[] {
+  const b = new LogBuilder();
+  const attempt = (turn: string) => {
+    b.turn = turn;
+    b.startStep(1).startAttempt();
+    const id = `rsv_goal_${b.attempt}`;
+    const ids = { turn: b.turn, step: b.step };
+    b.push('budget/reserved', { reservationId: id, scope: 'goal', goalId: 'goal_1', kind: 'attempt', attemptId: b.attempt!, tokens: 300, costUsd: null, outputTokens: 10 }, ids);
+    b.endAttempt();
+    b.push('budget/settled', { reservationId: id, tokens: 120, costUsd: null, outcome: 'charged' }, ids);
+    b.push('assistant/accepted', { content: 'one', toolCalls: [], finishReason: 'stop' }, { ...ids, attempt: b.attempt });
+    b.endStep('final');
+  };
+  b.receive('msg_1').push('turn/start', { source: 'user_message', messageIds: ['msg_1'], settings: goalSettings() }, { turn: 'turn_1' });
+  b.push('goal/created', { goalId: 'goal_1', objective: 'notes', budget: { tokens: 500 }, maxIdleTurns: 2 }, { turn: 'turn_1' });
+  attempt('turn_1');
+  b.push('turn/end', { outcome: 'completed', reason: null, answer: 'one', steps: 1, toolCalls: 0, usage: { inputTokens: 0, outputTokens: 0, estimated: false }, goalContinues: true }, { turn: 'turn_1' });
+  b.push('turn/start', { source: 'goal_continuation', messageIds: [], settings: goalSettings() }, { turn: 'turn_2' });
+  attempt('turn_2');
+  return b.endTurn('completed', 'one').events;
+}
+
+/** The `i`-th (0-based) goal-scope reservation's index in `r`. */
+function goalReservation(r: RawEvent[], i: number): number {
+  return indexOf(r, 'budget/reserved', i + 1);
 }
 
 function goalSettings() {
@@ -628,6 +675,13 @@ function parked(r: RawEvent[], i: number): RawEvent {
 describe('verifyLog on a goal', () => {
   it('finds nothing wrong with a goal that continues once and completes', () => {
     expect(verifyLog(goalLog(), { complete: true })).toEqual([]);
+  });
+
+  it('finds nothing wrong with goal reservations that fit its budget across two turns, each settled once', () => {
+    const log = goalBudgeted();
+    expect(log.filter((e) => e.type === 'budget/reserved').map((e) => e.seq)).toEqual([7, 17]);
+    expect(log.filter((e) => e.type === 'budget/settled').map((e) => e.seq)).toEqual([9, 19]);
+    expect(verifyLog(log, { complete: true })).toEqual([]);
   });
 });
 

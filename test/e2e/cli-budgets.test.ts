@@ -1,6 +1,6 @@
 // Budgets and the stop decision through real processes: a cost budget against the fake OpenAI
-// server's usage, a kill right after an attempt's reservation is committed and the resume that
-// settles it once, the model's stop in both forms (exit 4), and the budget flags a user gets wrong.
+// server's usage, a kill right after an attempt's reservation is committed (on a goal run too) and
+// the resume that settles it once, the model's stop in both forms (exit 4), and the budget flags a user gets wrong.
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -116,6 +116,50 @@ describe('a kill right after an attempt\'s reservation', () => {
   });
 });
 
+describe('a kill right after a goal run\'s reservations', () => {
+  test('--fault after:budget-reserved on a goal run: resume settles the turn\'s and the goal\'s reservation exactly once each, and verify holds', async ({ onTestFinished }) => {
+    const { ws, dataDir, cli, common } = await setup(onTestFinished);
+    const script = join(dataDir, 'goal.json');
+    await writeFile(script, JSON.stringify({ responses: [
+      { tool_calls: [{ name: 'update_goal', arguments: { phase: 'complete', reason: 'said hello', expected_revision: 0 } }], usage: { input_tokens: 80, output_tokens: 8 } },
+      { content: 'hello', usage: { input_tokens: 90, output_tokens: 2 } },
+    ] }));
+    const crashed = await cli.run([
+      'run', 'say hello', '--model', `scripted:${script}`, '--cwd', ws, '--goal', 'say hello', '--goal-tokens', '1000000',
+      '--max-tokens', '1000000', '--fault', 'after:budget-reserved', '--json', ...common,
+    ]);
+    expect({ code: crashed.code, signal: crashed.signal }, show(crashed)).toEqual({ code: null, signal: 'SIGKILL' });
+    const agentId = lines(crashed.stderr)[0] ?? '';
+    expect(agentId, show(crashed)).toMatch(AGENT_ID);
+    const before = parseEvents(crashed.stdout);
+    // the process died with both reservations and the attempt/start committed, nothing settled
+    expect(before.at(-1)?.type).toBe('attempt/start');
+    const open = ofType(before, 'budget/reserved');
+    expect(open.map((e) => e.data.scope)).toEqual(['turn', 'goal']);
+    expect(ofType(before, 'budget/settled')).toHaveLength(0);
+
+    const resumed = await cli.run(['resume', agentId, '--json', ...common]);
+    expect(resumed.code, show(resumed)).toBe(0);
+    const verified = await cli.run(['verify', agentId, ...common]);
+    expect(verified.code, show(verified)).toBe(0);
+    expect(verified.stdout).toContain('all invariants hold');
+
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(ofType(log, 'actor/killed')[0]!.data.point).toBe('after:budget-reserved');
+    const interrupted = ofType(log, 'attempt/end').find((e) => e.attempt === open[0]!.data.attemptId)!;
+    expect(interrupted.data.outcome).toBe('interrupted');
+    // each reservation the crash left open is settled once, charged, in the commit of the interrupted end
+    for (const [i, r] of open.entries()) {
+      const settles = ofType(log, 'budget/settled').filter((e) => e.data.reservationId === r.data.reservationId);
+      expect(settles).toHaveLength(1);
+      expect(settles[0]!.seq).toBe(interrupted.seq + 1 + i);
+      expect(settles[0]!.data.outcome).toBe('charged');
+    }
+    expect(ofType(log, 'goal/updated').at(-1)!.data).toMatchObject({ phase: 'complete' });
+    expectSettledOnce(log);
+  });
+});
+
 describe('the stop decision', () => {
   test('the stop tool, and a {"kind": "stop"} answer under --output-schema: the turn ends stopped with the reason (exit 4)', async ({ onTestFinished }) => {
     const { ws, dataDir, cli, common } = await setup(onTestFinished);
@@ -164,5 +208,16 @@ describe('budget flags a user gets wrong: one line, exit 2, nothing started', ()
     const priced = await cli.run([...base, '-c', 'pricing."local-model".input_per_mtok=1', '-c', 'pricing."local-model".output_per_mtok=2', '--max-output-tokens', '50', '--json', ...common]);
     expect(priced.code, show(priced)).toBe(0);
     expect(ofType(parseEvents(priced.stdout), 'budget/settled')[0]!.data).toMatchObject({ tokens: 12, costUsd: 0.000014, outcome: 'charged' });
+  });
+
+  test('--goal-cost with a model of no known price is refused before the run (exit 2), as --max-cost is', async ({ onTestFinished }) => {
+    const server = await fake([{ content: 'ok', usage: { prompt_tokens: 10, completion_tokens: 2 } }]);
+    const { ws, cli, common } = await setup(onTestFinished);
+    const refused = await cli.run(['run', 'x', '--model', 'openai:local-model', '--base-url', server.baseURL, '--cwd', ws, '--goal', 'say ok', '--goal-cost', '1', ...common]);
+    expect(refused.code, show(refused)).toBe(2);
+    expect(lines(refused.stderr)).toHaveLength(1);
+    expect(refused.stderr).toMatch(/--goal-cost needs the model's price, and local-model has no known price/);
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
+    expect(server.requests).toHaveLength(0);
   });
 });

@@ -51,6 +51,7 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
     config: configSnapshot(config),
   };
   checkPriced(request.model, request.maxCostUsd, config);
+  checkPriced(request.model, goal?.budget.costUsd, config, '--goal-cost');
   // a policy named now takes the verify commands this command's config names
   if (flags.completeWhen !== undefined) Object.assign(request, completionRequest(flags, config));
   checkCompletion(request);

@@ -76,6 +76,7 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
   const flags = await settingsOfFlags(opts);
   checkPriced(model, flags.maxCostUsd, config);
   const goal = goalOfFlags(opts, config);
+  checkPriced(model, goal?.budget.costUsd, config, '--goal-cost');
   const request: TurnRequest = {
     ...(goal ? { goal } : {}),
     ...(flags.outputSchema ? { outputSchema: flags.outputSchema } : {}),
@@ -135,12 +136,13 @@ export function checkCompletion(request: Pick<TurnRequest, 'completeWhen' | 'ver
  * Refuses a cost budget for a model with no known price: its spend could not be counted, and a
  * budget that passes silently is no budget.
  */
-export function checkPriced(model: string, maxCostUsd: number | null | undefined, config: EffectiveConfig): void {
+export function checkPriced(model: string, maxCostUsd: number | null | undefined, config: EffectiveConfig, flag: '--max-cost' | '--goal-cost' = '--max-cost'): void {
   if (maxCostUsd == null) return;
   const name = modelName(model);
   if (priceFor(name, config.pricing) !== null) return;
-  throw new ConfigError('config.max_cost_unpriced', `--max-cost needs the model's price, and ${name} has no known price`, {
-    hint: `set it in the config ([pricing."${name}"] input_per_mtok = … and output_per_mtok = …, or -c 'pricing."${name}".input_per_mtok=…'), or use --max-tokens`,
+  const code = flag === '--max-cost' ? 'config.max_cost_unpriced' : 'config.goal_cost_unpriced';
+  throw new ConfigError(code, `${flag} needs the model's price, and ${name} has no known price`, {
+    hint: `set it in the config ([pricing."${name}"] input_per_mtok = … and output_per_mtok = …, or -c 'pricing."${name}".input_per_mtok=…'), or use ${flag === '--max-cost' ? '--max-tokens' : '--goal-tokens'}`,
   });
 }
 
