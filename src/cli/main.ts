@@ -314,6 +314,8 @@ export async function main(
     process.emit('SIGINT');
   };
   out.stdout.on('error', onOutputError);
+  // `… 2>&1 | head`: stderr is the same pipe, and its EPIPE would end the process just the same
+  out.stderr.on('error', onOutputError);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return stopped(code);
@@ -326,6 +328,9 @@ export async function main(
   } finally {
     releaseSignals();
     // an EPIPE can still come from a write already queued: keep ignoring it
-    if (!readerGone) out.stdout.off('error', onOutputError);
+    if (!readerGone) {
+      out.stdout.off('error', onOutputError);
+      out.stderr.off('error', onOutputError);
+    }
   }
 }

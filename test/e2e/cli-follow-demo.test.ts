@@ -109,9 +109,20 @@ test('a reader that goes away (events | head) ends the command, and the nats-ser
   const serverPids = async (): Promise<number[]> => [
     ...new Set([...(await readFile(join(dataDir, 'nats', 'server.log'), 'utf8')).matchAll(/^\[(\d+)\]/gm)].map((m) => Number(m[1]))),
   ];
-  for (const args of [['events', agentId], ['events', agentId, '--follow']]) {
+  const ws = await demoWorkspace();
+  dirs.push(ws);
+  // the last: `run --json … 2>&1 | head`, whose first write (the agent ID) is to stderr, the same pipe
+  const cases: Array<{ args: string[]; merged: boolean }> = [
+    { args: ['events', agentId], merged: false },
+    { args: ['events', agentId, '--follow'], merged: false },
+    { args: ['run', 'fix it', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json'], merged: true },
+  ];
+  for (const { args, merged } of cases) {
     const before = new Set(await serverPids());
-    const reader = spawn(process.execPath, ['bin/actorloop.js', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const quoted = [process.execPath, 'bin/actorloop.js', ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+    const reader = merged
+      ? spawn('sh', ['-c', `exec ${quoted} 2>&1`], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'ignore'] })
+      : spawn(process.execPath, ['bin/actorloop.js', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     onTestFinished(async () => {
       if (reader.exitCode === null) reader.kill('SIGKILL');
     });
