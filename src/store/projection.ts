@@ -5,6 +5,9 @@ import { addCost, addUsage, ZERO_USAGE, type BlobRef, type HistoryItem, type Usa
 import { noteEpochs } from './incarnations.js';
 import { emptyFacts, foldFacts, type CompletionFacts } from './completion-facts.js';
 import { foldGoal, type GoalRecord } from './goal-projection.js';
+import { foldReserved, foldSettled, type BudgetSpend, type ReservationRecord } from './budget-projection.js';
+
+export type { BudgetSpend, ReservationRecord } from './budget-projection.js';
 
 /** Version of the projection's shape; snapshots of another version are ignored. */
 export const PROJECTION_VERSION = 1;
@@ -95,28 +98,6 @@ export interface PlanRecord {
   explanation: string | null;
   /** The `update_plan` call that wrote it, so a rerun of that call after a crash writes it no second time. */
   callId?: string;
-}
-
-/** A budget reservation not settled yet (`budget/reserved` without its `budget/settled`). */
-export interface ReservationRecord {
-  scope: 'turn' | 'goal';
-  /** The goal it counts against (scope `goal`). */
-  goalId?: string;
-  kind: 'attempt' | 'tool_calls';
-  turn: string;
-  attemptId?: string;
-  step?: string;
-  tokens: number;
-  costUsd: number | null;
-  calls?: number;
-  outputTokens?: number;
-}
-
-/** What a scope's settled reservations charged. */
-export interface BudgetSpend {
-  tokens: number;
-  costUsd: number;
-  calls: number;
 }
 
 /** The actor's state folded from its log (design §4). Plain JSON, so snapshots store it as is. */
@@ -518,32 +499,11 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       }
       break;
     case 'budget/reserved':
-      (p.reservations ??= {})[e.data.reservationId] = {
-        scope: e.data.scope,
-        kind: e.data.kind,
-        turn: e.turn ?? p.openTurn?.id ?? '',
-        tokens: e.data.tokens,
-        costUsd: e.data.costUsd,
-        ...(e.data.attemptId ? { attemptId: e.data.attemptId } : {}),
-        ...(e.data.goalId ? { goalId: e.data.goalId } : {}),
-        ...(e.step ? { step: e.step } : {}),
-        ...(e.data.calls !== undefined ? { calls: e.data.calls } : {}),
-        ...(e.data.outputTokens !== undefined ? { outputTokens: e.data.outputTokens } : {}),
-      };
+      foldReserved(p, e);
       break;
-    case 'budget/settled': {
-      const r = p.reservations?.[e.data.reservationId];
-      if (!r) break;
-      delete p.reservations![e.data.reservationId];
-      // a goal's spend is its usage, counted from attempt/end (goal-projection): only the turn's is summed here
-      if (e.data.outcome === 'charged' && r.scope === 'turn' && p.openTurn && r.turn === p.openTurn.id) {
-        const spend = (p.openTurn.spend ??= { tokens: 0, costUsd: 0, calls: 0 });
-        spend.tokens += e.data.tokens;
-        spend.costUsd = Math.round((spend.costUsd + (e.data.costUsd ?? 0)) * 1_000_000) / 1_000_000;
-        spend.calls += e.data.calls ?? 0;
-      }
+    case 'budget/settled':
+      foldSettled(p, e);
       break;
-    }
     case 'stop/decided':
       if (p.openTurn) p.openTurn.stopReason = e.data.reason;
       break;
