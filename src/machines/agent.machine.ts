@@ -29,6 +29,8 @@ export interface AgentContext {
 
 /** Events the agent machine reacts to. */
 export type AgentEvent = MachineEvent;
+/** The `turn/end` event, as the branches of the agent's turn end see it. */
+type TurnEndEvent = Extract<AgentEvent, { type: 'turn/end' }>;
 
 /** Kinds of message that start a turn when the agent is idle (a steer too: it wakes the agent). */
 const STARTS_TURN = new Set(['user_message', 'follow_up', 'steer']);
@@ -54,6 +56,21 @@ const interruptOf = ({ event }: { event: Received }) => ({ messageId: event.data
  * (`interrupt/requested`, then the abort).
  * `waiting_input` is a turn whose question waits for a person.
  */
+/**
+ * What every `turn/end` does before the agent claims its next work or goes idle: count the turn,
+ * keep its outcome, forget its interrupt, and run the `turnEnded` slot. One list, spread into each
+ * branch, so the branches differ only in what they claim next.
+ */
+const turnClosed = [
+  assign<AgentContext, TurnEndEvent, undefined, AgentEvent, never>({
+    turns: ({ context }) => context.turns + 1,
+    lastOutcome: ({ event }) => event.data.outcome,
+    interrupted: false,
+    interruptId: null,
+  }),
+  { type: 'turnEnded' as const, params: ({ event }: { event: TurnEndEvent }) => ({ outcome: event.data.outcome }) },
+] as const;
+
 export const agentMachine = setup({
   types: {} as { context: AgentContext; events: AgentEvent; input: AgentInput },
   actions: {
@@ -209,13 +226,7 @@ export const agentMachine = setup({
             guard: ({ context }) => (context.steers?.pending.length ?? 0) > 0,
             target: 'claiming',
             actions: [
-              assign({
-                turns: ({ context }) => context.turns + 1,
-                lastOutcome: ({ event }) => event.data.outcome,
-                interrupted: false,
-                interruptId: null,
-              }),
-              { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
+              ...turnClosed,
               assign({ claiming: ({ context }) => context.steers!.pending, claimSource: 'user_message' }),
               {
                 type: 'startTurn',
@@ -227,13 +238,7 @@ export const agentMachine = setup({
             guard: ({ context }) => context.queued.length > 0,
             target: 'claiming',
             actions: [
-              assign({
-                turns: ({ context }) => context.turns + 1,
-                lastOutcome: ({ event }) => event.data.outcome,
-                interrupted: false,
-                interruptId: null,
-              }),
-              { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
+              ...turnClosed,
               assign({ claiming: ({ context }) => context.queued.slice(0, 1), claimSource: 'follow_up' }),
               {
                 type: 'startTurn',
@@ -247,13 +252,7 @@ export const agentMachine = setup({
             guard: ({ event }) => event.data.goalContinues === true,
             target: 'claiming',
             actions: [
-              assign({
-                turns: ({ context }) => context.turns + 1,
-                lastOutcome: ({ event }) => event.data.outcome,
-                interrupted: false,
-                interruptId: null,
-              }),
-              { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
+              ...turnClosed,
               assign({ claiming: [], claimSource: 'goal_continuation' }),
               { type: 'startTurn', params: { messageIds: [], source: 'goal_continuation' as const } },
             ],
@@ -261,13 +260,7 @@ export const agentMachine = setup({
           {
             target: 'idle',
             actions: [
-              assign({
-                turns: ({ context }) => context.turns + 1,
-                lastOutcome: ({ event }) => event.data.outcome,
-                interrupted: false,
-                interruptId: null,
-              }),
-              { type: 'turnEnded', params: ({ event }) => ({ outcome: event.data.outcome }) },
+              ...turnClosed,
             ],
           },
         ],
