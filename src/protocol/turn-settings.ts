@@ -61,6 +61,21 @@ export const GoalRequestSchema = z.object({
 });
 export type GoalRequest = z.infer<typeof GoalRequestSchema>;
 
+/**
+ * The completion policy's settings, the same in a request and in the settings it resolves to
+ * (`run --complete-when`, `complete_when` and the keys beside it in the config).
+ */
+const CompletionFields = {
+  /** When a final answer completes the turn (the completion policy); absent (older logs): `answer`. */
+  completeWhen: CompleteWhenSchema.optional(),
+  /** Command prefixes whose passing run is a verification (`code-change`), e.g. `npm test`; absent: none. */
+  verifyCommands: z.array(z.string()).optional(),
+  /** Answers the completion policy may refuse in a turn before the turn fails; absent: the default (3). */
+  maxCompletionRejections: z.number().int().positive().optional(),
+  /** What the refusal at that limit does: `fail` the turn, or `block` its active goal; absent: `fail`. */
+  onCompletionExhausted: OnCompletionExhaustedSchema.optional(),
+};
+
 /** What a Turn runs with, recorded in `turn/start` so a resume needs nothing else. */
 export const TurnSettingsSchema = z.object({
   model: z.string(),
@@ -83,14 +98,7 @@ export const TurnSettingsSchema = z.object({
   approvalMode: ApprovalModeSchema.optional(),
   /** Plan mode: the turn is read-only (every call with possible effects is denied) and writes a plan; absent: false. */
   planMode: z.boolean().optional(),
-  /** When a final answer completes the turn (the completion policy); absent (older logs): `answer`. */
-  completeWhen: CompleteWhenSchema.optional(),
-  /** Command prefixes whose passing run is a verification (`code-change`), e.g. `npm test`; absent: none. */
-  verifyCommands: z.array(z.string()).optional(),
-  /** Answers the completion policy may refuse in a turn before the turn fails; absent: the default (3). */
-  maxCompletionRejections: z.number().int().positive().optional(),
-  /** What the refusal at that limit does: `fail` the turn, or `block` its active goal; absent: `fail`. */
-  onCompletionExhausted: OnCompletionExhaustedSchema.optional(),
+  ...CompletionFields,
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
@@ -116,14 +124,7 @@ export const TurnRequestSchema = z.object({
   approvalMode: ApprovalModeSchema.optional(),
   /** Run the turn in plan mode (`actorloop run --plan-mode`). */
   planMode: z.boolean().optional(),
-  /** The completion policy (`run --complete-when`, `complete_when`); absent: `answer`. */
-  completeWhen: CompleteWhenSchema.optional(),
-  /** `verify_commands`: command prefixes that verify a change. */
-  verifyCommands: z.array(z.string()).optional(),
-  /** `max_completion_rejections`. */
-  maxCompletionRejections: z.number().int().positive().optional(),
-  /** `on_completion_exhausted`. */
-  onCompletionExhausted: OnCompletionExhaustedSchema.optional(),
+  ...CompletionFields,
   /** A goal the turn starts (`run --goal`): `goal/created` is committed with its `turn/start`. */
   goal: GoalRequestSchema.optional(),
 });
