@@ -11,6 +11,7 @@ import type { ToolRunner } from './tool-runner.js';
 /** What the effect context reads of its actor: the members an `AgentActor` marks `@internal`. */
 export interface EffectContextHost {
   readonly actorId: string;
+  readonly rootId: string;
   readonly projection: Projection;
   readonly ports: AgentPorts;
   readonly turnAbort: AbortController;
@@ -35,6 +36,9 @@ export class ActorEffectContext implements EffectContext {
   constructor(private readonly a: EffectContextHost) {}
   get actorId(): string {
     return this.a.actorId;
+  }
+  get rootId(): string {
+    return this.a.rootId;
   }
   get projection(): Projection {
     return this.a.projection;

@@ -20,6 +20,8 @@ import { settleOrphans } from './budget.js';
 import type { AgentPorts } from './agent-ports.js';
 import type { EffectContext, TurnCache } from './effect-context.js';
 import { ActorEffectContext } from './actor-effect-context.js';
+import { NOTICE_KINDS } from '../protocol/subagents.js';
+import { onChildMessage, sendOwedNotice, storeCarriedArtifacts } from './subagent-messages.js';
 import { createAgentLogic, type AgentActorRef, type AgentLogic, type InspectObserver, type PersistedAgentSnapshot } from './agent-logic.js';
 
 export type { AgentPorts } from './agent-ports.js';
@@ -215,6 +217,8 @@ export class AgentActor {
     if (e.type === 'step/start') this.toolRunner?.reset();
     if (e.type === 'turn/start') this.onTurnStart(e.data.settings.budgets.deadlineAt);
     if (e.type === 'turn/end') this.onTurnEnd(e);
+    // a child's notice goes once its turn's end is committed
+    if (e.type === 'turn/end' && e.data.noticeOwed === true) this.afterCommit(e.seq, { run: () => this.sendOwedNotice(), drop: () => {} });
     if (e.type === 'approval/requested' || e.type === 'ask/asked') this.approvals.arm();
     if (e.type === 'tool/result' || e.type === 'tool/denied' || e.type === 'tool/cancelled' || e.type === 'tool/outcome_unknown') {
       // a call that waited on this one may start now
@@ -276,6 +280,7 @@ export class AgentActor {
         return this.commitReceived(e);
       });
     }
+    if (verdict.admit && NOTICE_KINDS.has(msg.kind)) return this.receiveFromChild(msg, verdict.from);
     const e = verdict.admit
       ? this.stage({
         type: 'inbox/received',
@@ -283,6 +288,31 @@ export class AgentActor {
       })
       : this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: verdict.reason, kind: msg.kind, from: msg.from } });
     return this.commitReceived(e);
+  }
+
+  /**
+   * A child's report or notice: artifacts it carries are stored in this host's blob store before
+   * the event that names them (the log keeps their digests, not their text); once it is
+   * committed, the child's carve is settled and a wait it satisfies takes it.
+   */
+  private async receiveFromChild(msg: InboxMessage, from: string): Promise<void> {
+    const content = await storeCarriedArtifacts(this.ports.blobs, msg.kind, msg.content);
+    if (this.failure) throw this.failure;
+    if (this.projection.inbox[msg.id]) return;
+    const e = this.stage({ type: 'inbox/received', data: { messageId: msg.id, kind: msg.kind, from, content, request: null } });
+    await this.commitReceived(e);
+    if (this.halted) return;
+    onChildMessage(this.ctx, msg.id);
+    this.kick();
+  }
+
+  /** Sends the completion notice a child owes its parent (a host that took it on after a crash calls it). @internal */
+  sendOwedNotice(): void {
+    if (!this.projection.noticeOwed || this.halted) return;
+    sendOwedNotice(this.ctx).catch((err: unknown) => {
+      // the notice stays owed (the directory keeps the child running): the next incarnation sends it
+      if (!this.halted) this.ports.logger.warn({ err }, 'completion notice not sent to the parent; it is sent when the child is next hosted');
+    });
   }
 
   /**
@@ -410,6 +440,13 @@ export class AgentActor {
    */
   private interrupt(messageId: string, from: string): void {
     const turn = this.projection.openTurn?.id;
+    const item = this.projection.inbox[messageId];
+    if (item?.kind === 'subagent_interrupt' && item.state === 'pending' && from !== this.projection.parentLink?.parentId) {
+      // only a child's own parent stops it this way; a person interrupts it as any agent
+      this.stage({ type: 'inbox/cancelled', data: { messageId, reason: `${from} is not this agent's parent: only its parent (or a person, with actorloop interrupt) may stop its turn` } });
+      this.kick();
+      return;
+    }
     if (messageId === '' || this.projection.inbox[messageId]?.state === 'included') {
       this.abort('interrupted');
       return;

@@ -5,7 +5,10 @@ import { abortReason, ensureModel, estimateUsage, costFor, prepare, scope, setti
 import { sleep } from '../protocol/sleep.js';
 import type { EffectParams, MachineEffect } from './machine-effects.js';
 import { callModel } from './model-call.js';
-import type { ApprovalMode } from '../protocol/events.js';
+import type { ApprovalMode, EventData } from '../protocol/events.js';
+import { NOTICE_KINDS } from '../protocol/subagents.js';
+import { childRequest, modelText, parseChildTask } from './child-task.js';
+import { endChildren } from './subagent-messages.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
 import { answerApproval, decideCall, expireApproval, requestApproval } from './tool-policy.js';
 import { reconcileCall, settleReconciled } from './reconcile.js';
@@ -16,6 +19,17 @@ import { completionMissing, policyOf } from './completion-check.js';
 import { continuationMessage, controlGoal, createGoal, settleGoalAtTurnEnd } from './goals.js';
 
 export { DEFAULT_INSTRUCTIONS, TURN_DEFAULTS, modelName, recoveryOf, resolveSettings } from './turn-settings.js';
+
+/**
+ * The source a claimed turn records: the machine names who claimed it (a person's message, a
+ * follow-up, the goal), and the messages refine it — a parent's task starts a child's turn, and
+ * a turn that only a child's report or notice woke is that notice's.
+ */
+function sourceOf(claimed: 'user_message' | 'follow_up' | 'goal_continuation', kinds: Array<string | undefined>): EventData<'turn/start'>['source'] {
+  if (kinds.includes('subagent_task')) return 'subagent_task';
+  if (kinds.length > 0 && kinds.every((k) => k !== undefined && NOTICE_KINDS.has(k))) return 'subagent_notice';
+  return claimed;
+}
 
 /** Effects the actor's sink carries out at once, never queued behind the one in flight. */
 type ImmediateEffect = 'abortWork' | 'interruptTurn';
@@ -31,12 +45,15 @@ type EffectTable = { [N in QueuedName]: (ctx: EffectContext, params: EffectParam
 const EFFECTS: EffectTable = {
   startTurn(ctx, p) {
     const items = p.messageIds.map((id) => ({ id, item: ctx.projection.inbox[id] }));
-    const request = items.find((x) => x.item?.request)?.item?.request ?? null;
+    // a child's task carries the settings its parent fixed (recorded in the parent's spawn_requested)
+    const task = items.find((x) => x.item?.kind === 'subagent_task');
+    const childTask = task?.item ? parseChildTask(task.item.content) : null;
+    const request = childTask ? childRequest(childTask, ctx.ports.clock.nowMs()) : (items.find((x) => x.item?.request)?.item?.request ?? null);
     const turn = newId('turn');
     const s = resolveSettings(request, ctx.projection.lastSettings, ctx.ports.clock.nowMs(), ctx.ports.tools.names());
-    ctx.stage({ type: 'turn/start', turn, data: { source: p.source, messageIds: p.messageIds, settings: s } });
+    ctx.stage({ type: 'turn/start', turn, data: { source: sourceOf(p.source, items.map((x) => x.item?.kind)), messageIds: p.messageIds, settings: s } });
     for (const { id, item } of items) {
-      ctx.stage({ type: 'user/message', turn, data: { messageId: id, content: item?.content ?? '' } });
+      ctx.stage({ type: 'user/message', turn, data: { messageId: id, content: modelText(item) } });
     }
     createGoal(ctx, turn, request);
     // a continuation claims no message: the goal is its work, said to the model in the same commit
@@ -79,7 +96,7 @@ const EFFECTS: EffectTable = {
     // What the step claimed enters the history in the commit of the request that includes it: the
     // request is prepared with it, then both are staged in one tick (no commit can split them).
     const turn = ctx.projection.openTurn!.id;
-    const claimed = (ctx.projection.claimed ?? []).map((id) => ({ messageId: id, content: ctx.projection.inbox[id]?.content ?? '' }));
+    const claimed = (ctx.projection.claimed ?? []).map((id) => ({ messageId: id, content: modelText(ctx.projection.inbox[id]) }));
     const prepared = await prepare(ctx, claimed.map((c) => ({ role: 'user' as const, content: c.content })));
     for (const c of claimed) ctx.stage({ type: 'user/message', turn, data: c });
     const included = ctx.projection.unsent && ctx.projection.unsent.length > 0 ? [...ctx.projection.unsent] : null;
@@ -187,16 +204,22 @@ const EFFECTS: EffectTable = {
     settleToolCalls(ctx);
     ctx.stage({ type: 'step/end', ...scope(ctx), data: Object.assign({}, p, { usage: open.usage ?? ZERO_USAGE, costUsd: open.costUsd ?? null }) });
   },
-  endTurn(ctx, params) {
+  async endTurn(ctx, params) {
     const { blockGoal, ...p } = params;
+    // a parent's cancelled or failed turn stops its running children first (on_parent_end)
+    await endChildren(ctx, p.outcome);
     // nothing of the turn is open any more: a reservation left unsettled would never be
-    settleOrphans(ctx);
+    settleOrphans(ctx, { turnEnd: true });
     // the goal's updates first, in the same commit: a crash leaves both or neither
     const goalContinues = settleGoalAtTurnEnd(ctx, p.outcome, p.reason, blockGoal ?? null);
     ctx.stage({
       type: 'turn/end',
       turn: ctx.projection.openTurn!.id,
-      data: Object.assign({}, p, { costUsd: ctx.projection.openTurn!.costUsd }, goalContinues ? { goalContinues } : {}),
+      data: Object.assign(
+        {}, p, { costUsd: ctx.projection.openTurn!.costUsd }, goalContinues ? { goalContinues } : {},
+        // a child's turn owes its parent the notice until `subagent/notified`
+        ctx.projection.parentLink ? { noticeOwed: true } : {},
+      ),
     });
   },
 };

@@ -8,6 +8,7 @@ import type { SnapshotStore } from '../store/snapshots.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { FaultInjector } from './faults.js';
 import type { ToolingPorts } from './tooling.js';
+import type { SubagentPort } from './subagent-port.js';
 
 /** The ports an agent actor acts through (design §2): everything outside the machines. */
 export interface AgentPorts {
@@ -31,4 +32,6 @@ export interface AgentPorts {
   onDelta?(delta: ModelStreamEvent): void;
   /** Called once when this incarnation stops or fails: its log writer stops retrying commits. */
   onHalt?(): void;
+  /** Other actors of the tree: children it creates, inboxes it writes to (absent: this runtime hosts no subagents). */
+  subagents?: SubagentPort;
 }

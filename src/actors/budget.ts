@@ -228,13 +228,25 @@ export function settleToolCalls(a: EffectContext): void {
  * their turn is over), as released. An open attempt's reservation is settled by the attempt's
  * own end (`interruptAttempt`), charged with what it may have used.
  */
-export function settleOrphans(a: Pick<EffectContext, 'projection' | 'stage'>): number {
+export function settleOrphans(a: Pick<EffectContext, 'projection' | 'stage'>, opts: { turnEnd?: boolean } = {}): number {
   const p = a.projection;
   let settled = 0;
   for (const [reservationId, r] of Object.entries(p.reservations ?? {})) {
     const attemptOpen = r.kind === 'attempt' && p.openAttempt?.id === r.attemptId;
     const stepOpen = r.kind === 'tool_calls' && p.openStep?.id === r.step;
     if (attemptOpen || stepOpen) continue;
+    if (r.kind === 'subagent') {
+      // a child's carve outlives a crash of its parent; at the parent's turn end the child may
+      // still be spending it, so the turn is charged all of it (a notice after settles nothing)
+      if (!opts.turnEnd && p.openTurn?.id === r.turn) continue;
+      a.stage({
+        type: 'budget/settled',
+        ...(p.openTurn?.id === r.turn ? { turn: r.turn } : {}),
+        data: { reservationId, tokens: r.tokens, costUsd: r.costUsd, outcome: 'charged' },
+      });
+      settled += 1;
+      continue;
+    }
     a.stage({
       type: 'budget/settled',
       ...(p.openTurn?.id === r.turn ? { turn: r.turn } : {}),

@@ -28,6 +28,8 @@ export interface TurnCache {
  */
 export interface EffectContext {
   readonly actorId: string;
+  /** The top agent of the actor's tree (itself, for a top-level agent). */
+  readonly rootId: string;
   /** The agent's projection. Read it; only staging changes it. */
   readonly projection: Projection;
   readonly ports: EffectPorts;

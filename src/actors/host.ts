@@ -67,6 +67,14 @@ export class Host {
    * record may hand work over at once.
    */
   async start(): Promise<void> {
+    // a child an agent here spawns runs here, under a lease this host renews like the others
+    this.opts.supervisor.setAdopter?.(async (actorId) => {
+      if (this.draining || this.held.has(actorId)) return null;
+      const lease = await this.opts.leases.take(actorId, this.opts.name, this.clock.nowMs());
+      if (!lease) return null;
+      this.held.set(actorId, lease);
+      return lease.epoch;
+    });
     await this.opts.supervisor.listenForMail((actorId) => void this.claim(actorId, 'mail'));
     await this.announce();
     await this.tick();

@@ -30,7 +30,17 @@ export function inPlanMode(s: TurnSettings, allTools: readonly string[]): TurnSe
  * the run mode or an earlier "always" says. Null for a call that changes nothing, or outside plan mode.
  */
 export function planModeDenial(s: TurnSettings, effects: 'none' | 'possible'): PolicyDecision | null {
-  if (s.planMode !== true || effects === 'none') return null;
+  if (effects === 'none') return null;
+  if (s.readOnly === true && s.planMode !== true) {
+    return {
+      decision: 'deny',
+      rule: 'mode:readonly',
+      reason: 'this agent works read-only (its parent spawned it with workspace "readonly"): no call that may change the world runs; read, search and report what you find',
+      network: false,
+      envAllow: [],
+    };
+  }
+  if (s.planMode !== true) return null;
   return {
     decision: 'deny',
     rule: 'mode:plan',
@@ -68,6 +78,8 @@ export function requestFromSettings(last: TurnSettings): TurnRequest {
     ...(last.verifyCommands ? { verifyCommands: last.verifyCommands } : {}),
     ...(last.maxCompletionRejections ? { maxCompletionRejections: last.maxCompletionRejections } : {}),
     ...(last.onCompletionExhausted ? { onCompletionExhausted: last.onCompletionExhausted } : {}),
+    ...(last.agentName ? { agentName: last.agentName } : {}),
+    ...(last.readOnly ? { readOnly: true } : {}),
     planMode: last.planMode === true,
     model: last.model,
     baseUrl: last.baseUrl,

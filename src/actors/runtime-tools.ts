@@ -4,6 +4,8 @@ import { updatePlanRuntime } from './update-plan.js';
 import { askUserRuntime } from './questions.js';
 import { stopRuntime } from './stop-decision.js';
 import { getGoalRuntime, updateGoalRuntime } from './goals.js';
+import { spawnAgentRuntime } from './spawn-agent.js';
+import { interruptAgentRuntime, reportRuntime, sendMessageRuntime, waitAgentsRuntime } from './subagent-messages.js';
 
 /** One started call of a tool the runtime carries out itself (it commits facts of the agent, not effects on the world). */
 export interface RuntimeToolRun {
@@ -32,6 +34,11 @@ const TOOLS: Record<string, RuntimeTool> = {
   [stopRuntime.name]: stopRuntime,
   [getGoalRuntime.name]: getGoalRuntime,
   [updateGoalRuntime.name]: updateGoalRuntime,
+  [spawnAgentRuntime.name]: spawnAgentRuntime,
+  [sendMessageRuntime.name]: sendMessageRuntime,
+  [reportRuntime.name]: reportRuntime,
+  [waitAgentsRuntime.name]: waitAgentsRuntime,
+  [interruptAgentRuntime.name]: interruptAgentRuntime,
 };
 
 /** The runtime's own implementation of a tool, if it has one. */

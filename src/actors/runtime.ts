@@ -155,7 +155,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     logger,
     pricing: (model) => priceFor(model, {}),
     modelFor: opts.modelFor ?? ((settings, cursor) =>
-      createModelAdapter(settings.model, { cursor, baseUrl: settings.baseUrl, apiKey: opts.apiKey ?? '', capabilities: {} })),
+      createModelAdapter(settings.model, { cursor, ...(settings.agentName ? { agentName: settings.agentName } : {}), baseUrl: settings.baseUrl, apiKey: opts.apiKey ?? '', capabilities: {} })),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
 

@@ -23,6 +23,8 @@ import { lazyChild } from './lazy-logger.js';
 import type { MachineSnapshots } from './machine-set.js';
 import type { SupervisorPorts } from './supervisor-ports.js';
 import { defaultTooling, type ToolingPorts } from './tooling.js';
+import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from '../protocol/subagents.js';
+import type { ChildEntry, SubagentPort } from './subagent-port.js';
 
 /** What a supervisor needs to host agents. */
 export interface SupervisorOptions {
@@ -48,6 +50,10 @@ export interface SupervisorOptions {
   onDelta?(actorId: string, delta: ModelStreamEvent): void;
   /** Receives XState's inspection events (`@xstate.actor`, `@xstate.event`, `@xstate.snapshot`) of every hosted agent. */
   inspect?: InspectObserver;
+  /** Depth and width of subagent trees, and what a parent's end does to its children (default: 3, 8, 64, cancel). */
+  subagentLimits?: SubagentLimits;
+  /** Git worktrees of `worktree` children (absent: such a spawn is refused). */
+  worktrees?: Pick<SubagentPort, 'worktree' | 'worktreeDiff'>;
 }
 
 /** A hosted agent and the state of its inbox reader. */
@@ -84,6 +90,13 @@ export class Supervisor {
   private readonly tooling: ToolingPorts;
   private readonly faultRecords: FaultRecords;
   private stopped = false;
+  /** Takes the lease of a child this process creates: its epoch, or null when another process holds it (absent: no leases). */
+  private adopter: ((actorId: string) => Promise<number | null>) | null = null;
+  /** Children being hosted here right now, so a spawn retried at once hosts one. */
+  private readonly adopting = new Map<string, Promise<void>>();
+  private readonly treeCounts = new Map<string, { atMs: number; count: Promise<number> }>();
+  /** One port for every agent hosted here (made on first use). */
+  private port: SubagentPort | null = null;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.reader = opts.ports.logs.reader;
@@ -174,6 +187,8 @@ export class Supervisor {
       this.faultRecords.clear(actorId);
     }
     await this.serve(actor);
+    // a child that died owing its parent a turn's notice sends it now (deduped by its ID)
+    if (!recovered && actor.projection.noticeOwed) actor.sendOwedNotice();
     return { actor, recovered, entry };
   }
 
@@ -222,6 +237,7 @@ export class Supervisor {
         faults: { hit: (point, id) => this.opts.faults.hit(point, id, epoch) },
         logger,
         onHalt: () => life.abort(),
+        subagents: (this.port ??= this.subagentPort()),
         onCommit: (events) => this.opts.onCommit?.(actorId, events),
         onDelta: (d) => {
           // Live only (core NATS, not persisted): clients see tokens as they come; the log
@@ -338,6 +354,81 @@ export class Supervisor {
       this.wake(h.actor.actorId);
     }, delayMs);
     h.retry.unref?.();
+  }
+
+  /**
+   * Who takes the lease of a child an agent here creates (a host, a command hosting its tree):
+   * the child runs here when it returns an epoch, elsewhere when it returns null.
+   */
+  setAdopter(adopter: (actorId: string) => Promise<number | null>): void {
+    this.adopter = adopter;
+  }
+
+  /** True when this process hosts the actor now. */
+  hosts(actorId: string): boolean {
+    return this.hosted.has(actorId);
+  }
+
+  /**
+   * Hosts a child here, once: a new one with an empty log (its directory entry written), one the
+   * directory already has by rehydrating it — unless another process holds its lease.
+   */
+  private hostChild(entry: ChildEntry): Promise<void> {
+    const id = entry.actorId;
+    if (this.hosted.has(id) || this.stopped) return Promise.resolve();
+    let p = this.adopting.get(id);
+    if (!p) {
+      p = (async () => {
+        const known = await this.opts.ports.directory.get(id);
+        const epoch = this.adopter ? await this.adopter(id) : undefined;
+        if (epoch === null || this.hosted.has(id) || this.stopped) {
+          if (!known) {
+            const now = new Date(this.clock.nowMs()).toISOString();
+            await this.opts.ports.directory.put({ ...entry, status: 'running', createdAt: now, updatedAt: now });
+          }
+          return;
+        }
+        if (known) await this.hydrate(id, undefined, epoch !== undefined ? { epoch } : {});
+        else await this.create(entry, epoch !== undefined ? { epoch } : {});
+      })().finally(() => this.adopting.delete(id));
+      this.adopting.set(id, p);
+    }
+    return p;
+  }
+
+  /** The port through which the agents of one tree reach each other. */
+  private subagentPort(): SubagentPort {
+    const limits = this.opts.subagentLimits ?? DEFAULT_SUBAGENT_LIMITS;
+    return {
+      limits,
+      spawn: async (entry, task) => {
+        // a child spawned here counts at once, before the next listing sees it
+        const cached = this.treeCounts.get(entry.rootId);
+        if (cached) cached.count = cached.count.then((n) => n + 1);
+        await this.hostChild(entry);
+        await this.opts.ports.inbox.publish(task, 'actor');
+      },
+      send: async (msg) => {
+        await this.opts.ports.inbox.publish(msg, 'actor');
+      },
+      treeRunning: (rootId) => {
+        // one listing of the directory serves the spawns of a moment (a fan-out asks for each child)
+        const now = this.clock.nowMs();
+        const cached = this.treeCounts.get(rootId);
+        if (cached && now - cached.atMs < 1_000) return cached.count;
+        const count = this.opts.ports.directory.list().then((all) =>
+          all.filter((e) => e.rootId === rootId && e.kind === 'subagent' && (e.status === 'running' || e.status === 'waiting')).length);
+        this.treeCounts.set(rootId, { atMs: now, count });
+        count.catch(() => this.treeCounts.delete(rootId));
+        return count;
+      },
+      firstTurn: async (rootId, childId, signal) => {
+        for await (const { event } of this.reader.follow(rootId, childId, { afterSeq: 0, signal })) {
+          if (event.type === 'turn/start') return;
+        }
+      },
+      ...(this.opts.worktrees ?? {}),
+    };
   }
 
   /**

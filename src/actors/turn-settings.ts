@@ -3,6 +3,7 @@ import { parseModelSpec } from '../model/model-spec.js';
 import type { ExecutionSemantics } from '../tools/tool.js';
 import { inPlanMode } from './plan-mode.js';
 import { GOAL_TOOLS } from './goals.js';
+import { CHILD_TOOLS } from '../tools/builtins/subagent-tools.js';
 
 /** Instructions a turn runs with when its request names none. */
 export const DEFAULT_INSTRUCTIONS =
@@ -27,6 +28,8 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     ...(req.maxOutputTokens ? { maxOutputTokens: req.maxOutputTokens } : {}),
     ...(req.config ? { config: req.config } : {}),
     ...(req.approvalMode ? { approvalMode: req.approvalMode } : {}),
+    ...(req.agentName ? { agentName: req.agentName } : {}),
+    ...(req.readOnly ? { readOnly: true } : {}),
     ...completionOf(req),
     model: req.model,
     baseUrl: req.baseUrl,
@@ -52,8 +55,10 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
  * goal the model cannot read or complete would only end blocked.
  */
 function toolsOf(req: TurnRequest, allTools: string[]): string[] {
-  if (!req.goal) return req.tools ?? allTools.filter((t) => !GOAL_TOOLS.has(t));
-  return req.tools ? [...new Set([...req.tools, ...allTools.filter((t) => GOAL_TOOLS.has(t))])] : allTools;
+  // `report` is a child's alone: a child's request names it, a person's default leaves it out
+  const all = allTools.filter((t) => !CHILD_TOOLS.has(t));
+  if (!req.goal) return req.tools ?? all.filter((t) => !GOAL_TOOLS.has(t));
+  return req.tools ? [...new Set([...req.tools, ...all.filter((t) => GOAL_TOOLS.has(t))])] : all;
 }
 
 /** The model name a spec sends to its provider: `openai:gpt-4.1` → `gpt-4.1`; a script's spec as is. */

@@ -93,6 +93,9 @@ export function createInboxCheck(report: Report): Check {
         case 'interrupt/requested':
           consume(e.seq, e.data.messageId, 'interrupt/requested');
           break;
+        case 'subagent/completed':
+          consume(e.seq, e.data.messageId, `the call ${e.call ?? ''} that waited for ${e.data.childId}`);
+          break;
         case 'inbox/cancelled':
           if (received.has(e.data.messageId)) delivery.set(e.data.messageId, { state: 'cancelled' });
           break;

@@ -41,6 +41,9 @@ export function statusAfter(e: { type: string; data?: unknown }): ActorStatus | 
   if (e.type === 'approval/requested' || e.type === 'ask/asked' || e.type === 'actor/parked') return 'waiting';
   // a turn whose goal goes on owes the next turn: a host must take the agent on until it starts
   if (e.type === 'turn/end' && (e.data as { goalContinues?: boolean }).goalContinues === true) return 'running';
+  // a child owes its parent the notice of the turn: a host must take it on until it is sent
+  if (e.type === 'turn/end' && (e.data as { noticeOwed?: boolean }).noticeOwed === true) return 'running';
+  if (e.type === 'subagent/notified') return STATUS_AFTER_TURN[(e.data as { outcome: keyof typeof STATUS_AFTER_TURN }).outcome] ?? null;
   if (e.type === 'turn/end') return STATUS_AFTER_TURN[(e.data as { outcome: keyof typeof STATUS_AFTER_TURN }).outcome] ?? null;
   return null;
 }

@@ -197,6 +197,24 @@ export class EventDescriber {
         const what = d.requested === 'complete' ? 'completion requested' : d.phase;
         return `${d.goalId} r${d.revision} ${what}${reasonText(d.reason)} · by ${d.by}`;
       }
+      case 'subagent/spawn_requested': {
+        const d = e.data;
+        return `${d.childId} "${d.name}" ${d.mode} · ${d.context} · ${d.permissions.workspaceMode}${d.permissions.readOnly ? ' read-only' : ''} · ${d.permissions.tools.length} tools · ${clip(d.task, 60)}`;
+      }
+      case 'subagent/spawned':
+        return `${e.data.childId} · task ${e.data.messageId}${e.data.worktree ? ` · worktree ${e.data.worktree}` : ''}`;
+      case 'subagent/message_sent':
+        return `${e.data.kind} to ${e.data.childId} · ${e.data.messageId}${e.data.reason ? ` · ${clip(e.data.reason, 60)}` : ''}`;
+      case 'subagent/reported':
+        return `to ${e.data.parentId} · ${e.data.messageId}`;
+      case 'subagent/completed':
+        return `${e.data.childId} ${e.data.kind === 'subagent_report' ? 'report' : (e.data.outcome ?? 'ended')} taken by the waiting call · ${e.data.messageId}`;
+      case 'subagent/notified':
+        return `${e.data.outcome} notice to ${e.data.parentId} · ${e.data.messageId}`;
+      case 'subagent/waiting':
+        return `${e.data.any ? 'any of' : 'the end of'} ${e.data.childIds.join(', ') || '(none)'}${e.data.deadlineAt !== null ? ` · until ${new Date(e.data.deadlineAt).toISOString()}` : ''}`;
+      case 'subagent/detached':
+        return `${e.data.childId} · ${clip(e.data.reason, 60)}`;
       default:
         return assertNever(e, 'event type');
     }

@@ -205,12 +205,16 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
         modelFor: (settings, cursor) =>
           createModelAdapter(settings.model, {
             cursor,
+            ...(settings.agentName ? { agentName: settings.agentName } : {}),
             baseUrl: settings.baseUrl,
             apiKey: secretOf(config, 'OPENAI_API_KEY'),
             capabilities: config.capabilities[modelName(settings.model)] ?? {},
           }),
+        subagentLimits: config.subagents,
         ...extra,
       });
+      // the children its agents spawn run here too, under leases this command keeps until it closes
+      s.setAdopter(async (actorId) => (await keeper.take(actorId))?.epoch ?? null);
       supervisors.push(s);
       return s;
     },

@@ -73,6 +73,14 @@ export const ConfigFileSchema = z.strictObject({
   on_completion_exhausted: OnCompletionExhaustedSchema.optional(),
   /** Turns in a row without progress before a goal is `blocked` with reason `no_progress` (default 2). */
   max_idle_turns: z.number().int().min(1).max(100).optional(),
+  /** How deep a tree of subagents may go (default 3: a top agent's children's children's children). */
+  max_subagent_depth: z.number().int().min(1).max(16).optional(),
+  /** Subagents one agent may have running at once (default 8). */
+  max_children_per_parent: z.number().int().min(1).max(10_000).optional(),
+  /** Subagents a whole tree may have running at once (default 64). */
+  max_children_per_tree: z.number().int().min(1).max(100_000).optional(),
+  /** What a parent's cancelled or failed turn does to its running subagents: `cancel` them (default) or `detach` them. */
+  on_parent_end: z.enum(['cancel', 'detach']).optional(),
   /** Environment variables whose values are redacted from tool output (the API key always is). */
   redact_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
 });

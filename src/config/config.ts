@@ -1,3 +1,4 @@
+import { DEFAULT_SUBAGENT_LIMITS } from '../protocol/subagents.js';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -81,6 +82,13 @@ export const EffectiveConfigSchema = z.object({
   maxIdleTurns: z.number().int().positive(),
   /** Names (never values) of environment variables whose values are redacted from tool output. */
   redactEnv: z.array(z.string()),
+  /** Limits of subagent trees (`max_subagent_depth`, `max_children_per_parent`, `max_children_per_tree`, `on_parent_end`). */
+  subagents: z.object({
+    maxDepth: z.number().int().positive(),
+    maxChildrenPerParent: z.number().int().positive(),
+    maxChildrenPerTree: z.number().int().positive(),
+    onParentEnd: z.enum(['cancel', 'detach']),
+  }),
   /** The workspace whose actorloop.toml was read, and whether the user trusts it. */
   workspace: z.object({ dir: z.string(), trusted: z.boolean() }),
   /** Keys of the workspace file that did not count, each with why (named on stderr and in `config show`). */
@@ -192,6 +200,12 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     maxParallelCalls: file.max_parallel_calls ?? 8,
     interruptFollowUps: file.interrupt_follow_ups ?? 'keep',
     maxIdleTurns: file.max_idle_turns ?? 2,
+    subagents: {
+      maxDepth: file.max_subagent_depth ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
+      maxChildrenPerParent: file.max_children_per_parent ?? DEFAULT_SUBAGENT_LIMITS.maxChildrenPerParent,
+      maxChildrenPerTree: file.max_children_per_tree ?? DEFAULT_SUBAGENT_LIMITS.maxChildrenPerTree,
+      onParentEnd: file.on_parent_end ?? DEFAULT_SUBAGENT_LIMITS.onParentEnd,
+    },
     redactEnv: [...new Set([keyEnv, 'NATS_PASSWORD', 'NATS_TOKEN', ...(file.redact_env ?? [])])],
     workspace: { dir: workspaceKey(cwd), trusted },
     ignoredKeys: ws.ignored.map((n) => `${paths.workspace}: ${n}`),

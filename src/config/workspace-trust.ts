@@ -1,3 +1,4 @@
+import { DEFAULT_SUBAGENT_LIMITS } from '../protocol/subagents.js';
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ApprovalMode } from '../protocol/events.js';
@@ -98,6 +99,19 @@ export function workspaceLayer(ws: ConfigFile | null, user: ConfigFile | null, t
     ignored.push(`approval_ttl_seconds = ${file.approval_ttl_seconds}: longer than ${baseTtl}, and an untrusted workspace only shortens it`);
     delete file.approval_ttl_seconds;
   }
+  // subagent limits only go down, and a workspace may ask that a parent's end cancel its children, never detach them
+  for (const [key, dflt] of [['max_subagent_depth', DEFAULT_SUBAGENT_LIMITS.maxDepth], ['max_children_per_parent', DEFAULT_SUBAGENT_LIMITS.maxChildrenPerParent], ['max_children_per_tree', DEFAULT_SUBAGENT_LIMITS.maxChildrenPerTree]] as const) {
+    const base = user?.[key] ?? dflt;
+    const v = file[key];
+    if (v !== undefined && v > base) {
+      ignored.push(`${key} = ${v}: above ${base}, and an untrusted workspace only lowers it`);
+      delete file[key];
+    }
+  }
+  if (file.on_parent_end === 'detach' && (user?.on_parent_end ?? DEFAULT_SUBAGENT_LIMITS.onParentEnd) !== 'detach') {
+    ignored.push('on_parent_end = "detach": looser than "cancel", and an untrusted workspace only tightens');
+    delete file.on_parent_end;
+  }
   const baseAskTtl = user?.ask_ttl_seconds ?? DEFAULT_ASK_TTL_SECONDS;
   if (file.ask_ttl_seconds !== undefined && file.ask_ttl_seconds > baseAskTtl) {
     ignored.push(`ask_ttl_seconds = ${file.ask_ttl_seconds}: longer than ${baseAskTtl}, and an untrusted workspace only shortens it`);
@@ -120,6 +134,10 @@ export function mergeLayers(ws: ConfigFile, user: ConfigFile | null): ConfigFile
   if (ws.ask_ttl_seconds !== undefined && user?.ask_ttl_seconds !== undefined) {
     merged.ask_ttl_seconds = Math.min(ws.ask_ttl_seconds, user.ask_ttl_seconds);
   }
+  for (const key of ['max_subagent_depth', 'max_children_per_parent', 'max_children_per_tree'] as const) {
+    if (ws[key] !== undefined && user?.[key] !== undefined) merged[key] = Math.min(ws[key], user[key]);
+  }
+  if (ws.on_parent_end === 'cancel') merged.on_parent_end = 'cancel';
   const rules = [...(user?.policy?.rules ?? []), ...(ws.policy?.rules ?? [])];
   merged.policy = { rules };
   const redact = [...new Set([...(ws.redact_env ?? []), ...(user?.redact_env ?? [])])];

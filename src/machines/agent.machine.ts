@@ -1,7 +1,7 @@
 import { assign, setup } from 'xstate';
 import type { TurnOutcome } from '../protocol/events.js';
 import { slot, type MachineEvent } from './machine-event.js';
-import { changesSteers, nextSteers, type SteerQueue } from './steer-queue.js';
+import { changesSteers, nextSteers, STEER_KINDS, type SteerQueue } from './steer-queue.js';
 
 /** Input of the agent machine. */
 export interface AgentInput {
@@ -32,10 +32,15 @@ export type AgentEvent = MachineEvent;
 /** The `turn/end` event, as the branches of the agent's turn end see it. */
 type TurnEndEvent = Extract<AgentEvent, { type: 'turn/end' }>;
 
-/** Kinds of message that start a turn when the agent is idle (a steer too: it wakes the agent). */
-const STARTS_TURN = new Set(['user_message', 'follow_up', 'steer']);
+/**
+ * Kinds of message that start a turn when the agent is idle: a steer wakes the agent, and so do a
+ * child's report or notice (the parent's turn then reads it) and a parent's task for a child.
+ */
+const STARTS_TURN = new Set(['user_message', 'follow_up', 'subagent_task', ...STEER_KINDS]);
 /** Kinds that wait for the next turn while one runs. */
-const NEXT_TURN = new Set(['user_message', 'follow_up']);
+const NEXT_TURN = new Set(['user_message', 'follow_up', 'subagent_task']);
+/** A person's interrupt, or a parent's of its child (the runtime checks the sender is the parent). */
+const INTERRUPTS = new Set(['interrupt', 'subagent_interrupt']);
 
 /** Sources of a turn the agent claims itself. */
 type ClaimSource = 'user_message' | 'follow_up' | 'goal_continuation';
@@ -123,6 +128,7 @@ export const agentMachine = setup({
     'inbox/cancelled': {
       actions: [assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }), assign({ queued: ({ context, event }) => context.queued.filter((id) => id !== event.data.messageId) })],
     },
+    'subagent/completed': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     // guarded: an event that changes no steer queue copies no context (most steps have no steer)
     'step/start': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'request/prepared': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
@@ -148,7 +154,7 @@ export const agentMachine = setup({
             ],
           },
           {
-            guard: ({ event }) => event.data.kind === 'interrupt',
+            guard: ({ event }) => INTERRUPTS.has(event.data.kind),
             actions: { type: 'refuseMessage', params: ({ event }) => ({ messageId: event.data.messageId, reason: 'nothing to interrupt: no turn is running' }) },
           },
         ],
@@ -178,9 +184,9 @@ export const agentMachine = setup({
             guard: isKind(NEXT_TURN),
             actions: assign({ queued: ({ context, event }) => [...context.queued, event.data.messageId] }),
           },
-          { guard: ({ event }) => event.data.kind === 'steer', actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+          { guard: ({ event }) => STEER_KINDS.has(event.data.kind), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
           {
-            guard: ({ event }) => event.data.kind === 'interrupt',
+            guard: ({ event }) => INTERRUPTS.has(event.data.kind),
             actions: assign({ interrupted: true, interruptId: interruptOf }),
           },
         ],
@@ -205,10 +211,10 @@ export const agentMachine = setup({
             guard: isKind(NEXT_TURN),
             actions: assign({ queued: ({ context, event }) => [...context.queued, event.data.messageId] }),
           },
-          { guard: ({ event }) => event.data.kind === 'steer', actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+          { guard: ({ event }) => STEER_KINDS.has(event.data.kind), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
           {
             // wherever the agent is hosted, a person's Ctrl-C reaches it as mail (design §6a)
-            guard: ({ event }) => event.data.kind === 'interrupt',
+            guard: ({ event }) => INTERRUPTS.has(event.data.kind),
             actions: [
               assign({ interrupted: true, interruptId: interruptOf }),
               { type: 'interruptTurn', params: interruptOf },

@@ -15,13 +15,20 @@ export interface SteerQueue {
 
 export const NO_STEERS: SteerQueue = { pending: [], claimed: [] };
 
+/**
+ * Kinds that wait for the next step and wake an idle agent: a person's steer, and what a child
+ * says to its parent (a report, a completion notice), which a parent reads at its next step.
+ */
+export const STEER_KINDS: ReadonlySet<string> = new Set(['steer', 'subagent_report', 'subagent_completed']);
+
 /** The queue after one event; what it was (absent: empty) when the event changes nothing. */
 export function nextSteers(q: SteerQueue | undefined, e: MachineEvent): SteerQueue | undefined {
   const s = q ?? NO_STEERS;
   const same = q;
   switch (e.type) {
     case 'inbox/received':
-      return e.data.kind === 'steer' ? { pending: [...s.pending, e.data.messageId], claimed: s.claimed } : same;
+      return STEER_KINDS.has(e.data.kind) ? { pending: [...s.pending, e.data.messageId], claimed: s.claimed } : same;
+    case 'subagent/completed':
     case 'inbox/cancelled':
       return s.pending.includes(e.data.messageId) ? { pending: s.pending.filter((id) => id !== e.data.messageId), claimed: s.claimed } : same;
     case 'turn/start':

@@ -168,6 +168,8 @@ export const turnMachine = setup({
     // guarded: an event that changes no steer queue copies no context (most steps have no steer)
     'inbox/received': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'inbox/cancelled': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
+    // a child's notice a waiting call took is no longer waiting for a step
+    'subagent/completed': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'request/prepared': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'recovery/started': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'attempt/end': { actions: assign({ usage: ({ context, event }) => addUsage(context.usage, event.data.usage) }) },

@@ -7,6 +7,8 @@ export const InboxKindSchema = z.enum([
   'job_notice', 'subagent_task', 'subagent_report', 'subagent_completed', 'control',
   // a person's change of the agent's goal (`actorloop goal <agent> pause|resume|cancel`)
   'goal_control',
+  // a parent's stop of its child's running turn (`interrupt_agent`, or the parent's turn ending): the child checks the sender is its parent
+  'subagent_interrupt',
 ]);
 export type InboxKind = z.infer<typeof InboxKindSchema>;
 

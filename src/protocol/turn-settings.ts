@@ -76,6 +76,14 @@ const CompletionFields = {
   onCompletionExhausted: OnCompletionExhaustedSchema.optional(),
 };
 
+/** What a subagent's turns run with besides the rest: its name, and whether it may change anything. */
+const ChildFields = {
+  /** The agent's name in its tree (a child's `spawn_agent` name); the scripted model plays `agents.<name>`. Absent: `main`. */
+  agentName: z.string().optional(),
+  /** Every call with possible effects is denied (a `readonly` child); absent: false. */
+  readOnly: z.boolean().optional(),
+};
+
 /** What a Turn runs with, recorded in `turn/start` so a resume needs nothing else. */
 export const TurnSettingsSchema = z.object({
   model: z.string(),
@@ -99,6 +107,7 @@ export const TurnSettingsSchema = z.object({
   /** Plan mode: the turn is read-only (every call with possible effects is denied) and writes a plan; absent: false. */
   planMode: z.boolean().optional(),
   ...CompletionFields,
+  ...ChildFields,
 });
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>;
 
@@ -125,6 +134,7 @@ export const TurnRequestSchema = z.object({
   /** Run the turn in plan mode (`actorloop run --plan-mode`). */
   planMode: z.boolean().optional(),
   ...CompletionFields,
+  ...ChildFields,
   /** A goal the turn starts (`run --goal`): `goal/created` is committed with its `turn/start`. */
   goal: GoalRequestSchema.optional(),
 });

@@ -10,7 +10,7 @@ export interface ReservationRecord {
   scope: 'turn' | 'goal';
   /** The goal it counts against (scope `goal`). */
   goalId?: string;
-  kind: 'attempt' | 'tool_calls';
+  kind: 'attempt' | 'tool_calls' | 'subagent';
   turn: string;
   attemptId?: string;
   step?: string;

@@ -6,6 +6,7 @@ import { noteEpochs } from './incarnations.js';
 import { emptyFacts, foldFacts, type CompletionFacts } from './completion-facts.js';
 import { foldGoal, type GoalRecord } from './goal-projection.js';
 import { foldReserved, foldSettled, type BudgetSpend, type ReservationRecord } from './budget-projection.js';
+import { foldSubagents, type ChildRecord, type NoticeOwed, type ParentLink, type SpawnRequestRecord, type WaitRecord } from './subagent-projection.js';
 
 export type { BudgetSpend, ReservationRecord } from './budget-projection.js';
 
@@ -204,6 +205,16 @@ export interface Projection {
   completion?: CompletionFacts;
   /** The agent's goal (absent: it has none). */
   goal?: GoalRecord;
+  /** The agent's children by ID (made on first spawn). */
+  children?: Record<string, ChildRecord>;
+  /** Spawn requests whose child is not created yet, by request ID. */
+  spawnRequests?: Record<string, SpawnRequestRecord>;
+  /** Calls of the open step that wait for children, by call ID. */
+  waits?: Record<string, WaitRecord>;
+  /** A child's parent, from its task (absent: a top-level agent). */
+  parentLink?: ParentLink;
+  /** A child's turn ended and its parent has not had the notice yet. */
+  noticeOwed?: NoticeOwed;
 }
 
 /** The projection of an empty log. */
@@ -278,6 +289,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
   }
   // before the rest: it reads the plan an update replaces and the calls of the step
   foldGoal(p, e);
+  foldSubagents(p, e);
   switch (e.type) {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
@@ -511,6 +523,14 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       includeMessage(p, e.data.messageId);
       break;
     case 'goal/created':
+    case 'subagent/spawn_requested':
+    case 'subagent/spawned':
+    case 'subagent/message_sent':
+    case 'subagent/reported':
+    case 'subagent/completed':
+    case 'subagent/notified':
+    case 'subagent/waiting':
+    case 'subagent/detached':
     case 'recovery/continuation':
     case 'actor/rehydrated':
     case 'actor/killed':

@@ -65,6 +65,7 @@ export function fakeContext(o: FakeContextOptions = {}): FakeContext {
   const outputs = new OutputTexts(ports.blobs);
   const ctx: FakeContext = {
     actorId,
+    rootId: actorId,
     projection,
     ports,
     logger: ports.logger,

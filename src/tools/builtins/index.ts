@@ -11,6 +11,7 @@ import { shellTool } from './shell.js';
 import { stopTool } from './stop.js';
 import { updatePlanTool } from './update-plan.js';
 import { writeFileTool } from './write-file.js';
+import { interruptAgentTool, reportTool, sendMessageTool, spawnAgentTool, waitAgentsTool } from './subagent-tools.js';
 
 export { applyPatchTool } from './apply-patch.js';
 export { askUserTool } from './ask-user.js';
@@ -23,6 +24,7 @@ export { shellTool } from './shell.js';
 export { stopTool, type StopInput } from './stop.js';
 export { formatPlan, updatePlanTool, type Plan, type UpdatePlanInput } from './update-plan.js';
 export { writeFileTool } from './write-file.js';
+export { spawnAgentTool, sendMessageTool, reportTool, waitAgentsTool, interruptAgentTool, PARENT_TOOLS, CHILD_TOOLS } from './subagent-tools.js';
 
 /**
  * The built-in tools: read_file, list_dir, search, write_file, apply_patch, shell, artifact_read,
@@ -30,6 +32,8 @@ export { writeFileTool } from './write-file.js';
  * ask_user (run by the runtime: it waits for a person), stop (run by the runtime: the model's
  * decision to end the turn `stopped`), get_goal and update_goal (run by the runtime: the agent's
  * goal lives in its log; a turn sees them only when it has a goal).
+ * spawn_agent, send_message, wait_agents, interrupt_agent and report (run by the runtime: a tree of
+ * agents talking through their inboxes; `report` only a child sees).
  * `redactor` masks secrets in artifact hex dumps with the pipeline's configured values too.
  */
 export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition<any>[] {
@@ -46,5 +50,10 @@ export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition
     stopTool,
     getGoalTool,
     updateGoalTool,
+    spawnAgentTool,
+    sendMessageTool,
+    waitAgentsTool,
+    interruptAgentTool,
+    reportTool,
   ];
 }

@@ -1,0 +1,84 @@
+import type { HistoryItem } from '../protocol/history.js';
+import type { TurnRequest } from '../protocol/turn-settings.js';
+import { ChildTaskSchema, noticeText, NOTICE_KINDS, type ChildTask } from '../protocol/subagents.js';
+import type { InboxItem } from '../store/projection.js';
+
+// A child's side of its task (design §6b): the turn its `subagent_task` message starts, with the
+// permissions and budget its parent fixed, and what the model reads of messages between them.
+
+/** What a child's instructions say, after its parent's (or the default) instructions. */
+export const CHILD_INSTRUCTIONS =
+  '\n\nYou are a subagent: another agent (your parent) gave you the task below. Work on it alone with your tools. ' +
+  'Your final answer goes to your parent as your result, so make it complete and self-contained. ' +
+  'Use report to send your parent a finding before you are done, when it cannot wait.';
+
+/** The most characters of the parent's history a forked child reads. */
+export const FORK_TRANSCRIPT_CHARS = 64 * 1024;
+
+/** The task a `subagent_task` message carries; null when its content is not one. */
+export function parseChildTask(content: string): ChildTask | null {
+  try {
+    const t = ChildTaskSchema.safeParse(JSON.parse(content));
+    return t.success ? t.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The turn request of a child's first turn: its parent's model, the permissions and budget recorded at the spawn. */
+export function childRequest(task: ChildTask, nowMs: number): TurnRequest {
+  const b = task.budget;
+  return {
+    model: task.model,
+    baseUrl: task.baseUrl,
+    workspace: task.permissions.workspace,
+    tools: task.permissions.tools,
+    instructions: (task.instructions ?? DEFAULT_CHILD_BASE) + CHILD_INSTRUCTIONS,
+    maxSteps: b.maxSteps,
+    maxToolCalls: b.maxToolCalls,
+    // the parent fixed an absolute deadline: what is left of it when the turn starts
+    deadlineSeconds: b.deadlineAt === null ? null : Math.max(0.001, (b.deadlineAt - nowMs) / 1000),
+    ...(b.maxTokens !== null ? { maxTokens: b.maxTokens } : {}),
+    ...(b.maxCostUsd !== null ? { maxCostUsd: b.maxCostUsd } : {}),
+    maxAttempts: null,
+    approvalMode: task.permissions.approvalMode,
+    agentName: task.name,
+    ...(task.permissions.readOnly ? { readOnly: true } : {}),
+  };
+}
+
+/** The base instructions of a child whose parent named none (the built-in ones, said once here to avoid a cycle). */
+const DEFAULT_CHILD_BASE =
+  'You are an agent working in a workspace through tools. Read before you change anything, ' +
+  'make the smallest change that solves the task, and end with a short final answer.';
+
+/** What the model reads of an inbox message that enters its history. */
+export function modelText(item: Pick<InboxItem, 'kind' | 'content'> | undefined): string {
+  if (!item) return '';
+  if (NOTICE_KINDS.has(item.kind)) return noticeText(item.kind, item.content);
+  if (item.kind === 'subagent_task') {
+    const task = parseChildTask(item.content);
+    if (!task) return item.content;
+    return task.forkTranscript ? `${task.forkTranscript}\n\n---\nYour task:\n${task.task}` : task.task;
+  }
+  return item.content;
+}
+
+/**
+ * The parent's model-visible history as a transcript a forked child reads first: only closed
+ * steps are in the history, so the parent's current step is never cut in half. The newest part is
+ * kept when it is longer than the bound.
+ */
+export function forkTranscript(history: readonly HistoryItem[]): string {
+  const lines = history.map((h) => {
+    if (h.role === 'assistant') {
+      const calls = h.toolCalls.map((c) => `[called ${c.name} ${c.arguments}]`).join(' ');
+      return `assistant: ${h.content ?? ''}${calls ? ` ${calls}` : ''}`;
+    }
+    if (h.role === 'tool') return `tool ${h.name}: ${h.content}`;
+    return `${h.role}: ${h.content}`;
+  });
+  let text = lines.join('\n');
+  if (text.length > FORK_TRANSCRIPT_CHARS) text = `[… earlier history left out]\n${text.slice(text.length - FORK_TRANSCRIPT_CHARS)}`;
+  return `What your parent agent has seen and done so far (its history):\n${text}`;
+}

@@ -1,0 +1,240 @@
+import { derivedId } from '../protocol/ids.js';
+import type { ChildTask, CarvedBudget, ChildPermissions } from '../protocol/subagents.js';
+import type { InboxMessage } from '../protocol/inbox.js';
+import { childOfRequest, runningChildren, type SpawnRequestRecord } from '../store/subagent-projection.js';
+import { CHILD_TOOLS, PARENT_TOOLS, type SpawnAgentInput } from '../tools/builtins/subagent-tools.js';
+import { turnRoom } from './budget.js';
+import { forkTranscript } from './child-task.js';
+import type { EffectContext } from './effect-context.js';
+import { settings } from './effect-helpers.js';
+import type { RuntimeTool, RuntimeToolRun } from './runtime-tools.js';
+import { TURN_DEFAULTS } from './turn-settings.js';
+import { armWait, callFailed, callSucceeded } from './child-waits.js';
+
+// `spawn_agent` (design §6b): two phases, each a commit before the next acts. First
+// `subagent/spawn_requested` (with the carve of the parent's budget reserved in the same commit),
+// before anything of the child exists; then the child — its directory entry, hosting, and its task
+// in its inbox under the request's ID — and `subagent/spawned`. Every ID is derived from the call,
+// so a kill anywhere in between finds the same child when the call runs again.
+
+/** The stable request ID of a spawn call, which is also its task message's ID. */
+export function spawnRequestId(callId: string): string {
+  return derivedId('message', 'spawn', callId);
+}
+
+/** The child a spawn request names: derived from it, so a retry names the same child. */
+export function childIdOf(requestId: string): string {
+  return derivedId('agent', 'child', requestId);
+}
+
+/** The reservation of a child's carve in its parent's log. */
+export function carveReservationId(requestId: string): string {
+  return derivedId('reservation', 'subagent', requestId);
+}
+
+type Plan =
+  | { error: string; code: string }
+  | { permissions: ChildPermissions; budget: CarvedBudget; depth: number; name: string; clamped: string[]; reserve: { tokens: number; costUsd: number | null } | null };
+
+/** Checks a spawn against the limits and the parent's permissions and budget; what the child gets, or why not. */
+export async function planSpawn(a: EffectContext, input: SpawnAgentInput): Promise<Plan> {
+  const port = a.ports.subagents!;
+  const p = a.projection;
+  const s = settings(a);
+  const { limits } = port;
+  const depth = (p.parentLink?.depth ?? 0) + 1;
+  if (depth > limits.maxDepth) {
+    return { code: 'subagent.depth', error: `you are at depth ${depth - 1} of your tree, and subagents go ${limits.maxDepth} deep at most (max_depth): do this part yourself` };
+  }
+  const running = runningChildren(p).length;
+  if (running >= limits.maxChildrenPerParent) {
+    return { code: 'subagent.width', error: `you have ${running} subagents running, the most one agent may have (max_children_per_parent = ${limits.maxChildrenPerParent}): wait for one with wait_agents first` };
+  }
+  const asked = input.tools ?? s.tools.filter((t) => !CHILD_TOOLS.has(t));
+  const lacking = asked.filter((t) => !s.tools.includes(t) || CHILD_TOOLS.has(t));
+  if (lacking.length > 0) {
+    return { code: 'subagent.tools', error: `a subagent gets only tools you have, and you do not have ${lacking.join(', ')} (yours: ${s.tools.join(', ')})` };
+  }
+  // a child at the depth limit cannot spawn: it gets no parent tools; every child may report
+  const tools = [...new Set([...asked.filter((t) => depth < limits.maxDepth || !PARENT_TOOLS.has(t)), 'report'])];
+  if (input.workspace === 'worktree' && !port.worktree) {
+    return { code: 'subagent.worktree', error: 'this runtime makes no git worktrees for subagents: use workspace "shared" or "readonly"' };
+  }
+  const tree = await port.treeRunning(a.rootId);
+  if (tree >= limits.maxChildrenPerTree) {
+    return { code: 'subagent.tree_width', error: `the tree has ${tree} subagents running, the most a tree may have (max_children_per_tree = ${limits.maxChildrenPerTree}): wait for some to end` };
+  }
+  const carved = carve(a, input);
+  if ('error' in carved) return carved;
+  const n = Object.keys(p.children ?? {}).length + 1;
+  return {
+    permissions: {
+      tools,
+      approvalMode: s.approvalMode ?? 'ask',
+      readOnly: input.workspace === 'readonly' || s.readOnly === true || s.planMode === true,
+      workspace: s.workspace,
+      workspaceMode: input.workspace,
+    },
+    budget: carved.budget,
+    depth,
+    name: input.name ?? `agent-${n}`,
+    clamped: carved.clamped,
+    reserve: carved.reserve,
+  };
+}
+
+/**
+ * The child's budget, carved out of what the parent's turn has left: tokens and cost are reserved
+ * in the parent's log (a tree never spends past its root's budget), the deadline is the parent's
+ * at the latest. A key asked for above what is left gets what is left, and says so; a limited key
+ * with nothing left is refused.
+ */
+function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code: string } | { budget: CarvedBudget; clamped: string[]; reserve: { tokens: number; costUsd: number | null } | null } {
+  const p = a.projection;
+  const turn = p.openTurn!;
+  const b = turn.settings.budgets;
+  const want = input.budget ?? {};
+  const clamped: string[] = [];
+  const room = turnRoom(p);
+  const fit = (key: string, asked: number | undefined, left: number | null): number | null | { error: string; code: string } => {
+    if (left === null) return asked ?? null;
+    if (left <= 0) return { code: 'subagent.budget', error: `you have no ${key} left to give a subagent (your turn's budget is spent or given to running subagents)` };
+    if (asked === undefined) return left;
+    if (asked > left) {
+      clamped.push(`${key}: asked ${asked}, got ${left} (what you had left)`);
+      return left;
+    }
+    return asked;
+  };
+  const tokens = fit('tokens', want.tokens, room.tokens);
+  if (typeof tokens === 'object' && tokens !== null) return tokens;
+  const cost = fit('costUsd', want.costUsd, room.costUsd);
+  if (typeof cost === 'object' && cost !== null) return cost;
+  const toolCallsLeft = b.maxToolCalls === null ? null : b.maxToolCalls - turn.toolCalls;
+  const toolCalls = fit('toolCalls', want.toolCalls, toolCallsLeft === null ? null : Math.max(0, toolCallsLeft));
+  if (typeof toolCalls === 'object' && toolCalls !== null) return toolCalls;
+  const nowMs = a.ports.clock.nowMs();
+  const asked = want.seconds === undefined ? null : Math.round(nowMs + want.seconds * 1000);
+  let deadlineAt = asked;
+  if (b.deadlineAt !== null) {
+    if (b.deadlineAt <= nowMs) return { code: 'subagent.budget', error: 'your turn is past its deadline: no time is left to give a subagent' };
+    if (asked === null || asked > b.deadlineAt) {
+      if (asked !== null) clamped.push(`seconds: asked ${want.seconds}, got ${Math.round((b.deadlineAt - nowMs) / 1000)} (your deadline)`);
+      deadlineAt = b.deadlineAt;
+    }
+  }
+  const limited = room.tokens !== null || room.costUsd !== null;
+  return {
+    budget: {
+      maxSteps: want.steps ?? TURN_DEFAULTS.maxSteps,
+      maxToolCalls: toolCalls as number | null,
+      maxTokens: tokens as number | null,
+      maxCostUsd: cost as number | null,
+      deadlineAt,
+    },
+    clamped,
+    // only a parent with a token or cost limit reserves: there is nothing to protect otherwise
+    reserve: limited ? { tokens: room.tokens === null ? 0 : (tokens as number), costUsd: room.costUsd === null ? null : (cost as number) } : null,
+  };
+}
+
+/** The child's task message: its ID is the request's, so a second publish is deduped. */
+function taskMessage(a: EffectContext, requestId: string, childId: string, t: Omit<ChildTask, 'requestId' | 'parentId' | 'rootId'>): InboxMessage {
+  const task: ChildTask = { requestId, parentId: a.actorId, rootId: a.rootId, ...t };
+  return {
+    id: requestId, from: a.actorId, to: childId, kind: 'subagent_task', target: 'next_turn', wakeup: true,
+    content: JSON.stringify(task), request: null, sentAt: new Date(a.ports.clock.nowMs()).toISOString(),
+  };
+}
+
+/**
+ * `spawn_agent` as the runtime runs it. A rerun after a crash reads what the log holds: a request
+ * already committed is not planned again (its child and carve are fixed), a child already spawned
+ * is not created again, a foreground wait already armed keeps its deadline.
+ */
+export const spawnAgentRuntime: RuntimeTool = {
+  name: 'spawn_agent',
+  async run(a: EffectContext, r: RuntimeToolRun): Promise<void> {
+    const input = r.input as SpawnAgentInput;
+    const port = a.ports.subagents;
+    if (!port) return callFailed(a, r, 'subagent.unavailable', 'this runtime hosts no subagents: do the work yourself');
+    const requestId = spawnRequestId(r.ids.call);
+    let childId = childOfRequest(a.projection, requestId);
+    let clamped: string[] = [];
+    if (childId === undefined) {
+      const plan = await planSpawn(a, input);
+      if (a.halted) return;
+      if ('error' in plan) return callFailed(a, r, plan.code, plan.error);
+      childId = childIdOf(requestId);
+      clamped = plan.clamped;
+      a.stage({
+        type: 'subagent/spawn_requested', ...r.ids,
+        data: {
+          requestId, childId, name: plan.name, task: input.task, mode: input.mode, context: input.context, depth: plan.depth,
+          permissions: plan.permissions, budget: plan.budget, ...(plan.clamped.length > 0 ? { clamped: plan.clamped } : {}),
+        },
+      });
+      if (plan.reserve) {
+        a.stage({
+          type: 'budget/reserved', ...r.ids,
+          data: { reservationId: carveReservationId(requestId), scope: 'turn', kind: 'subagent', tokens: plan.reserve.tokens, costUsd: plan.reserve.costUsd },
+        });
+      }
+      // committed before anything of the child exists: a kill after it finds the same child
+      await a.flush();
+    }
+    const child = a.projection.children![childId]!;
+    if (child.state === 'requested') {
+      const asked = requestOf(a, requestId);
+      let workspace = asked.permissions.workspace;
+      let worktree: string | null = null;
+      if (asked.permissions.workspaceMode === 'worktree') {
+        worktree = await port.worktree!(childId, asked.permissions.workspace);
+        workspace = worktree;
+      }
+      const task = taskMessage(a, requestId, childId, {
+        name: asked.name, depth: asked.depth, task: asked.task, mode: asked.mode, context: asked.context,
+        forkTranscript: asked.context === 'fork' ? forkTranscript(a.projection.history) : null,
+        permissions: { ...asked.permissions, workspace },
+        budget: asked.budget,
+        model: settings(a).model,
+        baseUrl: settings(a).baseUrl,
+        instructions: null,
+      });
+      await port.spawn({
+        actorId: childId, kind: 'subagent', parentId: a.actorId, rootId: a.rootId,
+        title: `${asked.name}: ${asked.task.trim().slice(0, 100)}`, workspace, labels: { name: asked.name },
+      }, task);
+      if (a.halted) return;
+      a.stage({ type: 'subagent/spawned', ...r.ids, data: { requestId, childId, messageId: requestId, ...(worktree ? { worktree } : {}) } });
+      await a.flush();
+    }
+    const note = clamped.length > 0 ? `\nIts budget was cut to what you had left: ${clamped.join('; ')}.` : '';
+    const name = child.name;
+    switch (input.mode) {
+      case 'background':
+        return callSucceeded(a, r, `Spawned subagent ${name} (${childId}) in the background. Its final answer comes to you as a message when its turn ends; wait_agents waits for it.${note}`);
+      case 'continuable':
+        await port.firstTurn(a.rootId, childId, a.signal).catch(() => {});
+        if (a.halted) return;
+        if (a.signal.aborted) return void a.stage({ type: 'tool/cancelled', ...r.ids, data: { reason: 'the turn stopped waiting', started: true, confirmed: true } });
+        return callSucceeded(a, r, `Subagent ${name} (${childId}) started its first turn. Give it more work with send_message (follow_up: true); its notices come to you as messages.${note}`);
+      case 'foreground': {
+        if (!a.projection.waits?.[r.ids.call]) {
+          const seconds = input.timeout_seconds ?? null;
+          const deadlineAt = seconds === null ? null : Math.round(a.ports.clock.nowMs() + seconds * 1000);
+          a.stage({ type: 'subagent/waiting', ...r.ids, data: { childIds: [childId], deadlineAt, any: false } });
+        }
+        armWait(a, r.ids);
+        return;
+      }
+    }
+  },
+};
+
+/** The spawn request the log holds for a child. */
+function requestOf(a: EffectContext, requestId: string): SpawnRequestRecord {
+  const r = a.projection.spawnRequests?.[requestId];
+  if (!r) throw new Error(`spawn request ${requestId} is not in the log`);
+  return r;
+}

@@ -1,0 +1,209 @@
+import { derivedId } from '../protocol/ids.js';
+import type { InboxKind, InboxMessage } from '../protocol/inbox.js';
+import { SubagentNoticeSchema, type SubagentNotice } from '../protocol/subagents.js';
+import { runningChildren } from '../store/subagent-projection.js';
+import type { InterruptAgentInput, ReportInput, SendMessageInput, WaitAgentsInput } from '../tools/builtins/subagent-tools.js';
+import type { BlobStore } from '../store/blob-port.js';
+import type { EffectContext } from './effect-context.js';
+import { armWait, callFailed, callSucceeded, settleWaits } from './child-waits.js';
+import type { RuntimeTool, RuntimeToolRun } from './runtime-tools.js';
+
+// What parent and child say to each other (design §6b), always through the recipient's inbox on
+// the actors' channel: the runtime names the sender (the running actor) and checks the relation.
+// Each message's ID is derived from the call (or the turn) that sends it, so a send retried after
+// a crash is deduped by the inbox and by the recipient's log. The ID returned means the
+// recipient's inbox accepted it, nothing more.
+
+function message(a: EffectContext, id: string, to: string, kind: InboxKind, content: string, target: InboxMessage['target']): InboxMessage {
+  return { id, from: a.actorId, to, kind, target, wakeup: true, content, request: null, sentAt: new Date(a.ports.clock.nowMs()).toISOString() };
+}
+
+/** A child of this agent by ID, or the tool error the model sees. */
+function ownChild(a: EffectContext, r: RuntimeToolRun, id: string): boolean {
+  if (a.projection.children?.[id]) return true;
+  const mine = Object.keys(a.projection.children ?? {});
+  callFailed(a, r, 'subagent.not_child', `${id} is not one of your subagents${mine.length > 0 ? ` (yours: ${mine.join(', ')})` : ' (you have none)'}`);
+  return false;
+}
+
+/** `send_message {agent, content, follow_up?}`: a parent to one of its children. */
+export const sendMessageRuntime: RuntimeTool = {
+  name: 'send_message',
+  async run(a, r) {
+    const input = r.input as SendMessageInput;
+    if (!a.ports.subagents) return callFailed(a, r, 'subagent.unavailable', 'this runtime hosts no subagents');
+    if (!ownChild(a, r, input.agent)) return;
+    const id = derivedId('message', 'send', r.ids.call);
+    const kind = input.follow_up ? 'follow_up' : 'steer';
+    const text = `Message from your parent agent (${a.actorId}):\n${input.content}`;
+    await a.ports.subagents.send(message(a, id, input.agent, kind, text, input.follow_up ? 'next_turn' : 'next_step'));
+    if (a.halted) return;
+    a.stage({ type: 'subagent/message_sent', ...r.ids, data: { childId: input.agent, messageId: id, kind } });
+    callSucceeded(a, r, `Sent ${id} to ${input.agent}: its inbox accepted it (${input.follow_up ? 'a follow-up: a new turn once its current one ends' : 'read at its next step'}).`);
+  },
+};
+
+/** `report {content}`: a child to its parent; a top-level agent has nobody to report to. */
+export const reportRuntime: RuntimeTool = {
+  name: 'report',
+  async run(a, r) {
+    const input = r.input as ReportInput;
+    const link = a.projection.parentLink;
+    if (!link) return callFailed(a, r, 'subagent.no_parent', 'report is for subagents, and you have no parent agent (a person started you): put it in your answer');
+    if (!a.ports.subagents) return callFailed(a, r, 'subagent.unavailable', 'this runtime hosts no subagents');
+    const id = derivedId('message', 'report', r.ids.call);
+    const content = JSON.stringify({ childId: a.actorId, name: link.name, content: input.content });
+    await a.ports.subagents.send(message(a, id, link.parentId, 'subagent_report', content, 'next_step'));
+    if (a.halted) return;
+    a.stage({ type: 'subagent/reported', ...r.ids, data: { parentId: link.parentId, messageId: id } });
+    callSucceeded(a, r, `Reported to your parent (${link.parentId}) as ${id}.`);
+  },
+};
+
+/** `interrupt_agent {id}`: stops a child's running turn. */
+export const interruptAgentRuntime: RuntimeTool = {
+  name: 'interrupt_agent',
+  async run(a, r) {
+    const input = r.input as InterruptAgentInput;
+    if (!a.ports.subagents) return callFailed(a, r, 'subagent.unavailable', 'this runtime hosts no subagents');
+    if (!ownChild(a, r, input.id)) return;
+    const id = derivedId('message', 'interrupt', r.ids.call);
+    await a.ports.subagents.send(message(a, id, input.id, 'subagent_interrupt', '', 'now'));
+    if (a.halted) return;
+    a.stage({ type: 'subagent/message_sent', ...r.ids, data: { childId: input.id, messageId: id, kind: 'interrupt' } });
+    callSucceeded(a, r, `Asked ${input.id} to stop its turn (${id}); its notice says how the turn ended.`);
+  },
+};
+
+/** `wait_agents {ids?, timeout_seconds}`: parks the call until one of them reports or ends. */
+export const waitAgentsRuntime: RuntimeTool = {
+  name: 'wait_agents',
+  async run(a, r) {
+    const input = r.input as WaitAgentsInput;
+    if (!a.projection.waits?.[r.ids.call]) {
+      const mine = a.projection.children ?? {};
+      const unknown = (input.ids ?? []).filter((id) => !mine[id]);
+      if (unknown.length > 0) {
+        return callFailed(a, r, 'subagent.not_child', `${unknown.join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not your subagent${unknown.length > 1 ? 's' : ''}${Object.keys(mine).length > 0 ? ` (yours: ${Object.keys(mine).join(', ')})` : ' (you have none)'}`);
+      }
+      // by default: the running children, and any whose message is still unread
+      const pendingFrom = Object.entries(mine).filter(([, c]) => c.lastNotice !== undefined).map(([id]) => id);
+      const ids = input.ids ?? [...new Set([...runningChildren(a.projection), ...pendingFrom])];
+      if (ids.length === 0) return callFailed(a, r, 'subagent.none_running', 'none of your subagents is running, and none has a message waiting: there is nothing to wait for');
+      a.stage({ type: 'subagent/waiting', ...r.ids, data: { childIds: ids, deadlineAt: Math.round(a.ports.clock.nowMs() + input.timeout_seconds * 1000), any: true } });
+    }
+    armWait(a, r.ids);
+  },
+};
+
+/** The completion notice a child owes its parent for the turn that ended (from its log). */
+async function owedNotice(a: EffectContext): Promise<SubagentNotice | null> {
+  const owed = a.projection.noticeOwed;
+  const link = a.projection.parentLink;
+  if (!owed || !link) return null;
+  const answer = owed.answerRef ? await a.outputs.load(owed.answerRef).catch(() => owed.answer) : owed.answer;
+  const artifacts: SubagentNotice['artifacts'] = [];
+  const ws = a.projection.lastSettings?.workspace;
+  if (a.ports.subagents?.worktreeDiff && ws && link.workspaceMode === 'worktree') {
+    const diff = await a.ports.subagents.worktreeDiff(ws).catch(() => null);
+    if (diff) {
+      const digest = await a.ports.blobs.put(diff);
+      artifacts.push({ id: derivedId('artifact', 'worktree-diff', a.actorId, owed.turn), digest, bytes: Buffer.byteLength(diff), what: 'diff of its worktree (apply it with apply_patch)', text: diff });
+    }
+  }
+  return SubagentNoticeSchema.parse({
+    childId: a.actorId, name: link.name, turn: owed.turn, outcome: owed.outcome, reason: owed.reason, answer,
+    artifacts, usage: owed.usage, costUsd: owed.costUsd,
+  });
+}
+
+/**
+ * Sends the completion notice a child owes (after its `turn/end` is committed, or when a host
+ * takes on a child that died owing one), then commits `subagent/notified`. The notice's ID is
+ * derived from the turn: sent twice, it is one message.
+ */
+export async function sendOwedNotice(a: EffectContext): Promise<void> {
+  const port = a.ports.subagents;
+  const link = a.projection.parentLink;
+  if (!port || !link || !a.projection.noticeOwed) return;
+  const notice = await owedNotice(a);
+  if (!notice || a.halted) return;
+  const id = derivedId('message', 'notice', a.actorId, notice.turn);
+  await port.send(message(a, id, link.parentId, 'subagent_completed', JSON.stringify(notice), 'next_step'));
+  if (a.halted || a.projection.noticeOwed?.turn !== notice.turn) return;
+  a.stage({ type: 'subagent/notified', data: { parentId: link.parentId, messageId: id, turn: notice.turn, outcome: notice.outcome } });
+  a.kick();
+}
+
+/**
+ * A child's message reached this parent (committed `inbox/received`): a completion notice settles
+ * the child's carve of the parent's budget with what the child spent, and every wait it
+ * satisfies takes it.
+ */
+export function onChildMessage(a: EffectContext, messageId: string): void {
+  const item = a.projection.inbox[messageId];
+  if (!item || item.state !== 'pending') return;
+  if (item.kind === 'subagent_completed') {
+    const n = SubagentNoticeSchema.safeParse(safeJson(item.content));
+    const c = n.success ? a.projection.children?.[n.data.childId] : undefined;
+    const rsv = c?.reservationId ? a.projection.reservations?.[c.reservationId] : undefined;
+    if (n.success && c?.reservationId && rsv) {
+      const spent = n.data.usage.inputTokens + n.data.usage.outputTokens;
+      a.stage({
+        type: 'budget/settled',
+        ...(a.projection.openTurn?.id === rsv.turn ? { turn: rsv.turn } : {}),
+        // what the child spent, within its carve (a child never spends past it)
+        data: { reservationId: c.reservationId, tokens: Math.min(spent, rsv.tokens || spent), costUsd: rsv.costUsd === null ? null : Math.min(n.data.costUsd ?? rsv.costUsd, rsv.costUsd), outcome: 'charged' },
+      });
+    }
+  }
+  settleWaits(a);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The parent's turn ended cancelled or failed: its running children are interrupted
+ * (`on_parent_end = "cancel"`) or let go on alone (`"detach"`), each a fact in its log. The
+ * interrupt's ID is derived from the turn and the child: a turn ended again after a crash sends
+ * the same one.
+ */
+export async function endChildren(a: EffectContext, outcome: string): Promise<void> {
+  const port = a.ports.subagents;
+  const turn = a.projection.openTurn?.id;
+  if (!port || !turn || (outcome !== 'cancelled' && outcome !== 'failed')) return;
+  const reason = `the parent's turn ended ${outcome}`;
+  for (const childId of runningChildren(a.projection)) {
+    if (port.limits.onParentEnd === 'detach') {
+      a.stage({ type: 'subagent/detached', turn, data: { childId, reason } });
+      continue;
+    }
+    const id = derivedId('message', 'parent_end', turn, childId);
+    await port.send(message(a, id, childId, 'subagent_interrupt', '', 'now')).catch((err: unknown) =>
+      a.logger.warn({ err, childId }, 'interrupt of a subagent not sent; it runs on until its own end'));
+    if (a.halted) return;
+    a.stage({ type: 'subagent/message_sent', turn, data: { childId, messageId: id, kind: 'interrupt', reason } });
+  }
+}
+
+/**
+ * Stores the artifacts a child's notice carries (a worktree's diff) in this host's blob store, and
+ * returns the notice without their text: the parent's log names them by digest.
+ */
+export async function storeCarriedArtifacts(blobs: BlobStore, kind: string, content: string): Promise<string> {
+  if (kind !== 'subagent_completed') return content;
+  const n = SubagentNoticeSchema.safeParse(safeJson(content));
+  if (!n.success || !n.data.artifacts.some((x) => x.text !== undefined)) return content;
+  const artifacts = [];
+  for (const { text, ...art } of n.data.artifacts) {
+    const digest = text === undefined ? art.digest : await blobs.put(text);
+    artifacts.push({ ...art, digest });
+  }
+  return JSON.stringify({ ...n.data, artifacts });
+}
