@@ -3,12 +3,13 @@ import type { ChildTask, CarvedBudget, ChildPermissions } from '../protocol/suba
 import type { InboxMessage } from '../protocol/inbox.js';
 import { childOfRequest, runningChildren, type SpawnRequestRecord } from '../store/subagent-projection.js';
 import { CHILD_TOOLS, PARENT_TOOLS, type SpawnAgentInput } from '../tools/builtins/subagent-tools.js';
-import { turnRoom } from './budget.js';
+import { turnRoom, type Room } from './budget.js';
+import { costOf } from '../model/pricing.js';
 import { forkTranscript } from './child-task.js';
 import type { EffectContext } from './effect-context.js';
 import { settings } from './effect-helpers.js';
 import type { RuntimeTool, RuntimeToolRun } from './runtime-tools.js';
-import { TURN_DEFAULTS } from './turn-settings.js';
+import { modelName, TURN_DEFAULTS } from './turn-settings.js';
 import { armWait, callFailed, callSucceeded } from './child-waits.js';
 
 // `spawn_agent` (design §6b): two phases, each a commit before the next acts. First
@@ -36,8 +37,12 @@ type Plan =
   | { error: string; code: string }
   | { permissions: ChildPermissions; budget: CarvedBudget; depth: number; name: string; clamped: string[]; reserve: { tokens: number; costUsd: number | null } | null };
 
-/** Checks a spawn against the limits and the parent's permissions and budget; what the child gets, or why not. */
-export async function planSpawn(a: EffectContext, input: SpawnAgentInput): Promise<Plan> {
+/**
+ * Checks a spawn against the limits and the parent's permissions and budget; what the child gets,
+ * or why not. Synchronous on purpose: the spawns of one step run at once, and each must see the
+ * carves and children the ones before it staged (the tree's count, read before, is the only await).
+ */
+export function planSpawn(a: EffectContext, input: SpawnAgentInput, treeRunning: number): Plan {
   const port = a.ports.subagents!;
   const p = a.projection;
   const s = settings(a);
@@ -60,7 +65,8 @@ export async function planSpawn(a: EffectContext, input: SpawnAgentInput): Promi
   if (input.workspace === 'worktree' && !port.worktree) {
     return { code: 'subagent.worktree', error: 'this runtime makes no git worktrees for subagents: use workspace "shared" or "readonly"' };
   }
-  const tree = await port.treeRunning(a.rootId);
+  // the directory has the children already created; this agent's requested ones are not in it yet
+  const tree = treeRunning + Object.values(p.children ?? {}).filter((c) => c.state === 'requested').length;
   if (tree >= limits.maxChildrenPerTree) {
     return { code: 'subagent.tree_width', error: `the tree has ${tree} subagents running, the most a tree may have (max_children_per_tree = ${limits.maxChildrenPerTree}): wait for some to end` };
   }
@@ -95,10 +101,10 @@ function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code:
   const b = turn.settings.budgets;
   const want = input.budget ?? {};
   const clamped: string[] = [];
-  const room = turnRoom(p);
+  const room = keepForParent(a, turnRoom(p));
   const fit = (key: string, asked: number | undefined, left: number | null): number | null | { error: string; code: string } => {
     if (left === null) return asked ?? null;
-    if (left <= 0) return { code: 'subagent.budget', error: `you have no ${key} left to give a subagent (your turn's budget is spent or given to running subagents)` };
+    if (left <= 0) return { code: 'subagent.budget', error: `you have no ${key} left to give a subagent: your turn's budget is spent, given to running subagents, or kept for your own next step` };
     if (asked === undefined) return left;
     if (asked > left) {
       clamped.push(`${key}: asked ${asked}, got ${left} (what you had left)`);
@@ -138,6 +144,28 @@ function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code:
   };
 }
 
+/**
+ * What of the turn's room a child may be given: the room less what the parent keeps for its own
+ * next step (its last request's tokens grown by a quarter, plus its output cap), so a fan-out
+ * never spends the budget the parent needs to read what its children say.
+ */
+function keepForParent(a: EffectContext, room: Room): Room {
+  if (room.tokens === null && room.costUsd === null) return room;
+  const s = settings(a);
+  const model = modelName(s.model);
+  const cap = s.maxOutputTokens ?? a.turn.model?.capabilities(model).maxOutputTokens ?? DEFAULT_KEEP_OUTPUT;
+  const keep = Math.ceil(((a.projection.lastPrepared?.bytes ?? 0) / 4) * 1.25) + cap;
+  const price = a.ports.pricing?.(model) ?? null;
+  const keepCost = costOf({ inputTokens: keep - cap, outputTokens: cap, estimated: true }, price) ?? 0;
+  return {
+    tokens: room.tokens === null ? null : room.tokens - keep,
+    costUsd: room.costUsd === null ? null : Math.round((room.costUsd - keepCost) * 1_000_000) / 1_000_000,
+  };
+}
+
+/** The output a parent keeps room for when its model names no cap. */
+const DEFAULT_KEEP_OUTPUT = 4_096;
+
 /** The child's task message: its ID is the request's, so a second publish is deduped. */
 function taskMessage(a: EffectContext, requestId: string, childId: string, t: Omit<ChildTask, 'requestId' | 'parentId' | 'rootId'>): InboxMessage {
   const task: ChildTask = { requestId, parentId: a.actorId, rootId: a.rootId, ...t };
@@ -162,8 +190,10 @@ export const spawnAgentRuntime: RuntimeTool = {
     let childId = childOfRequest(a.projection, requestId);
     let clamped: string[] = [];
     if (childId === undefined) {
-      const plan = await planSpawn(a, input);
+      const treeRunning = await port.treeRunning(a.rootId);
       if (a.halted) return;
+      // from here to the staging nothing awaits: a spawn beside this one plans after it
+      const plan = planSpawn(a, input, treeRunning);
       if ('error' in plan) return callFailed(a, r, plan.code, plan.error);
       childId = childIdOf(requestId);
       clamped = plan.clamped;

@@ -2,6 +2,7 @@ import { derivedId } from '../protocol/ids.js';
 import type { InboxKind, InboxMessage } from '../protocol/inbox.js';
 import { SubagentNoticeSchema, type SubagentNotice } from '../protocol/subagents.js';
 import { runningChildren } from '../store/subagent-projection.js';
+import type { Projection } from '../store/projection.js';
 import type { InterruptAgentInput, ReportInput, SendMessageInput, WaitAgentsInput } from '../tools/builtins/subagent-tools.js';
 import type { BlobStore } from '../store/blob-port.js';
 import type { EffectContext } from './effect-context.js';
@@ -18,12 +19,23 @@ function message(a: EffectContext, id: string, to: string, kind: InboxKind, cont
   return { id, from: a.actorId, to, kind, target, wakeup: true, content, request: null, sentAt: new Date(a.ports.clock.nowMs()).toISOString() };
 }
 
-/** A child of this agent by ID, or the tool error the model sees. */
-function ownChild(a: EffectContext, r: RuntimeToolRun, id: string): boolean {
-  if (a.projection.children?.[id]) return true;
-  const mine = Object.keys(a.projection.children ?? {});
-  callFailed(a, r, 'subagent.not_child', `${id} is not one of your subagents${mine.length > 0 ? ` (yours: ${mine.join(', ')})` : ' (you have none)'}`);
-  return false;
+/** The child a model names, by ID or by its spawn name; why not when it names none of this agent's (or two). */
+export function resolveChild(p: Projection, ref: string): { id: string } | { error: string } {
+  const mine = p.children ?? {};
+  if (mine[ref]) return { id: ref };
+  const named = Object.entries(mine).filter(([, c]) => c.name === ref).map(([id]) => id);
+  if (named.length === 1) return { id: named[0]! };
+  if (named.length > 1) return { error: `${named.length} of your subagents are named "${ref}": name one by its ID (${named.join(', ')})` };
+  const list = Object.entries(mine).map(([id, c]) => `${c.name} (${id})`);
+  return { error: `"${ref}" is not one of your subagents${list.length > 0 ? ` (yours: ${list.join(', ')})` : ' (you have none)'}` };
+}
+
+/** A child of this agent by ID or name, or null after staging the tool error the model sees. */
+function ownChild(a: EffectContext, r: RuntimeToolRun, ref: string): string | null {
+  const c = resolveChild(a.projection, ref);
+  if ('id' in c) return c.id;
+  callFailed(a, r, 'subagent.not_child', c.error);
+  return null;
 }
 
 /** `send_message {agent, content, follow_up?}`: a parent to one of its children. */
@@ -32,14 +44,15 @@ export const sendMessageRuntime: RuntimeTool = {
   async run(a, r) {
     const input = r.input as SendMessageInput;
     if (!a.ports.subagents) return callFailed(a, r, 'subagent.unavailable', 'this runtime hosts no subagents');
-    if (!ownChild(a, r, input.agent)) return;
+    const childId = ownChild(a, r, input.agent);
+    if (childId === null) return;
     const id = derivedId('message', 'send', r.ids.call);
     const kind = input.follow_up ? 'follow_up' : 'steer';
     const text = `Message from your parent agent (${a.actorId}):\n${input.content}`;
-    await a.ports.subagents.send(message(a, id, input.agent, kind, text, input.follow_up ? 'next_turn' : 'next_step'));
+    await a.ports.subagents.send(message(a, id, childId, kind, text, input.follow_up ? 'next_turn' : 'next_step'));
     if (a.halted) return;
-    a.stage({ type: 'subagent/message_sent', ...r.ids, data: { childId: input.agent, messageId: id, kind } });
-    callSucceeded(a, r, `Sent ${id} to ${input.agent}: its inbox accepted it (${input.follow_up ? 'a follow-up: a new turn once its current one ends' : 'read at its next step'}).`);
+    a.stage({ type: 'subagent/message_sent', ...r.ids, data: { childId, messageId: id, kind } });
+    callSucceeded(a, r, `Sent ${id} to ${childId}: its inbox accepted it (${input.follow_up ? 'a follow-up: a new turn once its current one ends' : 'read at its next step'}).`);
   },
 };
 
@@ -66,12 +79,13 @@ export const interruptAgentRuntime: RuntimeTool = {
   async run(a, r) {
     const input = r.input as InterruptAgentInput;
     if (!a.ports.subagents) return callFailed(a, r, 'subagent.unavailable', 'this runtime hosts no subagents');
-    if (!ownChild(a, r, input.id)) return;
+    const childId = ownChild(a, r, input.id);
+    if (childId === null) return;
     const id = derivedId('message', 'interrupt', r.ids.call);
-    await a.ports.subagents.send(message(a, id, input.id, 'subagent_interrupt', '', 'now'));
+    await a.ports.subagents.send(message(a, id, childId, 'subagent_interrupt', '', 'now'));
     if (a.halted) return;
-    a.stage({ type: 'subagent/message_sent', ...r.ids, data: { childId: input.id, messageId: id, kind: 'interrupt' } });
-    callSucceeded(a, r, `Asked ${input.id} to stop its turn (${id}); its notice says how the turn ended.`);
+    a.stage({ type: 'subagent/message_sent', ...r.ids, data: { childId, messageId: id, kind: 'interrupt' } });
+    callSucceeded(a, r, `Asked ${childId} to stop its turn (${id}); its notice says how the turn ended.`);
   },
 };
 
@@ -82,13 +96,15 @@ export const waitAgentsRuntime: RuntimeTool = {
     const input = r.input as WaitAgentsInput;
     if (!a.projection.waits?.[r.ids.call]) {
       const mine = a.projection.children ?? {};
-      const unknown = (input.ids ?? []).filter((id) => !mine[id]);
-      if (unknown.length > 0) {
-        return callFailed(a, r, 'subagent.not_child', `${unknown.join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not your subagent${unknown.length > 1 ? 's' : ''}${Object.keys(mine).length > 0 ? ` (yours: ${Object.keys(mine).join(', ')})` : ' (you have none)'}`);
+      const named: string[] = [];
+      for (const ref of input.ids ?? []) {
+        const c = resolveChild(a.projection, ref);
+        if ('error' in c) return callFailed(a, r, 'subagent.not_child', c.error);
+        named.push(c.id);
       }
       // by default: the running children, and any whose message is still unread
       const pendingFrom = Object.entries(mine).filter(([, c]) => c.lastNotice !== undefined).map(([id]) => id);
-      const ids = input.ids ?? [...new Set([...runningChildren(a.projection), ...pendingFrom])];
+      const ids = input.ids ? [...new Set(named)] : [...new Set([...runningChildren(a.projection), ...pendingFrom])];
       if (ids.length === 0) return callFailed(a, r, 'subagent.none_running', 'none of your subagents is running, and none has a message waiting: there is nothing to wait for');
       a.stage({ type: 'subagent/waiting', ...r.ids, data: { childIds: ids, deadlineAt: Math.round(a.ports.clock.nowMs() + input.timeout_seconds * 1000), any: true } });
     }

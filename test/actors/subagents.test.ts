@@ -4,7 +4,7 @@ import { createScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { TurnSettings } from '../../src/protocol/events.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
-import { actorTestWorld, ofType, startTurn, waitForLog } from './harness.js';
+import { actorTestWorld, message, ofType, only, startTurn, waitForLog } from './harness.js';
 
 const world = actorTestWorld();
 
@@ -57,6 +57,226 @@ describe('subagents', () => {
     const waited = ofType(log, 'subagent/completed');
     // two notices and a report, each taken by one wait, in the order they came
     expect(waited.map((e) => e.data.kind).sort()).toEqual(['subagent_completed', 'subagent_completed', 'subagent_report']);
+    const v = verifyLog(log);
+    expect(v, formatViolations(v)).toEqual([]);
+  });
+});
+
+/** Runs a tree on in-memory ports: the root's turn with `over`, returning the root's log and a reader of any log. */
+async function runTree(scripts: Record<string, ScriptResponse[]>, over: Parameters<typeof turnRequest>[1] = {}, extra: Record<string, unknown> = {}) {
+  const rt = await world.rts.open({ modelFor: tree(scripts) });
+  const sup = rt.supervisor({ extra });
+  const { actor, ended } = await startTurn(sup, 'investigate', turnRequest(world.ws, over));
+  const end = await ended;
+  const log = await readLog(sup, actor.rootId, actor.actorId);
+  const logOf = (id: string) => readLog(sup, actor.rootId, id);
+  return { sup, actor, end, log, logOf };
+}
+
+const results = (log: Awaited<ReturnType<typeof readLog>>) => ofType(log, 'tool/result').map((e) => e.data.output);
+
+describe('delegation modes', () => {
+  it('foreground: the spawn call stays open and its result is the child\'s final answer', async () => {
+    const { end, log, logOf } = await runTree({
+      main: [call('spawn_agent', { task: 'say hi', name: 'helper', mode: 'foreground' }), answer('done')],
+      helper: [answer('hi from the helper')],
+    });
+    expect(end.outcome).toBe('completed');
+    expect(results(log)[0]).toContain('hi from the helper');
+    const waited = only(log, 'subagent/completed');
+    expect(waited.data.kind).toBe('subagent_completed');
+    const child = await logOf(waited.data.childId);
+    expect(ofType(child, 'subagent/notified')).toHaveLength(1);
+  });
+
+  it('continuable: returns once the child started; a follow-up gives it a second turn and a second notice', async () => {
+    const { sup, actor, end, log } = await runTree({
+      main: [
+        call('spawn_agent', { task: 'first part', name: 'worker', mode: 'continuable' }),
+        call('wait_agents', {}),
+        call('send_message', { agent: 'worker', content: 'now the second part', follow_up: true }),
+        call('wait_agents', { ids: ['worker'] }),
+        answer('both parts done'),
+      ],
+      worker: [answer('first part done'), answer('second part done')],
+    });
+    expect(end.outcome).toBe('completed');
+    const out = results(log);
+    expect(out[0]).toContain('started its first turn');
+    expect(out[1]).toContain('first part done');
+    expect(out[2]).toMatch(/its inbox accepted it/);
+    expect(out[3]).toContain('second part done');
+    const childId = only(log, 'subagent/spawned').data.childId;
+    const child = await waitForLog(sup, { rootId: actor.rootId, actorId: childId }, (l) => ofType(l, 'subagent/notified').length === 2);
+    const starts = ofType(child, 'turn/start');
+    expect(starts.map((e) => e.data.source)).toEqual(['subagent_task', 'follow_up']);
+    // the follow-up turn runs with the settings the first recorded: the parent's narrowing holds
+    expect(starts[1]!.data.settings.tools).toEqual(starts[0]!.data.settings.tools);
+    expect(starts[1]!.data.settings.agentName).toBe('worker');
+  });
+});
+
+describe('permissions only narrow', () => {
+  it('a spawn asking for a tool the parent lacks is a tool error; a child calling a tool it was not given is refused', async () => {
+    const { end, log, logOf } = await runTree({
+      main: [
+        call('spawn_agent', { task: 'write a file', name: 'writer', tools: ['write_file'] }),
+        call('spawn_agent', { task: 'read a file', name: 'reader', tools: ['read_file'], mode: 'foreground' }),
+        answer('done'),
+      ],
+      reader: [call('write_file', { path: 'x.txt', content: 'x' }), answer('could not write')],
+    }, { tools: ['read_file', 'spawn_agent', 'wait_agents'], approvalMode: 'ask' });
+    expect(end.outcome).toBe('completed');
+    const out = results(log);
+    expect(out[0]).toMatch(/you do not have write_file/);
+    expect(out[1]).toContain('could not write');
+    const spawned = only(log, 'subagent/spawn_requested');
+    expect(spawned.data.permissions.tools.sort()).toEqual(['read_file', 'report']);
+    expect(spawned.data.permissions.approvalMode).toBe('ask');
+    const child = await logOf(spawned.data.childId);
+    const start = ofType(child, 'turn/start')[0]!;
+    expect(start.data.settings.tools.sort()).toEqual(['read_file', 'report']);
+    expect(start.data.settings.approvalMode).toBe('ask');
+    expect(ofType(child, 'tool/call')[0]!.data.status).toBe('unknown_tool');
+  });
+
+  it('a readonly child is denied every call with effects; a plan-mode parent\'s children are read-only too', async () => {
+    const { log, logOf } = await runTree({
+      main: [call('spawn_agent', { task: 'try to write', name: 'ro', workspace: 'readonly', mode: 'foreground' }), answer('done')],
+      ro: [call('write_file', { path: 'ro.txt', content: 'x' }), answer('denied, as expected')],
+    });
+    const spawned = only(log, 'subagent/spawn_requested');
+    expect(spawned.data.permissions.readOnly).toBe(true);
+    const child = await logOf(spawned.data.childId);
+    expect(only(child, 'policy/decided').data).toMatchObject({ decision: 'deny', rule: 'mode:readonly' });
+    expect(ofType(child, 'tool/denied')).toHaveLength(1);
+  });
+});
+
+describe('limits and mistakes the model makes (tool errors it sees)', () => {
+  it('depth, width, unknown agents, report from a top agent, wait with nothing to wait for', async () => {
+    const { end, log } = await runTree({
+      main: [
+        call('report', { content: 'hello' }),
+        call('wait_agents', {}),
+        call('send_message', { agent: 'nobody', content: 'hi' }),
+        call('interrupt_agent', { id: 'agt_NOTACHILD' }),
+        call('wait_agents', { ids: ['ghost'] }),
+        { tool_calls: [
+          { name: 'spawn_agent', arguments: { task: 'one', name: 'w1', mode: 'background' } },
+          { name: 'spawn_agent', arguments: { task: 'two', name: 'w2', mode: 'background' } },
+          { name: 'spawn_agent', arguments: { task: 'three', name: 'w3', mode: 'background' } },
+        ], usage: { input_tokens: 1, output_tokens: 1 } },
+        call('wait_agents', {}),
+        call('wait_agents', {}),
+        answer('done'),
+      ],
+      w1: [answer('w1 done')],
+      w2: [answer('w2 done')],
+    }, {}, { subagentLimits: { maxDepth: 1, maxChildrenPerParent: 2, maxChildrenPerTree: 64, onParentEnd: 'cancel' } });
+    expect(end.outcome).toBe('completed');
+    const out = results(log);
+    // a top agent does not see report: the call is an unknown tool
+    expect(out[0]).toMatch(/unknown tool "report"/);
+    expect(out[1]).toMatch(/nothing to wait for/);
+    expect(out[2]).toMatch(/"nobody" is not one of your subagents/);
+    expect(out[3]).toMatch(/is not one of your subagents/);
+    expect(out[4]).toMatch(/"ghost" is not one of your subagents/);
+    // two of three: the third spawn ran into max_children_per_parent
+    expect(out.slice(5, 8).filter((o) => o.includes('max_children_per_parent'))).toHaveLength(1);
+    // children at the depth limit get no spawn tools
+    for (const r of ofType(log, 'subagent/spawn_requested')) {
+      expect(r.data.permissions.tools).not.toContain('spawn_agent');
+      expect(r.data.depth).toBe(1);
+    }
+  });
+
+  it('a child at max depth cannot spawn: the tool is not among its tools', async () => {
+    const { log, logOf } = await runTree({
+      main: [call('spawn_agent', { task: 'go deeper', name: 'deep', mode: 'foreground' }), answer('done')],
+      deep: [call('spawn_agent', { task: 'deeper still', name: 'deeper' }), answer('I could not spawn')],
+    }, {}, { subagentLimits: { maxDepth: 1, maxChildrenPerParent: 8, maxChildrenPerTree: 64, onParentEnd: 'cancel' } });
+    const child = await logOf(only(log, 'subagent/spawn_requested').data.childId);
+    expect(ofType(child, 'tool/call')[0]!.data.status).toBe('unknown_tool');
+  });
+});
+
+describe('ownership', () => {
+  it('interrupt_agent stops a child\'s turn; its notice says cancelled', async () => {
+    const { log, logOf } = await runTree({
+      main: [
+        call('spawn_agent', { task: 'wait a long time', name: 'slow' }),
+        call('interrupt_agent', { id: 'slow' }),
+        call('wait_agents', { ids: ['slow'] }),
+        answer('stopped it'),
+      ],
+      slow: [{ content: 'still thinking', delay_ms: 60_000, usage: { input_tokens: 1, output_tokens: 1 } }],
+    });
+    const out = results(log);
+    expect(out[1]).toMatch(/Asked agt_\w+ to stop its turn/);
+    expect(out[2]).toMatch(/ended its turn: cancelled/);
+    const child = await logOf(only(log, 'subagent/spawned').data.childId);
+    expect(only(child, 'interrupt/requested').data.by).toBe(only(log, 'subagent/spawned').actor);
+    expect(only(child, 'turn/end').data.outcome).toBe('cancelled');
+  });
+
+  it('a parent\'s cancelled turn interrupts its running children (on_parent_end = cancel)', async () => {
+    const rt = await world.rts.open({
+      modelFor: tree({
+        main: [call('spawn_agent', { task: 'work long', name: 'long' }), call('wait_agents', {})],
+        long: [{ content: 'never', delay_ms: 60_000, usage: { input_tokens: 1, output_tokens: 1 } }],
+      }),
+    });
+    const sup = rt.supervisor();
+    const { actor, ended } = await startTurn(sup, 'investigate', turnRequest(world.ws));
+    await waitForLog(sup, actor, (l) => l.some((e) => e.type === 'subagent/waiting'));
+    await sup.send(message(actor.actorId, '', { kind: 'interrupt', target: 'now' }));
+    expect((await ended).outcome).toBe('cancelled');
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const sent = only(log, 'subagent/message_sent');
+    expect(sent.data).toMatchObject({ kind: 'interrupt', reason: "the parent's turn ended cancelled" });
+    const child = await waitForLog(sup, { rootId: actor.rootId, actorId: sent.data.childId }, (l) => l.some((e) => e.type === 'turn/end'));
+    expect(only(child, 'turn/end').data.outcome).toBe('cancelled');
+  });
+
+  it('a notice to an idle parent starts a turn whose source is the notice', async () => {
+    const { sup, actor, log } = await runTree({
+      main: [call('spawn_agent', { task: 'take your time', name: 'bg' }), answer('spawned; I will read its answer when it comes'), answer('read the notice')],
+      bg: [{ content: 'background result', delay_ms: 200, usage: { input_tokens: 1, output_tokens: 1 } }],
+    });
+    expect(ofType(log, 'turn/end')).toHaveLength(1);
+    const later = await waitForLog(sup, actor, (l) => ofType(l, 'turn/end').length === 2);
+    const second = ofType(later, 'turn/start')[1]!;
+    expect(second.data.source).toBe('subagent_notice');
+    const v = verifyLog(later);
+    expect(v, formatViolations(v)).toEqual([]);
+  });
+});
+
+describe('budgets carved from the parent', () => {
+  it('five children asking for more than the root has left get only what remains, reserved in its log and settled once', async () => {
+    const five = Array.from({ length: 5 }, (_, i) => ({ name: 'spawn_agent', arguments: { task: `part ${i}`, name: `p${i}`, budget: { tokens: 100_000 } } }));
+    const scripts: Record<string, ScriptResponse[]> = {
+      main: [{ tool_calls: five, usage: { input_tokens: 10, output_tokens: 10 } }, call('wait_agents', {}), call('wait_agents', {}), call('wait_agents', {}), call('wait_agents', {}), call('wait_agents', {}), answer('done')],
+    };
+    for (let i = 0; i < 5; i++) scripts[`p${i}`] = [answer(`part ${i} done`)];
+    const { end, log } = await runTree(scripts, { maxTokens: 200_000, maxOutputTokens: 1_000 });
+    if (process.env.DEBUG_TREE) console.log(log.map((e) => `${e.seq} ${e.type} ${JSON.stringify(e.data).slice(0, 200)}`).join('\n'));
+    expect(end.reason).toBeNull();
+    expect(end.outcome).toBe('completed');
+    const requested = ofType(log, 'subagent/spawn_requested');
+    const reserved = ofType(log, 'budget/reserved').filter((e) => e.data.kind === 'subagent');
+    expect(requested.length).toBe(reserved.length);
+    // never more than the root had: the carves add up to at most its budget
+    const carved = reserved.reduce((n, e) => n + e.data.tokens, 0);
+    expect(carved).toBeLessThanOrEqual(200_000);
+    for (const r of requested) expect(r.data.budget.maxTokens).toBeLessThanOrEqual(200_000);
+    // the first gets what it asked, the next what was left, the rest nothing: they are refused
+    expect(requested.map((r) => r.data.clamped?.[0] ?? null)).toEqual([null, expect.stringMatching(/^tokens: asked 100000, got \d+/)]);
+    expect(results(log).filter((o) => o.includes('no tokens left to give a subagent'))).toHaveLength(3);
+    // every carve settled exactly once
+    const settled = ofType(log, 'budget/settled').filter((e) => reserved.some((r) => r.data.reservationId === e.data.reservationId));
+    expect(settled.map((e) => e.data.reservationId).sort()).toEqual(reserved.map((e) => e.data.reservationId).sort());
     const v = verifyLog(log);
     expect(v, formatViolations(v)).toEqual([]);
   });

@@ -44,7 +44,7 @@ export const spawnAgentTool: ToolDefinition<SpawnAgentInput> = {
 };
 
 const SendMessageInput = z.strictObject({
-  agent: z.string().min(1).describe('The ID of one of your subagents'),
+  agent: z.string().min(1).describe('One of your subagents: its ID or the name you spawned it with'),
   content: z.string().trim().min(1).max(32_000).describe('What to tell it'),
   follow_up: z.boolean().default(false).describe('true: more work, a new turn once its current one ends; false: read at its next step'),
 });
@@ -82,7 +82,7 @@ export const reportTool: ToolDefinition<ReportInput> = {
 };
 
 const WaitAgentsInput = z.strictObject({
-  ids: z.array(z.string().min(1)).min(1).optional().describe('The subagents to wait for (default: all your running ones)'),
+  ids: z.array(z.string().min(1)).min(1).optional().describe('The subagents to wait for, by ID or name (default: all your running ones)'),
   timeout_seconds: z.number().positive().max(86_400).default(600).describe('How long to wait at most'),
 });
 /** Input of `wait_agents`. */
@@ -100,7 +100,7 @@ export const waitAgentsTool: ToolDefinition<WaitAgentsInput> = {
   execute: runtimeOnly('wait_agents'),
 };
 
-const InterruptAgentInput = z.strictObject({ id: z.string().min(1).describe('The ID of one of your subagents') });
+const InterruptAgentInput = z.strictObject({ id: z.string().min(1).describe('One of your subagents: its ID or the name you spawned it with') });
 /** Input of `interrupt_agent`. */
 export type InterruptAgentInput = z.infer<typeof InterruptAgentInput>;
 
