@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import { createScriptedModel } from '../../src/model/scripted-model.js';
+import type { ScriptResponse } from '../../src/model/script.js';
+import type { TurnSettings } from '../../src/protocol/events.js';
+import { readLog, turnRequest } from '../helpers/runtime.js';
+import { actorTestWorld, ofType, startTurn, waitForLog } from './harness.js';
+
+// The same tree as in subagents.test.ts, on a real nats-server and LMDB: children's logs on
+// log.<root>.<child>, their inboxes on the actors' channel, their consumers made by the supervisor.
+const world = actorTestWorld({ nats: true });
+
+const answer = (content: string): ScriptResponse => ({ content, usage: { input_tokens: 50, output_tokens: 5 } });
+const call = (name: string, args: Record<string, unknown>): ScriptResponse => ({ tool_calls: [{ name, arguments: args }], usage: { input_tokens: 60, output_tokens: 6 } });
+
+function tree(scripts: Record<string, ScriptResponse[]>) {
+  return async (settings: TurnSettings, cursor: number) => createScriptedModel({ responses: scripts[settings.agentName ?? 'main'] ?? [], cursor });
+}
+
+describe('subagents on JetStream', () => {
+  it('three background children and a foreground one: every log under the root, every notice taken once', async () => {
+    const rt = await world.rts.open({
+      modelFor: tree({
+        main: [
+          { tool_calls: ['a', 'b', 'c'].map((n) => ({ name: 'spawn_agent', arguments: { task: `look at ${n}`, name: n } })), usage: { input_tokens: 1, output_tokens: 1 } },
+          call('wait_agents', {}), call('wait_agents', {}), call('wait_agents', {}),
+          call('spawn_agent', { task: 'sum up', name: 'fg', mode: 'foreground' }),
+          answer('all done'),
+        ],
+        a: [call('read_file', { path: 'src/a.txt' }), answer('a: alpha')],
+        b: [answer('b: nothing')],
+        c: [call('report', { content: 'c is halfway' }), answer('c: done')],
+        fg: [answer('summed up')],
+      }),
+    });
+    const sup = rt.supervisor();
+    const { actor, ended } = await startTurn(sup, 'investigate', turnRequest(world.ws));
+    expect((await ended).outcome).toBe('completed');
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const out = ofType(log, 'tool/result').map((e) => e.data.output);
+    expect(out.at(-1)).toContain('summed up');
+    const children = ofType(log, 'subagent/spawned').map((e) => e.data.childId);
+    expect(children).toHaveLength(4);
+    for (const id of children) {
+      const child = await waitForLog(sup, { rootId: actor.rootId, actorId: id }, (l) => l.some((e) => e.type === 'subagent/notified'));
+      expect(child.every((e) => e.actor === id)).toBe(true);
+      const v = verifyLog(child);
+      expect(v, formatViolations(v)).toEqual([]);
+    }
+    // the tree reads back in stream order over log.<root>.>
+    const actors = new Set<string>();
+    for await (const { actorId } of sup.reader.readTree(actor.rootId)) actors.add(actorId);
+    expect(actors).toEqual(new Set([actor.actorId, ...children]));
+    // three of the four notices went to wait_agents, one to the foreground spawn; the report too; each once
+    const taken = ofType(log, 'subagent/completed').map((e) => e.data.messageId);
+    expect(new Set(taken).size).toBe(taken.length);
+    expect(taken).toHaveLength(4);
+    const v = verifyLog(log);
+    expect(v, formatViolations(v)).toEqual([]);
+  });
+});
