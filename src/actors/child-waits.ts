@@ -42,16 +42,22 @@ function messageOf(p: Projection, messageId: string): { kind: 'subagent_complete
   }
 }
 
-/** The oldest pending child message a wait takes, or null. */
-function matchFor(p: Projection, wait: { childIds: string[]; any: boolean }): { messageId: string; kind: 'subagent_completed' | 'subagent_report'; childId: string; outcome: string | null } | null {
+/**
+ * The pending child messages a wait takes, oldest first: `wait_agents` takes every one waiting
+ * from its children (a fan-out's notices that came together are one result, not a step each), a
+ * foreground spawn its child's notice alone.
+ */
+function matchesFor(p: Projection, wait: { childIds: string[]; any: boolean }): Array<{ messageId: string; kind: 'subagent_completed' | 'subagent_report'; childId: string; outcome: string | null }> {
+  const found = [];
   for (const id of p.nextStep ?? []) {
     const m = messageOf(p, id);
     if (!m || !wait.childIds.includes(m.childId)) continue;
     // a foreground spawn waits for its child's answer; a report goes to the next step as it is
     if (!wait.any && m.kind !== 'subagent_completed') continue;
-    return { messageId: id, ...m };
+    found.push({ messageId: id, ...m });
+    if (!wait.any) break;
   }
-  return null;
+  return found;
 }
 
 const timers = new WeakMap<EffectContext, Map<string, NodeJS.Timeout>>();
@@ -71,11 +77,14 @@ function stillWaiting(a: EffectContext, callId: string): boolean {
 function settleOne(a: EffectContext, ids: Ids): boolean {
   const wait = a.projection.waits?.[ids.call];
   if (!wait || !stillWaiting(a, ids.call)) return false;
-  const m = matchFor(a.projection, wait);
-  if (!m) return false;
-  const text = noticeText(m.kind, a.projection.inbox[m.messageId]!.content);
-  a.stage({ type: 'subagent/completed', ...ids, data: { childId: m.childId, messageId: m.messageId, kind: m.kind, outcome: (m.outcome as 'completed' | null) ?? null } });
-  a.stage({ type: 'tool/result', ...ids, data: { ok: true, output: text, error: null, durationMs: 0, artifact: null, source: `subagent:${m.childId}`, trust: 'untrusted' } });
+  const found = matchesFor(a.projection, wait);
+  if (found.length === 0) return false;
+  const texts = found.map((m) => noticeText(m.kind, a.projection.inbox[m.messageId]!.content));
+  for (const m of found) {
+    a.stage({ type: 'subagent/completed', ...ids, data: { childId: m.childId, messageId: m.messageId, kind: m.kind, outcome: (m.outcome as 'completed' | null) ?? null } });
+  }
+  const source = found.length === 1 ? `subagent:${found[0]!.childId}` : 'subagents';
+  a.stage({ type: 'tool/result', ...ids, data: { ok: true, output: texts.join('\n\n'), error: null, durationMs: 0, artifact: null, source, trust: 'untrusted' } });
   clearTimer(a, ids.call);
   return true;
 }

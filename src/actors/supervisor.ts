@@ -125,12 +125,20 @@ export class Supervisor {
   /** Registers a new agent in the directory and hosts it with an empty log. */
   async create(entry: Omit<DirectoryEntry, 'createdAt' | 'updatedAt' | 'status'>, opts: { epoch?: number } = {}): Promise<AgentActor> {
     const now = new Date(this.clock.nowMs()).toISOString();
-    await this.opts.ports.directory.put({ ...entry, status: 'running', createdAt: now, updatedAt: now });
-    const position = await this.reader.end(entry.rootId, entry.actorId);
+    // The entry, the mail watch and the consumer at once: creation is a round trip, not three
+    // (investigators are many and short). A new actor's log is empty, so it is not read: its first
+    // commit is fenced on "nothing on this subject yet", and a log that held anything would refuse it.
+    await Promise.all([
+      this.opts.ports.directory.put({ ...entry, status: 'running', createdAt: now, updatedAt: now }),
+      this.listen(),
+      this.opts.ports.inbox.ensure(entry.actorId, this.opts.inbox),
+    ]);
     const projection = emptyProjection(entry.actorId);
-    const actor = this.build(entry.actorId, entry.rootId, projection, null, position, opts.epoch ?? 1, 0);
+    const actor = this.build(entry.actorId, entry.rootId, projection, null, { seq: 0, streamSeq: 0 }, opts.epoch ?? 1, 0);
     actor.open();
-    await this.serve(actor);
+    this.hosted.set(actor.actorId, { actor, inbox: null, draining: false, again: false, retry: null });
+    // mail that arrived before the consumer listened for it
+    this.wake(actor.actorId);
     return actor;
   }
 

@@ -92,7 +92,7 @@ export type WaitAgentsInput = z.infer<typeof WaitAgentsInput>;
 export const waitAgentsTool: ToolDefinition<WaitAgentsInput> = {
   name: 'wait_agents',
   version: '1',
-  description: 'Wait until one of your subagents reports or ends its turn (or the timeout passes); the result is what it said. Call it again for the next.',
+  description: 'Wait until one of your subagents reports or ends its turn (or the timeout passes); the result is what it said, and what any others said meanwhile. Call it again for the next.',
   input: WaitAgentsInput,
   level: 'read',
   executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
