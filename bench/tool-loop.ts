@@ -17,7 +17,8 @@
  * (0 leaves the long turn out) --long-result-bytes 4000 --fresh 100 (agents created one per task, 0 leaves it out)
  * --fresh-lanes 1,10 (how many create-and-run at once) --inbox 30 (steers and interrupts timed, one agent each; 0 leaves
  * the inbox section out) --inbox-first-byte 200 (the scripted model's delay before the steered step's answer, ms)
- * --goals 20 (goals whose continuations are timed, one agent each; 0 leaves the section out) --goal-turns 4.
+ * --goals 20 (goals whose continuations are timed, one agent each; 0 leaves the section out) --goal-turns 4
+ * --fanout 10,100,1000 (children one parent spawns, on one host; 0 leaves them out) --fanout-hosts 100 (the same across two supervisors).
  * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
  * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
  */
@@ -38,6 +39,7 @@ import { runTakeoverSection } from './takeover-report.js';
 import { runLongTurn } from './long-turn.js';
 import { runInboxLatency } from './inbox-latency.js';
 import { runGoalContinuation } from './goal-continuation.js';
+import { printFanout, runFanout } from './fanout.js';
 
 const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
@@ -71,6 +73,9 @@ interface Flags {
   goals: number;
   goalTurns: number;
   inboxFirstByteMs: number;
+  /** Children one parent spawns in the fan-out section, per run on one host (empty leaves it out), and across two. */
+  fanout: number[];
+  fanoutHosts: number[];
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -100,6 +105,8 @@ const FLAG_OPTIONS = {
   inbox: { type: 'string', default: '30' },
   goals: { type: 'string', default: '20' },
   'goal-turns': { type: 'string', default: '4' },
+  fanout: { type: 'string', default: '10,100,1000' },
+  'fanout-hosts': { type: 'string', default: '100' },
   'inbox-first-byte': { type: 'string', default: '200' },
 } as const;
 
@@ -108,7 +115,7 @@ function parseFlags(): Flags {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'model-latency': string; 'skip-model': boolean;
     'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
     'floor-pad': string; 'long-steps': string; 'long-result-bytes': string; fresh: string; 'fresh-lanes': string;
-    inbox: string; 'inbox-first-byte': string; goals: string; 'goal-turns': string;
+    inbox: string; 'inbox-first-byte': string; goals: string; 'goal-turns': string; fanout: string; 'fanout-hosts': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -145,6 +152,8 @@ function parseFlags(): Flags {
     inboxFirstByteMs: int('inbox-first-byte', values['inbox-first-byte'], 50),
     goals: int('goals', values.goals, 0),
     goalTurns: int('goal-turns', values['goal-turns'], 2),
+    fanout: list('fanout', values.fanout),
+    fanoutHosts: list('fanout-hosts', values['fanout-hosts']),
   };
 }
 
@@ -388,6 +397,13 @@ async function main(cleanup: Cleanup): Promise<void> {
 
   if (flags.inbox > 0) await runInboxLatency(rt, { samples: flags.inbox, firstByteMs: flags.inboxFirstByteMs });
   if (flags.goals > 0) await runGoalContinuation(rt, { agents: flags.goals, turns: flags.goalTurns });
+  if (flags.fanout.length > 0 || flags.fanoutHosts.length > 0) {
+    await runFanout(rt, 10, 1); // warm-up, not reported
+    const fan = [];
+    for (const n of flags.fanout) fan.push(await runFanout(rt, n, 1));
+    for (const n of flags.fanoutHosts) fan.push(await runFanout(rt, n, 2));
+    printFanout(fan);
+  }
 
   if (flags.park > 0) {
     const p = await runPark(rt, flags.park);
@@ -434,7 +450,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100)\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed

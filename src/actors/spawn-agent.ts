@@ -65,8 +65,8 @@ export function planSpawn(a: EffectContext, input: SpawnAgentInput, treeRunning:
   if (input.workspace === 'worktree' && !port.worktree) {
     return { code: 'subagent.worktree', error: 'this runtime makes no git worktrees for subagents: use workspace "shared" or "readonly"' };
   }
-  // the directory has the children already created; this agent's requested ones are not in it yet
-  const tree = treeRunning + Object.values(p.children ?? {}).filter((c) => c.state === 'requested').length;
+  // the directory's count leaves this agent's children out: its log has them all, created or not
+  const tree = treeRunning + running;
   if (tree >= limits.maxChildrenPerTree) {
     return { code: 'subagent.tree_width', error: `the tree has ${tree} subagents running, the most a tree may have (max_children_per_tree = ${limits.maxChildrenPerTree}): wait for some to end` };
   }
@@ -190,7 +190,7 @@ export const spawnAgentRuntime: RuntimeTool = {
     let childId = childOfRequest(a.projection, requestId);
     let clamped: string[] = [];
     if (childId === undefined) {
-      const treeRunning = await port.treeRunning(a.rootId);
+      const treeRunning = await port.treeRunning(a.rootId, a.actorId);
       if (a.halted) return;
       // from here to the staging nothing awaits: a spawn beside this one plans after it
       const plan = planSpawn(a, input, treeRunning);

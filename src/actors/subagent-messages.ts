@@ -102,10 +102,16 @@ export const waitAgentsRuntime: RuntimeTool = {
         if ('error' in c) return callFailed(a, r, 'subagent.not_child', c.error);
         named.push(c.id);
       }
-      // by default: the running children, and any whose message is still unread
-      const pendingFrom = Object.entries(mine).filter(([, c]) => c.lastNotice !== undefined).map(([id]) => id);
-      const ids = input.ids ? [...new Set(named)] : [...new Set([...runningChildren(a.projection), ...pendingFrom])];
-      if (ids.length === 0) return callFailed(a, r, 'subagent.none_running', 'none of your subagents is running, and none has a message waiting: there is nothing to wait for');
+      // the running children, and any whose message is still unread (one a step already read is not)
+      const running = new Set(runningChildren(a.projection));
+      const unread = new Set(Object.entries(mine).filter(([, c]) => c.lastNotice !== undefined && a.projection.inbox[c.lastNotice]?.state === 'pending').map(([id]) => id));
+      const asked = input.ids ? [...new Set(named)] : [...new Set([...running, ...unread])];
+      const ids = asked.filter((id) => running.has(id) || unread.has(id) || pendingReport(a.projection, id));
+      if (ids.length === 0) {
+        if (asked.length === 0) return callFailed(a, r, 'subagent.none_running', 'none of your subagents is running, and none has a message waiting: there is nothing to wait for');
+        const ended = asked.map((id) => `${mine[id]!.name} (${id}) ${mine[id]!.state}`).join(', ');
+        return callSucceeded(a, r, `Nothing to wait for: ${ended}; what they said is already in your messages.`);
+      }
       a.stage({ type: 'subagent/waiting', ...r.ids, data: { childIds: ids, deadlineAt: Math.round(a.ports.clock.nowMs() + input.timeout_seconds * 1000), any: true } });
     }
     armWait(a, r.ids);
@@ -222,4 +228,14 @@ export async function storeCarriedArtifacts(blobs: BlobStore, kind: string, cont
     artifacts.push({ ...art, digest });
   }
   return JSON.stringify({ ...n.data, artifacts });
+}
+
+/** A report from this child waits unread. */
+function pendingReport(p: Projection, childId: string): boolean {
+  return (p.nextStep ?? []).some((id) => {
+    const item = p.inbox[id];
+    if (item?.kind !== 'subagent_report' || item.state !== 'pending') return false;
+    const v = safeJson(item.content) as { childId?: unknown } | null;
+    return v?.childId === childId;
+  });
 }

@@ -21,8 +21,12 @@ export interface SubagentPort {
   spawn(entry: ChildEntry, task: InboxMessage): Promise<void>;
   /** Publishes to another actor's inbox on the actors' channel; resolves once the inbox accepted it (the PubAck). */
   send(msg: InboxMessage): Promise<void>;
-  /** Children of a tree that are running or waiting, from the directory. */
-  treeRunning(rootId: string): Promise<number>;
+  /**
+   * Children of a tree that are running or waiting, from the directory, less those of `parentId`
+   * (the asking parent counts its own from its log). A listing serves a second; a spawn of another
+   * parent within it is not seen, so a tree can pass its limit by what its parents spawn at once.
+   */
+  treeRunning(rootId: string, parentId: string): Promise<number>;
   /** Resolves once the child's log holds the start of its first turn (a `continuable` spawn returns then). */
   firstTurn(rootId: string, childId: string, signal: AbortSignal): Promise<void>;
   /** A git worktree for a child under the data dir (branch `actorloop/<childId>`); null when this runtime makes none. */

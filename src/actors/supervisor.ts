@@ -410,24 +410,23 @@ export class Supervisor {
     return {
       limits,
       spawn: async (entry, task) => {
-        // a child spawned here counts at once, before the next listing sees it
-        const cached = this.treeCounts.get(entry.rootId);
-        if (cached) cached.count = cached.count.then((n) => n + 1);
         await this.hostChild(entry);
         await this.opts.ports.inbox.publish(task, 'actor');
       },
       send: async (msg) => {
         await this.opts.ports.inbox.publish(msg, 'actor');
       },
-      treeRunning: (rootId) => {
-        // one listing of the directory serves the spawns of a moment (a fan-out asks for each child)
+      treeRunning: (rootId, parentId) => {
+        // One listing of the directory serves the spawns of a moment (a fan-out asks for each
+        // child). The asking parent's own children are left out: its log counts them exactly.
+        const key = `${rootId}\u0000${parentId}`;
         const now = this.clock.nowMs();
-        const cached = this.treeCounts.get(rootId);
+        const cached = this.treeCounts.get(key);
         if (cached && now - cached.atMs < 1_000) return cached.count;
         const count = this.opts.ports.directory.list().then((all) =>
-          all.filter((e) => e.rootId === rootId && e.kind === 'subagent' && (e.status === 'running' || e.status === 'waiting')).length);
-        this.treeCounts.set(rootId, { atMs: now, count });
-        count.catch(() => this.treeCounts.delete(rootId));
+          all.filter((e) => e.rootId === rootId && e.parentId !== parentId && e.kind === 'subagent' && (e.status === 'running' || e.status === 'waiting')).length);
+        this.treeCounts.set(key, { atMs: now, count });
+        count.catch(() => this.treeCounts.delete(key));
         return count;
       },
       firstTurn: async (rootId, childId, signal) => {
