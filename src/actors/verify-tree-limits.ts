@@ -1,5 +1,5 @@
 import type { ApprovalMode, TurnSettings } from '../protocol/events.js';
-import { stricterMode } from '../config/workspace-trust.js';
+import { stricterMode } from '../protocol/turn-settings.js';
 import type { ActorFacts } from './verify-tree-facts.js';
 import type { TreeReport } from './verify-tree.js';
 
