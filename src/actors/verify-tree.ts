@@ -17,6 +17,7 @@ export const TREE_VIOLATION_CODES = [
   'tree.task_twice',
   'tree.spawn_unended',
   'tree.notice_unincluded',
+  'tree.notice_unreceived',
   'tree.notice_included_twice',
   'tree.spawn_outside_turn',
   'tree.tools_wider',
@@ -82,7 +83,7 @@ export function verifyTree(logs: Map<string, ActorEvent[]>, rootId: string, opts
   if (!facts.has(rootId)) report('tree.root_missing', rootId, null, `the tree has no log of its root ${rootId}`);
   checkLinks(facts, rootId, complete, report);
   if (complete) checkSpawnEnds(facts, report);
-  checkInclusion(facts, complete, report);
+  checkInclusion(facts, parentOf, complete, report);
   checkPermissions(facts, report);
   checkTreeBudget(facts, rootId, report);
   // grouped by actor in the order the logs came, each actor's ordered by seq like verifyLog's
@@ -144,9 +145,15 @@ function checkSpawnEnds(facts: Map<string, ActorFacts>, report: TreeReport): voi
   }
 }
 
-/** A child's notice or report enters its parent's history once: by the wait that took it or by one request, never both, never twice. */
-function checkInclusion(facts: Map<string, ActorFacts>, complete: boolean, report: TreeReport): void {
+/** A child's notice or report reaches its parent and enters its history once: by the wait that took it or by one request, never both, never twice. */
+function checkInclusion(facts: Map<string, ActorFacts>, parentOf: Map<string, string>, complete: boolean, report: TreeReport): void {
   for (const f of facts.values()) {
+    const parent = facts.get(parentOf.get(f.actorId) ?? '');
+    if (complete && parent) {
+      for (const s of f.sentUp) {
+        if (!parent.fromChildren.has(s.messageId)) report('tree.notice_unreceived', f.actorId, s.seq, `${s.messageId} was sent to ${parent.actorId}, which never received it`);
+      }
+    }
     for (const m of f.fromChildren.values()) {
       if (m.includedAt.length > 1) {
         const [first, again] = m.includedAt;

@@ -156,6 +156,17 @@ describe('verifyTree', () => {
     expect(treeCodes(verifyTree(detached, rootId))).not.toContain('tree.spawn_unended');
   });
 
+  it('fails a report the parent never received, in a complete tree', () => {
+    const l = copy(logs);
+    const parent = l.get(rootId)!;
+    const received = ofType(parent, 'inbox/received').find((e) => e.data.kind === 'subagent_report')!;
+    // the parent's log as if the report never came: the wait took the counter's notice instead
+    received.data.messageId = 'msg_something_else';
+    const v = verifyTree(l, rootId);
+    expect(v.running.join('\n')).toContain(`has not received`);
+    expect(verifyTree(l, rootId, { complete: true }).tree.filter((x) => x.code === 'tree.notice_unreceived').map((x) => x.actorId)).toEqual([counter]);
+  });
+
   it('fails a notice never included (in a complete tree) and one included twice', () => {
     const never = copy(logs);
     const parent = never.get(rootId)!;
