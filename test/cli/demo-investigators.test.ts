@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cp, rm } from 'node:fs/promises';
+import { cp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -70,6 +70,9 @@ describe('demo investigators', () => {
     const second = await runDemoTree();
     expect(second.steps).toEqual(first.steps);
     expect(second.answers).toEqual(first.answers);
+    const fixed = async (run: TreeRun) => readFile(join(run.workspace, 'src', 'total.js'), 'utf8');
+    expect(await fixed(second)).toBe(await fixed(first));
+    expect(await fixed(first)).toContain('discount / 100');
     // every agent of the script played every response it has, and no other agent ran
     const file = await loadScriptFile(script);
     const agents = 'agents' in file ? file.agents : {};
