@@ -4,6 +4,7 @@ import { trustCommand } from './commands/trust.js';
 import { configShowCommand } from './commands/config-show.js';
 import { ActorloopError, BusError, ConfigError, NotFoundError } from '../protocol/errors.js';
 import { demoCommand } from './commands/demo.js';
+import { demoScenarioOf, investigatorsDemoCommand } from './commands/demo-investigators.js';
 import { doctorCommand } from './commands/doctor.js';
 import { eventsCommand, verifyCommand } from './commands/inspect.js';
 import { RUNS_DEFAULT_LIMIT, runsCommand } from './commands/runs.js';
@@ -245,13 +246,15 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
 
   common(program.command('verify').argument('<agentId>'))
     .description("check an agent's log against the runtime's invariants")
+    .option('--tree', "check every log of the agent's tree (from its root) and what links them")
     .option('--json', 'one JSON object')
     .action(act(async (id: string, o) => verifyCommand(id, o, load(o), out)));
 
-  common(program.command('demo'))
+  common(program.command('demo').argument('[scenario]', 'investigators: three subagents find the bug in parallel, their parent fixes it'))
     .description('run the bundled scenario: an agent fixes a failing test in a sample workspace')
     .option('--json', 'print only NDJSON events on stdout')
-    .action(act(async (o) => demoCommand(o, load(o), out)));
+    .action(act(async (scenario: string | undefined, o) =>
+      scenario === undefined ? demoCommand(o, load(o), out) : (demoScenarioOf(scenario), investigatorsDemoCommand(o, load(o), out))));
 
   common(program.command('doctor'))
     .description('check nats-server, JetStream, the data dir, LMDB and the model endpoint')

@@ -2,6 +2,7 @@ import { DEFAULT_SUBAGENT_LIMITS } from '../protocol/subagents.js';
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ApprovalMode } from '../protocol/events.js';
+import { stricterMode } from '../protocol/turn-settings.js';
 import type { PolicyRule } from '../protocol/policy-rule.js';
 import type { ConfigFile } from './config-file.js';
 
@@ -9,13 +10,8 @@ import type { ConfigFile } from './config-file.js';
 // it (design §11a). Until the user trusts the workspace (`actorloop trust <dir>`, recorded in the
 // user's file), it may only tighten: these rules say which of its keys count and how.
 
-/** Run modes from the loosest to the strictest. */
-const STRICTNESS: Record<ApprovalMode, number> = { 'full-auto': 0, 'auto-edit': 1, ask: 2, 'deny-all': 3 };
-
-/** The stricter of two run modes. */
-export function stricterMode(a: ApprovalMode, b: ApprovalMode): ApprovalMode {
-  return STRICTNESS[a] >= STRICTNESS[b] ? a : b;
-}
+// the order of run modes lives with their schema, where the tree's checks (src/actors) read it too
+export { stricterMode } from '../protocol/turn-settings.js';
 
 /** The default run mode of runs that pass no `--approve` and whose files set none. */
 export const DEFAULT_APPROVAL_MODE: ApprovalMode = 'ask';

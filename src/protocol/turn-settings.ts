@@ -32,6 +32,14 @@ export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
 export const ApprovalModeSchema = z.enum(['ask', 'auto-edit', 'full-auto', 'deny-all']);
 export type ApprovalMode = z.infer<typeof ApprovalModeSchema>;
 
+/** Run modes from the loosest to the strictest. */
+const STRICTNESS: Record<ApprovalMode, number> = { 'full-auto': 0, 'auto-edit': 1, ask: 2, 'deny-all': 3 };
+
+/** The stricter of two run modes. */
+export function stricterMode(a: ApprovalMode, b: ApprovalMode): ApprovalMode {
+  return STRICTNESS[a] >= STRICTNESS[b] ? a : b;
+}
+
 /** Phases of a goal (design §5): `active ⇄ paused`, `blocked`, and the ends `complete | failed | cancelled`. */
 export const GoalPhaseSchema = z.enum(['active', 'paused', 'blocked', 'complete', 'failed', 'cancelled']);
 export type GoalPhase = z.infer<typeof GoalPhaseSchema>;

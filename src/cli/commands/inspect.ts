@@ -9,6 +9,7 @@ import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { entryOf } from '../hand-off.js';
 import { followAgent } from '../../client/follower.js';
 import { emptyProjection } from '../../store/projection.js';
+import { verifyTreeCommand } from './verify-tree.js';
 
 async function rootOf(rt: Runtime, agentId: string): Promise<string> {
   return (await entryOf(rt, agentId)).rootId;
@@ -68,9 +69,11 @@ export async function eventsCommand(
 }
 
 /** `actorloop verify`: checks an agent's log against the invariants of the design; exit 1 on any violation. */
-export async function verifyCommand(agentId: string, opts: { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
+export async function verifyCommand(agentId: string, opts: { json?: boolean; tree?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
   return withRuntime(config, async (rt) => {
     const rootId = await rootOf(rt, agentId);
+    // --tree: the whole tree the agent is in, from its root
+    if (opts.tree) return verifyTreeCommand(rt.reader, rootId, opts, out);
     const events: ActorEvent[] = [];
     for await (const { event } of rt.reader.read(rootId, agentId, { afterSeq: 0 })) events.push(event);
     const violations = verifyLog(events);

@@ -1,0 +1,106 @@
+import type { ApprovalMode, TurnSettings } from '../protocol/events.js';
+import { stricterMode } from '../protocol/turn-settings.js';
+import type { ActorFacts } from './verify-tree-facts.js';
+import type { TreeReport } from './verify-tree.js';
+
+// The tree's limits (design §6b): no child is given more than its parent had, and the whole
+// tree spends within what its root's turn allowed.
+
+// Costs are whole micro-dollars; a sum compared with a limit allows for float rounding alone.
+const EPSILON_USD = 1e-9;
+
+const modeOf = (s: TurnSettings): ApprovalMode => s.approvalMode ?? 'ask';
+const readOnlyOf = (s: TurnSettings): boolean => s.readOnly === true || s.planMode === true;
+
+/**
+ * Permissions only narrow down the tree: every turn of a child runs with at most the tools, the
+ * run mode and the read-only flag its spawn request recorded, and the request gives at most what
+ * the parent's turn that made it had (its tools plus `report`, which every child may use).
+ */
+export function checkPermissions(facts: Map<string, ActorFacts>, report: TreeReport): void {
+  for (const parent of facts.values()) {
+    for (const r of parent.requests) {
+      const p = r.data.permissions;
+      const open = r.turn ? parent.turns.get(r.turn) : undefined;
+      if (!open) {
+        report('tree.spawn_outside_turn', parent.actorId, r.seq, `spawn of ${r.data.childId} is in no turn of ${parent.actorId}: its permissions have nothing to be checked against`);
+      } else {
+        const s = open.start.data.settings;
+        const extra = p.tools.filter((t) => t !== 'report' && !s.tools.includes(t));
+        if (extra.length > 0) {
+          report('tree.tools_wider', parent.actorId, r.seq, `${r.data.childId} is given ${extra.join(', ')}, which turn ${r.turn} of its parent does not have`);
+        }
+        if (stricterMode(p.approvalMode, modeOf(s)) !== p.approvalMode) {
+          report('tree.mode_looser', parent.actorId, r.seq, `${r.data.childId} is given run mode ${p.approvalMode}, looser than its parent's ${modeOf(s)}`);
+        }
+        if (readOnlyOf(s) && !p.readOnly) {
+          report('tree.readonly_dropped', parent.actorId, r.seq, `${r.data.childId} may change things, but turn ${r.turn} of its parent is read-only`);
+        }
+      }
+      const child = facts.get(r.data.childId);
+      if (!child) continue;
+      for (const id of child.turnOrder) {
+        const start = child.turns.get(id)!.start;
+        const s = start.data.settings;
+        const extra = s.tools.filter((t) => !p.tools.includes(t));
+        if (extra.length > 0) {
+          report('tree.tools_wider', child.actorId, start.seq, `turn ${id} runs with ${extra.join(', ')}, which its spawn request (seq ${r.seq} of ${parent.actorId}) did not give it`);
+        }
+        if (stricterMode(modeOf(s), p.approvalMode) !== modeOf(s)) {
+          report('tree.mode_looser', child.actorId, start.seq, `turn ${id} runs in mode ${modeOf(s)}, looser than the ${p.approvalMode} its spawn request gave it`);
+        }
+        if (p.readOnly && !readOnlyOf(s)) {
+          report('tree.readonly_dropped', child.actorId, start.seq, `turn ${id} may change things, but its spawn request made it read-only`);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The tree's spend (every attempt of every actor) is within its root's limits: each root turn
+ * that set `maxTokens` or `maxCostUsd` pays for its own attempts and for those of every child
+ * spawned in it, and of their children in turn. Unknown costs (null) count as nothing: a limit in
+ * dollars cannot be checked against a price nobody knows.
+ */
+export function checkTreeBudget(facts: Map<string, ActorFacts>, rootId: string, report: TreeReport): void {
+  const root = facts.get(rootId);
+  if (!root) return;
+  // the root turn each actor's work counts against: a child's is its parent's turn at the spawn
+  const origin = new Map<string, string>();
+  const queue: Array<{ actor: ActorFacts; rootTurn: (turn: string | undefined) => string | undefined }> = [{ actor: root, rootTurn: (t) => t }];
+  while (queue.length > 0) {
+    const { actor, rootTurn } = queue.shift()!;
+    for (const r of actor.requests) {
+      const turn = rootTurn(r.turn);
+      const child = facts.get(r.data.childId);
+      if (turn === undefined || !child || origin.has(child.actorId)) continue;
+      origin.set(child.actorId, turn);
+      queue.push({ actor: child, rootTurn: () => turn });
+    }
+  }
+  const spend = new Map<string, { tokens: number; costUsd: number }>();
+  const add = (turn: string | undefined, f: ActorFacts) => {
+    if (turn === undefined) return;
+    const s = spend.get(turn) ?? { tokens: 0, costUsd: 0 };
+    for (const a of f.attempts) {
+      if (f === root && a.turn !== turn) continue;
+      s.tokens += a.data.usage.inputTokens + a.data.usage.outputTokens;
+      s.costUsd += a.data.costUsd ?? 0;
+    }
+    spend.set(turn, s);
+  };
+  for (const turn of root.turnOrder) add(turn, root);
+  for (const [actorId, turn] of origin) add(turn, facts.get(actorId)!);
+  for (const turn of root.turnOrder) {
+    const start = root.turns.get(turn)!.start;
+    const { maxTokens, maxCostUsd } = start.data.settings.budgets;
+    const s = spend.get(turn)!;
+    if (maxTokens != null && s.tokens > maxTokens) {
+      report('tree.over_budget', rootId, start.seq, `the tree spent ${s.tokens} tokens for turn ${turn}, past its limit of ${maxTokens}`);
+    }
+    if (maxCostUsd != null && s.costUsd > maxCostUsd + EPSILON_USD) {
+      report('tree.over_budget', rootId, start.seq, `the tree spent $${s.costUsd} for turn ${turn}, past its limit of $${maxCostUsd}`);
+    }
+  }
+}

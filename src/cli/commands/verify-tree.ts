@@ -1,0 +1,49 @@
+import type { ActorEvent } from '../../protocol/events.js';
+import { formatViolations } from '../../actors/verify.js';
+import { treeOk, verifyTree } from '../../actors/verify-tree.js';
+import type { LogReader } from '../../store/log-port.js';
+import { EXIT } from '../exit-codes.js';
+import type { Out } from '../output.js';
+import { terminalText } from '../terminal-text.js';
+
+/**
+ * `actorloop verify <agent> --tree`: every log of the agent's tree, each against the invariants of
+ * its own and the tree against those that link them; exit 1 on any violation. A tree still
+ * running passes what it has so far, and says it runs.
+ */
+export async function verifyTreeCommand(reader: Pick<LogReader, 'readTree'>, rootId: string, opts: { json?: boolean }, out: Out): Promise<number> {
+  const logs = new Map<string, ActorEvent[]>();
+  for await (const { actorId, event } of reader.readTree(rootId)) {
+    const log = logs.get(actorId) ?? [];
+    log.push(event);
+    logs.set(actorId, log);
+  }
+  // each log in seq order: the tree's stream order is commit order, which keeps each actor's
+  for (const log of logs.values()) log.sort((a, b) => a.seq - b.seq);
+  const v = verifyTree(logs, rootId);
+  const names = new Map<string, string>([[rootId, 'main']]);
+  for (const log of logs.values()) for (const e of log) if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
+  const ok = treeOk(v);
+  if (opts.json) {
+    const actors = v.actors.map((a) => ({ ...a, name: names.get(a.actorId) ?? null, ok: a.violations.length === 0 }));
+    out.stdout.write(`${JSON.stringify({ rootId, ok, running: v.running, actors, tree: v.tree })}\n`);
+    return ok ? EXIT.completed : EXIT.failed;
+  }
+  const lines = [`tree ${rootId}: ${v.actors.length} agent(s), ${v.actors.reduce((n, a) => n + a.events, 0)} events`];
+  for (const a of v.actors) {
+    const who = `${a.actorId} (${names.get(a.actorId) ?? '?'})`;
+    lines.push(a.violations.length === 0
+      ? `  ${who}: ${a.events} events, all invariants hold`
+      : `  ${who}: ${a.violations.length} violation(s) in ${a.events} events\n${terminalText(formatViolations(a.violations), 'block').replace(/^/gm, '    ')}`);
+  }
+  if (v.tree.length === 0) lines.push('  tree: every spawn, notice, permission and budget holds');
+  else {
+    lines.push(`  tree: ${v.tree.length} violation(s)`);
+    for (const t of v.tree) lines.push(terminalText(`    ${t.actorId} seq ${t.seq ?? '-'}: ${t.code}: ${t.message}`, 'block'));
+  }
+  if (v.running.length > 0) {
+    lines.push(`  still running (the checks that need an end wait for it): ${terminalText(v.running.join('; '), 'block')}`);
+  }
+  out.stdout.write(`${lines.join('\n')}\n`);
+  return ok ? EXIT.completed : EXIT.failed;
+}
