@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { BlobRefSchema, ToolCallRequestSchema, UsageSchema } from './history.js';
 import { CompleteWhenSchema } from './completion.js';
 import { TurnOutcomeSchema, ReasoningEffortSchema, GoalPhaseSchema, GoalBudgetSchema, GoalUsageSchema, TurnSettingsSchema, TurnRequestSchema } from './turn-settings.js';
-import { CarvedBudgetSchema, ChildPermissionsSchema, SpawnContextSchema, SpawnModeSchema } from './subagents.js';
+import { SUBAGENT_EVENT_DATA } from './subagent-events.js';
 
 /** Version of the event format written by this code. */
 export const EVENT_VERSION = 1;
@@ -472,59 +472,14 @@ export const EventDataSchemas = {
     requested: z.literal('complete').optional(),
     usage: GoalUsageSchema,
   }),
-  /**
-   * A parent asked for a child (design §6b), before anything of the child exists: the stable
-   * request ID (derived from the spawn call), the child's ID (derived from the request), its task,
-   * the permissions and budget it gets. Committed in the spawn call's scope; a kill after it finds
-   * the same child.
-   */
-  'subagent/spawn_requested': z.object({
-    requestId: z.string(),
-    childId: z.string(),
-    name: z.string(),
-    task: z.string(),
-    mode: SpawnModeSchema,
-    context: SpawnContextSchema,
-    depth: z.number().int().positive(),
-    permissions: ChildPermissionsSchema,
-    budget: CarvedBudgetSchema,
-    /** What the spawn asked for, when it asked for more than the parent had left (it got `budget`). */
-    clamped: z.array(z.string()).optional(),
-  }),
-  /** The child exists: its directory entry, inbox and task message (`messageId`, derived from the request). */
-  'subagent/spawned': z.object({ requestId: z.string(), childId: z.string(), messageId: z.string(), worktree: z.string().nullable().optional() }),
-  /** The parent sent a child a message (`send_message`, an interrupt, or the cancel when the parent's turn ended). */
-  'subagent/message_sent': z.object({
-    childId: z.string(),
-    messageId: z.string(),
-    kind: z.enum(['steer', 'follow_up', 'interrupt']),
-    /** Why the runtime sent it on its own (the parent's turn ended); absent: the model asked. */
-    reason: z.string().optional(),
-  }),
-  /** A child sent its parent a report (`report`). */
-  'subagent/reported': z.object({ parentId: z.string(), messageId: z.string() }),
-  /**
-   * A parent took a child's notice or report into a waiting call (a foreground spawn,
-   * `wait_agents`): committed with that call's result, it is the message's inclusion.
-   */
-  'subagent/completed': z.object({
-    childId: z.string(),
-    messageId: z.string(),
-    kind: z.enum(['subagent_completed', 'subagent_report']),
-    outcome: TurnOutcomeSchema.nullable(),
-  }),
-  /** A child's completion notice reached its parent's inbox (the PubAck): nothing is owed any more. */
-  'subagent/notified': z.object({ parentId: z.string(), messageId: z.string(), turn: z.string(), outcome: TurnOutcomeSchema }),
-  /** A call waits for children (a foreground spawn, `wait_agents`) until an absolute deadline (null: none). */
-  'subagent/waiting': z.object({ childIds: z.array(z.string()), deadlineAt: z.number().int().nullable(), any: z.boolean() }),
-  /** A parent let a running child go on alone when its turn ended (`on_parent_end = "detach"`). */
-  'subagent/detached': z.object({ childId: z.string(), reason: z.string() }),
   'actor/parked': z.object({
     waitingFor: z.enum(['approval', 'question']),
     /** The approvals (or questions) waited on, soonest expiry first. */
     ids: z.array(z.string()).min(1),
     commands: z.array(z.string()),
   }),
+  // a parent and its children (design §6b): spawn, messages, notices, waits
+  ...SUBAGENT_EVENT_DATA,
 } as const;
 
 /** Every event type this version writes. */
