@@ -60,6 +60,11 @@ export async function planSpawn(a: EffectContext, input: SpawnAgentInput): Promi
   if (input.workspace === 'worktree' && !port.worktree) {
     return { code: 'subagent.worktree', error: 'this runtime makes no git worktrees for subagents: use workspace "shared" or "readonly"' };
   }
+  if (input.workspace === 'worktree') {
+    // refused before the request is committed: a workspace git cannot branch gets no child at all
+    const problem = await port.worktreeProblem?.(s.workspace);
+    if (problem) return { code: 'subagent.worktree', error: problem };
+  }
   const tree = await port.treeRunning(a.rootId);
   if (tree >= limits.maxChildrenPerTree) {
     return { code: 'subagent.tree_width', error: `the tree has ${tree} subagents running, the most a tree may have (max_children_per_tree = ${limits.maxChildrenPerTree}): wait for some to end` };

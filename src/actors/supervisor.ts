@@ -53,7 +53,7 @@ export interface SupervisorOptions {
   /** Depth and width of subagent trees, and what a parent's end does to its children (default: 3, 8, 64, cancel). */
   subagentLimits?: SubagentLimits;
   /** Git worktrees of `worktree` children (absent: such a spawn is refused). */
-  worktrees?: Pick<SubagentPort, 'worktree' | 'worktreeDiff'>;
+  worktrees?: Pick<SubagentPort, 'worktree' | 'worktreeDiff' | 'worktreeProblem'>;
 }
 
 /** A hosted agent and the state of its inbox reader. */
