@@ -1,0 +1,117 @@
+import type { Logger } from 'pino';
+import type { ResourceLease, ResourceLeaseStore } from '../bus/resource-lease-port.js';
+import { ActorloopError } from '../protocol/errors.js';
+import { sleep } from '../protocol/sleep.js';
+import type { ResourceKey } from '../tools/tool.js';
+import type { Projection } from '../store/projection.js';
+
+// A call's hold on the resources it writes, across the agents of a tree (design §8): "calls whose
+// resource keys overlap run in order — across subagents too, through leases". Inside one agent
+// the tool runner already orders them; the leases order calls of different agents (a parent and
+// its `shared` children, two children), on any host.
+
+/** Backoff between looks at a held resource: short first (a write of a file is quick), then up to a second. */
+const FIRST_WAIT_MS = 20;
+const MAX_WAIT_MS = 1_000;
+
+/** Resources held by one call until its result; `release` is idempotent. */
+export interface ResourceHold {
+  release(): void;
+}
+
+/** True when an agent is part of a tree (a child, or a parent with children): only then do its calls take leases. */
+export function inTree(p: Projection): boolean {
+  if (p.parentLink) return true;
+  for (const _ in p.children ?? {}) return true;
+  return false;
+}
+
+/**
+ * The lease keys of a call's write-mode resources. Paths are absolute already; `process` (a
+ * process may touch anything in its workspace) is scoped to the workspace, so a shell in one
+ * child's worktree does not wait for one in another's. Agent-local keys (`plan`, `goal`) are
+ * no other agent's business.
+ */
+export function leaseResources(keys: readonly ResourceKey[], workspace: string): string[] {
+  const out = new Set<string>();
+  for (const k of keys) {
+    if (k.mode !== 'write') continue;
+    if (k.key === 'process') out.add(`process:${workspace}`);
+    else if (k.key.startsWith('path:')) out.add(k.key);
+  }
+  // one order for every agent: two calls wanting the same two resources cannot each hold one
+  return [...out].sort();
+}
+
+/** Options of `holdResources`. */
+export interface HoldOptions {
+  /** Aborting stops the wait (the call then never starts) and lets go of what was taken. */
+  signal: AbortSignal;
+  nowMs(): number;
+  logger: Logger;
+}
+
+/**
+ * Takes every resource's lease in order, waiting (polling with backoff) while another call holds
+ * one, and renews them every third of the TTL until released. Rejects with the abort's reason
+ * when the signal aborts first; a store error that a retry may cure is retried, any other rejects.
+ */
+export async function holdResources(store: ResourceLeaseStore, resources: readonly string[], holder: string, opts: HoldOptions): Promise<ResourceHold> {
+  let held: ResourceLease[] = [];
+  const letGo = (leases: ResourceLease[]): void => {
+    for (const l of leases) {
+      store.release(l).catch((err: unknown) => opts.logger.warn({ err, resource: l.resource }, 'resource lease not released; it lapses after its TTL'));
+    }
+  };
+  try {
+    for (const resource of resources) {
+      let waitMs = FIRST_WAIT_MS;
+      for (;;) {
+        opts.signal.throwIfAborted();
+        let lease: ResourceLease | null = null;
+        try {
+          lease = await store.take(resource, holder, opts.nowMs());
+        } catch (err) {
+          if (!(err instanceof ActorloopError && err.retryable)) throw err;
+          opts.logger.warn({ err, resource }, 'resource lease store failed; trying again');
+        }
+        if (lease) {
+          held.push(lease);
+          break;
+        }
+        await sleep(waitMs, opts.signal);
+        waitMs = Math.min(waitMs * 2, MAX_WAIT_MS);
+      }
+    }
+  } catch (err) {
+    letGo(held);
+    throw err;
+  }
+  // a release waits for a renewal in flight: deleting the revision it is replacing would fail its CAS and leave the lease to lapse
+  let renewing: Promise<void> | null = null;
+  const renewal = setInterval(() => {
+    if (renewing) return;
+    renewing = Promise.all(held.map(async (l) => {
+      const renewed = await store.renew(l, opts.nowMs()).catch((err: unknown) => {
+        opts.logger.warn({ err, resource: l.resource }, 'resource lease not renewed; trying again');
+        return l;
+      });
+      // lost (this process stalled past the TTL): the call runs on, and says so
+      if (renewed === null) opts.logger.warn({ resource: l.resource, holder }, 'resource lease lapsed while its call ran');
+      return renewed ?? l;
+    })).then((next) => {
+      held = next;
+      renewing = null;
+    });
+  }, Math.max(1, Math.floor(store.ttlMs / 3)));
+  renewal.unref();
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      clearInterval(renewal);
+      void (renewing ?? Promise.resolve()).then(() => letGo(held));
+    },
+  };
+}
