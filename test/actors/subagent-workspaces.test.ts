@@ -3,6 +3,8 @@ import { mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGitWorktrees } from '../../src/actors/git-worktrees.js';
+import { defaultTooling } from '../../src/actors/tooling.js';
+import { findBubblewrap } from '../../src/tools/sandbox.js';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
 import { createScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';
@@ -162,6 +164,41 @@ describe('worktree subagents', () => {
     expect(applied.data.ok).toBe(true);
     const v = verifyLog(after);
     expect(v, formatViolations(v)).toEqual([]);
+  });
+
+  it('run their shell sandboxed in the worktree, though it lies in the data dir the sandbox masks', async () => {
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp' };
+    const bwrapPath = await findBubblewrap(env.PATH);
+    expect(bwrapPath, 'bubblewrap must work here (.ci/run installs it)').not.toBeNull();
+    repo = await realpath(await tempDir('repo'));
+    await writeFile(join(repo, 'a.txt'), 'alpha\n');
+    git(repo, 'init', '-q');
+    git(repo, 'add', '.');
+    git(repo, 'commit', '-q', '-m', 'init');
+    const rt = await world.rts.open({
+      modelFor: tree(() => ({
+        main: [call('spawn_agent', { task: 'make a file', name: 'maker', workspace: 'worktree', mode: 'foreground' }), answer('made')],
+        maker: [call('shell', { command: 'echo made > made.txt && cat a.txt' }), answer('made it')],
+      })),
+    });
+    const sup = rt.supervisor({
+      extra: {
+        worktrees: createGitWorktrees({ dataDir: rt.dataDir, env }),
+        tooling: defaultTooling({ bwrapPath, env, hiddenPaths: [rt.dataDir] }),
+      },
+    });
+    const { actor, ended } = await startTurn(sup, 'go', turnRequest(repo, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const child = await childLog(sup, actor.rootId, log, 'maker');
+    expect(ofType(child, 'policy/decided')[0]!.data).toMatchObject({ decision: 'allow', rule: 'mode:full-auto' });
+    expect(ofType(child, 'tool/result')[0]!.data).toMatchObject({ ok: true, output: expect.stringContaining('alpha') });
+    const worktree = ofType(log, 'subagent/spawned')[0]!.data.worktree!;
+    expect(await readFile(join(worktree, 'made.txt'), 'utf8')).toBe('made\n');
+    await expect(stat(join(repo, 'made.txt'))).rejects.toThrow();
+    const notice = ofType(log, 'inbox/received').find((e) => e.data.kind === 'subagent_completed')!;
+    const art = SubagentNoticeSchema.parse(JSON.parse(notice.data.content)).artifacts[0]!;
+    expect(Buffer.from((await rt.blobs.get(art.digest))!).toString('utf8')).toContain('+++ b/made.txt');
   });
 
   it('is refused, before anything is spawned, for a workspace that is not a git repository', async () => {
