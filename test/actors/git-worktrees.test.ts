@@ -80,6 +80,21 @@ describe('git worktrees of children', () => {
     expect(await readFile(path.join(ws, 'src', 'b.txt'), 'utf8')).toBe('bee\n');
   });
 
+  it('makes a half-made worktree (a kill inside `worktree add`) again, from the same base', async () => {
+    const wt = createGitWorktrees({ dataDir });
+    const dir = await wt.worktree('agt_child4', repo);
+    // the parent's branch moves on after the child started: the child's base must not
+    await writeFile(path.join(repo, 'top.txt'), 'moved\n');
+    git(repo, 'commit', '-q', '-am', 'moved on');
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir);
+    await writeFile(path.join(dir, 'junk'), 'half a checkout\n');
+    expect(await wt.worktree('agt_child4', repo)).toBe(dir);
+    expect(git(dir, 'rev-parse', '--abbrev-ref', 'HEAD').trim()).toBe('actorloop/agt_child4');
+    expect(await readFile(path.join(dir, 'top.txt'), 'utf8')).toBe('top\n');
+    expect(await wt.worktreeDiff(dir)).toBeNull();
+  });
+
   it('says why a workspace outside git, or with no commit, gets no worktree', async () => {
     const wt = createGitWorktrees({ dataDir });
     const plain = path.join(base, 'plain');
