@@ -15,6 +15,7 @@ import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, message, ofType, startTurn, waitForLog } from './harness.js';
 
 const world = actorTestWorld();
+const SECRET = 'sk-proj-0123456789abcdefghijklmnopqrstuv';
 
 const answer = (content: string): ScriptResponse => ({ content, usage: { input_tokens: 50, output_tokens: 5 } });
 const call = (name: string, args: Record<string, unknown>): ScriptResponse => ({ tool_calls: [{ name, arguments: args }], usage: { input_tokens: 60, output_tokens: 6 } });
@@ -116,7 +117,11 @@ describe('worktree subagents', () => {
           ...later,
         ],
         left: [call('write_file', { path: 'left.txt', content: 'from the left\n' }), answer('wrote left.txt')],
-        right: [call('write_file', { path: 'src/a.txt', content: 'alpha\nRIGHT\n' }), answer('changed a.txt')],
+        right: [
+          call('write_file', { path: 'src/a.txt', content: 'alpha\nRIGHT\n' }),
+          call('write_file', { path: 'env.txt', content: `OPENAI_API_KEY=${SECRET}\n` }),
+          answer('changed a.txt'),
+        ],
       })),
     });
     const sup = rt.supervisor({ extra: { worktrees: createGitWorktrees({ dataDir: rt.dataDir }) } });
@@ -149,6 +154,10 @@ describe('worktree subagents', () => {
     expect(diffs.get('left')).not.toContain('a.txt');
     expect(diffs.get('right')).toContain('+RIGHT');
     expect(diffs.get('right')).not.toContain('left.txt');
+    // a secret the child wrote reaches neither the parent's model nor its blobs
+    expect(diffs.get('right')).not.toContain(SECRET);
+    expect(diffs.get('right')).toContain('[REDACTED');
+    expect(notices.find((n) => n.name === 'right')!.artifacts[0]!.what).toMatch(/1 secret was redacted/);
     // the spawn's result (what the parent's model read) names the artifact
     const results = ofType(log, 'tool/result').filter((r) => r.data.source?.startsWith('subagent:'));
     expect(results.every((r) => /Artifact art_\w+ \(diff of its worktree/.test(r.data.output as string))).toBe(true);
