@@ -8,6 +8,7 @@ import { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLeaseSt
 import { createScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent, TurnSettings } from '../../src/protocol/events.js';
+import { interruptMessage } from '../../src/cli/interrupt-key.js';
 import { pathResource } from '../../src/tools/builtins/text-file.js';
 import type { ToolDefinition } from '../../src/tools/tool.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
@@ -107,5 +108,53 @@ describe('shared-workspace subagents', () => {
     const rt = await world.rts.open({ modelFor, tools: [slow.tool] });
     await runTree(rt, null);
     expect(slow.most()).toBe(2);
+  });
+
+  it('stop a call waiting for another agent\'s lease when its turn is interrupted: it never starts, and the holder runs on', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let entered = 0;
+    const gated: ToolDefinition<{ path: string; text: string }> = {
+      ...slowWrite().tool,
+      async execute(input, ctx) {
+        entered += 1;
+        await gate;
+        await writeFile(join(ctx.workspace, input.path), input.text);
+        return { ok: true, output: `wrote ${input.path}` };
+      },
+    };
+    const rt = await world.rts.open({ modelFor, tools: [gated] });
+    const leases = createKvResourceLeases({ kv: () => ensureResourceLeaseBucket(new Kvm(rt.bus.js)) });
+    const sup = rt.supervisor({ extra: { resourceLeases: leases } });
+    const { actor, ended } = await startTurn(sup, 'both write x', turnRequest(world.ws));
+    const parent = await waitForLog(sup, actor, (l) => ofType(l, 'subagent/spawned').length === 2);
+    const ids = ofType(parent, 'subagent/spawned').map((e) => e.data.childId);
+    const started = (l: ActorEvent[]) => ofType(l, 'tool/start').some((e) => e.data.name === 'slow_write');
+    const decided = (l: ActorEvent[]) => ofType(l, 'policy/decided').length > 0;
+    // one child holds the lease (its write is in the tool), the other has its call allowed and waits
+    let holder = '';
+    let waiter = '';
+    for (let i = 0; !waiter; i++) {
+      const [a, b] = await Promise.all(ids.map((id) => readLog(sup, actor.rootId, id)));
+      if (started(a!) && decided(b!) && !started(b!) && entered === 1) [holder, waiter] = [ids[0]!, ids[1]!];
+      else if (started(b!) && decided(a!) && !started(a!) && entered === 1) [holder, waiter] = [ids[1]!, ids[0]!];
+      else if (i > 300) throw new Error('the children never reached one holding, one waiting');
+      else await new Promise((r) => setTimeout(r, 50));
+    }
+    await sup.send(interruptMessage(waiter));
+    const w = await waitForLog(sup, { rootId: actor.rootId, actorId: waiter }, (l) => l.some((e) => e.type === 'turn/end'));
+    expect(ofType(w, 'turn/end')[0]!.data.outcome).toBe('cancelled');
+    expect(started(w)).toBe(false);
+    expect(ofType(w, 'tool/cancelled')[0]!.data).toMatchObject({ started: false });
+    open();
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    const h = await waitForLog(sup, { rootId: actor.rootId, actorId: holder }, (l) => l.some((e) => e.type === 'subagent/notified'));
+    expect(ofType(h, 'tool/result').find((e) => e.data.source === 'tool:slow_write')!.data.ok).toBe(true);
+    expect(entered).toBe(1);
+    for (const l of [w, h]) {
+      const v = verifyLog(l);
+      expect(v, formatViolations(v)).toEqual([]);
+    }
+    expect(await leases.holderOf(`path:${join(world.ws, 'x.txt')}`, Date.now())).toBeNull();
   });
 });
