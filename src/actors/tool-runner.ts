@@ -171,7 +171,14 @@ export class ToolRunner {
           hold.release();
           return this.settled(call.callId, release);
         }
-        this.begin(call, planned, semantics, rerun, release, hold);
+        try {
+          this.begin(call, planned, semantics, rerun, release, hold);
+        } catch (err) {
+          // off the effect pump, nothing else would see it
+          hold.release();
+          this.settled(call.callId, release);
+          return a.fail(err);
+        }
         a.kick();
       },
       (err: unknown) => {
