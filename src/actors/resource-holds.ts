@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ResourceLease, ResourceLeaseStore } from '../bus/resource-lease-port.js';
+import type { ResourceLease, ResourceLeaseMode, ResourceLeaseStore } from '../bus/resource-lease-port.js';
 import { ActorloopError } from '../protocol/errors.js';
 import { sleep } from '../protocol/sleep.js';
 import type { ResourceKey } from '../tools/tool.js';
@@ -26,21 +26,36 @@ export function inTree(p: Projection): boolean {
   return false;
 }
 
+/** One lease a call needs. */
+export interface LeaseNeed {
+  resource: string;
+  mode: ResourceLeaseMode;
+}
+
 /**
- * The lease keys of a call's write-mode resources. Paths are absolute already; `process` (a
- * process may touch anything in its workspace) is scoped to the workspace, so a shell in one
- * child's worktree does not wait for one in another's. Agent-local keys (`plan`, `goal`) are
- * no other agent's business.
+ * The leases a call's write-mode resources need, as the runner's own `conflicts` orders calls:
+ * a file write holds its file alone and its workspace shared; `process` (a process may touch
+ * anything in its workspace) holds the workspace alone, so it waits for every write there and
+ * every write waits for it, while writes of two files go on together. Scoped to the workspace: a
+ * shell in one child's worktree does not wait for one in another's. Agent-local keys (`plan`,
+ * `goal`) are no other agent's business.
  */
-export function leaseResources(keys: readonly ResourceKey[], workspace: string): string[] {
-  const out = new Set<string>();
+export function leaseResources(keys: readonly ResourceKey[], workspace: string): LeaseNeed[] {
+  const out = new Map<string, ResourceLeaseMode>();
+  const need = (resource: string, mode: ResourceLeaseMode): void => {
+    if (out.get(resource) !== 'exclusive') out.set(resource, mode);
+  };
+  const ws = `process:${workspace}`;
   for (const k of keys) {
     if (k.mode !== 'write') continue;
-    if (k.key === 'process') out.add(`process:${workspace}`);
-    else if (k.key.startsWith('path:')) out.add(k.key);
+    if (k.key === 'process') need(ws, 'exclusive');
+    else if (k.key.startsWith('path:')) {
+      need(k.key, 'exclusive');
+      need(ws, 'shared');
+    }
   }
   // one order for every agent: two calls wanting the same two resources cannot each hold one
-  return [...out].sort();
+  return [...out].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([resource, mode]) => ({ resource, mode }));
 }
 
 /** Options of `holdResources`. */
@@ -56,7 +71,7 @@ export interface HoldOptions {
  * one, and renews them every third of the TTL until released. Rejects with the abort's reason
  * when the signal aborts first; a store error that a retry may cure is retried, any other rejects.
  */
-export async function holdResources(store: ResourceLeaseStore, resources: readonly string[], holder: string, opts: HoldOptions): Promise<ResourceHold> {
+export async function holdResources(store: ResourceLeaseStore, needs: readonly LeaseNeed[], holder: string, opts: HoldOptions): Promise<ResourceHold> {
   let held: ResourceLease[] = [];
   const letGo = (leases: ResourceLease[]): void => {
     for (const l of leases) {
@@ -64,13 +79,13 @@ export async function holdResources(store: ResourceLeaseStore, resources: readon
     }
   };
   try {
-    for (const resource of resources) {
+    for (const { resource, mode } of needs) {
       let waitMs = FIRST_WAIT_MS;
       for (;;) {
         opts.signal.throwIfAborted();
         let lease: ResourceLease | null = null;
         try {
-          lease = await store.take(resource, holder, opts.nowMs());
+          lease = await store.take(resource, holder, mode, opts.nowMs());
         } catch (err) {
           if (!(err instanceof ActorloopError && err.retryable)) throw err;
           opts.logger.warn({ err, resource }, 'resource lease store failed; trying again');

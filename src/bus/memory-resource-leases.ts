@@ -1,56 +1,58 @@
-import { DEFAULT_RESOURCE_LEASE_TTL_MS, resourceLeaseKey, type ResourceLease, type ResourceLeaseStore } from './resource-lease-port.js';
+import {
+  afterTake, DEFAULT_RESOURCE_LEASE_TTL_MS, liveHolders, resourceLeaseKey, type HolderEntry, type ResourceLeaseStore,
+} from './resource-lease-port.js';
 
 /** Options of `createMemoryResourceLeases`. */
 export interface MemoryResourceLeasesOptions {
   ttlMs?: number;
-  /** The store's own clock, standing in for the server's: a key unwritten for `ttlMs` by it is gone (max_age). */
+  /** The store's own clock, standing in for the server's: a record unwritten for `ttlMs` by it is gone (max_age). */
   now?: () => number;
 }
 
 /**
- * Resource leases in this process's memory with the KV store's semantics: one revision counter,
- * take and renew by CAS on the revision, release by CAS, expiry by the caller's `nowMs` and by
- * the store's clock (the bucket's max age). For agents of one process and for tests.
+ * Resource leases in this process's memory with the KV store's semantics (the same take rule,
+ * lapse by the caller's `nowMs` and by the store's clock as by the bucket's max age). For agents
+ * of one process and for tests.
  */
 export function createMemoryResourceLeases(opts: MemoryResourceLeasesOptions = {}): ResourceLeaseStore {
   const ttlMs = opts.ttlMs ?? DEFAULT_RESOURCE_LEASE_TTL_MS;
   const now = opts.now ?? (() => Date.now());
-  const keys = new Map<string, { revision: number; holder: string; resource: string; expiresAt: number; writtenAtMs: number }>();
-  let revision = 0;
+  const records = new Map<string, { holders: Record<string, HolderEntry>; writtenAtMs: number }>();
 
-  const read = (key: string) => {
-    const k = keys.get(key);
-    if (k && now() - k.writtenAtMs >= ttlMs) {
-      keys.delete(key);
-      return undefined;
-    }
-    return k;
+  const read = (resource: string): Record<string, HolderEntry> => {
+    const key = resourceLeaseKey(resource);
+    const r = records.get(key);
+    if (r && now() - r.writtenAtMs >= ttlMs) records.delete(key);
+    return records.get(key)?.holders ?? {};
   };
-  const write = (resource: string, holder: string, nowMs: number): ResourceLease => {
-    const k = { revision: ++revision, holder, resource, expiresAt: nowMs + ttlMs, writtenAtMs: now() };
-    keys.set(resourceLeaseKey(resource), k);
-    return { resource, holder, revision: k.revision, expiresAt: k.expiresAt };
+  const write = (resource: string, holders: Record<string, HolderEntry>): void => {
+    if (Object.keys(holders).length === 0) records.delete(resourceLeaseKey(resource));
+    else records.set(resourceLeaseKey(resource), { holders, writtenAtMs: now() });
   };
 
   return {
     ttlMs,
-    async take(resource, holder, nowMs) {
-      const k = read(resourceLeaseKey(resource));
-      if (k && k.expiresAt > nowMs && k.holder !== holder) return null;
-      return write(resource, holder, nowMs);
+    async take(resource, holder, mode, nowMs) {
+      const next = afterTake(read(resource), holder, mode, nowMs, ttlMs);
+      if (!next) return null;
+      write(resource, next);
+      return { resource, holder, mode, expiresAt: next[holder]!.expiresAt };
     },
     async renew(lease, nowMs) {
-      const k = read(resourceLeaseKey(lease.resource));
-      if (k?.revision !== lease.revision) return null;
-      return write(lease.resource, lease.holder, nowMs);
+      const holders = read(lease.resource);
+      if (!holders[lease.holder]) return null;
+      const expiresAt = nowMs + ttlMs;
+      write(lease.resource, { ...holders, [lease.holder]: { mode: lease.mode, expiresAt } });
+      return { ...lease, expiresAt };
     },
     async release(lease) {
-      const key = resourceLeaseKey(lease.resource);
-      if (read(key)?.revision === lease.revision) keys.delete(key);
+      const holders = read(lease.resource);
+      if (!holders[lease.holder]) return;
+      const { [lease.holder]: _gone, ...rest } = holders;
+      write(lease.resource, rest);
     },
-    async holderOf(resource, nowMs) {
-      const k = read(resourceLeaseKey(resource));
-      return k && k.expiresAt > nowMs ? k.holder : null;
+    async holdersOf(resource, nowMs) {
+      return Object.keys(liveHolders(read(resource), nowMs)).sort();
     },
   };
 }

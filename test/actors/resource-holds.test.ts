@@ -5,6 +5,7 @@ import { createMemoryResourceLeases } from '../../src/bus/memory-resource-leases
 import { emptyProjection } from '../../src/store/projection.js';
 
 const logger = pino({ level: 'silent' });
+const x = (resource: string) => ({ resource, mode: 'exclusive' as const });
 const opts = (signal = new AbortController().signal) => ({ signal, nowMs: () => Date.now(), logger });
 
 describe('resource holds', () => {
@@ -15,7 +16,16 @@ describe('resource holds', () => {
       { key: 'process', mode: 'write' },
       { key: 'plan', mode: 'write' },
       { key: 'path:/w/a.txt', mode: 'write' },
-    ], '/w')).toEqual(['path:/w/a.txt', 'path:/w/b.txt', 'process:/w']);
+    ], '/w')).toEqual([
+      { resource: 'path:/w/a.txt', mode: 'exclusive' },
+      { resource: 'path:/w/b.txt', mode: 'exclusive' },
+      { resource: 'process:/w', mode: 'exclusive' },
+    ]);
+    // file writes hold their workspace shared
+    expect(leaseResources([{ key: 'path:/w/a.txt', mode: 'write' }], '/w')).toEqual([
+      { resource: 'path:/w/a.txt', mode: 'exclusive' },
+      { resource: 'process:/w', mode: 'shared' },
+    ]);
   });
 
   it('are taken only by agents of a tree', () => {
@@ -29,9 +39,9 @@ describe('resource holds', () => {
 
   it('make a second call wait until the first lets go', async () => {
     const store = createMemoryResourceLeases();
-    const first = await holdResources(store, ['path:/w/a'], 'agt_a/call_1', opts());
+    const first = await holdResources(store, [x('path:/w/a')], 'agt_a/call_1', opts());
     let second = false;
-    const waiting = holdResources(store, ['path:/w/a'], 'agt_b/call_2', opts()).then((h) => {
+    const waiting = holdResources(store, [x('path:/w/a')], 'agt_b/call_2', opts()).then((h) => {
       second = true;
       return h;
     });
@@ -40,32 +50,49 @@ describe('resource holds', () => {
     expect(second).toBe(false);
     first.release();
     const h = await waiting;
-    expect(await store.holderOf('path:/w/a', Date.now())).toBe('agt_b/call_2');
+    expect(await store.holdersOf('path:/w/a', Date.now())).toEqual(['agt_b/call_2']);
     h.release();
     await new Promise((r) => setTimeout(r, 0));
-    expect(await store.holderOf('path:/w/a', Date.now())).toBeNull();
+    expect(await store.holdersOf('path:/w/a', Date.now())).toEqual([]);
   });
 
   it('stop waiting on an abort, and hold nothing of what they took', async () => {
     const store = createMemoryResourceLeases();
-    const other = await holdResources(store, ['path:/w/b'], 'agt_a/call_1', opts());
+    const other = await holdResources(store, [x('path:/w/b')], 'agt_a/call_1', opts());
     const ac = new AbortController();
-    const waiting = holdResources(store, ['path:/w/a', 'path:/w/b'], 'agt_b/call_2', opts(ac.signal));
+    const waiting = holdResources(store, [x('path:/w/a'), x('path:/w/b')], 'agt_b/call_2', opts(ac.signal));
     await new Promise((r) => setTimeout(r, 30));
-    expect(await store.holderOf('path:/w/a', Date.now())).toBe('agt_b/call_2');
+    expect(await store.holdersOf('path:/w/a', Date.now())).toEqual(['agt_b/call_2']);
     ac.abort(new Error('interrupted'));
     await expect(waiting).rejects.toThrow('interrupted');
     await new Promise((r) => setTimeout(r, 0));
-    expect(await store.holderOf('path:/w/a', Date.now())).toBeNull();
+    expect(await store.holdersOf('path:/w/a', Date.now())).toEqual([]);
     other.release();
   });
 
   it('get a resource whose holder crashed once its lease lapses', async () => {
     const store = createMemoryResourceLeases({ ttlMs: 100 });
     // taken and never renewed nor released: its process died
-    await store.take('path:/w/a', 'agt_dead/call_1', Date.now());
-    const h = await holdResources(store, ['path:/w/a'], 'agt_b/call_2', opts());
-    expect(await store.holderOf('path:/w/a', Date.now())).toBe('agt_b/call_2');
+    await store.take('path:/w/a', 'agt_dead/call_1', 'exclusive', Date.now());
+    const h = await holdResources(store, [x('path:/w/a')], 'agt_b/call_2', opts());
+    expect(await store.holdersOf('path:/w/a', Date.now())).toEqual(['agt_b/call_2']);
     h.release();
+  });
+
+  it('let a process wait for file writes in its workspace, and file writes go on together', async () => {
+    const store = createMemoryResourceLeases();
+    const a = await holdResources(store, leaseResources([{ key: 'path:/w/a', mode: 'write' }], '/w'), 'agt_a/call_1', opts());
+    const b = await holdResources(store, leaseResources([{ key: 'path:/w/b', mode: 'write' }], '/w'), 'agt_b/call_2', opts());
+    let shell = false;
+    const waiting = holdResources(store, leaseResources([{ key: 'process', mode: 'write' }], '/w'), 'agt_c/call_3', opts()).then((h) => {
+      shell = true;
+      return h;
+    });
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(shell).toBe(false);
+    a.release();
+    b.release();
+    (await waiting).release();
+    expect(shell).toBe(true);
   });
 });

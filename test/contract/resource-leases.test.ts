@@ -21,9 +21,9 @@ describe('memory resource leases, besides the contract', () => {
   it('drop a lease nobody renewed for a TTL on their own clock (the bucket\'s max age)', async () => {
     let now = 0;
     const leases = createMemoryResourceLeases({ ttlMs: 1_000, now: () => now });
-    const held = (await leases.take('process:/ws', 'agt_a/call_1', 0))!;
+    const held = (await leases.take('process:/ws', 'agt_a/call_1', 'exclusive', 0))!;
     now = 1_000;
     expect(await leases.renew(held, 0)).toBeNull();
-    expect(await leases.take('process:/ws', 'agt_b/call_2', 0)).toMatchObject({ holder: 'agt_b/call_2' });
+    expect(await leases.take('process:/ws', 'agt_b/call_2', 'exclusive', 0)).toMatchObject({ holder: 'agt_b/call_2' });
   });
 });
