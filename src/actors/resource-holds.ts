@@ -102,7 +102,7 @@ export async function holdResources(store: ResourceLeaseStore, needs: readonly L
     letGo(held);
     throw err;
   }
-  // a release waits for a renewal in flight: deleting the revision it is replacing would fail its CAS and leave the lease to lapse
+  // a renewal in flight lands before the release, so the release is the last word on each record
   let renewing: Promise<void> | null = null;
   const renewal = setInterval(() => {
     if (renewing) return;
