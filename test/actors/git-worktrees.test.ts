@@ -71,6 +71,9 @@ describe('git worktrees of children', () => {
     const dir = await wt.worktree('agt_child2', ws);
     expect(dir).toBe(path.join(dataDir, 'worktrees', 'agt_child2', 'pkg'));
     await writeFile(path.join(dir, 'src', 'b.txt'), 'bee\n');
+    // no final newline, in a new file and in an edited one
+    await writeFile(path.join(dir, 'src', 'c.txt'), 'sea');
+    await writeFile(path.join(dir, 'src', 'a.txt'), 'alpha\nbeta');
     await writeFile(path.join(dataDir, 'worktrees', 'agt_child2', 'top.txt'), 'changed outside the workspace\n');
     const diff = (await wt.worktreeDiff(dir))!;
     expect(diff).toContain('+++ b/src/b.txt');
@@ -78,6 +81,8 @@ describe('git worktrees of children', () => {
     const applied = await executeTool(applyPatchTool, applyPatchTool.input.parse({ patch: diff }), toolContext(ws), 10_000);
     expect(applied.ok, String(applied.output)).toBe(true);
     expect(await readFile(path.join(ws, 'src', 'b.txt'), 'utf8')).toBe('bee\n');
+    expect(await readFile(path.join(ws, 'src', 'c.txt'), 'utf8')).toBe('sea');
+    expect(await readFile(path.join(ws, 'src', 'a.txt'), 'utf8')).toBe('alpha\nbeta');
   });
 
   it('makes a half-made worktree (a kill inside `worktree add`) again, from the same base', async () => {
