@@ -9,6 +9,7 @@ import type { ToolRegistry } from '../tools/registry.js';
 import type { FaultInjector } from './faults.js';
 import type { ToolingPorts } from './tooling.js';
 import type { SubagentPort } from './subagent-port.js';
+import type { ResourceLeaseStore } from '../bus/resource-lease-port.js';
 
 /** The ports an agent actor acts through (design §2): everything outside the machines. */
 export interface AgentPorts {
@@ -34,4 +35,6 @@ export interface AgentPorts {
   onHalt?(): void;
   /** Other actors of the tree: children it creates, inboxes it writes to (absent: this runtime hosts no subagents). */
   subagents?: SubagentPort;
+  /** Leases ordering conflicting calls across the agents of a tree (absent: each agent orders only its own calls). */
+  resourceLeases?: ResourceLeaseStore;
 }

@@ -22,6 +22,10 @@ import { createFaultInjector } from './faults.js';
 import { Supervisor } from './supervisor.js';
 import { createJetStreamPorts, createMemoryPorts, type SupervisorPorts } from './supervisor-ports.js';
 import { defaultTooling, staticPolicy, type ToolingPorts } from './tooling.js';
+import { Kvm } from '@nats-io/kv';
+import { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLeaseStore } from '../bus/resource-leases.js';
+import { createMemoryResourceLeases } from '../bus/memory-resource-leases.js';
+import { createGitWorktrees } from './git-worktrees.js';
 
 /** Options of `createRuntime`: where the agents' logs live and what they may use. */
 export interface RuntimeOptions {
@@ -128,9 +132,11 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   let lmdb: LmdbStore | null = null;
   let ports: SupervisorPorts;
   let blobs: BlobStore;
+  let resourceLeases: ResourceLeaseStore;
   if (opts.memory) {
     ports = createMemoryPorts();
     blobs = createMemoryBlobStore();
+    resourceLeases = createMemoryResourceLeases();
   } else {
     bus = await openBus({
       natsUrl: opts.natsUrl ?? null, dataDir: opts.dataDir!, logger, name: 'actorloop-embedded', role: 'host',
@@ -144,19 +150,25 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     }
     ports = createJetStreamPorts(bus);
     blobs = createLmdbBlobStore(lmdb);
+    const js = bus.js;
+    resourceLeases = createKvResourceLeases({ kv: () => ensureResourceLeaseBucket(new Kvm(js), undefined, logger), logger });
   }
+  const tooling = defaultTooling({ policy: staticPolicy(), ...opts.tooling });
   const supervisor = new Supervisor({
     ports,
     blobs,
     snapshots: lmdb ? createLmdbSnapshots(lmdb, logger) : null,
     tools: createToolRegistry([...builtinTools(), ...(opts.tools ?? [])]),
-    tooling: defaultTooling({ policy: staticPolicy(), ...opts.tooling }),
+    tooling,
     faults: createFaultInjector([]),
     logger,
     pricing: (model) => priceFor(model, {}),
     modelFor: opts.modelFor ?? ((settings, cursor) =>
       createModelAdapter(settings.model, { cursor, ...(settings.agentName ? { agentName: settings.agentName } : {}), baseUrl: settings.baseUrl, apiKey: opts.apiKey ?? '', capabilities: {} })),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
+    resourceLeases,
+    // worktrees live in the data dir: a throwaway runtime has none to put them in
+    ...(opts.dataDir ? { worktrees: createGitWorktrees({ dataDir: opts.dataDir, env: tooling.env }) } : {}),
   });
 
   const handle = (actor: AgentActor, agent: AgentOptions): AgentHandle => ({

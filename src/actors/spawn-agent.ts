@@ -190,6 +190,12 @@ export const spawnAgentRuntime: RuntimeTool = {
     let childId = childOfRequest(a.projection, requestId);
     let clamped: string[] = [];
     if (childId === undefined) {
+      if (input.workspace === 'worktree') {
+        // refused before the request is committed: a workspace git cannot branch gets no child at all
+        const problem = await port.worktreeProblem?.(settings(a).workspace);
+        if (a.halted) return;
+        if (problem) return callFailed(a, r, 'subagent.worktree', problem);
+      }
       const treeRunning = await port.treeRunning(a.rootId, a.actorId);
       if (a.halted) return;
       // from here to the staging nothing awaits: a spawn beside this one plans after it

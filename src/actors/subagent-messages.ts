@@ -127,10 +127,18 @@ async function owedNotice(a: EffectContext): Promise<SubagentNotice | null> {
   const artifacts: SubagentNotice['artifacts'] = [];
   const ws = a.projection.lastSettings?.workspace;
   if (a.ports.subagents?.worktreeDiff && ws && link.workspaceMode === 'worktree') {
-    const diff = await a.ports.subagents.worktreeDiff(ws).catch(() => null);
-    if (diff) {
+    const found = await a.ports.subagents.worktreeDiff(ws).catch((err: unknown) => {
+      a.logger.warn({ err, worktree: ws }, 'the worktree diff could not be made; the notice goes without it');
+      return null;
+    });
+    if (found) {
+      // a diff is tool output like any other: secrets in it reach no model, log or blob
+      const { text: diff, count } = a.ports.tooling.redactor.redact(found);
+      const what = count > 0
+        ? `diff of its worktree (apply it with apply_patch; ${count} secret${count === 1 ? ' was' : 's were'} redacted, so the lines holding them will not apply as they are)`
+        : 'diff of its worktree (apply it with apply_patch)';
       const digest = await a.ports.blobs.put(diff);
-      artifacts.push({ id: derivedId('artifact', 'worktree-diff', a.actorId, owed.turn), digest, bytes: Buffer.byteLength(diff), what: 'diff of its worktree (apply it with apply_patch)', text: diff });
+      artifacts.push({ id: derivedId('artifact', 'worktree-diff', a.actorId, owed.turn), digest, bytes: Buffer.byteLength(diff), what, text: diff });
     }
   }
   return SubagentNoticeSchema.parse({

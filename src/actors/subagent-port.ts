@@ -31,6 +31,8 @@ export interface SubagentPort {
   firstTurn(rootId: string, childId: string, signal: AbortSignal): Promise<void>;
   /** A git worktree for a child under the data dir (branch `actorloop/<childId>`); null when this runtime makes none. */
   worktree?(childId: string, workspace: string): Promise<string>;
+  /** Why a workspace cannot have worktrees (not in a git repository, no commit yet), or null when it can. */
+  worktreeProblem?(workspace: string): Promise<string | null>;
   /** The diff of a child's worktree against where it started, or null when nothing changed. */
   worktreeDiff?(worktree: string): Promise<string | null>;
 }

@@ -25,6 +25,7 @@ import type { SupervisorPorts } from './supervisor-ports.js';
 import { defaultTooling, type ToolingPorts } from './tooling.js';
 import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from '../protocol/subagents.js';
 import type { ChildEntry, SubagentPort } from './subagent-port.js';
+import type { ResourceLeaseStore } from '../bus/resource-lease-port.js';
 
 /** What a supervisor needs to host agents. */
 export interface SupervisorOptions {
@@ -53,7 +54,9 @@ export interface SupervisorOptions {
   /** Depth and width of subagent trees, and what a parent's end does to its children (default: 3, 8, 64, cancel). */
   subagentLimits?: SubagentLimits;
   /** Git worktrees of `worktree` children (absent: such a spawn is refused). */
-  worktrees?: Pick<SubagentPort, 'worktree' | 'worktreeDiff'>;
+  worktrees?: Pick<SubagentPort, 'worktree' | 'worktreeDiff' | 'worktreeProblem'>;
+  /** Leases that order conflicting calls of different agents of a tree (absent: only each agent orders its own). */
+  resourceLeases?: ResourceLeaseStore;
 }
 
 /** A hosted agent and the state of its inbox reader. */
@@ -246,6 +249,7 @@ export class Supervisor {
         logger,
         onHalt: () => life.abort(),
         subagents: (this.port ??= this.subagentPort()),
+        ...(this.opts.resourceLeases ? { resourceLeases: this.opts.resourceLeases } : {}),
         onCommit: (events) => this.opts.onCommit?.(actorId, events),
         onDelta: (d) => {
           // Live only (core NATS, not persisted): clients see tokens as they come; the log

@@ -1,7 +1,9 @@
 import { DEFAULT_CANCEL_GRACE_MS, executeTool } from '../tools/execute.js';
 import { idempotencyKey } from '../tools/idempotency.js';
 import { shapeObservation } from '../tools/observation.js';
-import type { ResourceKey } from '../tools/tool.js';
+import type { ExecutionSemantics, ResourceKey } from '../tools/tool.js';
+import type { EventDraft } from '../protocol/events.js';
+import { holdResources, inTree, leaseResources, type ResourceHold } from './resource-holds.js';
 import type { OpenCall } from '../store/projection.js';
 import type { EffectContext } from './effect-context.js';
 import { abortReason, scope, settings } from './effect-helpers.js';
@@ -151,10 +153,58 @@ export class ToolRunner {
       else a.stage({ type: 'tool/cancelled', ...ids, data: { reason: err.message, started: false, confirmed: true } });
       return;
     }
+    const workspace = settings(a).workspace;
+    const semantics = planned.tool.executionSemantics(planned.input, { workspace });
+    let release!: () => void;
+    const done = new Promise<void>((resolve) => (release = resolve));
+    // running from here on, lease wait included: this agent's own conflicting calls queue behind it
+    this.running.set(call.callId, { keys: this.keysOf(call), done });
+    const leases = a.ports.resourceLeases;
+    // Only the agents of a tree take leases: a lone agent's calls are ordered by this runner
+    // alone, and pay nothing for it.
+    const resources = leases && semantics.effects === 'possible' && inTree(a.projection) ? leaseResources(planned.resources, workspace) : [];
+    if (resources.length === 0) return this.begin(call, planned, semantics, rerun, release, null);
+    holdResources(leases!, resources, `${a.actorId}/${call.callId}`, { signal: a.signal, nowMs: () => a.ports.clock.nowMs(), logger: a.logger }).then(
+      (hold) => {
+        const open = a.projection.pending.calls.find((c) => c.callId === call.callId);
+        if (a.halted || a.signal.aborted || !open || open.observation !== null) {
+          hold.release();
+          return this.settled(call.callId, release);
+        }
+        try {
+          this.begin(call, planned, semantics, rerun, release, hold);
+        } catch (err) {
+          // off the effect pump, nothing else would see it
+          hold.release();
+          this.settled(call.callId, release);
+          return a.fail(err);
+        }
+        a.kick();
+      },
+      (err: unknown) => {
+        this.settled(call.callId, release);
+        // aborted while it waited: the call never started, and its machine ends it
+        if (!a.signal.aborted && !a.halted) a.fail(err);
+      },
+    );
+  }
+
+  /** A call is off the runner: the next waiting ones may start. */
+  private settled(callId: string, release: () => void): void {
+    this.running.delete(callId);
+    release();
+    if (!this.a.halted) {
+      this.schedule();
+      this.a.kick();
+    }
+  }
+
+  /** Stages the call's `tool/start` (its leases, if any, held) and runs the tool once it is committed. */
+  private begin(call: OpenCall, planned: CallPlan, semantics: ExecutionSemantics, rerun: boolean, release: () => void, hold: ResourceHold | null): void {
+    const a = this.a;
     const key = idempotencyKey(call.callId, call.name, planned.input);
     const ids = Object.assign(scope(a), { call: call.callId });
     const workspace = settings(a).workspace;
-    const semantics = planned.tool.executionSemantics(planned.input, { workspace });
     const effects = semantics.effects;
     // taken in the tick the start is staged: no call of this actor touching the same resource runs in between
     const preimage = capturePreimage(a, planned, workspace);
@@ -178,13 +228,10 @@ export class ToolRunner {
         : `it is idempotent under key ${key}`;
       a.noteRecovered(`call ${call.callId} (${call.name}) run again: ${why}`);
     }
-    let release!: () => void;
-    const done = new Promise<void>((resolve) => (release = resolve));
-    this.running.set(call.callId, { keys: this.keysOf(call), done });
     // No effect starts without a committed tool/start: the tool runs once this event is in the log.
     a.afterCommit(e.seq, {
       run: () => {
-        this.execute(call, planned, key, ids, rerun, effects).finally(() => {
+        this.execute(call, planned, key, ids, rerun, effects, hold).finally(() => {
           this.running.delete(call.callId);
           release();
           if (!a.halted) {
@@ -194,6 +241,7 @@ export class ToolRunner {
         });
       },
       drop: () => {
+        hold?.release();
         this.running.delete(call.callId);
         release();
       },
@@ -202,9 +250,20 @@ export class ToolRunner {
 
   private async execute(
     call: OpenCall, planned: CallPlan, key: string, ids: { turn: string; step: string; call: string }, rerun: boolean, effects: 'none' | 'possible',
+    hold: ResourceHold | null,
   ): Promise<void> {
     const a = this.a;
     const t = a.ports.tooling;
+    // The call's end: its leases go once that end is committed, so no other agent's call touches
+    // the resource while the log could still lose what this one did to it.
+    const end = (d: EventDraft): void => {
+      const e = a.stage(d);
+      if (hold) {
+        const h = hold;
+        hold = null;
+        a.afterCommit(e.seq, { run: () => h.release(), drop: () => h.release() });
+      }
+    };
     try {
       // the runtime's own tools settle an abort themselves (a question is cancelled with its call)
       const own = runtimeTool(call.name);
@@ -214,7 +273,7 @@ export class ToolRunner {
       }
       if (a.signal.aborted) {
         // its tool/start is committed, but the tool was never called: nothing ran
-        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a), started: true, confirmed: true } });
+        end({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a), started: true, confirmed: true } });
         return;
       }
       const grant = call.grant ?? { network: false, envAllow: [] };
@@ -238,12 +297,12 @@ export class ToolRunner {
       a.ports.faults.hit('before:tool/result', a.actorId);
       // cancelled only once the call is known to have stopped; an effectful one that did not say so may have run
       if (result.errorClass === 'cancelled') {
-        a.stage({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a), started: true, confirmed: true } });
+        end({ type: 'tool/cancelled', ...ids, data: { reason: abortReason(a), started: true, confirmed: true } });
         return;
       }
       if (result.errorClass === 'unknown') {
         const reason = t.redactor.redact(result.error?.message ?? `${call.name} did not confirm it stopped`).text;
-        a.stage({ type: 'tool/outcome_unknown', ...ids, data: { reason } });
+        end({ type: 'tool/outcome_unknown', ...ids, data: { reason } });
         return;
       }
       const shaped = shapeObservation(result.output, { budgetBytes: t.observationBudgetBytes, redactor: t.redactor });
@@ -255,7 +314,7 @@ export class ToolRunner {
         artifact = { id: meta.id, digest: meta.digest, bytes: meta.bytes, binary: meta.binary };
       }
       const message = result.error ? t.redactor.redact(result.error.message).text : null;
-      a.stage({
+      end({
         type: 'tool/result',
         ...ids,
         data: {
@@ -272,6 +331,9 @@ export class ToolRunner {
     } catch (err) {
       // a halted incarnation commits nothing more: the next one closes the call
       if (!a.halted) a.fail(err);
+    } finally {
+      // no end of the call was staged to release them after (a runtime tool, an error): now
+      hold?.release();
     }
   }
 

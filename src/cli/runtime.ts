@@ -18,6 +18,8 @@ import { BUCKETS } from '../bus/subjects.js';
 import { createKvLeaseStore, DEFAULT_LEASE_TTL_MS, ensureLeaseBucket, type Lease, type LeaseStore } from '../bus/leases.js';
 import { createKvHostPresence, ensureHostsBucket, type HostPresence } from '../bus/hosts.js';
 import { LeaseKeeper, localHolder } from '../actors/lease-keeper.js';
+import { createGitWorktrees } from '../actors/git-worktrees.js';
+import { createKvResourceLeases, ensureResourceLeaseBucket } from '../bus/resource-leases.js';
 import { ConfigError, agentNotFound } from '../protocol/errors.js';
 import { createModelAdapter } from '../model/factory.js';
 import { modelName } from '../actors/agent-effects.js';
@@ -154,6 +156,9 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     await lmdb.close();
     throw err;
   }
+  // the bucket is made on the first call of a tree that writes: a command that hosts no tree never touches it
+  const resourceLeases = createKvResourceLeases({ kv: () => ensureResourceLeaseBucket(new Kvm(bus.js), undefined, logger), logger });
+  const worktrees = createGitWorktrees({ dataDir: config.dataDir, env: tooling.env });
   const holder = localHolder();
   const keeper = new LeaseKeeper(leases, holder, logger, (actorId, err) => {
     for (const s of supervisors) s.evict(actorId, err);
@@ -211,6 +216,8 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
             capabilities: config.capabilities[modelName(settings.model)] ?? {},
           }),
         subagentLimits: config.subagents,
+        worktrees,
+        resourceLeases,
         ...extra,
       });
       // the children its agents spawn run here too, under leases this command keeps until it closes
