@@ -36,8 +36,8 @@ const CHILD: ScriptResponse[] = [
 /** The parent's script: one step spawning every child in the background, then waits until all their notices are in. */
 function parentScript(children: number): ScriptResponse[] {
   const spawns = Array.from({ length: children }, (_, i) => ({ name: 'spawn_agent', arguments: { task: `child ${i}: call echo three times`, name: 'w' } }));
-  // each wait takes every notice waiting; a few more waits than needed fail fast ("nothing to wait for")
-  const waits = Array.from({ length: Math.min(children, 64) + 4 }, (): ScriptResponse => ({ tool_calls: [{ name: 'wait_agents', arguments: { timeout_seconds: 600 } }], usage: { input_tokens: 100, output_tokens: 10 } }));
+  // each wait takes every notice waiting (often many), so fewer are used; the rest fail fast ("nothing to wait for")
+  const waits = Array.from({ length: children + 2 }, (): ScriptResponse => ({ tool_calls: [{ name: 'wait_agents', arguments: { timeout_seconds: 600 } }], usage: { input_tokens: 100, output_tokens: 10 } }));
   return [{ tool_calls: spawns, usage: { input_tokens: 100, output_tokens: 10 } }, ...waits, { content: 'all children done', usage: { input_tokens: 100, output_tokens: 10 } }];
 }
 
