@@ -199,6 +199,32 @@ describe('a tree of agents on a host', () => {
     expect(lines(table.stdout)).toHaveLength(2);
   });
 
+  test('a subagent of a run hosting its tree in-process: approve from another CLI is mail to that run, which finishes the tree', async ({ expect, onTestFinished }) => {
+    const ws = await tempDir('ws');
+    const dataDir = await tempDir('cli');
+    const scratch = await tempDir('script');
+    dirs.push(ws, dataDir, scratch);
+    const scriptPath = join(scratch, 'tree.json');
+    await writeFile(scriptPath, JSON.stringify(TREE_SCRIPT));
+    const env = cliEnv(dataDir);
+    const cli = pool.forTest({ onTestFinished }, env);
+    const common = ['--nats', nats.url, '--data-dir', dataDir];
+    const run = start(['run', 'have a writer write notes.txt', '--in-process', '--model', `scripted:${scriptPath}`, '--approve', 'ask', '--cwd', ws, ...common], env, onTestFinished);
+    const approveLine = /^approve: actorloop approve (agt_\S+) (apr_\S+) /m;
+    await until('the run to name the waiting subagent', () => approveLine.test(run.stderr()) || run.stdout().includes('completed'));
+    const [, childId, approvalId] = approveLine.exec(run.stderr())!;
+    const rootId = lines(run.stdout())[0]!;
+    const approved = await cli.run(['approve', childId!, approvalId!, ...common]);
+    expectExit(expect, approved, 0);
+    // the run that hosts the subagent holds its lease: the answer went to its inbox, and this command followed
+    expect(approved.stderr).toMatch(new RegExp(`${childId} is run by \\S+; following its events`));
+    const ran = await run.ended;
+    expectExit(expect, ran, 0);
+    expect(await readFile(join(ws, 'notes.txt'), 'utf8')).toBe('hello\n');
+    const done = JSON.parse((await cli.run(['tree', rootId, '--json', ...common])).stdout) as TreeView;
+    expect(done.agents.map((a) => [a.name, a.status])).toEqual([['main', 'completed'], ['writer', 'completed']]);
+  });
+
   test('an unknown agent is one line and exit 3; --after with --tree is one line and exit 2', async ({ expect, onTestFinished }) => {
     const dataDir = await tempDir('cli');
     dirs.push(dataDir);
