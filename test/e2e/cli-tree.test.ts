@@ -78,9 +78,11 @@ interface Running {
   ended: Promise<CliResult>;
 }
 
-function start(args: string[], env: NodeJS.ProcessEnv, onTestFinished: (fn: () => Promise<void>) => void): Running {
+/** Starts `actorloop <args>` (or `command`, a whole command line of its own) and returns at once. */
+function start(args: string[], env: NodeJS.ProcessEnv, onTestFinished: (fn: () => Promise<void>) => void, command?: string[]): Running {
   const started = performance.now();
-  const child = spawn(process.execPath, ['bin/actorloop.js', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [file, ...rest] = command ?? [process.execPath, 'bin/actorloop.js', ...args];
+  const child = spawn(file!, rest, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   onTestFinished(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -129,8 +131,17 @@ describe('a tree of agents on a host', () => {
       ['main', rootId, 'running', null],
       ['writer', childId, 'waiting', { kind: 'approval', ids: [approvalId] }],
     ]);
+    const waitingText = await cli.run(['tree', rootId, ...common]);
+    expect(lines(waitingText.stdout)).toEqual([
+      `main  ${rootId}  running · step 1 · ▸ spawn_agent · 44 tokens · cost unknown`,
+      `  writer  ${childId}  waiting for approval ${approvalId} · step 1 · 44 tokens · cost unknown`,
+      'total: 2 agents · 88 tokens · cost unknown',
+      `approve: actorloop approve ${childId} ${approvalId} --data-dir ${dataDir} --nats ${nats.url}`,
+    ]);
     const follower = start(['tree', rootId, '--follow', ...common], env, onTestFinished);
-    await until('the follower to show the tree', () => follower.stdout().includes('total: '));
+    // on a terminal (`script` gives it one) the tree is redrawn in place
+    const tty = start([], env, onTestFinished, ['script', '-qfec', ['node', 'bin/actorloop.js', 'tree', rootId, '--follow', ...common].join(' '), '/dev/null']);
+    await until('the followers to show the tree', () => follower.stdout().includes('total: ') && tty.stdout().includes('total: '));
 
     // answered from another CLI process, by the subagent's own ID
     const approved = await cli.run(['approve', childId!, approvalId!, ...common]);
@@ -141,6 +152,13 @@ describe('a tree of agents on a host', () => {
     expect(ran.stdout).toContain('the writer wrote notes.txt');
     expect(await readFile(join(ws, 'notes.txt'), 'utf8')).toBe('hello\n');
 
+    const onTty = await tty.ended;
+    expectExit(expect, onTty, 0);
+    // three lines drawn (two agents and the total): each redraw moves up over them and clears
+    expect(onTty.stdout).toContain('\x1b[3F\x1b[J');
+    const lastDraw = onTty.stdout.split('\x1b[3F\x1b[J').at(-1)!;
+    expect(lastDraw).toMatch(new RegExp(`^main  ${rootId}  completed`));
+    expect(lastDraw).toContain(`  writer  ${childId}  completed`);
     const followed = await follower.ended;
     expectExit(expect, followed, 0);
     // a line per change (no terminal), the tree first and its total once it is settled

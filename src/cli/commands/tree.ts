@@ -8,6 +8,8 @@ import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { terminalText } from '../terminal-text.js';
 import type { CommandKit } from './dlq.js';
+import { answerCommands } from './pending-approvals.js';
+import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 
 /** Options of `actorloop tree`. */
 export interface TreeOptions {
@@ -66,6 +68,19 @@ export function treeLines(v: TreeView): string[] {
   return [...v.agents.map(agentLine), `total: ${n} agent${n === 1 ? '' : 's'} · ${tokensText(v.total.tokens, v.total.estimated)} · ${costText(v.total.costUsd)}`];
 }
 
+/** How to answer what the tree's agents wait for: a line per approval or question, naming the agent that waits. */
+export function answerLines(config: WhereConfig, v: TreeView): string[] {
+  const lines: string[] = [];
+  for (const a of v.agents) {
+    for (const id of a.waitingFor?.ids ?? []) {
+      lines.push(a.waitingFor!.kind === 'approval'
+        ? `approve: ${answerCommands(config, a.actorId, id).approve}`
+        : `answer:  ${cliLine(config, 'answer', a.actorId, id, placeholder('"<text>" | --option <id>'))}`);
+    }
+  }
+  return lines;
+}
+
 /** What of an agent a line per change reports: not every attempt's tokens. */
 function changeKey(a: TreeAgent): string {
   return `${a.parentId}\u0000${doingText(a)}`;
@@ -83,7 +98,7 @@ export async function treeCommand(agentId: string, opts: TreeOptions, config: Ef
     const rootId = await treeRootOf(rt, agentId, out);
     if (!opts.follow) {
       const view = await readTreeView({ reader: rt.reader, rootId });
-      out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${treeLines(view).join('\n')}\n`);
+      out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${[...treeLines(view), ...answerLines(config, view)].join('\n')}\n`);
       return EXIT.completed;
     }
     return await followTreeView(rt, rootId, opts, out);
