@@ -76,6 +76,7 @@ interface Running {
   stdout: () => string;
   stderr: () => string;
   ended: Promise<CliResult>;
+  kill: (signal: NodeJS.Signals) => void;
 }
 
 /** Starts `actorloop <args>` (or `command`, a whole command line of its own) and returns at once. */
@@ -94,7 +95,7 @@ function start(args: string[], env: NodeJS.ProcessEnv, onTestFinished: (fn: () =
   const ended = new Promise<CliResult>((resolve) => {
     child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr, elapsedMs: performance.now() - started }));
   });
-  return { stdout: () => stdout, stderr: () => stderr, ended };
+  return { stdout: () => stdout, stderr: () => stderr, ended, kill: (signal) => child.kill(signal) };
 }
 
 describe('a tree of agents on a host', () => {
@@ -141,7 +142,8 @@ describe('a tree of agents on a host', () => {
     const follower = start(['tree', rootId, '--follow', ...common], env, onTestFinished);
     // on a terminal (`script` gives it one) the tree is redrawn in place
     const tty = start([], env, onTestFinished, ['script', '-qfec', ['node', 'bin/actorloop.js', 'tree', rootId, '--follow', ...common].join(' '), '/dev/null']);
-    await until('the followers to show the tree', () => follower.stdout().includes('total: ') && tty.stdout().includes('total: '));
+    const liveEvents = start(['events', rootId, '--tree', '--follow', '--json', ...common], env, onTestFinished);
+    await until('the followers to show the tree', () => follower.stdout().includes('total: ') && tty.stdout().includes('total: ') && liveEvents.stdout().includes('"actor/parked"'));
 
     // answered from another CLI process, by the subagent's own ID
     const approved = await cli.run(['approve', childId!, approvalId!, ...common]);
@@ -201,6 +203,13 @@ describe('a tree of agents on a host', () => {
     const json = await cli.run(['events', rootId, '--tree', '--json', ...common]);
     expectExit(expect, json, 0);
     const events = parseEvents(json.stdout);
+    // followed live, the same events in the same order; Ctrl-C ends it
+    const rootEnd = (text: string): boolean => text.split('\n').some((l) => l.includes('"turn/end"') && l.includes(`"actor":"${rootId}"`));
+    await until('the live tree events to reach the root\'s turn end', () => rootEnd(liveEvents.stdout()));
+    liveEvents.kill('SIGINT');
+    const live = await liveEvents.ended;
+    expectExit(expect, live, 0);
+    expect(parseEvents(live.stdout)).toEqual(events);
     expect(events).toHaveLength(rows.length);
     expect(new Set(events.map((e) => e.actor))).toEqual(new Set([rootId, childId]));
     // each agent's own log, in its own order, within the merge
