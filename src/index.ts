@@ -7,6 +7,7 @@ export {
 export { followAgent, type ClientEvent, type FollowOptions } from './client/follower.js';
 export { followTree, type FollowTreeOptions, type TreeClientEvent } from './client/follower.js';
 export { statusOf, type ClientStatus } from './client/status.js';
+export { readTreeView, TreeFold, treeStatus, watchTree, ROOT_NAME, type TreeAgent, type TreeStatus, type TreeView, type TreeWatchOptions } from './client/tree.js';
 export { createMemoryBlobStore } from './store/memory-blobs.js';
 
 export { AgentActor, type AgentPorts, type TurnEnded } from './actors/agent-actor.js';

@@ -18,6 +18,7 @@ import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
 import { registerDlqCommand } from './commands/dlq.js';
 import { registerApprovalsCommand } from './commands/pending-approvals.js';
+import { registerTreeCommand } from './commands/tree.js';
 import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
 import type { Out } from './output.js';
@@ -236,6 +237,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--after <seq>', 'only events after this sequence', wholeNumber('--after', 0))
     .option('--follow', 'keep printing new events until Ctrl-C')
     .option('--json', 'NDJSON, one event per line')
+    .option('--tree', 'every log of its tree in the order committed, each line led by the agent\'s name')
     .action(act(async (id: string, o) => eventsCommand(id, o, load(o), out)));
 
   common(program.command('runs'))
@@ -287,6 +289,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
 
   registerDlqCommand(program, { common, flags, act, out });
   registerApprovalsCommand(program, { common, flags, act, out });
+  registerTreeCommand(program, { common, flags, act, out });
 
   return program;
 }

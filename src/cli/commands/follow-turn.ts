@@ -16,6 +16,7 @@ import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
 import { steersFromTerminal } from '../steer-lines.js';
 import { cliLine } from '../hints.js';
+import { watchChildWaits } from '../child-waits.js';
 
 /** How often the follower looks at who holds the agent: often until a host took it, then less. */
 const HOLDER_POLL_FIRST_MS = 200;
@@ -96,6 +97,14 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
   let tick: Promise<{ kind: 'tick' }> | null = null;
   let lastEventAt = Date.now();
   o.printer.seedFrom(p);
+  // a subagent waiting for a person is said here: its log is not the one this command prints
+  const childWaits = watchChildWaits({
+    reader: rt.reader, config: rt.config, rootId: entry.rootId, actorId: entry.actorId, signal: stop.signal,
+    say: (lines) => {
+      o.printer.endLine();
+      out.stderr.write(`${lines.join('\n')}\n`);
+    },
+  });
   // the model's text as it streams, on a terminal: the supervisor publishes it wherever it runs
   const live = o.printer.wantsLive ? createNatsLiveSource(rt.bus.nc).watch(entry, (d) => o.printer.delta(d)) : null;
   const leave = (r: Awaited<typeof leaving>): number => {
@@ -174,6 +183,8 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
     // the read under way ends with the connection: its error is nobody's to handle now
     next.catch(() => {});
     void events.return(undefined).catch(() => {});
+    // it ends with the abort above (or the connection): nothing waits on it
+    void childWaits;
   }
 }
 

@@ -10,6 +10,7 @@ import { entryOf } from '../hand-off.js';
 import { followAgent } from '../../client/follower.js';
 import { emptyProjection } from '../../store/projection.js';
 import { verifyTreeCommand } from './verify-tree.js';
+import { treeEventsCommand } from './tree-events.js';
 
 async function rootOf(rt: Runtime, agentId: string): Promise<string> {
   return (await entryOf(rt, agentId)).rootId;
@@ -25,14 +26,15 @@ async function withRuntime<T>(config: EffectiveConfig, fn: (rt: Runtime) => Prom
   }
 }
 
-/** `actorloop events`: an agent's log from a sequence on, optionally following live commits. */
+/** `actorloop events`: an agent's log from a sequence on, optionally following live commits; `--tree`: every log of its tree. */
 export async function eventsCommand(
   agentId: string,
-  opts: { after?: number; follow?: boolean; json?: boolean },
+  opts: { after?: number; follow?: boolean; json?: boolean; tree?: boolean },
   config: EffectiveConfig,
   out: Out,
 ): Promise<number> {
   return withRuntime(config, async (rt) => {
+    if (opts.tree) return treeEventsCommand(rt, agentId, opts, out);
     const rootId = await rootOf(rt, agentId);
     const after = opts.after ?? 0;
     // people read incarnations (1, 2, 3…) counted from the log's first event, also after --after

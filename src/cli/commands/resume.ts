@@ -234,7 +234,9 @@ export async function answerCommand(
 async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, answer: ApprovalAnswer, json: boolean, out: Out): Promise<number | null> {
   const entry = await entryOf(rt, agentId);
   const place = await placementOf(rt, agentId);
-  if (place.kind === 'other' || (place.kind === 'free' && place.hosts.length === 0)) return null;
+  // a subagent held by another command (the `run` of its tree, hosting it in-process) reads its
+  // inbox there: the answer is mail to it, as it is to a host
+  if ((place.kind === 'other' && entry.parentId === null) || (place.kind === 'free' && place.hosts.length === 0)) return null;
   const p = await foldLog(rt, entry);
   const logged = p.approvals?.[approvalId];
   if (logged && expiredUnanswered(logged)) {

@@ -19,7 +19,7 @@ export interface RunRow extends DirectoryEntry {
   turns: number;
   /** The task of its last turn (the first message that turn took); null before any. */
   lastTask: string | null;
-  /** Agents whose directory entry names it as parent. */
+  /** Subagents of its tree (its children, theirs, and on down): directory entries under its root. */
   children: number;
 }
 
@@ -30,13 +30,14 @@ export interface RunsOptions {
 }
 
 /**
- * The agents of this data dir, newest first, each folded from its log: status, turns, the last
+ * The top agents of this data dir (subagents are counted in their root's `children`), newest first, each folded from its log: status, turns, the last
  * task. Only the `limit` newest logs are read (a data dir of many agents lists fast).
  */
 export async function listRuns(rt: Runtime, limit: number | null): Promise<{ rows: RunRow[]; total: number }> {
   const all = await rt.bus.directory.list();
   const children = new Map<string, number>();
-  for (const e of all) if (e.parentId !== null) children.set(e.parentId, (children.get(e.parentId) ?? 0) + 1);
+  // a subagent's entry names its tree's root: the whole tree counts, not the root's own children
+  for (const e of all) if (e.parentId !== null) children.set(e.rootId, (children.get(e.rootId) ?? 0) + 1);
   const tops = all.filter((e) => e.parentId === null).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || b.createdAt.localeCompare(a.createdAt));
   const shown = limit === null ? tops : tops.slice(0, limit);
   const rows = await Promise.all(shown.map(async (e): Promise<RunRow> => {

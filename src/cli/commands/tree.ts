@@ -1,0 +1,162 @@
+import type { Command } from 'commander';
+import { loadConfig, type EffectiveConfig } from '../../config/config.js';
+import { readTreeView, watchTree, type TreeAgent, type TreeView } from '../../client/tree.js';
+import { EXIT } from '../exit-codes.js';
+import { entryOf } from '../hand-off.js';
+import type { Out } from '../output.js';
+import { createLogger, openRuntime, type Runtime } from '../runtime.js';
+import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
+import { terminalText } from '../terminal-text.js';
+import type { CommandKit } from './dlq.js';
+import { answerCommands } from './pending-approvals.js';
+import { cliLine, placeholder, type WhereConfig } from '../hints.js';
+
+/** Options of `actorloop tree`. */
+export interface TreeOptions {
+  follow?: boolean;
+  json?: boolean;
+}
+
+/** Adds `actorloop tree <rootId>` to the program. */
+export function registerTreeCommand(program: Command, kit: CommandKit): Command {
+  const { common, flags, act, out } = kit;
+  return common(program.command('tree').argument('<rootId>', 'the top agent of the tree (a subagent: its tree is shown)'))
+    .description('show an agent and its subagents: name, ID, status, step or tool, tokens and cost of each, and the sums')
+    .option('--follow', 'redraw as the tree changes, until no agent runs or waits (Ctrl-C stops)')
+    .option('--json', 'the tree as one JSON object (with --follow: NDJSON, one snapshot per change)')
+    .action(act(async (id: string, o) => treeCommand(id, o, loadConfig(flags(o)), out)));
+}
+
+/**
+ * The root of the tree `agentId` belongs to: itself for a top agent, its root (said on stderr) for
+ * a subagent; a NotFoundError for an agent this data dir does not know.
+ */
+export async function treeRootOf(rt: Runtime, agentId: string, out: Out): Promise<string> {
+  const entry = await entryOf(rt, agentId);
+  if (entry.rootId !== agentId) out.stderr.write(`${agentId} is a subagent in the tree of ${entry.rootId}; showing that tree\n`);
+  return entry.rootId;
+}
+
+/** `1,234 tokens` (`~` when any part was counted by actorloop). */
+function tokensText(tokens: number, estimated: boolean): string {
+  return `${estimated ? '~' : ''}${tokens.toLocaleString('en-US')} tokens`;
+}
+
+function costText(usd: number | null): string {
+  return usd === null ? 'cost unknown' : `$${usd.toFixed(4)}`;
+}
+
+/** What an agent is doing, in words: its status, what it waits on, its open step and running tool. */
+export function doingText(a: TreeAgent): string {
+  let status: string = a.status;
+  if (a.waitingFor) status = `waiting for ${a.waitingFor.kind === 'approval' ? 'approval' : 'an answer to'} ${a.waitingFor.ids.join(', ')}`;
+  const parts = [status];
+  if (a.step !== null) parts.push(`step ${a.step}`);
+  if (a.tool !== null) parts.push(`▸ ${a.tool}`);
+  return parts.join(' · ');
+}
+
+/** One agent's line: indented by depth, its name, ID, what it does, its tokens and cost. */
+export function agentLine(a: TreeAgent): string {
+  // a name is the model's choice: shown, not sent
+  return terminalText(`${'  '.repeat(a.depth)}${a.name}  ${a.actorId}  ${doingText(a)} · ${tokensText(a.tokens, a.estimated)} · ${costText(a.costUsd)}`);
+}
+
+/** The tree's lines: one per agent, root first, each followed by its subtree, then the total. */
+export function treeLines(v: TreeView): string[] {
+  const n = v.total.agents;
+  return [...v.agents.map(agentLine), `total: ${n} agent${n === 1 ? '' : 's'} · ${tokensText(v.total.tokens, v.total.estimated)} · ${costText(v.total.costUsd)}`];
+}
+
+/** How to answer what the tree's agents wait for: a line per approval or question, naming the agent that waits. */
+export function answerLines(config: WhereConfig, v: TreeView): string[] {
+  const lines: string[] = [];
+  for (const a of v.agents) {
+    for (const id of a.waitingFor?.ids ?? []) {
+      lines.push(a.waitingFor!.kind === 'approval'
+        ? `approve: ${answerCommands(config, a.actorId, id).approve}`
+        : `answer:  ${cliLine(config, 'answer', a.actorId, id, placeholder('"<text>" | --option <id>'))}`);
+    }
+  }
+  return lines;
+}
+
+/** What of an agent a line per change reports: not every attempt's tokens. */
+function changeKey(a: TreeAgent): string {
+  return `${a.parentId}\u0000${doingText(a)}`;
+}
+
+/**
+ * `actorloop tree <rootId> [--follow] [--json]`: the agents of a tree from their logs. With
+ * `--follow` it goes on until the tree is settled (no agent runs, starts, recovers or waits): on a
+ * terminal the tree is redrawn in place, else each change is one line (`--json`: one snapshot).
+ */
+export async function treeCommand(agentId: string, opts: TreeOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  // reading logs: a client login is all it needs
+  const rt = await openRuntime(config, createLogger(config), { role: 'client' });
+  try {
+    const rootId = await treeRootOf(rt, agentId, out);
+    if (!opts.follow) {
+      const view = await readTreeView({ reader: rt.reader, rootId });
+      out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${[...treeLines(view), ...answerLines(config, view)].join('\n')}\n`);
+      return EXIT.completed;
+    }
+    return await followTreeView(rt, rootId, opts, out);
+  } finally {
+    await rt.close();
+  }
+}
+
+async function followTreeView(rt: Runtime, rootId: string, opts: TreeOptions, out: Out): Promise<number> {
+  const stop = new AbortController();
+  const onSigint = (): void => stop.abort();
+  process.once('SIGINT', onSigint);
+  const offStop = onStop(() => stop.abort());
+  const redraw = out.stdout.isTTY === true && !opts.json;
+  let drawn = 0;
+  let shown = '';
+  const keys = new Map<string, string>();
+  const draw = (view: TreeView, first: boolean): void => {
+    if (opts.json) {
+      out.stdout.write(`${JSON.stringify(view)}\n`);
+      return;
+    }
+    const lines = treeLines(view);
+    if (redraw) {
+      const width = (out.stdout as { columns?: number }).columns ?? 0;
+      // a line wider than the terminal wraps, and the next redraw would move up too few rows
+      const fitted = width > 1 ? lines.map((l) => (l.length >= width ? `${l.slice(0, width - 2)}…` : l)) : lines;
+      out.stdout.write(`${drawn > 0 ? `\x1b[${drawn}F\x1b[J` : ''}${fitted.join('\n')}\n`);
+      drawn = fitted.length;
+      shown = lines.join('\n');
+      return;
+    }
+    if (first) {
+      out.stdout.write(`${lines.join('\n')}\n`);
+      return;
+    }
+    for (const a of view.agents) if (keys.get(a.actorId) !== changeKey(a)) out.stdout.write(`${agentLine(a).trimStart()}\n`);
+    if (view.settled) out.stdout.write(`${lines.at(-1)}\n`);
+  };
+  try {
+    let first = true;
+    for await (const { view } of watchTree({ reader: rt.reader, rootId, signal: stop.signal })) {
+      // on a terminal every figure is kept current; a line per change reports what an agent does
+      const changed = redraw
+        ? treeLines(view).join('\n') !== shown
+        : first || view.settled || view.agents.some((a) => keys.get(a.actorId) !== changeKey(a));
+      if (changed) {
+        draw(view, first);
+        for (const a of view.agents) keys.set(a.actorId, changeKey(a));
+      }
+      first = false;
+      if (view.settled) break;
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+    offStop();
+    stop.abort();
+  }
+  const signal = stopReceived();
+  return signal === null ? EXIT.completed : exitCodeForSignal(signal);
+}

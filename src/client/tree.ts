@@ -1,0 +1,218 @@
+import type { ActorEvent } from '../protocol/events.js';
+import { addCost } from '../protocol/history.js';
+import type { LogReader } from '../store/log-port.js';
+import { continuationPending, type Projection } from '../store/projection.js';
+import { followTree, type TreeClientEvent } from './follower.js';
+import { statusOf, type ClientStatus } from './status.js';
+
+// A run seen whole (design §6b, §11): every agent under one root, each folded from its own log
+// with the projection every reader uses, put together into one tree. Nothing here is guessed
+// from time or silence: names, parents and depths come from the spawn records and the children's
+// tasks; statuses from each log as `statusOf` reads it.
+
+/** The name the tree gives its top agent (the scripted model's `agents.main` too). */
+export const ROOT_NAME = 'main';
+
+/**
+ * What one agent of a tree is doing: `statusOf`'s statuses, `starting` for a child its parent
+ * spawned whose log has no turn yet, `recovering` while a new incarnation takes over from one
+ * that died (its log's last word is the death or the rehydration, with a turn open).
+ */
+export type TreeStatus = ClientStatus | 'starting' | 'recovering';
+
+/** One agent of a tree, as its log and its parent's say. */
+export interface TreeAgent {
+  actorId: string;
+  /** `main` for the root; a child's spawn name. */
+  name: string;
+  parentId: string | null;
+  /** 0 for the root; a child's depth from its spawn. */
+  depth: number;
+  status: TreeStatus;
+  /** While `waiting`: what for, and the approvals or questions it waits on. */
+  waitingFor: { kind: 'approval' | 'question'; ids: string[] } | null;
+  /** Index of the open step (null: none open). */
+  step: number | null;
+  /** The tool of the open step running now (the first started and not ended), null: none. */
+  tool: string | null;
+  /** Tokens of every attempt of the agent, input and output. */
+  tokens: number;
+  /** True when any of them was counted by actorloop, not reported by the provider. */
+  estimated: boolean;
+  /** USD of every attempt; null once any had no known price. */
+  costUsd: number | null;
+  /** Its children, in the order it spawned them. */
+  children: string[];
+}
+
+/** A tree as a client shows it: its agents root first, each followed by its subtree, and the sums. */
+export interface TreeView {
+  rootId: string;
+  agents: TreeAgent[];
+  total: { agents: number; tokens: number; estimated: boolean; costUsd: number | null };
+  /** No agent runs, starts, recovers or waits, and no child owes its parent a notice: nothing more happens unasked. */
+  settled: boolean;
+}
+
+/** What the fold keeps of one actor beside its projection. */
+interface ActorFacts {
+  projection: Projection;
+  costUsd: number | null;
+  lastType: ActorEvent['type'] | null;
+}
+
+/** What a parent's `subagent/spawn_requested` says of a child. */
+interface SpawnFacts {
+  parentId: string;
+  name: string;
+  depth: number;
+}
+
+/**
+ * The tree fold: takes each event of a tree (as `followTree` yields it, with its actor's
+ * projection folded already) and gives the tree's view on demand. Costs are summed from the
+ * attempts it is given, so it must be given the run from its first commit.
+ */
+export class TreeFold {
+  private readonly actors = new Map<string, ActorFacts>();
+  private readonly spawns = new Map<string, SpawnFacts>();
+  /** Children in spawn order, by parent. */
+  private readonly childOrder = new Map<string, string[]>();
+
+  constructor(readonly rootId: string) {}
+
+  /** Takes one event of the tree in. */
+  apply(e: Pick<TreeClientEvent, 'actorId' | 'event' | 'projection'>): void {
+    let a = this.actors.get(e.actorId);
+    if (!a) {
+      a = { projection: e.projection, costUsd: 0, lastType: null };
+      this.actors.set(e.actorId, a);
+    }
+    a.projection = e.projection;
+    a.lastType = e.event.type;
+    const ev = e.event;
+    if (ev.type === 'attempt/end') a.costUsd = addCost(a.costUsd, ev.data.costUsd ?? null);
+    if (ev.type === 'subagent/spawn_requested' && !this.spawns.has(ev.data.childId)) {
+      this.spawns.set(ev.data.childId, { parentId: e.actorId, name: ev.data.name, depth: ev.data.depth });
+      const order = this.childOrder.get(e.actorId) ?? [];
+      order.push(ev.data.childId);
+      this.childOrder.set(e.actorId, order);
+    }
+  }
+
+  /** The tree as the events so far say. */
+  view(): TreeView {
+    const ids = new Set<string>([this.rootId, ...this.actors.keys(), ...this.spawns.keys()]);
+    const agents = new Map<string, TreeAgent>();
+    for (const id of ids) agents.set(id, this.agent(id));
+    // a child whose parent's log was not read (a cursor past the spawn) hangs off its task's parent
+    for (const a of agents.values()) {
+      if (a.parentId === null) continue;
+      const parent = agents.get(a.parentId);
+      if (parent && !parent.children.includes(a.actorId)) parent.children.push(a.actorId);
+    }
+    const seen = new Set<string>();
+    const ordered: TreeAgent[] = [];
+    const visit = (id: string): void => {
+      const a = agents.get(id);
+      if (!a || seen.has(id)) return;
+      seen.add(id);
+      ordered.push(a);
+      for (const c of a.children) visit(c);
+    };
+    visit(this.rootId);
+    // nothing links them to the root (yet): shown rather than hidden
+    for (const a of agents.values()) if (!seen.has(a.actorId)) ordered.push(a);
+    let tokens = 0;
+    let costUsd: number | null = 0;
+    let estimated = false;
+    for (const a of ordered) {
+      tokens += a.tokens;
+      costUsd = addCost(costUsd, a.costUsd);
+      estimated ||= a.estimated;
+    }
+    const busy = (a: TreeAgent): boolean =>
+      a.status === 'running' || a.status === 'starting' || a.status === 'recovering' || a.status === 'waiting' ||
+      this.actors.get(a.actorId)?.projection.noticeOwed !== undefined;
+    return {
+      rootId: this.rootId,
+      agents: ordered,
+      total: { agents: ordered.length, tokens, estimated, costUsd },
+      settled: !ordered.some(busy),
+    };
+  }
+
+  private agent(id: string): TreeAgent {
+    const facts = this.actors.get(id);
+    const p = facts?.projection;
+    const spawn = this.spawns.get(id);
+    const link = p?.parentLink;
+    const isRoot = id === this.rootId;
+    const name = isRoot ? ROOT_NAME : (spawn?.name ?? link?.name ?? p?.lastSettings?.agentName ?? id);
+    const parentId = isRoot ? null : (spawn?.parentId ?? link?.parentId ?? null);
+    const depth = isRoot ? 0 : (spawn?.depth ?? link?.depth ?? 1);
+    const running = p?.pending.calls.find((c) => c.started && c.observation === null);
+    return {
+      actorId: id,
+      name,
+      parentId,
+      depth,
+      status: p ? treeStatus(p, facts!.lastType) : 'starting',
+      waitingFor: p?.parked ? { kind: p.parked.waitingFor, ids: [...p.parked.ids] } : null,
+      step: p?.openStep?.index ?? null,
+      tool: running?.name ?? null,
+      tokens: p ? p.usage.inputTokens + p.usage.outputTokens : 0,
+      estimated: p?.usage.estimated ?? false,
+      costUsd: facts ? facts.costUsd : 0,
+      children: [...(this.childOrder.get(id) ?? [])],
+    };
+  }
+}
+
+/**
+ * An agent's status in a tree: `statusOf`, and what it cannot say of a child or a goal — a child
+ * whose task is received and not started yet is `starting`, one whose goal owes its next turn is
+ * `running`, one whose last incarnation died with a turn open is `recovering`.
+ */
+export function treeStatus(p: Projection, lastType: ActorEvent['type'] | null): TreeStatus {
+  if (p.openTurn && (lastType === 'actor/killed' || lastType === 'actor/rehydrated')) return 'recovering';
+  const status = statusOf(p);
+  if (status === 'running' || status === 'waiting') return status;
+  if (continuationPending(p)) return 'running';
+  const taskPending = Object.values(p.inbox).some((i) => i.state === 'pending' && i.kind === 'subagent_task');
+  if (taskPending && !p.stopped) return p.turns === 0 ? 'starting' : 'running';
+  return status;
+}
+
+/** Options of `readTreeView` and `watchTree`. */
+export interface TreeWatchOptions {
+  reader: Pick<LogReader, 'read' | 'readTree' | 'followTree'>;
+  rootId: string;
+}
+
+/** The tree of `rootId` as its logs say now. */
+export async function readTreeView(o: TreeWatchOptions): Promise<TreeView> {
+  const fold = new TreeFold(o.rootId);
+  for await (const e of followTree({ reader: o.reader, rootId: o.rootId })) fold.apply(e);
+  return fold.view();
+}
+
+/**
+ * The tree of `rootId` as it changes: its view as of now first, then (until `signal` aborts) a view
+ * after each event of it that is committed, with the event that made it.
+ */
+export async function* watchTree(o: TreeWatchOptions & { signal: AbortSignal }): AsyncGenerator<{ view: TreeView; event: TreeClientEvent | null }> {
+  const fold = new TreeFold(o.rootId);
+  const projections = new Map<string, Projection>();
+  let last = 0;
+  for await (const e of followTree({ reader: o.reader, rootId: o.rootId, projections })) {
+    fold.apply(e);
+    last = e.streamSeq;
+  }
+  yield { view: fold.view(), event: null };
+  // on from the last commit read (its events are skipped as seen: `followTree` folds each once)
+  for await (const e of followTree({ reader: o.reader, rootId: o.rootId, projections, afterStreamSeq: Math.max(0, last - 1), signal: o.signal })) {
+    fold.apply(e);
+    yield { view: fold.view(), event: e };
+  }
+}
