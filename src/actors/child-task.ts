@@ -2,6 +2,7 @@ import type { HistoryItem } from '../protocol/history.js';
 import type { TurnRequest } from '../protocol/turn-settings.js';
 import { ChildTaskSchema, noticeText, NOTICE_KINDS, type ChildTask } from '../protocol/subagents.js';
 import type { InboxItem } from '../store/projection.js';
+import { DEFAULT_INSTRUCTIONS } from './turn-settings.js';
 
 // A child's side of its task (design §6b): the turn its `subagent_task` message starts, with the
 // permissions and budget its parent fixed, and what the model reads of messages between them.
@@ -33,7 +34,7 @@ export function childRequest(task: ChildTask, nowMs: number): TurnRequest {
     baseUrl: task.baseUrl,
     workspace: task.permissions.workspace,
     tools: task.permissions.tools,
-    instructions: (task.instructions ?? DEFAULT_CHILD_BASE) + CHILD_INSTRUCTIONS,
+    instructions: (task.instructions ?? DEFAULT_INSTRUCTIONS) + CHILD_INSTRUCTIONS,
     maxSteps: b.maxSteps,
     maxToolCalls: b.maxToolCalls,
     // the parent fixed an absolute deadline: what is left of it when the turn starts
@@ -46,11 +47,6 @@ export function childRequest(task: ChildTask, nowMs: number): TurnRequest {
     ...(task.permissions.readOnly ? { readOnly: true } : {}),
   };
 }
-
-/** The base instructions of a child whose parent named none (the built-in ones, said once here to avoid a cycle). */
-const DEFAULT_CHILD_BASE =
-  'You are an agent working in a workspace through tools. Read before you change anything, ' +
-  'make the smallest change that solves the task, and end with a short final answer.';
 
 /** What the model reads of an inbox message that enters its history. */
 export function modelText(item: Pick<InboxItem, 'kind' | 'content'> | undefined): string {
