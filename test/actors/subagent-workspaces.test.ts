@@ -6,24 +6,17 @@ import { createGitWorktrees } from '../../src/actors/git-worktrees.js';
 import { defaultTooling } from '../../src/actors/tooling.js';
 import { findBubblewrap } from '../../src/tools/sandbox.js';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
-import { createScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import type { ActorEvent, TurnSettings } from '../../src/protocol/events.js';
+import type { ActorEvent } from '../../src/protocol/events.js';
 import { SubagentNoticeSchema } from '../../src/protocol/subagents.js';
 import { tempDir } from '../helpers/nats.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, message, ofType, startTurn, waitForLog } from './harness.js';
+import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 
 const world = actorTestWorld();
 const SECRET = 'sk-proj-0123456789abcdefghijklmnopqrstuv';
 
-const answer = (content: string): ScriptResponse => ({ content, usage: { input_tokens: 50, output_tokens: 5 } });
-const call = (name: string, args: Record<string, unknown>): ScriptResponse => ({ tool_calls: [{ name, arguments: args }], usage: { input_tokens: 60, output_tokens: 6 } });
-
-/** Scripted models per agent name, the scripts read when each turn starts (a later turn's may be filled in meanwhile). */
-function tree(scripts: () => Record<string, ScriptResponse[]>) {
-  return async (settings: TurnSettings, cursor: number) => createScriptedModel({ responses: scripts()[settings.agentName ?? 'main'] ?? [], cursor });
-}
 
 /** The policy decisions of a log by tool name. */
 function decisions(log: ActorEvent[]): { tool: string | undefined; decision: string; rule: string }[] {
@@ -39,7 +32,7 @@ async function childLog(sup: Parameters<typeof readLog>[0], rootId: string, pare
 describe('a readonly subagent', () => {
   it('is denied write_file and shell (rule mode:readonly) and may read', async () => {
     const rt = await world.rts.open({
-      modelFor: tree(() => ({
+      modelFor: treeModels(() => ({
         main: [call('spawn_agent', { task: 'look around', name: 'looker', workspace: 'readonly', mode: 'foreground' }), answer('looked')],
         looker: [{
           tool_calls: [
@@ -73,7 +66,7 @@ describe('a readonly subagent', () => {
 
   it('is what every child of a parent in plan mode is, whatever workspace it asks for', async () => {
     const rt = await world.rts.open({
-      modelFor: tree(() => ({
+      modelFor: treeModels(() => ({
         main: [call('spawn_agent', { task: 'write b', name: 'writer', workspace: 'shared', mode: 'foreground' }), answer('planned')],
         writer: [call('write_file', { path: 'src/b.txt', content: 'no\n' }), answer('could not')],
       })),
@@ -107,7 +100,7 @@ describe('worktree subagents', () => {
     git(repo, 'commit', '-q', '-m', 'init');
     let later: ScriptResponse[] = [];
     const rt = await world.rts.open({
-      modelFor: tree(() => ({
+      modelFor: treeModels(() => ({
         main: [
           { tool_calls: [
             { name: 'spawn_agent', arguments: { task: 'write left.txt', name: 'left', workspace: 'worktree', mode: 'foreground' } },
@@ -185,7 +178,7 @@ describe('worktree subagents', () => {
     git(repo, 'add', '.');
     git(repo, 'commit', '-q', '-m', 'init');
     const rt = await world.rts.open({
-      modelFor: tree(() => ({
+      modelFor: treeModels(() => ({
         main: [call('spawn_agent', { task: 'make a file', name: 'maker', workspace: 'worktree', mode: 'foreground' }), answer('made')],
         maker: [call('shell', { command: 'echo made > made.txt && cat a.txt' }), answer('made it')],
       })),
@@ -212,7 +205,7 @@ describe('worktree subagents', () => {
 
   it('is refused, before anything is spawned, for a workspace that is not a git repository', async () => {
     const rt = await world.rts.open({
-      modelFor: tree(() => ({
+      modelFor: treeModels(() => ({
         main: [call('spawn_agent', { task: 'write', name: 'w', workspace: 'worktree', mode: 'foreground' }), answer('could not')],
       })),
     });

@@ -1,26 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
-import { createScriptedModel } from '../../src/model/scripted-model.js';
-import type { ScriptResponse } from '../../src/model/script.js';
-import type { TurnSettings } from '../../src/protocol/events.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, ofType, startTurn, waitForLog } from './harness.js';
+import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 
 // The same tree as in subagents.test.ts, on a real nats-server and LMDB: children's logs on
 // log.<root>.<child>, their inboxes on the actors' channel, their consumers made by the supervisor.
 const world = actorTestWorld({ nats: true });
 
-const answer = (content: string): ScriptResponse => ({ content, usage: { input_tokens: 50, output_tokens: 5 } });
-const call = (name: string, args: Record<string, unknown>): ScriptResponse => ({ tool_calls: [{ name, arguments: args }], usage: { input_tokens: 60, output_tokens: 6 } });
-
-function tree(scripts: Record<string, ScriptResponse[]>) {
-  return async (settings: TurnSettings, cursor: number) => createScriptedModel({ responses: scripts[settings.agentName ?? 'main'] ?? [], cursor });
-}
 
 describe('subagents on JetStream', () => {
   it('three background children and a foreground one: every log under the root, every notice taken once', async () => {
     const rt = await world.rts.open({
-      modelFor: tree({
+      modelFor: treeModels({
         main: [
           { tool_calls: ['a', 'b', 'c'].map((n) => ({ name: 'spawn_agent', arguments: { task: `look at ${n}`, name: n } })), usage: { input_tokens: 1, output_tokens: 1 } },
           call('wait_agents', {}), call('wait_agents', {}), call('wait_agents', {}),

@@ -1,25 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLog, formatViolations } from '../../src/actors/verify.js';
-import { createScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import type { TurnSettings } from '../../src/protocol/events.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, message, ofType, only, startTurn, waitForLog } from './harness.js';
+import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 
 const world = actorTestWorld();
 
-const answer = (content: string): ScriptResponse => ({ content, usage: { input_tokens: 50, output_tokens: 5 } });
-const call = (name: string, args: Record<string, unknown>): ScriptResponse => ({ tool_calls: [{ name, arguments: args }], usage: { input_tokens: 60, output_tokens: 6 } });
-
-/** Scripted models per agent name: the tree's `main` and its children by the name they were spawned with. */
-function tree(scripts: Record<string, ScriptResponse[]>) {
-  return async (settings: TurnSettings, cursor: number) => createScriptedModel({ responses: scripts[settings.agentName ?? 'main'] ?? [], cursor });
-}
 
 describe('subagents', () => {
   it('a parent spawns two background children, waits for each, and merges what they said', async () => {
     const rt = await world.rts.open({
-      modelFor: tree({
+      modelFor: treeModels({
         main: [
           { tool_calls: [
             { name: 'spawn_agent', arguments: { task: 'read src/a.txt and say its first line', name: 'reader' } },
@@ -64,7 +56,7 @@ describe('subagents', () => {
 
 /** Runs a tree on in-memory ports: the root's turn with `over`, returning the root's log and a reader of any log. */
 async function runTree(scripts: Record<string, ScriptResponse[]>, over: Parameters<typeof turnRequest>[1] = {}, extra: Record<string, unknown> = {}) {
-  const rt = await world.rts.open({ modelFor: tree(scripts) });
+  const rt = await world.rts.open({ modelFor: treeModels(scripts) });
   const sup = rt.supervisor({ extra });
   const { actor, ended } = await startTurn(sup, 'investigate', turnRequest(world.ws, over));
   const end = await ended;
@@ -222,7 +214,7 @@ describe('ownership', () => {
 
   it('a parent\'s cancelled turn interrupts its running children (on_parent_end = cancel)', async () => {
     const rt = await world.rts.open({
-      modelFor: tree({
+      modelFor: treeModels({
         main: [call('spawn_agent', { task: 'work long', name: 'long' }), call('wait_agents', {})],
         long: [{ content: 'never', delay_ms: 60_000, usage: { input_tokens: 1, output_tokens: 1 } }],
       }),

@@ -1,20 +1,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { treeOk, verifyTree, TREE_VIOLATION_CODES, type TreeVerdict } from '../../src/actors/verify-tree.js';
 import { formatViolations } from '../../src/actors/verify.js';
-import { createScriptedModel } from '../../src/model/scripted-model.js';
-import type { ScriptResponse } from '../../src/model/script.js';
-import type { ActorEvent, EventOf, EventType, TurnSettings } from '../../src/protocol/events.js';
+import type { ActorEvent, EventOf, EventType } from '../../src/protocol/events.js';
 import { turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, ofType, startTurn } from './harness.js';
+import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 
 const world = actorTestWorld();
 
-const answer = (content: string): ScriptResponse => ({ content, usage: { input_tokens: 50, output_tokens: 5 } });
-const call = (name: string, args: Record<string, unknown>): ScriptResponse => ({ tool_calls: [{ name, arguments: args }], usage: { input_tokens: 60, output_tokens: 6 } });
-
-function tree(scripts: Record<string, ScriptResponse[]>) {
-  return async (settings: TurnSettings, cursor: number) => createScriptedModel({ responses: scripts[settings.agentName ?? 'main'] ?? [], cursor });
-}
 
 /** Every log of the tree, read once it is settled: the root's turn ended and every child's notice arrived. */
 async function readTree(reader: { readTree(rootId: string): AsyncIterable<{ actorId: string; event: ActorEvent }> }, rootId: string): Promise<Map<string, ActorEvent[]>> {
@@ -48,7 +41,7 @@ describe('verifyTree', () => {
   beforeAll(async () => {
     // a real run: the parent spawns a read-only reader with two tools and a counter that reports
     const rt = await world.rts.open({
-      modelFor: tree({
+      modelFor: treeModels({
         main: [
           { tool_calls: [
             { name: 'spawn_agent', arguments: { task: 'read src/a.txt and say its first line', name: 'reader', tools: ['read_file', 'list_dir'], workspace: 'readonly', budget: { tokens: 50_000 } } },

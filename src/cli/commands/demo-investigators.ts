@@ -11,7 +11,7 @@ import type { Out } from '../output.js';
 import { busOptions, createLogger } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { cliLine } from '../hints.js';
-import { demoDir } from './demo.js';
+import { demoDir, inspectLines } from './demo.js';
 import { runCommand } from './run.js';
 
 /** The investigators demo's task, a contract with its script. */
@@ -132,15 +132,6 @@ export async function investigatorsDemoCommand(opts: { json?: boolean }, config:
     [`npx ${cliLine(config, 'verify', rootId, '--tree')}`, "check every log's invariants and the tree's"],
     [`cat ${join(workspace, 'src', 'total.js')}`, 'the fixed file'],
   ];
-  const width = Math.max(...inspect.map(([c]) => c.length));
-  info.write(
-    [
-      '',
-      `data dir: ${config.dataDir} (JetStream store under nats/, LMDB snapshots and blobs under lmdb/)`,
-      'inspect it (from this repository):',
-      ...inspect.map(([c, what]) => `  ${c.padEnd(width)}   ${what}`),
-      '',
-    ].join('\n'),
-  );
+  info.write(inspectLines(config, inspect));
   return code;
 }

@@ -43,15 +43,18 @@ export async function demoCommand(opts: { json?: boolean }, config: EffectiveCon
     [`npx ${cliLine(config, 'verify', agentId)}`, "check the log's invariants"],
     [`cat ${join(workspace, 'src', 'slug.js')}`, 'the fixed file'],
   ];
-  const width = Math.max(...inspect.map(([c]) => c.length));
-  info.write(
-    [
-      '',
-      `data dir: ${config.dataDir} (JetStream store under nats/, LMDB snapshots and blobs under lmdb/)`,
-      'inspect it (from this repository):',
-      ...inspect.map(([c, what]) => `  ${c.padEnd(width)}   ${what}`),
-      '',
-    ].join('\n'),
-  );
+  info.write(inspectLines(config, inspect));
   return code;
+}
+
+/** What a demo prints at its end: where its data is, and commands (each with what it shows) to look at it. */
+export function inspectLines(config: Pick<EffectiveConfig, 'dataDir'>, inspect: Array<[string, string]>): string {
+  const width = Math.max(...inspect.map(([c]) => c.length));
+  return [
+    '',
+    `data dir: ${config.dataDir} (JetStream store under nats/, LMDB snapshots and blobs under lmdb/)`,
+    'inspect it (from this repository):',
+    ...inspect.map(([c, what]) => `  ${c.padEnd(width)}   ${what}`),
+    '',
+  ].join('\n');
 }
