@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { formatViolations, verifyLog } from '../../src/actors/verify.js';
 import { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLeaseStore } from '../../src/bus/resource-leases.js';
-import { createScriptedModel } from '../../src/model/scripted-model.js';
+import { treeModels } from '../helpers/scripted-tree.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import type { ActorEvent, TurnSettings } from '../../src/protocol/events.js';
+import type { ActorEvent } from '../../src/protocol/events.js';
 import { interruptMessage } from '../../src/cli/interrupt-key.js';
 import { pathResource } from '../../src/tools/builtins/text-file.js';
 import type { ToolDefinition } from '../../src/tools/tool.js';
@@ -68,7 +68,7 @@ const scripts: Record<string, ScriptResponse[]> = {
   one: [{ tool_calls: [{ name: 'slow_write', arguments: { path: 'x.txt', text: 'one\n' } }], usage }, { content: 'done', usage }],
   two: [{ tool_calls: [{ name: 'slow_write', arguments: { path: 'x.txt', text: 'two\n' } }], usage }, { content: 'done', usage }],
 };
-const modelFor = async (settings: TurnSettings, cursor: number) => createScriptedModel({ responses: scripts[settings.agentName ?? 'main'] ?? [], cursor });
+const modelFor = treeModels(scripts);
 
 /** Runs the tree; the tool/start and tool/result of each child's write, in its own log. */
 async function runTree(rt: NatsTestRuntime, leases: ResourceLeaseStore | null): Promise<{ start: number; end: number }[]> {

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createScriptedModel } from '../../src/model/scripted-model.js';
+import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import type { TurnSettings } from '../../src/protocol/events.js';
 import { watchChildWaits } from '../../src/cli/child-waits.js';
 import { approvalMessage } from '../../src/cli/commands/approvals.js';
 import type { WhereConfig } from '../../src/cli/hints.js';
@@ -13,8 +12,6 @@ const world = actorTestWorld();
 /** A command with the default data dir and server: its lines carry no flags. */
 const WHERE = { sources: {}, dataDir: '/unused', natsUrl: null } as unknown as WhereConfig;
 
-const answer = (content: string): ScriptResponse => ({ content, usage: { input_tokens: 50, output_tokens: 5 } });
-const call = (name: string, args: Record<string, unknown>): ScriptResponse => ({ tool_calls: [{ name, arguments: args }], usage: { input_tokens: 60, output_tokens: 6 } });
 
 describe('the waits of subagents, said beside the root', () => {
   it('names the subagent, what it asks and the lines that answer it, once each, whether the watch began before the park or after', async () => {
@@ -23,7 +20,7 @@ describe('the waits of subagents, said beside the root', () => {
       writer: [call('write_file', { path: 'notes.txt', content: 'hello\n' }), answer('wrote it')],
     };
     const rt = await world.rts.open({
-      modelFor: async (settings: TurnSettings, cursor: number) => createScriptedModel({ responses: scripts[settings.agentName ?? 'main'] ?? [], cursor }),
+      modelFor: treeModels(scripts),
     });
     const sup = rt.supervisor();
     const stop = new AbortController();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createScriptedModel } from '../../src/model/scripted-model.js';
+import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { parseEvent, type ActorEvent, type EventData, type EventType, type TurnSettings } from '../../src/protocol/events.js';
 import type { ChildTask } from '../../src/protocol/subagents.js';
@@ -157,8 +157,6 @@ describe('the tree of a real run', () => {
   const world = actorTestWorld();
 
   it('folds the logs a parent and its two children wrote, read over the whole tree', async () => {
-    const answer = (content: string): ScriptResponse => ({ content, usage: { input_tokens: 50, output_tokens: 5 } });
-    const call = (name: string, args: Record<string, unknown>): ScriptResponse => ({ tool_calls: [{ name, arguments: args }], usage: { input_tokens: 60, output_tokens: 6 } });
     const scripts: Record<string, ScriptResponse[]> = {
       main: [
         { tool_calls: [
@@ -173,7 +171,7 @@ describe('the tree of a real run', () => {
       counter: [answer('2 lines')],
     };
     const rt = await world.rts.open({
-      modelFor: async (settings: TurnSettings, cursor: number) => createScriptedModel({ responses: scripts[settings.agentName ?? 'main'] ?? [], cursor }),
+      modelFor: treeModels(scripts),
     });
     const sup = rt.supervisor();
     const { actor, ended } = await startTurn(sup, 'investigate', turnRequest(world.ws));
