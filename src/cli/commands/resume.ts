@@ -54,11 +54,12 @@ export function failureOf(ended: Promise<unknown>): Promise<never> {
 export async function hostExisting(agentId: string, rt: Runtime, out: Out, json: boolean, onHydrated?: (p: Projection) => void): Promise<Hosted> {
   const printer = new RunPrinter(out, json);
   const echo = printsOnCommit(rt.config);
-  const supervisor = rt.supervisor(echo ? { onCommit: (_id, events) => printer.commit(events) } : {});
+  // the agent's own commits: the other agents of its tree hosted here have logs of their own
+  const supervisor = rt.supervisor(echo ? { onCommit: (id, events) => { if (id === agentId) printer.commit(events); } } : {});
   // no agent is rehydrated twice at once: a host process (or another command) holding its lease wins
   const lease = await rt.pin(agentId);
   let ended!: Promise<TurnEnded>;
-  const { actor, recovered } = await supervisor.hydrate(
+  const { actor, recovered, entry } = await supervisor.hydrate(
     agentId,
     (a) => {
       onHydrated?.(a.projection);
@@ -67,7 +68,24 @@ export async function hostExisting(agentId: string, rt: Runtime, out: Out, json:
     },
     { epoch: lease.epoch },
   );
+  await hostTree(rt, supervisor, entry);
   return { rt, supervisor, actor, recovered, failed: failureOf(ended), printer, printsOnCommit: echo };
+}
+
+/**
+ * Hosts here, beside the agent, every other agent of its tree the directory says needs a host
+ * (running or waiting) and nobody live holds, each under a lease this command keeps: when the
+ * process that ran a tree in-process is killed, a child left mid-turn or owing its notice, and a
+ * parent waiting on one, go on only if someone hosts them, and no host may be running.
+ */
+async function hostTree(rt: Runtime, supervisor: Supervisor, entry: DirectoryEntry): Promise<void> {
+  const others = (await rt.bus.directory.list()).filter(
+    (e) => e.rootId === entry.rootId && e.actorId !== entry.actorId && (e.status === 'running' || e.status === 'waiting'),
+  );
+  await Promise.all(others.map((e) => supervisor.adopt(e).catch((err: unknown) => {
+    // the agent resumed goes on; the one not hosted goes on when it is resumed itself
+    rt.logger.warn({ err, actorId: e.actorId }, 'an agent of the tree could not be hosted here');
+  })));
 }
 
 /** Follows the turn of an agent hosted here from `from` (its log before it was hosted) to its end. */

@@ -383,7 +383,8 @@ export async function runCommand(
     }
     // hosted here, followed as a host's agent is: the same follower prints it and asks for approvals
     const echo = printsOnCommit(config);
-    const supervisor = rt.supervisor(echo ? { onCommit: (_id, events) => printer.commit(events) } : {});
+    // the agent's own commits: its children hosted here have logs of their own
+    const supervisor = rt.supervisor(echo ? { onCommit: (id, events) => { if (id === actorId) printer.commit(events); } } : {});
     const actor = await supervisor.create(entry, { epoch: (await rt.pinNew(actorId)).epoch });
     const failed = failureOf(actor.whenTurnEnds());
     await supervisor.send(message);
