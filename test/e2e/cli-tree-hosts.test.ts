@@ -3,7 +3,8 @@
 // fault right after a child's turn/end, its notice not sent — and host B, started once the tree
 // runs on A, takes every agent of the tree over when A's leases lapse and finishes it: every
 // child's notice arrives and is included once. Real processes, one nats-server of this file's
-// own (hosts claim any agent with work on their server), a data dir per host.
+// own (hosts claim any agent with work on their server), a data dir per host. A foreground spawn
+// survives the same kill: its call's result is the child's answer from the host that took over.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -180,6 +181,43 @@ test('a host SIGKILLed right after a child\'s turn/end, its notice not sent: the
   // the owed notice was sent by the incarnation on B, with no turn run again
   const after = t.logs.get(alphaId)!;
   expect(ofType(after, 'subagent/notified')[0]!.epoch).toBeGreaterThan(ofType(after, 'turn/end')[0]!.epoch);
+  expect(await run.exited, run.stderr()).toEqual({ code: 0, signal: null });
+  b.child.kill('SIGTERM');
+  expect(await b.exited).toEqual({ code: 0, signal: null });
+}, 90_000);
+
+test('foreground delegation across a SIGKILL of the host running the child mid-turn: the spawn call\'s result is the child\'s answer from the host that took over', async () => {
+  const dir = await tempDir('tree-script');
+  dirs.push(dir);
+  const script = join(dir, 'foreground.json');
+  await writeFile(script, JSON.stringify({
+    agents: {
+      main: { responses: [{ tool_calls: [{ name: 'spawn_agent', arguments: { task: 'find it', name: 'worker', mode: 'foreground' } }] }, { content: 'parent: done' }] },
+      worker: { responses: [{ content: 'worker: the answer', delay_ms: 2_500 }] },
+    },
+  }));
+  const a = await startHost('fg-a');
+  const { run, rootId, dataDir } = await handOver(script);
+  const before = await until('the child\'s model call open on host A', async () => {
+    const t = await readTreeState(nats.url, dataDir, rootId);
+    return [...t.logs].some(([id, log]) => id !== rootId && log.some((e) => e.type === 'attempt/start')) ? t : null;
+  });
+  const epochA = before.logs.get(rootId)![0]!.epoch;
+  const b = await startHost('fg-b');
+  a.child.kill('SIGKILL');
+  await a.exited;
+  const t = await until('the root\'s turn to end under host B', async () => {
+    const s = await readTreeState(nats.url, dataDir, rootId);
+    return s.logs.get(rootId)!.some((e) => e.type === 'turn/end') ? s : null;
+  }, 45_000);
+  expect(treeViolations(t), describeTree(t)).toEqual([]);
+  const root = t.logs.get(rootId)!;
+  expect(root.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+  expect(root.at(-1)!.epoch).toBeGreaterThan(epochA);
+  const call = ofType(root, 'tool/call').find((e) => e.data.name === 'spawn_agent')!;
+  const result = ofType(root, 'tool/result').filter((e) => e.call === call.call);
+  expect(result).toHaveLength(1);
+  expect(result[0]!.data.output).toContain('worker: the answer');
   expect(await run.exited, run.stderr()).toEqual({ code: 0, signal: null });
   b.child.kill('SIGTERM');
   expect(await b.exited).toEqual({ code: 0, signal: null });
