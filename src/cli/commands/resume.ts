@@ -50,7 +50,10 @@ export function failureOf(ended: Promise<unknown>): Promise<never> {
   return failed;
 }
 
-/** Rehydrates an agent in this process under its lease (held elsewhere: refused, naming the holder) to host it to the end of its next turn. */
+/**
+ * Rehydrates an agent in this process under its lease (held elsewhere: refused, naming the holder)
+ * to host it to the end of its next turn, with the rest of its tree that has work (`hostTree`).
+ */
 export async function hostExisting(agentId: string, rt: Runtime, out: Out, json: boolean, onHydrated?: (p: Projection) => void): Promise<Hosted> {
   const printer = new RunPrinter(out, json);
   const echo = printsOnCommit(rt.config);
