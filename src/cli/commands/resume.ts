@@ -71,7 +71,8 @@ export async function hostExisting(agentId: string, rt: Runtime, out: Out, json:
     },
     { epoch: lease.epoch },
   );
-  await hostTree(rt, supervisor, entry);
+  // an agent that spawned none and was spawned by none is a tree of one: nothing to list
+  if (Object.keys(actor.projection.children ?? {}).length > 0 || actor.projection.parentLink) await hostTree(rt, supervisor, entry);
   return { rt, supervisor, actor, recovered, failed: failureOf(ended), printer, printsOnCommit: echo };
 }
 
