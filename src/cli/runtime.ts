@@ -18,6 +18,7 @@ import { BUCKETS } from '../bus/subjects.js';
 import { createKvLeaseStore, DEFAULT_LEASE_TTL_MS, ensureLeaseBucket, type Lease, type LeaseStore } from '../bus/leases.js';
 import { createKvHostPresence, ensureHostsBucket, type HostPresence } from '../bus/hosts.js';
 import { LeaseKeeper, localHolder } from '../actors/lease-keeper.js';
+import { DirectoryStatuses } from '../actors/directory-status.js';
 import { ConfigError, agentNotFound } from '../protocol/errors.js';
 import { createModelAdapter } from '../model/factory.js';
 import { modelName } from '../actors/agent-effects.js';
@@ -59,6 +60,12 @@ export interface Runtime {
   unpin(actorId: string): Promise<void>;
   /** A supervisor hosting agents in this process. */
   supervisor(extra?: Partial<SupervisorOptions>): Supervisor;
+  /**
+   * The directory's status of the agents a command hosts here beside its own, kept from their
+   * commits (a host process keeps its own): a command's follower records its agent's turn end,
+   * and nothing else would record its children's. `close` waits for the writes.
+   */
+  statuses: DirectoryStatuses;
   close(): Promise<void>;
 }
 
@@ -154,6 +161,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     await lmdb.close();
     throw err;
   }
+  const statuses = new DirectoryStatuses(bus.directory, logger);
   const holder = localHolder();
   const keeper = new LeaseKeeper(leases, holder, logger, (actorId, err) => {
     for (const s of supervisors) s.evict(actorId, err);
@@ -190,6 +198,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     unpin(actorId) {
       return keeper.release(actorId);
     },
+    statuses,
     supervisor(extra = {}) {
       const s = new Supervisor({
         ports: createJetStreamPorts(bus),
@@ -220,6 +229,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     },
     async close() {
       for (const s of supervisors) await s.stop();
+      await statuses.settled();
       await keeper.releaseAll();
       await bus.close();
       await blobs.flush();

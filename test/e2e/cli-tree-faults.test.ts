@@ -120,6 +120,8 @@ describe.concurrent('a tree through kills, in-process', () => {
       expect(t.entries.filter((e) => e.actorId !== rootId)).toHaveLength(1);
       expect(t.consumers.filter((c) => c !== rootId)).toHaveLength(1);
       expect(spawnResult(root)).toContain('worker: found it');
+      // the directory caches every status, the child's too (kept by the command that hosted it)
+      expect(t.entries.map((e) => e.status)).toEqual(['completed', 'completed']);
     },
   );
 
@@ -178,5 +180,6 @@ describe.concurrent('a tree through kills, in-process', () => {
     expect(ofType(child!, 'actor/killed')).toHaveLength(1);
     expect(ofType(child!, 'turn/end').at(-1)).toMatchObject({ data: { outcome: 'completed' } });
     expect(spawnResult(root)).toContain('worker: the answer');
+    expect(t.entries.map((e) => e.status)).toEqual(['completed', 'completed']);
   }, 90_000);
 });

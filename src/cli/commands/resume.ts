@@ -57,8 +57,14 @@ export function failureOf(ended: Promise<unknown>): Promise<never> {
 export async function hostExisting(agentId: string, rt: Runtime, out: Out, json: boolean, onHydrated?: (p: Projection) => void): Promise<Hosted> {
   const printer = new RunPrinter(out, json);
   const echo = printsOnCommit(rt.config);
-  // the agent's own commits: the other agents of its tree hosted here have logs of their own
-  const supervisor = rt.supervisor(echo ? { onCommit: (id, events) => { if (id === agentId) printer.commit(events); } } : {});
+  const supervisor = rt.supervisor({
+    onCommit: (id, events) => {
+      // the agent's own status is its follower's to record, the rest of its tree's is kept here
+      if (id !== agentId) rt.statuses.committed(id, events);
+      // the agent's own commits: the other agents of its tree hosted here have logs of their own
+      if (echo && id === agentId) printer.commit(events);
+    },
+  });
   // no agent is rehydrated twice at once: a host process (or another command) holding its lease wins
   const lease = await rt.pin(agentId);
   let ended!: Promise<TurnEnded>;
