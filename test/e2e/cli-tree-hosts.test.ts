@@ -222,3 +222,37 @@ test('foreground delegation across a SIGKILL of the host running the child mid-t
   b.child.kill('SIGTERM');
   expect(await b.exited).toEqual({ code: 0, signal: null });
 }, 90_000);
+
+test('a tree run in-process and SIGKILLed after its spawn, then `resume <root>` with a host running: the host takes the whole tree and finishes it', async () => {
+  const dir = await tempDir('tree-script');
+  dirs.push(dir);
+  const script = join(dir, 'handover.json');
+  await writeFile(script, JSON.stringify({
+    agents: {
+      main: { responses: [{ tool_calls: [{ name: 'spawn_agent', arguments: { task: 'find it', name: 'worker', mode: 'foreground' } }] }, { content: 'parent: done' }] },
+      worker: { responses: [{ content: 'worker: the answer', delay_ms: 500 }] },
+    },
+  }));
+  const [ws, dataDir] = [await tempDir('tree-ws'), await tempDir('tree-cli')];
+  dirs.push(ws, dataDir);
+  // a fault keeps the run in-process: it hosts the root and its child, and dies with both
+  const run = startCli(['run', 'delegate it', '--model', `scripted:${script}`, '--approve', 'auto-edit', '--cwd', ws, '--json', '--fault', 'after:subagent/spawned'], dataDir);
+  expect(await run.exited, run.stderr()).toEqual({ code: null, signal: 'SIGKILL' });
+  const rootId = run.stderr().split('\n')[0]!;
+  expect(rootId).toMatch(AGENT_ID);
+  const h = await startHost('handover-host');
+  const resumed = startCli(['resume', rootId, '--json'], dataDir);
+  expect(await resumed.exited, resumed.stderr()).toEqual({ code: 0, signal: null });
+  const t = await readTreeState(nats.url, dataDir, rootId);
+  expect(treeViolations(t), describeTree(t)).toEqual([]);
+  const root = t.logs.get(rootId)!;
+  expect(root.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
+  const call = ofType(root, 'tool/call').find((e) => e.data.name === 'spawn_agent')!;
+  expect(ofType(root, 'tool/result').find((e) => e.call === call.call)?.data.output).toContain('worker: the answer');
+  // the root was taken on by a later incarnation than the killed run's, and its child ended too
+  expect(root.at(-1)!.epoch).toBeGreaterThan(root[0]!.epoch);
+  const child = [...t.logs].find(([id]) => id !== rootId)![1];
+  expect(ofType(child, 'subagent/notified')).toHaveLength(1);
+  h.child.kill('SIGTERM');
+  expect(await h.exited).toEqual({ code: 0, signal: null });
+}, 90_000);

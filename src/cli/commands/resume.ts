@@ -200,11 +200,23 @@ async function resumeOnHost(rt: Runtime, agentId: string, json: boolean, out: Ou
   if (place.kind === 'other' || (place.kind === 'free' && place.hosts.length === 0)) return null;
   const p = await foldLog(rt, entry);
   if (!hasWork(p) && (await inboxPending(rt, agentId)) === 0) return noOpenTurn(agentId, p, out);
-  if (place.kind === 'free') await releaseToHosts(rt, entry);
+  if (place.kind === 'free') {
+    await releaseToHosts(rt, entry);
+    // the rest of its tree a killed command hosted goes with it, without waiting for its leases to lapse
+    if (Object.keys(p.children ?? {}).length > 0 || p.parentLink) await releaseTree(rt, entry);
+  }
   return followTurn({
     rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
     prompt: promptFor(out, json), hosting: { kind: 'host', handedOver: place.kind === 'free' },
   });
+}
+
+/** Hands the live hosts every other agent of the entry's tree that has work and that nobody live holds. */
+async function releaseTree(rt: Runtime, entry: DirectoryEntry): Promise<void> {
+  for (const e of await rt.bus.directory.list()) {
+    if (e.rootId !== entry.rootId || e.actorId === entry.actorId || (e.status !== 'running' && e.status !== 'waiting')) continue;
+    if ((await placementOf(rt, e.actorId)).kind === 'free') await releaseToHosts(rt, e);
+  }
 }
 
 /** Options of `actorloop approve` and `actorloop deny`. */
