@@ -2,7 +2,8 @@
 // and a lister, waits for them, then writes the two effects): a `run` killed at the spawn points,
 // at a parent's notice before its ack, and at tool and model points drawn over every agent of the
 // tree (so a child is killed too, with the parent hosted in the same process), resumed until the
-// root's turn ends; every log of the tree must verify and every notice must reach its parent.
+// root's turn ends; every log of the tree must verify and every notice must reach its parent. With
+// --hosts 2 the host running the tree is killed at the root's points instead.
 import { existsSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -47,4 +48,12 @@ test('chaos over a tree: kills at the spawn points, before a notice\'s ack and a
   for (const p of points) expect(p.results[0]!.kills, JSON.stringify(p)).toBe(1);
   expect(summary.baselines.map((b) => [b.mode, b.passed, b.effectLines])).toEqual([['full-auto', true, 2]]);
   expect(existsSync(join(dataDir, 'nats', 'server.json'))).toBe(false);
+}, 180_000);
+
+test('chaos over a tree with --hosts 2: the host running the tree is killed at the root\'s spawn and notice points, the other takes every agent over', async (ctx) => {
+  const points = ['after:subagent/spawned', 'before:notice-ack'];
+  const r = await pool.forTest(ctx, cliEnv(dataDir)).run(['chaos', TREE, '--points', points.join(','), '--hosts', '2', '--json', '--data-dir', dataDir], { timeoutMs: 170_000 });
+  expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 0, signal: null });
+  const summary = JSON.parse(lines(r.stdout).at(-1)!) as ChaosSummary;
+  expect(summary, show(r)).toMatchObject({ ok: true, hosts: 2, runs: points.length, passed: points.length, violations: 0 });
 }, 180_000);
