@@ -14,7 +14,7 @@ export { AgentActor, type AgentPorts, type TurnEnded } from './actors/agent-acto
 export type { AgentActorRef, AgentSnapshot, AgentStatus, InspectObserver } from './actors/agent-logic.js';
 export { Supervisor, type SupervisorOptions } from './actors/supervisor.js';
 export { createJetStreamPorts, createMemoryPorts, type SupervisorPorts, type MemoryPorts } from './actors/supervisor-ports.js';
-export { createFaultInjector, parseFaultSpecs, FAULT_POINTS, type FaultSpec, type FaultInjector } from './actors/faults.js';
+export { createFaultInjector, parseFaultSpecs, FAULT_POINTS, TREE_FAULT_POINTS, type FaultSpec, type FaultInjector } from './actors/faults.js';
 export { createFileFaultRecords, createMemoryFaultRecords, type FaultRecord, type FaultRecords } from './actors/fault-records.js';
 export { verifyLog, formatViolations, type Violation } from './actors/verify.js';
 export { openBus, type Bus } from './bus/connection.js';

@@ -6,7 +6,8 @@ import type { FaultRecords } from './fault-records.js';
  * Named places in the code where a fault can be injected (design §7), each reached by a clean
  * run of a scenario (chaos sweeps them). Points only a recovery reaches besides
  * `during:recovery` are not listed but can be named: `during:reconcile` (a reconciling tool has
- * answered, its verdict not yet staged).
+ * answered, its verdict not yet staged). Points only a tree of agents reaches are in
+ * `TREE_FAULT_POINTS`.
  */
 export const FAULT_POINTS = [
   'after:turn/start',
@@ -23,6 +24,17 @@ export const FAULT_POINTS = [
   'after:budget-reserved',
   'after:goal/updated',
   'during:recovery',
+] as const;
+
+/**
+ * Points only a run with subagents reaches: a parent's spawn between its two commits (`after:` of
+ * the first fires before the child exists; of the second, once it does), and a parent that has
+ * taken a child's completion notice or report into its log but not acked it yet.
+ */
+export const TREE_FAULT_POINTS = [
+  'after:subagent/spawn_requested',
+  'after:subagent/spawned',
+  'before:notice-ack',
 ] as const;
 
 /** One parsed fault spec: `<point>[:<actorId>][@<n>][=kill|drop]`. */
@@ -47,7 +59,7 @@ export function parseFaultSpecs(text: string | undefined | null): FaultSpec[] {
       const m = SPEC.exec(s);
       if (!m) {
         throw new ConfigError('config.fault', `invalid fault spec "${s}"`, {
-          hint: `use <point>[:<agentId>][@<n>][=kill|drop], e.g. after:tool/start or mid:model-stream@2; points: ${FAULT_POINTS.join(', ')}`,
+          hint: `use <point>[:<agentId>][@<n>][=kill|drop], e.g. after:tool/start or mid:model-stream@2; points: ${[...FAULT_POINTS, ...TREE_FAULT_POINTS].join(', ')}`,
         });
       }
       const nth = m[3] ? Number(m[3]) : 1;

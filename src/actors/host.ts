@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { statusAfter, type ActorDirectory, type ActorStatus } from '../bus/directory.js';
+import type { ActorDirectory } from '../bus/directory.js';
+import { DirectoryStatuses } from './directory-status.js';
 import type { HostIdentity, HostPresence } from '../bus/hosts.js';
 import type { Lease, LeaseStore } from '../bus/leases.js';
 import { ActorloopError, BusError } from '../protocol/errors.js';
@@ -47,13 +48,14 @@ export class Host {
   private renewing: Promise<void> | null = null;
   private scanning: Promise<void> | null = null;
   private claimsRunning = 0;
-  private readonly statusWrites = new Map<string, Promise<void>>();
+  private readonly statuses: DirectoryStatuses;
   private readonly claimQueue: Array<() => void> = [];
   private draining = false;
   private readonly clock: { nowMs(): number };
 
   constructor(private readonly opts: HostOptions) {
     this.clock = opts.clock ?? { nowMs: () => Date.now() };
+    this.statuses = new DirectoryStatuses(opts.directory, opts.logger, this.clock);
   }
 
   /** Actor IDs this host holds a lease for. */
@@ -82,27 +84,9 @@ export class Host {
     this.timer = setInterval(() => void this.tick(), every);
   }
 
-  /**
-   * Keeps the directory's status of a hosted actor in step with its log (a cache of it): running
-   * at a turn's start or an answered approval, waiting on a request for one, the outcome at a
-   * turn's end. Without it a finished agent stayed `running`, and every takeover rehydrated every
-   * agent ever run. Writes of one actor go in commit order; a failed write is logged (the next
-   * status change or `runs` from the log corrects it).
-   */
+  /** Keeps the directory's status of a hosted actor in step with its log (`DirectoryStatuses`). */
   committed(actorId: string, events: Array<{ type: string; data?: unknown }>): void {
-    let status: ActorStatus | null = null;
-    for (const e of events) status = statusAfter(e) ?? status;
-    if (status === null) return;
-    const to = status;
-    const prev = this.statusWrites.get(actorId) ?? Promise.resolve();
-    const next = prev.then(async () => {
-      const entry = await this.opts.directory.get(actorId);
-      if (entry && entry.status !== to) await this.opts.directory.put({ ...entry, status: to, updatedAt: new Date(this.clock.nowMs()).toISOString() });
-    }).catch((err: unknown) => this.opts.logger.warn({ err, actorId, status: to }, 'directory status not updated'))
-      .finally(() => {
-        if (this.statusWrites.get(actorId) === next) this.statusWrites.delete(actorId);
-      });
-    this.statusWrites.set(actorId, next);
+    this.statuses.committed(actorId, events);
   }
 
   /** Puts this host's presence record again (it lapses after the lease TTL unless renewed). */
@@ -223,7 +207,7 @@ export class Host {
     });
     await this.opts.supervisor.quiesceTools(this.opts.drainToolsMs ?? 30_000);
     await this.opts.supervisor.stop(`host ${this.opts.name} drained`);
-    await Promise.allSettled([...this.statusWrites.values()]);
+    await this.statuses.settled();
     for (const lease of this.held.values()) await this.opts.leases.release(lease).catch(() => {});
     this.held.clear();
   }

@@ -344,6 +344,10 @@ export class Supervisor {
         await actor.receive(delivery.message, delivery.channel);
         taken = true;
         actor.ports.faults.hit('before:inbox-ack', actor.actorId);
+        // a child's notice or report is in the parent's log, its ack not yet sent: it comes again and is deduped
+        if (delivery.message.kind === 'subagent_completed' || delivery.message.kind === 'subagent_report') {
+          actor.ports.faults.hit('before:notice-ack', actor.actorId);
+        }
         await delivery.ack();
         if (cleanBefore && delivery.settledBefore === 0) known = { undelivered: delivery.undeliveredAfter, unacked: 0 };
       } catch (err) {
@@ -406,6 +410,15 @@ export class Supervisor {
       this.adopting.set(id, p);
     }
     return p;
+  }
+
+  /**
+   * Hosts an agent of a tree this process runs, once, under the lease the adopter takes (a command
+   * resuming a tree after a kill hosts the tree's other agents beside the one it resumes); nothing
+   * when another process holds it.
+   */
+  adopt(entry: DirectoryEntry): Promise<void> {
+    return this.hostChild(entry);
   }
 
   /** The port through which the agents of one tree reach each other. */

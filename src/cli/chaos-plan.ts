@@ -1,4 +1,4 @@
-import { FAULT_POINTS } from '../actors/faults.js';
+import { FAULT_POINTS, TREE_FAULT_POINTS } from '../actors/faults.js';
 import { ConfigError } from '../protocol/errors.js';
 import type { ActorEvent } from '../protocol/events.js';
 import { modeFor, type ChaosMode } from './chaos-modes.js';
@@ -12,8 +12,11 @@ export { modeFor, type ChaosMode } from './chaos-modes.js';
  * (`modeFor`), which the driver carries out.
  */
 export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted'] as const;
-/** One of `CHAOS_POINTS`. */
-export type ChaosPoint = (typeof CHAOS_POINTS)[number];
+/** One of `CHAOS_POINTS`, or of the points only a tree reaches (`TREE_FAULT_POINTS`). */
+export type ChaosPoint = (typeof CHAOS_POINTS)[number] | (typeof TREE_FAULT_POINTS)[number];
+
+/** Every point a session may name: the tree's points too, which `all` holds for a tree's script. */
+const NAMED_POINTS: readonly ChaosPoint[] = [...CHAOS_POINTS, ...TREE_FAULT_POINTS];
 
 /** One kill of a planned run: the `n`-th time `point` is reached, counted across its processes. */
 export interface PlannedFault {
@@ -30,19 +33,23 @@ export interface RunPlan {
   faults: PlannedFault[];
 }
 
-/** `--points all` or a comma-separated list; anything else is a ConfigError naming the points. */
-export function parsePoints(text: string | undefined): ChaosPoint[] {
+/**
+ * `--points all` or a comma-separated list; anything else is a ConfigError naming the points.
+ * `all` holds the points only a tree reaches when the scenario is one (`tree`: its script has
+ * agents besides `main`).
+ */
+export function parsePoints(text: string | undefined, tree = false): ChaosPoint[] {
   const raw = (text ?? 'all').trim();
-  if (raw === 'all') return [...CHAOS_POINTS];
+  if (raw === 'all') return tree ? [...NAMED_POINTS] : [...CHAOS_POINTS];
   const names = raw.split(',').map((s) => s.trim()).filter(Boolean);
-  const unknown = names.filter((n) => !(CHAOS_POINTS as readonly string[]).includes(n));
+  const unknown = names.filter((n) => !(NAMED_POINTS as readonly string[]).includes(n));
   if (names.length === 0 || unknown.length > 0) {
     throw new ConfigError('config.chaos_points', `--points: ${names.length === 0 ? 'no point given' : `unknown point ${unknown.map((u) => `"${u}"`).join(', ')}`}`, {
-      hint: `pass all or a comma-separated list of: ${CHAOS_POINTS.join(', ')}`,
+      hint: `pass all or a comma-separated list of: ${NAMED_POINTS.join(', ')}`,
     });
   }
   // a point named twice would only run twice under one name: --runs says how often
-  return CHAOS_POINTS.filter((p) => names.includes(p));
+  return NAMED_POINTS.filter((p) => names.includes(p));
 }
 
 /**
@@ -71,6 +78,8 @@ export function occurrences(point: string, events: readonly ActorEvent[]): numbe
       return count((e) => e.type === 'tool/start');
     case 'before:inbox-ack':
       return count((e) => e.type === 'inbox/received');
+    case 'before:notice-ack':
+      return count((e) => e.type === 'inbox/received' && (e.data.kind === 'subagent_completed' || e.data.kind === 'subagent_report'));
     case 'during:recovery':
       return count((e) => e.type === 'recovery/started');
     default:

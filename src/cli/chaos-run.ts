@@ -13,6 +13,7 @@ import { driveWithHosts } from './chaos-hosts.js';
 import { MODES } from './chaos-modes.js';
 import { PersonActs } from './chaos-person.js';
 import { faultSpecFor, type PlannedFault } from './chaos-plan.js';
+import { childViolations, readTreeLogs, treeEvents } from './chaos-tree.js';
 import { sleep } from '../protocol/sleep.js';
 
 export type { ChaosContext, ProcessRecord, Scenario } from './chaos-child.js';
@@ -29,6 +30,8 @@ export interface ScenarioResult {
   recoveredInMs: number | null;
   elapsedMs: number;
   events: ActorEvent[];
+  /** Every log of the agent's tree, log after log (the root's alone when it spawned none): what the points are counted over. */
+  treeEvents: ActorEvent[];
   effectLines: string[];
   violations: Violation[];
   /** Ctrl-C stopped it midway: nothing was checked, so it neither passed nor failed. */
@@ -55,6 +58,8 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
   const processes: ProcessRecord[] = [];
   const violations: Violation[] = [];
   const log: ActorEvent[] = [];
+  // what the processes so far committed, over the whole tree: one process counts a point over every agent it hosts
+  let counted: ActorEvent[] = [];
   const due = [...s.faults];
   const missed: PlannedFault[] = [];
   const mode = MODES[s.mode];
@@ -71,7 +76,7 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
       break;
     }
     let fault: string | null = null;
-    while (due[0] && (fault = faultSpecFor(due[0], log)) === null) missed.push(due.shift()!);
+    while (due[0] && (fault = faultSpecFor(due[0], counted)) === null) missed.push(due.shift()!);
     const command = next[0] as ProcessRecord['command'];
     // --in-process: each process hosts the agent itself, even if a host shares the server
     const child = startChild(ctx, [...next, '--json', '--in-process', ...(fault ? ['--fault', fault] : []), ...ctx.common], ctx.childTimeoutMs);
@@ -88,6 +93,11 @@ async function drive(ctx: ChaosContext, s: Scenario, workspace: string): Promise
     processes.push({ command, fault, code: r.code, signal: r.signal, killedByFault, ms: r.ms });
     log.push(...printed);
     agentId ??= agentOf(r.stderr);
+    if (agentId !== null) {
+      const id = agentId;
+      // unreadable (the server busy): the root's printed commits count, as they did before trees
+      counted = treeEvents(await readTreeLogs(ctx, id).catch(() => new Map([[id, log]])));
+    }
     const stop = exitViolation(ctx, command, r, agentId);
     if (stop !== null || agentId === null) {
       if (stop) violations.push(stop);
@@ -134,10 +144,14 @@ export async function runScenario(ctx: ChaosContext, s: Scenario): Promise<Scena
   const driven = ctx.hosts > 1 ? await driveWithHosts(ctx, s, workspace) : await drive(ctx, s, workspace);
   const violations = [...driven.violations];
   let events: ActorEvent[] = [];
+  let tree: ActorEvent[] = [];
   let recoveredInMs: number | null = null;
   if (driven.agentId !== null && !ctx.signal.aborted) {
     try {
       events = await readLog(ctx, driven.agentId);
+      const logs = await readTreeLogs(ctx, driven.agentId);
+      tree = treeEvents(logs);
+      violations.push(...childViolations(logs, driven.agentId));
     } catch (err) {
       violations.push({ code: 'chaos.log_unreadable', seq: null, message: `the log of ${driven.agentId} cannot be read: ${(err as Error).message}` });
     }
@@ -154,7 +168,8 @@ export async function runScenario(ctx: ChaosContext, s: Scenario): Promise<Scena
   }
   const text = await readFile(join(workspace, EFFECT_FILE), 'utf8').catch(() => null);
   const interrupted = ctx.signal.aborted;
-  if (!interrupted) violations.push(...checkEffects(text, events, s.expectedLines));
+  // a child's calls write effects too: the file is checked against every log of the tree
+  if (!interrupted) violations.push(...checkEffects(text, tree.length > 0 ? tree : events, s.expectedLines));
   return {
     agentId: driven.agentId,
     workspace,
@@ -164,6 +179,7 @@ export async function runScenario(ctx: ChaosContext, s: Scenario): Promise<Scena
     recoveredInMs,
     elapsedMs: Date.now() - started,
     events,
+    treeEvents: tree.length > 0 ? tree : events,
     effectLines: effectLines(text),
     violations: interrupted ? [] : violations,
     interrupted,

@@ -20,6 +20,7 @@ import { createKvHostPresence, ensureHostsBucket, type HostPresence } from '../b
 import { LeaseKeeper, localHolder } from '../actors/lease-keeper.js';
 import { createGitWorktrees } from '../actors/git-worktrees.js';
 import { createKvResourceLeases, ensureResourceLeaseBucket } from '../bus/resource-leases.js';
+import { DirectoryStatuses } from '../actors/directory-status.js';
 import { ConfigError, agentNotFound } from '../protocol/errors.js';
 import { createModelAdapter } from '../model/factory.js';
 import { modelName } from '../actors/agent-effects.js';
@@ -61,6 +62,12 @@ export interface Runtime {
   unpin(actorId: string): Promise<void>;
   /** A supervisor hosting agents in this process. */
   supervisor(extra?: Partial<SupervisorOptions>): Supervisor;
+  /**
+   * The directory's status of the agents a command hosts here beside its own, kept from their
+   * commits (a host process keeps its own): a command's follower records its agent's turn end,
+   * and nothing else would record its children's. `close` waits for the writes.
+   */
+  statuses: DirectoryStatuses;
   close(): Promise<void>;
 }
 
@@ -159,6 +166,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
   // the bucket is made on the first call of a tree that writes: a command that hosts no tree never touches it
   const resourceLeases = createKvResourceLeases({ kv: () => ensureResourceLeaseBucket(new Kvm(bus.js), undefined, logger), logger });
   const worktrees = createGitWorktrees({ dataDir: config.dataDir, env: tooling.env });
+  const statuses = new DirectoryStatuses(bus.directory, logger);
   const holder = localHolder();
   const keeper = new LeaseKeeper(leases, holder, logger, (actorId, err) => {
     for (const s of supervisors) s.evict(actorId, err);
@@ -195,6 +203,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     unpin(actorId) {
       return keeper.release(actorId);
     },
+    statuses,
     supervisor(extra = {}) {
       const s = new Supervisor({
         ports: createJetStreamPorts(bus),
@@ -227,6 +236,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     },
     async close() {
       for (const s of supervisors) await s.stop();
+      await statuses.settled();
       await keeper.releaseAll();
       await bus.close();
       await blobs.flush();

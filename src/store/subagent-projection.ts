@@ -140,6 +140,10 @@ export function foldSubagents(p: Projection, e: ActorEvent): void {
       if (c?.lastNotice === e.data.messageId) delete c.lastNotice;
       break;
     }
+    case 'request/prepared':
+      // a notice a step's request holds (it came between waits) is read: no wait is owed it any more
+      for (const c of Object.values(p.children ?? {})) if (c.lastNotice !== undefined && e.data.messageIds?.includes(c.lastNotice)) delete c.lastNotice;
+      break;
     case 'subagent/waiting':
       if (e.call) (p.waits ??= {})[e.call] = { childIds: [...e.data.childIds], any: e.data.any, deadlineAt: e.data.deadlineAt };
       break;

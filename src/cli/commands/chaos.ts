@@ -68,11 +68,12 @@ interface ChaosSettings {
 
 async function settingsOf(scriptPath: string, opts: ChaosOptions): Promise<ChaosSettings> {
   const hosts = wholeNumber('--hosts', opts.hosts, 1, 1, MAX_HOSTS);
-  const points = parsePoints(opts.points);
   const runs = wholeNumber('--runs', opts.runs, 1, 1, MAX_RUNS);
   const seed = opts.seed === undefined ? null : wholeNumber('--seed', opts.seed, 0, 0, 0xffffffff);
   const script = resolve(scriptPath);
   const parsed = await loadScriptFile(script);
+  // a script with agents besides `main` is a tree: its spawn and notice points are swept too
+  const points = parsePoints(opts.points, 'agents' in parsed && Object.keys(parsed.agents).some((n) => n !== 'main'));
   // a `workspace/` next to the script is the scenario's starting workspace, copied for each run
   const template = join(dirname(script), 'workspace');
   const hasTemplate = (await stat(template).catch(() => null))?.isDirectory() === true;
@@ -154,7 +155,10 @@ export async function chaosCommand(scriptPath: string, opts: ChaosOptions, confi
     const runs: Array<{ point: ChaosPoint; report: RunReport }> = [];
     // without a clean baseline a kill's violations could not be told from the scenario's own
     if (baselineReports.every((b) => b.passed) && !interrupted()) {
-      const plans = planRuns(s.points, s.runs, s.seed, (point, mode) => occurrences(point, baselines.get(mode)!.result.events));
+      // in-process, counted over the whole tree (one process counts a point over every agent it
+      // hosts); over hosts, a kill is scoped to the root agent, so its log alone counts
+      const counted = (r: ScenarioResult) => (s.hosts > 1 ? r.events : r.treeEvents);
+      const plans = planRuns(s.points, s.runs, s.seed, (point, mode) => occurrences(point, counted(baselines.get(mode)!.result)));
       for (const plan of plans) {
         if (interrupted()) break;
         const expected = baselines.get(plan.mode)!.result.effectLines;

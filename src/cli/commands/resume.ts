@@ -50,15 +50,25 @@ export function failureOf(ended: Promise<unknown>): Promise<never> {
   return failed;
 }
 
-/** Rehydrates an agent in this process under its lease (held elsewhere: refused, naming the holder) to host it to the end of its next turn. */
+/**
+ * Rehydrates an agent in this process under its lease (held elsewhere: refused, naming the holder)
+ * to host it to the end of its next turn, with the rest of its tree that has work (`hostTree`).
+ */
 export async function hostExisting(agentId: string, rt: Runtime, out: Out, json: boolean, onHydrated?: (p: Projection) => void): Promise<Hosted> {
   const printer = new RunPrinter(out, json);
   const echo = printsOnCommit(rt.config);
-  const supervisor = rt.supervisor(echo ? { onCommit: (_id, events) => printer.commit(events) } : {});
+  const supervisor = rt.supervisor({
+    onCommit: (id, events) => {
+      // the agent's own status is its follower's to record, the rest of its tree's is kept here
+      if (id !== agentId) rt.statuses.committed(id, events);
+      // the agent's own commits: the other agents of its tree hosted here have logs of their own
+      if (echo && id === agentId) printer.commit(events);
+    },
+  });
   // no agent is rehydrated twice at once: a host process (or another command) holding its lease wins
   const lease = await rt.pin(agentId);
   let ended!: Promise<TurnEnded>;
-  const { actor, recovered } = await supervisor.hydrate(
+  const { actor, recovered, entry } = await supervisor.hydrate(
     agentId,
     (a) => {
       onHydrated?.(a.projection);
@@ -67,7 +77,25 @@ export async function hostExisting(agentId: string, rt: Runtime, out: Out, json:
     },
     { epoch: lease.epoch },
   );
+  // an agent that spawned none and was spawned by none is a tree of one: nothing to list
+  if (Object.keys(actor.projection.children ?? {}).length > 0 || actor.projection.parentLink) await hostTree(rt, supervisor, entry);
   return { rt, supervisor, actor, recovered, failed: failureOf(ended), printer, printsOnCommit: echo };
+}
+
+/**
+ * Hosts here, beside the agent, every other agent of its tree the directory says needs a host
+ * (running or waiting) and nobody live holds, each under a lease this command keeps: when the
+ * process that ran a tree in-process is killed, a child left mid-turn or owing its notice, and a
+ * parent waiting on one, go on only if someone hosts them, and no host may be running.
+ */
+async function hostTree(rt: Runtime, supervisor: Supervisor, entry: DirectoryEntry): Promise<void> {
+  const others = (await rt.bus.directory.list()).filter(
+    (e) => e.rootId === entry.rootId && e.actorId !== entry.actorId && (e.status === 'running' || e.status === 'waiting'),
+  );
+  await Promise.all(others.map((e) => supervisor.adopt(e).catch((err: unknown) => {
+    // the agent resumed goes on; the one not hosted goes on when it is resumed itself
+    rt.logger.warn({ err, actorId: e.actorId }, 'an agent of the tree could not be hosted here');
+  })));
 }
 
 /** Follows the turn of an agent hosted here from `from` (its log before it was hosted) to its end. */
@@ -172,11 +200,23 @@ async function resumeOnHost(rt: Runtime, agentId: string, json: boolean, out: Ou
   if (place.kind === 'other' || (place.kind === 'free' && place.hosts.length === 0)) return null;
   const p = await foldLog(rt, entry);
   if (!hasWork(p) && (await inboxPending(rt, agentId)) === 0) return noOpenTurn(agentId, p, out);
-  if (place.kind === 'free') await releaseToHosts(rt, entry);
+  if (place.kind === 'free') {
+    await releaseToHosts(rt, entry);
+    // the rest of its tree a killed command hosted goes with it, without waiting for its leases to lapse
+    if (Object.keys(p.children ?? {}).length > 0 || p.parentLink) await releaseTree(rt, entry);
+  }
   return followTurn({
     rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
     prompt: promptFor(out, json), hosting: { kind: 'host', handedOver: place.kind === 'free' },
   });
+}
+
+/** Hands the live hosts every other agent of the entry's tree that has work and that nobody live holds. */
+async function releaseTree(rt: Runtime, entry: DirectoryEntry): Promise<void> {
+  for (const e of await rt.bus.directory.list()) {
+    if (e.rootId !== entry.rootId || e.actorId === entry.actorId || (e.status !== 'running' && e.status !== 'waiting')) continue;
+    if ((await placementOf(rt, e.actorId)).kind === 'free') await releaseToHosts(rt, e);
+  }
 }
 
 /** Options of `actorloop approve` and `actorloop deny`. */

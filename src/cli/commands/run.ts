@@ -383,7 +383,14 @@ export async function runCommand(
     }
     // hosted here, followed as a host's agent is: the same follower prints it and asks for approvals
     const echo = printsOnCommit(config);
-    const supervisor = rt.supervisor(echo ? { onCommit: (_id, events) => printer.commit(events) } : {});
+    const supervisor = rt.supervisor({
+      onCommit: (id, events) => {
+        // the agent's own status is its follower's to record, the rest of its tree's is kept here
+        if (id !== actorId) rt.statuses.committed(id, events);
+        // the agent's own commits: its children hosted here have logs of their own
+        if (echo && id === actorId) printer.commit(events);
+      },
+    });
     const actor = await supervisor.create(entry, { epoch: (await rt.pinNew(actorId)).epoch });
     const failed = failureOf(actor.whenTurnEnds());
     await supervisor.send(message);
