@@ -22,6 +22,7 @@ import type { EffectContext, TurnCache } from './effect-context.js';
 import { ActorEffectContext } from './actor-effect-context.js';
 import { NOTICE_KINDS } from '../protocol/subagents.js';
 import { onChildMessage, sendOwedNotice, storeCarriedArtifacts } from './subagent-messages.js';
+import { refusedTask } from './child-task.js';
 import { createAgentLogic, type AgentActorRef, type AgentLogic, type InspectObserver, type PersistedAgentSnapshot } from './agent-logic.js';
 
 export type { AgentPorts } from './agent-ports.js';
@@ -281,6 +282,11 @@ export class AgentActor {
       });
     }
     if (verdict.admit && NOTICE_KINDS.has(msg.kind)) return this.receiveFromChild(msg, verdict.from);
+    const taskRefused = verdict.admit && msg.kind === 'subagent_task' ? refusedTask(this.actorId, this.projection, msg) : null;
+    if (taskRefused) {
+      this.ports.logger.warn({ messageId: msg.id, from: msg.from }, `subagent task refused: ${taskRefused}`);
+      return this.commitReceived(this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: taskRefused, kind: msg.kind, from: msg.from } }));
+    }
     const e = verdict.admit
       ? this.stage({
         type: 'inbox/received',

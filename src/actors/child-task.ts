@@ -1,7 +1,8 @@
 import type { HistoryItem } from '../protocol/history.js';
 import type { TurnRequest } from '../protocol/turn-settings.js';
-import { ChildTaskSchema, noticeText, NOTICE_KINDS, type ChildTask } from '../protocol/subagents.js';
-import type { InboxItem } from '../store/projection.js';
+import { ChildTaskSchema, childIdOf, noticeText, NOTICE_KINDS, type ChildTask } from '../protocol/subagents.js';
+import type { InboxItem, Projection } from '../store/projection.js';
+import type { InboxMessage } from '../protocol/inbox.js';
 import { DEFAULT_INSTRUCTIONS } from './turn-settings.js';
 
 // A child's side of its task (design §6b): the turn its `subagent_task` message starts, with the
@@ -77,4 +78,19 @@ export function forkTranscript(history: readonly HistoryItem[]): string {
   let text = lines.join('\n');
   if (text.length > FORK_TRANSCRIPT_CHARS) text = `[… earlier history left out]\n${text.slice(text.length - FORK_TRANSCRIPT_CHARS)}`;
   return `What your parent agent has seen and done so far (its history):\n${text}`;
+}
+
+/**
+ * Why a `subagent_task` message is not this child's to take (null: it is). The child's ID is
+ * derived from its parent's spawn request, so only the task of that request, sent by that parent,
+ * names it; and a child takes one task in its life (more work comes as follow-ups).
+ */
+export function refusedTask(actorId: string, p: Pick<Projection, 'parentLink'>, msg: Pick<InboxMessage, 'id' | 'from' | 'content'>): string | null {
+  const task = parseChildTask(msg.content);
+  if (!task) return 'the message is not a subagent task';
+  if (task.requestId !== msg.id) return 'a subagent task travels under its spawn request\'s ID, and this one does not';
+  if (childIdOf(task.requestId) !== actorId) return `spawn request ${task.requestId} names another child, not ${actorId}`;
+  if (task.parentId !== msg.from) return `the task says it is from ${task.parentId} but came from ${msg.from}`;
+  if (p.parentLink && p.parentLink.requestId !== task.requestId) return `this agent is already the child of spawn request ${p.parentLink.requestId}`;
+  return null;
 }

@@ -1,5 +1,5 @@
 import { derivedId } from '../protocol/ids.js';
-import type { ChildTask, CarvedBudget, ChildPermissions } from '../protocol/subagents.js';
+import { childIdOf, spawnRequestId, type ChildTask, type CarvedBudget, type ChildPermissions } from '../protocol/subagents.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import { childOfRequest, runningChildren, type SpawnRequestRecord } from '../store/subagent-projection.js';
 import { CHILD_TOOLS, PARENT_TOOLS, type SpawnAgentInput } from '../tools/builtins/subagent-tools.js';
@@ -18,15 +18,7 @@ import { armWait, callFailed, callSucceeded } from './child-waits.js';
 // in its inbox under the request's ID — and `subagent/spawned`. Every ID is derived from the call,
 // so a kill anywhere in between finds the same child when the call runs again.
 
-/** The stable request ID of a spawn call, which is also its task message's ID. */
-export function spawnRequestId(callId: string): string {
-  return derivedId('message', 'spawn', callId);
-}
-
-/** The child a spawn request names: derived from it, so a retry names the same child. */
-export function childIdOf(requestId: string): string {
-  return derivedId('agent', 'child', requestId);
-}
+export { childIdOf, spawnRequestId } from '../protocol/subagents.js';
 
 /** The reservation of a child's carve in its parent's log. */
 export function carveReservationId(requestId: string): string {

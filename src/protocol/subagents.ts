@@ -1,6 +1,17 @@
 import { z } from 'zod';
 import { UsageSchema } from './history.js';
 import { ApprovalModeSchema, TurnOutcomeSchema } from './turn-settings.js';
+import { derivedId } from './ids.js';
+
+/** The stable request ID of a spawn call, which is also its task message's ID. */
+export function spawnRequestId(callId: string): string {
+  return derivedId('message', 'spawn', callId);
+}
+
+/** The child a spawn request names: derived from it, so a retry names the same child. */
+export function childIdOf(requestId: string): string {
+  return derivedId('agent', 'child', requestId);
+}
 
 // Subagents (design §6b): what a parent asks for when it spawns a child, what the child's task
 // message carries, and what a child says back (a report, the completion notice of a turn).

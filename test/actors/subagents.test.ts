@@ -4,6 +4,7 @@ import type { ScriptResponse } from '../../src/model/script.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, message, ofType, only, startTurn, waitForLog } from './harness.js';
 import { answer, call, treeModels } from '../helpers/scripted-tree.js';
+import { spawnRequestId } from '../../src/protocol/subagents.js';
 
 const world = actorTestWorld();
 
@@ -271,5 +272,27 @@ describe('budgets carved from the parent', () => {
     expect(settled.map((e) => e.data.reservationId).sort()).toEqual(reserved.map((e) => e.data.reservationId).sort());
     const v = verifyLog(log);
     expect(v, formatViolations(v)).toEqual([]);
+  });
+});
+
+describe('a child takes only its own task', () => {
+  it('a subagent_task under another ID than its request\'s, or for another child, is refused', async () => {
+    const { sup, actor, log } = await runTree({
+      main: [call('spawn_agent', { task: 'say hi', name: 'kid', mode: 'foreground' }), answer('done')],
+      kid: [answer('hi')],
+    });
+    const childId = only(log, 'subagent/spawned').data.childId;
+    const original = ofType(await readLog(sup, actor.rootId, childId), 'inbox/received')[0]!;
+    const content = JSON.parse(original.data.content) as Record<string, unknown>;
+    const other = spawnRequestId('call_SOMEOTHERCALL');
+    const port = (sup as unknown as { opts: { ports: { inbox: { publish(m: unknown, c: string): Promise<unknown> } } } }).opts.ports.inbox;
+    // a copy of its task under a new ID; another request's task sent to it
+    await port.publish(message(childId, JSON.stringify(content), { kind: 'subagent_task', from: actor.actorId }), 'actor');
+    await port.publish(message(childId, JSON.stringify({ ...content, requestId: other }), { id: other, kind: 'subagent_task', from: actor.actorId }), 'actor');
+    const after = await waitForLog(sup, { rootId: actor.rootId, actorId: childId }, (l) => ofType(l, 'inbox/cancelled').length >= 2);
+    const reasons = ofType(after, 'inbox/cancelled').map((e) => e.data.reason);
+    expect(reasons[0]).toMatch(/travels under its spawn request's ID/);
+    expect(reasons[1]).toMatch(/names another child/);
+    expect(ofType(after, 'turn/start')).toHaveLength(1);
   });
 });
