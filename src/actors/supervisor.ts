@@ -24,7 +24,8 @@ import type { MachineSnapshots } from './machine-set.js';
 import type { SupervisorPorts } from './supervisor-ports.js';
 import { defaultTooling, type ToolingPorts } from './tooling.js';
 import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from '../protocol/subagents.js';
-import type { ChildEntry, SubagentPort } from './subagent-port.js';
+import type { SubagentPort } from './subagent-port.js';
+import { TreeHosting } from './tree-hosting.js';
 import type { ResourceLeaseStore } from '../bus/resource-lease-port.js';
 
 /** What a supervisor needs to host agents. */
@@ -93,19 +94,22 @@ export class Supervisor {
   private readonly tooling: ToolingPorts;
   private readonly faultRecords: FaultRecords;
   private stopped = false;
-  /** Takes the lease of a child this process creates: its epoch, or null when another process holds it (absent: no leases). */
-  private adopter: ((actorId: string) => Promise<number | null>) | null = null;
-  /** Children being hosted here right now, so a spawn retried at once hosts one. */
-  private readonly adopting = new Map<string, Promise<void>>();
-  private readonly treeCounts = new Map<string, { atMs: number; count: Promise<number> }>();
-  /** One port for every agent hosted here (made on first use). */
-  private port: SubagentPort | null = null;
+  /** Hosting of the children its agents spawn, and the port they reach their tree through. */
+  private readonly tree: TreeHosting;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.reader = opts.ports.logs.reader;
     this.clock = opts.clock ?? { nowMs: () => Date.now() };
     this.tooling = opts.tooling ?? defaultTooling();
     this.faultRecords = opts.faultRecords ?? createMemoryFaultRecords();
+    this.tree = new TreeHosting(this, {
+      directory: opts.ports.directory,
+      inbox: opts.ports.inbox,
+      reader: this.reader,
+      clock: this.clock,
+      limits: opts.subagentLimits ?? DEFAULT_SUBAGENT_LIMITS,
+      ...(opts.worktrees ? { worktrees: opts.worktrees } : {}),
+    });
   }
 
   /**
@@ -248,7 +252,7 @@ export class Supervisor {
         faults: { hit: (point, id) => this.opts.faults.hit(point, id, epoch) },
         logger,
         onHalt: () => life.abort(),
-        subagents: (this.port ??= this.subagentPort()),
+        subagents: this.tree.port,
         ...(this.opts.resourceLeases ? { resourceLeases: this.opts.resourceLeases } : {}),
         onCommit: (events) => this.opts.onCommit?.(actorId, events),
         onDelta: (d) => {
@@ -377,7 +381,7 @@ export class Supervisor {
    * the child runs here when it returns an epoch, elsewhere when it returns null.
    */
   setAdopter(adopter: (actorId: string) => Promise<number | null>): void {
-    this.adopter = adopter;
+    this.tree.setAdopter(adopter);
   }
 
   /** True when this process hosts the actor now. */
@@ -385,31 +389,9 @@ export class Supervisor {
     return this.hosted.has(actorId);
   }
 
-  /**
-   * Hosts a child here, once: a new one with an empty log (its directory entry written), one the
-   * directory already has by rehydrating it — unless another process holds its lease.
-   */
-  private hostChild(entry: ChildEntry): Promise<void> {
-    const id = entry.actorId;
-    if (this.hosted.has(id) || this.stopped) return Promise.resolve();
-    let p = this.adopting.get(id);
-    if (!p) {
-      p = (async () => {
-        const known = await this.opts.ports.directory.get(id);
-        const epoch = this.adopter ? await this.adopter(id) : undefined;
-        if (epoch === null || this.hosted.has(id) || this.stopped) {
-          if (!known) {
-            const now = new Date(this.clock.nowMs()).toISOString();
-            await this.opts.ports.directory.put({ ...entry, status: 'running', createdAt: now, updatedAt: now });
-          }
-          return;
-        }
-        if (known) await this.hydrate(id, undefined, epoch !== undefined ? { epoch } : {});
-        else await this.create(entry, epoch !== undefined ? { epoch } : {});
-      })().finally(() => this.adopting.delete(id));
-      this.adopting.set(id, p);
-    }
-    return p;
+  /** True once `stop` was called: nothing more is hosted. */
+  get isStopped(): boolean {
+    return this.stopped;
   }
 
   /**
@@ -418,41 +400,7 @@ export class Supervisor {
    * when another process holds it.
    */
   adopt(entry: DirectoryEntry): Promise<void> {
-    return this.hostChild(entry);
-  }
-
-  /** The port through which the agents of one tree reach each other. */
-  private subagentPort(): SubagentPort {
-    const limits = this.opts.subagentLimits ?? DEFAULT_SUBAGENT_LIMITS;
-    return {
-      limits,
-      spawn: async (entry, task) => {
-        await this.hostChild(entry);
-        await this.opts.ports.inbox.publish(task, 'actor');
-      },
-      send: async (msg) => {
-        await this.opts.ports.inbox.publish(msg, 'actor');
-      },
-      treeRunning: (rootId, parentId) => {
-        // One listing of the directory serves the spawns of a moment (a fan-out asks for each
-        // child). The asking parent's own children are left out: its log counts them exactly.
-        const key = `${rootId}\u0000${parentId}`;
-        const now = this.clock.nowMs();
-        const cached = this.treeCounts.get(key);
-        if (cached && now - cached.atMs < 1_000) return cached.count;
-        const count = this.opts.ports.directory.list().then((all) =>
-          all.filter((e) => e.rootId === rootId && e.parentId !== parentId && e.kind === 'subagent' && (e.status === 'running' || e.status === 'waiting')).length);
-        this.treeCounts.set(key, { atMs: now, count });
-        count.catch(() => this.treeCounts.delete(key));
-        return count;
-      },
-      firstTurn: async (rootId, childId, signal) => {
-        for await (const { event } of this.reader.follow(rootId, childId, { afterSeq: 0, signal })) {
-          if (event.type === 'turn/start') return;
-        }
-      },
-      ...(this.opts.worktrees ?? {}),
-    };
+    return this.tree.host(entry);
   }
 
   /**
