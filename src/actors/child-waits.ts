@@ -61,11 +61,15 @@ function matchesFor(p: Projection, wait: { childIds: string[]; any: boolean }): 
 }
 
 const timers = new WeakMap<EffectContext, Map<string, NodeJS.Timeout>>();
+/** Each open wait's listener on its turn's abort signal, removed when the wait ends (a turn may wait hundreds of times). */
+const aborts = new WeakMap<EffectContext, Map<string, () => void>>();
 
 function clearTimer(a: EffectContext, callId: string): void {
   const t = timers.get(a)?.get(callId);
   if (t) clearTimeout(t);
   timers.get(a)?.delete(callId);
+  aborts.get(a)?.get(callId)?.();
+  aborts.get(a)?.delete(callId);
 }
 
 /** The call is still open and waiting (not ended by a message, the deadline or an abort). */
@@ -92,6 +96,7 @@ function settleOne(a: EffectContext, ids: Ids): boolean {
 /** Ends a wait whose deadline passed. */
 function expire(a: EffectContext, ids: Ids): void {
   const wait = a.projection.waits?.[ids.call];
+  clearTimer(a, ids.call);
   if (!wait || !stillWaiting(a, ids.call)) return;
   const running = wait.childIds.filter((c) => {
     const st = a.projection.children?.[c]?.state;
@@ -138,6 +143,9 @@ export function armWait(a: EffectContext, ids: Ids): void {
   };
   if (signal.aborted) return cancel();
   signal.addEventListener('abort', cancel, { once: true });
+  let m = aborts.get(a);
+  if (!m) aborts.set(a, (m = new Map()));
+  m.set(ids.call, () => signal.removeEventListener('abort', cancel));
 }
 
 /** A child's message arrived: every open wait it satisfies takes it. Returns whether one did. */
