@@ -86,6 +86,8 @@ export class AgentActor {
   private sinkOpen = false;
   private pumping: Promise<void> | null = null;
   private turnWaiters: Array<(t: TurnEnded) => void> = [];
+  /** Receipts staged and not yet committed, by message ID (a copy of one waits for its commit). */
+  private readonly receiving = new Map<string, Promise<void>>();
   private deadlineTimer: NodeJS.Timeout | null = null;
   private approvalWatch: PersonWatch | null = null;
   private lastSnapshotSeq: number;
@@ -266,7 +268,10 @@ export class AgentActor {
   receive(msg: InboxMessage, channel: InboxChannel = 'person'): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     // Dedupe by ID, never by delivery count: an ack lost in a crash redelivers an included message.
-    if (this.projection.inbox[msg.id]) return Promise.resolve();
+    // A copy that comes while the first one's receipt is still being committed (one handed over
+    // in-process, then delivered by the consumer) resolves only once that commit lands: acked
+    // before it, a crash would lose the message.
+    if (this.projection.inbox[msg.id]) return this.receiving.get(msg.id) ?? Promise.resolve();
     const verdict = admit(msg, channel);
     if (!verdict.admit) this.ports.logger.warn({ messageId: msg.id, kind: msg.kind, from: msg.from }, `inbox message refused: ${verdict.reason}`);
     if (verdict.admit && msg.kind === 'ask_answer' && keepsOutOfLog(this.projection, msg.content)) {
@@ -328,6 +333,11 @@ export class AgentActor {
    */
   private commitReceived(e: ActorEvent): Promise<void> {
     const done = this.pipeline.whenCommitted(e.seq);
+    if (e.type === 'inbox/received' || e.type === 'inbox/cancelled') {
+      const id = e.data.messageId;
+      this.receiving.set(id, done);
+      done.then(() => this.receiving.delete(id), () => this.receiving.delete(id));
+    }
     if (this.pumping) this.flush().catch((err: unknown) => this.fail(err));
     else this.kick();
     return done;

@@ -181,6 +181,7 @@ export const spawnAgentRuntime: RuntimeTool = {
     const requestId = spawnRequestId(r.ids.call);
     let childId = childOfRequest(a.projection, requestId);
     let clamped: string[] = [];
+    const fresh = childId === undefined;
     if (childId === undefined) {
       if (input.workspace === 'worktree') {
         // refused before the request is committed: a workspace git cannot branch gets no child at all
@@ -232,7 +233,7 @@ export const spawnAgentRuntime: RuntimeTool = {
       await port.spawn({
         actorId: childId, kind: 'subagent', parentId: a.actorId, rootId: a.rootId,
         title: `${asked.name}: ${asked.task.trim().slice(0, 100)}`, workspace, labels: { name: asked.name },
-      }, task);
+      }, task, { fresh });
       if (a.halted) return;
       a.stage({ type: 'subagent/spawned', ...r.ids, data: { requestId, childId, messageId: requestId, ...(worktree ? { worktree } : {}) } });
       await a.flush();

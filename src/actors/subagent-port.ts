@@ -16,9 +16,10 @@ export interface SubagentPort {
   /**
    * Creates a child once: its directory entry (kept when it exists), its task in its inbox
    * (`task.id` is derived from the spawn request, so a second publish is deduped), and its hosting
-   * here when this process may take its lease (else a host takes it on its mail).
+   * here when this process may take its lease (else a host takes it on its mail). `fresh`: the
+   * request was committed by this very call, so the child cannot exist yet and is not looked up.
    */
-  spawn(entry: ChildEntry, task: InboxMessage): Promise<void>;
+  spawn(entry: ChildEntry, task: InboxMessage, opts?: { fresh?: boolean }): Promise<void>;
   /** Publishes to another actor's inbox on the actors' channel; resolves once the inbox accepted it (the PubAck). */
   send(msg: InboxMessage): Promise<void>;
   /**

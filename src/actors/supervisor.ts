@@ -389,6 +389,16 @@ export class Supervisor {
     return this.hosted.has(actorId);
   }
 
+  /**
+   * Hands an accepted message to the actor it is for, when hosted here, on the actors' channel
+   * (the subagent port's messages); null when it is not hosted here.
+   */
+  handOver(msg: InboxMessage): Promise<void> | null {
+    const h = this.hosted.get(msg.to);
+    if (!h || this.stopped || h.actor.failed) return null;
+    return h.actor.receive(msg, 'actor');
+  }
+
   /** True once `stop` was called: nothing more is hosted. */
   get isStopped(): boolean {
     return this.stopped;

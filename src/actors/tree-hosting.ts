@@ -1,12 +1,19 @@
 import type { ActorDirectory } from '../bus/directory.js';
 import type { InboxPort } from '../bus/inbox-port.js';
 import type { SubagentLimits } from '../protocol/subagents.js';
+import type { InboxMessage } from '../protocol/inbox.js';
 import type { LogReader } from '../store/log-port.js';
 import type { ChildEntry, SubagentPort } from './subagent-port.js';
 
 /** What tree hosting needs of the supervisor it works for: whether it hosts an actor, and how to host one. */
 export interface TreeHost {
   hosts(actorId: string): boolean;
+  /**
+   * Hands a message that its inbox already accepted to the actor, when it is hosted here, as the
+   * consumer would deliver it (the consumer's copy is then acked as a duplicate); null when the
+   * actor is not hosted here.
+   */
+  handOver(msg: InboxMessage): Promise<void> | null;
   readonly isStopped: boolean;
   create(entry: ChildEntry, opts: { epoch?: number }): Promise<unknown>;
   hydrate(actorId: string, onHydrated: undefined, opts: { epoch?: number }): Promise<unknown>;
@@ -50,13 +57,14 @@ export class TreeHosting {
    * written), one the directory already has by rehydrating it — unless another process holds its
    * lease, when only its entry is made sure of.
    */
-  host(entry: ChildEntry): Promise<void> {
+  host(entry: ChildEntry, opts: { fresh?: boolean } = {}): Promise<void> {
     const id = entry.actorId;
     if (this.supervisor.hosts(id) || this.supervisor.isStopped) return Promise.resolve();
     let p = this.adopting.get(id);
     if (!p) {
       p = (async () => {
-        const known = await this.deps.directory.get(id);
+        // a child whose request was committed just now cannot exist yet: nothing to look up
+        const known = opts.fresh ? undefined : await this.deps.directory.get(id);
         const epoch = this.adopter ? await this.adopter(id) : undefined;
         if (epoch === null || this.supervisor.hosts(id) || this.supervisor.isStopped) {
           if (!known) {
@@ -65,25 +73,33 @@ export class TreeHosting {
           }
           return;
         }
-        const opts = epoch !== undefined ? { epoch } : {};
-        if (known) await this.supervisor.hydrate(id, undefined, opts);
-        else await this.supervisor.create(entry, opts);
+        const at = epoch !== undefined ? { epoch } : {};
+        if (known) await this.supervisor.hydrate(id, undefined, at);
+        else await this.supervisor.create(entry, at);
       })().finally(() => this.adopting.delete(id));
       this.adopting.set(id, p);
     }
     return p;
   }
 
+  /** Hands an accepted message to its recipient when it is hosted here; a failure leaves it to the consumer. */
+  private handOver(msg: InboxMessage): void {
+    this.supervisor.handOver(msg)?.catch(() => {});
+  }
+
   private makePort(): SubagentPort {
     const { directory, inbox, reader, clock, limits, worktrees } = this.deps;
     return {
       limits,
-      spawn: async (entry, task) => {
-        await this.host(entry);
+      spawn: async (entry, task, opts) => {
+        await this.host(entry, opts);
         await inbox.publish(task, 'actor');
+        // accepted: a child hosted here takes its task at once, not when its consumer delivers it
+        this.handOver(task);
       },
       send: async (msg) => {
         await inbox.publish(msg, 'actor');
+        this.handOver(msg);
       },
       treeRunning: (rootId, parentId) => {
         // One listing of the directory serves the spawns of a moment (a fan-out asks for each

@@ -43,10 +43,20 @@ describe('subagents on JetStream', () => {
     const actors = new Set<string>();
     for await (const { actorId } of sup.reader.readTree(actor.rootId)) actors.add(actorId);
     expect(actors).toEqual(new Set([actor.actorId, ...children]));
-    // three of the four notices went to wait_agents, one to the foreground spawn; the report too; each once
-    const taken = ofType(log, 'subagent/completed').map((e) => e.data.messageId);
-    expect(new Set(taken).size).toBe(taken.length);
-    expect(taken).toHaveLength(4);
+    // every notice and the report is taken in once: by a waiting call, or by a step's request
+    const sent: string[] = [];
+    for (const id of children) {
+      const child = await readLog(sup, actor.rootId, id);
+      sent.push(...ofType(child, 'subagent/notified').map((e) => e.data.messageId), ...ofType(child, 'subagent/reported').map((e) => e.data.messageId));
+    }
+    expect(sent).toHaveLength(5);
+    const taken = [
+      ...ofType(log, 'subagent/completed').map((e) => e.data.messageId),
+      ...ofType(log, 'request/prepared').flatMap((e) => e.data.messageIds ?? []).filter((id) => sent.includes(id)),
+    ];
+    expect(taken.sort()).toEqual([...sent].sort());
+    // the foreground spawn's result is its child's answer
+    expect(ofType(log, 'subagent/completed').some((e) => e.data.childId === children[3])).toBe(true);
     const v = verifyLog(log);
     expect(v, formatViolations(v)).toEqual([]);
   });
