@@ -53,6 +53,9 @@ const EFFECTS: EffectTable = {
     const s = resolveSettings(request, ctx.projection.lastSettings, ctx.ports.clock.nowMs(), ctx.ports.tools.names());
     ctx.stage({ type: 'turn/start', turn, data: { source: sourceOf(p.source, items.map((x) => x.item?.kind)), messageIds: p.messageIds, settings: s } });
     for (const { id, item } of items) {
+      // a forked child reads its parent's history first, then its task as a message of its own
+      const forked = item?.kind === 'subagent_task' ? childTask?.forkTranscript : null;
+      if (forked) ctx.stage({ type: 'user/message', turn, data: { messageId: `${id}#fork`, content: forked } });
       ctx.stage({ type: 'user/message', turn, data: { messageId: id, content: modelText(item) } });
     }
     createGoal(ctx, turn, request);

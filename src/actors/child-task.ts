@@ -54,9 +54,8 @@ export function modelText(item: Pick<InboxItem, 'kind' | 'content'> | undefined)
   if (!item) return '';
   if (NOTICE_KINDS.has(item.kind)) return noticeText(item.kind, item.content);
   if (item.kind === 'subagent_task') {
-    const task = parseChildTask(item.content);
-    if (!task) return item.content;
-    return task.forkTranscript ? `${task.forkTranscript}\n\n---\nYour task:\n${task.task}` : task.task;
+    // a fork's transcript is a message of its own before this one (see startTurn)
+    return parseChildTask(item.content)?.task ?? item.content;
   }
   return item.content;
 }

@@ -315,3 +315,32 @@ describe('messages handed over in-process', () => {
     await first;
   });
 });
+
+describe('context', () => {
+  it('fork: the child reads the parent\'s closed steps as a transcript, then its task as a message of its own; blank: the task alone', async () => {
+    const { log, logOf } = await runTree({
+      main: [
+        call('read_file', { path: 'src/a.txt' }),
+        { tool_calls: [
+          { name: 'spawn_agent', arguments: { task: 'go on from there', name: 'forked', context: 'fork', mode: 'background' } },
+          { name: 'spawn_agent', arguments: { task: 'start afresh', name: 'blank', mode: 'background' } },
+        ], usage: { input_tokens: 1, output_tokens: 1 } },
+        call('wait_agents', {}), call('wait_agents', {}),
+        answer('done'),
+      ],
+      forked: [answer('forked done')],
+      blank: [answer('blank done')],
+    });
+    const [forked, blank] = ofType(log, 'subagent/spawned').map((e) => e.data.childId);
+    const f = ofType(await logOf(forked!), 'user/message').map((e) => e.data.content);
+    expect(f).toHaveLength(2);
+    // the parent's read_file call and its result are in it; the step that spawned (still open) is not
+    expect(f[0]).toMatch(/What your parent agent has seen and done so far/);
+    expect(f[0]).toContain('alpha');
+    expect(f[0]).not.toContain('go on from there');
+    expect(f[1]).toBe('go on from there');
+    expect(ofType(await logOf(blank!), 'user/message').map((e) => e.data.content)).toEqual(['start afresh']);
+    const v = verifyLog(await logOf(forked!));
+    expect(v, formatViolations(v)).toEqual([]);
+  });
+});
