@@ -21,7 +21,7 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   tools: ['protocol'],
   context: ['protocol', 'model'],
   knowledge: ['protocol', 'store'],
-  server: ['protocol', 'bus', 'store'],
+  server: ['protocol', 'bus', 'store', 'client'],
   config: ['protocol'],
   client: ['protocol', 'bus', 'store'],
   cli: '*',
