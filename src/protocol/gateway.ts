@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TurnOutcomeSchema } from './turn-settings.js';
 
 // The gateway's client protocol (design §11), versioned apart from the event format: `/v1` is
 // this file. Every request and response the gateway serves is a schema here; `GET /v1/schema`
@@ -7,10 +8,12 @@ import { z } from 'zod';
 /** The version of the gateway protocol: the path prefix of every route. */
 export const GATEWAY_PROTOCOL_VERSION = 'v1';
 
-/** A status as a client shows it: the tree's statuses (src/client/tree.ts). */
-export const ActorStatusSchema = z.enum([
-  'idle', 'running', 'waiting', 'starting', 'recovering', 'completed', 'failed', 'cancelled', 'stopped', 'killed',
-]);
+/**
+ * A status as a client shows it, the tree's (src/client/tree.ts): `idle` before any turn,
+ * `starting` a child not started yet, `running`, `waiting` for a person, `recovering` after its
+ * last incarnation died with a turn open, or the last turn's outcome.
+ */
+export const ActorStatusSchema = z.union([z.enum(['idle', 'running', 'waiting', 'starting', 'recovering']), TurnOutcomeSchema]);
 
 /** One actor of the directory with what its log says now (`GET /v1/actors`, `actors.list`). */
 export const ActorSummarySchema = z.object({
@@ -20,7 +23,7 @@ export const ActorSummarySchema = z.object({
   name: z.string(),
   kind: z.string(),
   /** From the log (the tree fold), not the directory's cache. */
-  status: z.string(),
+  status: ActorStatusSchema,
   /** While waiting: what for, and the approval or question IDs. */
   waitingFor: z.object({ kind: z.enum(['approval', 'question']), ids: z.array(z.string()) }).nullable(),
   /** Index of the open step, null: none open. */

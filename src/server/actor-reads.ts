@@ -44,8 +44,8 @@ function summaryOf(entry: DirectoryEntry | undefined, a: TreeAgent | undefined, 
     rootId,
     name: a?.name ?? entry?.title ?? actorId,
     kind: entry?.kind ?? 'agent',
-    // no log yet: the directory's word is all there is (a task handed to hosts, not claimed yet)
-    status: a?.status ?? (entry?.status === 'running' ? 'starting' : (entry?.status ?? 'starting')),
+    // no log yet: a task handed to hosts and not claimed yet
+    status: a?.status ?? 'starting',
     waitingFor: a?.waitingFor ?? null,
     step: a?.step ?? null,
     tool: a?.tool ?? null,

@@ -179,7 +179,7 @@ export interface SseEvent {
  * connection, as a client going away does); every complete event received is returned, and the
  * comments (heartbeats) counted.
  */
-export async function readSse(url: string, headers: Record<string, string>, stopWhen: (events: SseEvent[]) => boolean): Promise<{ status: number; events: SseEvent[]; body: string }> {
+export async function readSse(url: string, headers: Record<string, string>, stopWhen: (events: SseEvent[], body: string) => boolean): Promise<{ status: number; events: SseEvent[]; body: string }> {
   const ac = new AbortController();
   const res = await fetch(url, { headers, signal: ac.signal });
   const events: SseEvent[] = [];
@@ -189,7 +189,7 @@ export async function readSse(url: string, headers: Record<string, string>, stop
   let buf = '';
   const reader = res.body.getReader();
   try {
-    while (!stopWhen(events)) {
+    while (!stopWhen(events, body)) {
       const { value, done } = await reader.read();
       if (done) break;
       const text = decoder.decode(value, { stream: true });

@@ -201,6 +201,20 @@ describe('an agent that needs an approval, driven through the gateway', () => {
     expect(bad.status).toBe(400);
   }, 60_000);
 
+  test('SSE: an idle stream carries heartbeat comments; closing the gateway ends it', async () => {
+    const beating = await fx.gateway({ heartbeatMs: 50 });
+    const full = await treeLog(agentId);
+    const r = await readSse(`${beating.url}/v1/actors/${agentId}/events?after=${full[full.length - 1]!.streamSeq}`, {}, (_es, body) => body.includes(': heartbeat\n\n'));
+    expect(r.events).toEqual([]);
+    expect(r.body).toContain(': heartbeat');
+    const ac = new AbortController();
+    const res = await fetch(`${beating.url}/v1/actors/${agentId}/events?after=0`, { signal: ac.signal });
+    const reading = res.text().catch(() => 'ended');
+    await beating.close();
+    expect(typeof (await reading)).toBe('string');
+    ac.abort();
+  }, 60_000);
+
   test('no secret reaches a response: the task, the directory title and a tool output that held a key', async () => {
     const model = await script('secret', [
       { tool_calls: [{ name: 'read_file', arguments: { path: 'secret.txt' } }] },

@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import type { Gateway } from '../../src/server/gateway.js';
-import { openGatewayFixture, type GatewayFixture } from './gateway-fixture.js';
+import { openGatewayFixture, RpcClient, type GatewayFixture } from './gateway-fixture.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 
@@ -129,5 +129,22 @@ describe('origins', () => {
     const other = await fetch(`${g.url}/v1/actors`, { headers: { origin: 'http://evil.example' } });
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
     await g.close();
+  });
+});
+
+describe('no host running', () => {
+  test('turn.submit answers that a host must be started, and nothing is submitted', async () => {
+    const g = await fx.gateway();
+    const rpc = await RpcClient.open(`${g.url.replace('http', 'ws')}/v1/rpc`);
+    try {
+      const a = await rpc.answer('turn.submit', { task: 'anything', model: 'scripted:/nonexistent.json' });
+      expect(a.error!.code).toBe(1);
+      expect(a.error!.data.code).toBe('gateway.no_host');
+      expect(a.error!.message).toContain('actorloop host');
+      expect((await rpc.call('actors.list')).actors).toEqual([]);
+    } finally {
+      await rpc.close();
+      await g.close();
+    }
   });
 });
