@@ -137,9 +137,10 @@ describe('an agent that needs an approval, driven through the gateway', () => {
     agentId = submitted.agentId;
     expect(agentId).toMatch(/^agt_/);
     expect(submitted.messageId).toMatch(/^msg_/);
+    // the approval is asked, then the actor parks for it: the wait is the log's word, not a guess
     const detail = await until('the approval', async () => {
       const d = await get(`/v1/actors/${agentId}`);
-      return d.body?.pendingApprovals?.length > 0 ? d.body : null;
+      return d.body?.pendingApprovals?.length > 0 && d.body.actor.status === 'waiting' ? d.body : null;
     }, 30_000);
     const approval = detail.pendingApprovals[0];
     expect(approval.tool).toBe('write_file');
@@ -285,6 +286,34 @@ describe('person messages', () => {
     expect(received.get(follow.messageId)).toBe('follow_up client:gateway');
     const unknown = await rpc.answer('inbox.send', { agentId: 'agt_01J00000000000000000000000', kind: 'steer', content: 'hi' });
     expect(unknown.error!.data.code).toBe('actor.not_found');
+  }, 60_000);
+});
+
+describe('a tree', () => {
+  test('the actors list a child under its parent; the tree stream holds both logs in commit order, each event naming its actor', async () => {
+    const usage = { input_tokens: 40, output_tokens: 4 };
+    const file = join(scripts, 'tree.json');
+    await writeFile(file, JSON.stringify({
+      agents: {
+        main: { responses: [{ tool_calls: [{ name: 'spawn_agent', arguments: { task: 'write notes.txt', name: 'writer', mode: 'foreground' } }], usage }, { content: 'the writer wrote it', usage }] },
+        writer: { responses: [{ tool_calls: [{ name: 'write_file', arguments: { path: 'notes.txt', content: 'hello\n' } }], usage }, { content: 'wrote notes.txt', usage }] },
+      },
+    }));
+    const { agentId: rootId } = await rpc.call('turn.submit', { task: 'Have a writer write notes.txt.', model: `scripted:${file}`, cwd: ws, approve: 'auto-edit' });
+    expect(await turnEnded(rootId)).toBe('completed');
+    const { body } = await get('/v1/actors');
+    const tree = body.actors.filter((a: { rootId: string }) => a.rootId === rootId);
+    expect(tree.map((a: { name: string; depth: number }) => [a.name, a.depth])).toEqual([['main', 0], ['writer', 1]]);
+    const writer = tree[1];
+    expect(writer).toMatchObject({ parentId: rootId, kind: 'subagent', status: 'completed' });
+    expect((await get(`/v1/actors/${rootId}`)).body.children).toEqual([writer.id]);
+    const full = await treeLog(rootId);
+    const all = await readSse(`${gw.url}/v1/actors/${rootId}/events?tree=1`, {}, (es) => es.length >= full.length);
+    expect(all.events.map((e) => JSON.parse(e.data).id)).toEqual(full.map((e) => e.id));
+    expect(new Set(all.events.map((e) => JSON.parse(e.data).actor))).toEqual(new Set([rootId, writer.id]));
+    const own = await readSse(`${gw.url}/v1/actors/${writer.id}/events`, {}, (es) => es.some((e) => e.event === 'turn/end'));
+    expect(own.events.length).toBeGreaterThan(0);
+    expect(own.events.every((e) => JSON.parse(e.data).actor === writer.id)).toBe(true);
   }, 60_000);
 });
 
