@@ -94,11 +94,15 @@ export const ActorDetailSchema = z.object({
 /** An actor's detail. */
 export type ActorDetail = z.infer<typeof ActorDetailSchema>;
 
-/** One state of a machine definition, for a layout (elkjs): its kind, its transitions by event, its children. */
+/**
+ * One state of a machine definition, for a layout (elkjs): its XState node type when not atomic,
+ * its initial child, where each event may take it, its children. The shape of
+ * `src/client/machine-definitions.ts`, which reads it from the machines' resolved definitions.
+ */
 export interface MachineStateDefinition {
-  type?: 'atomic' | 'compound' | 'parallel' | 'final' | 'history';
+  type?: string;
   initial?: string;
-  /** Event → target state paths (dot-separated from the machine's root); `''` is an eventless (`always`) transition. */
+  /** Event → target state paths, dot-separated from the machine's root; eventless transitions under `always`; a targetless event lists none. */
   on: Record<string, string[]>;
   states?: Record<string, MachineStateDefinition>;
 }
@@ -106,17 +110,18 @@ export interface MachineStateDefinition {
 /** A state of a machine definition. */
 export const MachineStateSchema: z.ZodType<MachineStateDefinition> = z.lazy(() =>
   z.object({
-    type: z.enum(['atomic', 'compound', 'parallel', 'final', 'history']).optional(),
+    type: z.string().optional(),
     initial: z.string().optional(),
     on: z.record(z.string(), z.array(z.string())),
     states: z.record(z.string(), MachineStateSchema).optional(),
   }),
 );
 
-/** One XState machine as data: `{id, initial, states}`. */
+/** One XState machine as data: `{id, initial, on, states}` (`on`: transitions of the root, taken in any state). */
 export const MachineDefinitionSchema = z.object({
   id: z.string(),
-  initial: z.string().optional(),
+  initial: z.string(),
+  on: z.record(z.string(), z.array(z.string())),
   states: z.record(z.string(), MachineStateSchema),
 });
 /** A machine definition. */

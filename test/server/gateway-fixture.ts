@@ -9,7 +9,7 @@ import WebSocket from 'ws';
 import { loadConfig } from '../../src/config/config.js';
 import { gatewayCommands } from '../../src/cli/gateway-commands.js';
 import { openRuntime, type Runtime } from '../../src/cli/runtime.js';
-import { machineDefinitions } from '../../src/machines/machine-graph.js';
+import { machineDefinitions } from '../../src/client/machine-definitions.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/server/gateway.js';
 import { REPO_ROOT, cliEnv } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
@@ -61,7 +61,7 @@ export async function openGatewayFixture(): Promise<GatewayFixture> {
       const g = await startGateway({
         host: '127.0.0.1', port: 0, token: null, corsOrigins: [], allowFaults: false,
         reader: rt.reader, directory: rt.bus.directory, redact: (t) => rt.tooling.redactor.redact(t).text,
-        machines: machineDefinitions(), commands: gatewayCommands(rt), logger: pino({ level: 'silent' }),
+        machines: machineDefinitions().machines, commands: gatewayCommands(rt), logger: pino({ level: 'silent' }),
         ...extra,
       });
       gateways.push(g);

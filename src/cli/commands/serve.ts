@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EffectiveConfig } from '../../config/config.js';
-import { machineDefinitions } from '../../machines/machine-graph.js';
+import { machineDefinitions } from '../../client/machine-definitions.js';
 import { ConfigError } from '../../protocol/errors.js';
 import { checkBind, startGateway } from '../../server/gateway.js';
 import { EXIT } from '../exit-codes.js';
@@ -75,7 +75,7 @@ export async function serveCommand(opts: ServeOptions, config: EffectiveConfig, 
       reader: rt.reader,
       directory: rt.bus.directory,
       redact: (text) => rt.tooling.redactor.redact(text).text,
-      machines: machineDefinitions(),
+      machines: machineDefinitions().machines,
       commands: gatewayCommands(rt),
       logger,
       ...(dir ? { pageDir: dir } : {}),
