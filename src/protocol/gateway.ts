@@ -136,7 +136,10 @@ export const EventsQuerySchema = z.object({
   tree: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
-/** The `data:` of an SSE event and the params of an `events.event` notification. */
+/**
+ * One event as a subscription sends it (`events.event`, beside its `subscription`). An SSE event
+ * carries the same in its fields: `id:` the stream sequence, `event:` the type, `data:` the event.
+ */
 export const StreamedEventSchema = z.object({
   /** The JetStream stream sequence of the commit holding it: the resume cursor. */
   streamSeq: z.number().int(),
