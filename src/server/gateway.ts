@@ -54,6 +54,8 @@ function buildApp(o: GatewayOptions): Hono {
     return c.json({ error: body }, statusOf(err));
   });
 
+  // before the token check: a browser's preflight carries no credentials, and is answered here
+  if (o.corsOrigins.length > 0) app.use('/v1/*', cors({ origin: [...o.corsOrigins], allowHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'] }));
   app.use('*', async (c, next) => {
     if (!hostAllowed(c.req.header('host') ?? null, o.token !== null)) {
       return c.json({ error: { code: 'gateway.host_refused', message: 'this gateway answers only loopback names (localhost, 127.0.0.1, [::1])' } }, 403);
@@ -71,7 +73,6 @@ function buildApp(o: GatewayOptions): Hono {
     }
     return next();
   });
-  if (o.corsOrigins.length > 0) app.use('/v1/*', cors({ origin: [...o.corsOrigins], allowHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'] }));
 
   const v1 = `/${GATEWAY_PROTOCOL_VERSION}`;
   app.get(`${v1}/actors`, async (c) => c.json({ actors: await listActors(reads) }));

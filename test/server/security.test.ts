@@ -129,6 +129,16 @@ describe('origins', () => {
     const other = await fetch(`${g.url}/v1/actors`, { headers: { origin: 'http://evil.example' } });
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
     await g.close();
+    // with a token: the preflight (no credentials) is answered, the request itself needs the token
+    const t = await fx.gateway({ corsOrigins: ['http://dash.example'], token: TOKEN });
+    const preflight = await fetch(`${t.url}/v1/actors`, {
+      method: 'OPTIONS', headers: { origin: 'http://dash.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('authorization');
+    expect((await fetch(`${t.url}/v1/actors`, { headers: { origin: 'http://dash.example' } })).status).toBe(401);
+    expect((await fetch(`${t.url}/v1/actors`, { headers: { origin: 'http://dash.example', authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    await t.close();
   });
 });
 
