@@ -50,7 +50,7 @@ function buildApp(o: GatewayOptions): Hono {
 
   app.onError((err, c) => {
     if (!(err instanceof ActorloopError)) o.logger.error({ err, path: c.req.path }, 'gateway request failed');
-    const body = err instanceof ActorloopError ? { code: err.code, message: err.userMessage() } : { code: 'gateway.internal', message: 'internal error' };
+    const body = err instanceof ActorloopError ? { code: err.code, message: o.redact(err.userMessage()) } : { code: 'gateway.internal', message: 'internal error' };
     return c.json({ error: body }, statusOf(err));
   });
 

@@ -8,6 +8,7 @@ import { entryOf, inspectActor, listActors } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
 import type { GatewayOptions } from './gateway-ports.js';
 import { activeStates } from './machine-states.js';
+import { redactJson } from './redact-json.js';
 
 // JSON-RPC 2.0 over one WebSocket (`/v1/rpc`). Requests are answered as they finish (each has its
 // id); a subscription's notifications go out in commit order; closing the socket ends every
@@ -24,10 +25,11 @@ export class RpcError extends Error {
 }
 
 /** The JSON of an error for a thrown value: an actorloop error is an application error (code ≥ 1) naming its own code. */
-function errorObject(err: unknown): { code: number; message: string; data?: unknown } {
-  if (err instanceof RpcError) return { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) };
+function errorObject(err: unknown, redact: (text: string) => string): { code: number; message: string; data?: unknown } {
+  if (err instanceof RpcError) return { code: err.code, message: redact(err.message), ...(err.data !== undefined ? { data: redactJson(err.data, redact) } : {}) };
   if (err instanceof ActorloopError) {
-    return { code: RPC_ERRORS.application, message: err.userMessage(), data: { code: err.code, retryable: err.retryable } };
+    // a message may quote what it was given (a task, an answer): redacted like everything served
+    return { code: RPC_ERRORS.application, message: redact(err.userMessage()), data: { code: err.code, retryable: err.retryable } };
   }
   return { code: RPC_ERRORS.internal, message: 'internal error' };
 }
@@ -49,7 +51,7 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions): void {
     run(ac.signal, id).catch((err: unknown) => {
       if (ac.signal.aborted) return;
       o.logger.warn({ err, subscription: id }, 'gateway subscription failed');
-      notify('subscription.error', { subscription: id, error: errorObject(err) });
+      notify('subscription.error', { subscription: id, error: errorObject(err, o.redact) });
     }).finally(() => subscriptions.delete(id));
     return { subscription: id };
   };
@@ -127,14 +129,14 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions): void {
     const m = method as RpcMethod;
     const parsed = RpcParamsSchemas[m].safeParse(params);
     if (!parsed.success) {
-      return reply({ error: { code: RPC_ERRORS.invalidParams, message: `invalid params for ${m}`, data: parsed.error.issues } });
+      return reply({ error: { code: RPC_ERRORS.invalidParams, message: `invalid params for ${m}`, data: redactJson(parsed.error.issues, o.redact) } });
     }
     try {
       const result = await (handlers[m] as (p: unknown) => Promise<unknown>)(parsed.data);
       reply({ result });
     } catch (err) {
       if (!(err instanceof ActorloopError) && !(err instanceof RpcError)) o.logger.error({ err, method: m }, 'gateway method failed');
-      reply({ error: errorObject(err) });
+      reply({ error: errorObject(err, o.redact) });
     }
   };
 
