@@ -21,9 +21,10 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   tools: ['protocol'],
   context: ['protocol', 'model'],
   knowledge: ['protocol', 'store'],
-  server: ['protocol', 'bus', 'store'],
+  server: ['protocol', 'bus', 'store', 'client'],
   config: ['protocol'],
-  client: ['protocol', 'bus', 'store'],
+  // machines: `machine-definitions.ts` reads the machines' definitions for clients to draw
+  client: ['protocol', 'bus', 'store', 'machines'],
   cli: '*',
 };
 

@@ -16,6 +16,7 @@ import { planCommand } from './commands/plan.js';
 import { sendCommand } from './commands/send.js';
 import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
+import { serveCommand } from './commands/serve.js';
 import { registerDlqCommand } from './commands/dlq.js';
 import { registerApprovalsCommand } from './commands/pending-approvals.js';
 import { registerTreeCommand } from './commands/tree.js';
@@ -230,6 +231,18 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .action(act(async (o) => {
       ownsStopSignals();
       return hostCommand(o, load(o), out);
+    }));
+
+  common(program.command('serve'))
+    .description('the gateway: an HTTP + WebSocket server over this bus (the protocol /v1 and the page); until SIGTERM or Ctrl-C')
+    .option('--port <n>', 'the port (default 7420; 0: any free one)', wholeNumber('--port', 0))
+    .option('--host <address>', 'the address to bind (default 127.0.0.1; any other needs --token-file)')
+    .option('--token-file <file>', 'a file holding the bearer token every request must carry')
+    .option('--allow-faults', 'let clients kill the host process of an actor (fault.kill)')
+    .option('--cors-origin <origin>', 'an origin besides its own that may call it from a browser (repeatable)', collect, [])
+    .action(act(async (o) => {
+      ownsStopSignals();
+      return serveCommand(o, load(o), out);
     }));
 
   common(program.command('events').argument('<agentId>'))

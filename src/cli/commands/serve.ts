@@ -1,0 +1,104 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { EffectiveConfig } from '../../config/config.js';
+import { machineDefinitions } from '../../client/machine-definitions.js';
+import { ConfigError } from '../../protocol/errors.js';
+import { checkBind, startGateway } from '../../server/gateway.js';
+import { EXIT } from '../exit-codes.js';
+import { gatewayCommands } from '../gateway-commands.js';
+import type { Out } from '../output.js';
+import { createLogger, openRuntime } from '../runtime.js';
+import { onStop } from '../stop-signals.js';
+
+/** Options of `actorloop serve`. */
+export interface ServeOptions {
+  port?: number;
+  host?: string;
+  tokenFile?: string;
+  allowFaults?: boolean;
+  corsOrigin?: string[];
+}
+
+/** The gateway's default port. */
+export const DEFAULT_GATEWAY_PORT = 7420;
+
+/** The bearer token in a file (its first line, trimmed); one line and exit 2 when it cannot be read or is empty. */
+export function readToken(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError('gateway.token_unreadable', `cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      hint: 'pass --token-file <a file holding the token>, e.g. made with: openssl rand -hex 32 > token && chmod 600 token',
+    });
+  }
+  const token = text.split(/\r?\n/)[0]!.trim();
+  if (token.length < 16) {
+    throw new ConfigError('gateway.token_weak', `the token in ${file} is ${token.length === 0 ? 'empty' : 'shorter than 16 characters'}`, {
+      hint: 'write a long random token to it: openssl rand -hex 32 > token',
+    });
+  }
+  return token;
+}
+
+/** Where the built page is: `dist/web` of this package, when `npm run build` made it. */
+function pageDir(): string | undefined {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const dir of [join(here, '..', '..', 'web'), join(here, '..', '..', '..', 'dist', 'web')]) {
+    if (existsSync(join(dir, 'index.html'))) return dir;
+  }
+  return undefined;
+}
+
+/**
+ * `actorloop serve`: the gateway (design §11) over the same bus as every command. It hosts no
+ * agent: it reads logs and speaks for people on the person channel, handing work to running
+ * hosts. Loopback by default; any other address needs `--token-file`. SIGTERM, SIGHUP or Ctrl-C
+ * close every stream and socket and exit 0.
+ */
+export async function serveCommand(opts: ServeOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  const host = opts.host ?? '127.0.0.1';
+  const token = opts.tokenFile !== undefined ? readToken(opts.tokenFile) : null;
+  checkBind(host, token);
+  const logger = createLogger(config);
+  // checked before the runtime opens: a refused start leaves nothing behind
+  const rt = await openRuntime(config, logger, { role: 'client' });
+  try {
+    const dir = pageDir();
+    const gateway = await startGateway({
+      host,
+      port: opts.port ?? DEFAULT_GATEWAY_PORT,
+      token,
+      corsOrigins: opts.corsOrigin ?? [],
+      allowFaults: opts.allowFaults === true,
+      reader: rt.reader,
+      directory: rt.bus.directory,
+      redact: (text) => rt.tooling.redactor.redact(text).text,
+      machines: machineDefinitions().machines,
+      commands: gatewayCommands(rt),
+      logger,
+      ...(dir ? { pageDir: dir } : {}),
+    });
+    let offStop = (): void => {};
+    let onSigint = (): void => {};
+    const stopped = new Promise<string>((resolve) => {
+      offStop = onStop(resolve);
+      onSigint = () => resolve('SIGINT');
+      process.once('SIGINT', onSigint);
+    });
+    try {
+      out.stdout.write(`${gateway.url}/\n`);
+      out.stderr.write(`gateway: serving ${gateway.url}/${token ? ' (bearer token required)' : ''}${opts.allowFaults ? ', fault orders allowed' : ''}; SIGTERM or Ctrl-C stops it\n`);
+      const signal = await stopped;
+      out.stderr.write(`gateway: ${signal}, closing\n`);
+      await gateway.close();
+      return EXIT.completed;
+    } finally {
+      offStop();
+      process.off('SIGINT', onSigint);
+    }
+  } finally {
+    await rt.close();
+  }
+}

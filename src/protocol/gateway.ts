@@ -1,0 +1,269 @@
+import { z } from 'zod';
+import { TurnOutcomeSchema } from './turn-settings.js';
+
+// The gateway's client protocol (design §11), versioned apart from the event format: `/v1` is
+// this file. Every request and response the gateway serves is a schema here; `GET /v1/schema`
+// publishes them as JSON Schema, so the page and other clients read the same definitions.
+
+/** The version of the gateway protocol: the path prefix of every route. */
+export const GATEWAY_PROTOCOL_VERSION = 'v1';
+
+/**
+ * A status as a client shows it, the tree's (src/client/tree.ts): `idle` before any turn,
+ * `starting` a child not started yet, `running`, `waiting` for a person, `recovering` after its
+ * last incarnation died with a turn open, or the last turn's outcome.
+ */
+export const ActorStatusSchema = z.union([z.enum(['idle', 'running', 'waiting', 'starting', 'recovering']), TurnOutcomeSchema]);
+
+/** One actor of the directory with what its log says now (`GET /v1/actors`, `actors.list`). */
+export const ActorSummarySchema = z.object({
+  id: z.string(),
+  parentId: z.string().nullable(),
+  rootId: z.string(),
+  name: z.string(),
+  kind: z.string(),
+  /** From the log (the tree fold), not the directory's cache. */
+  status: ActorStatusSchema,
+  /** While waiting: what for, and the approval or question IDs. */
+  waitingFor: z.object({ kind: z.enum(['approval', 'question']), ids: z.array(z.string()) }).nullable(),
+  /** Index of the open step, null: none open. */
+  step: z.number().int().nullable(),
+  /** The tool running now in the open step, null: none. */
+  tool: z.string().nullable(),
+  tokens: z.number().int(),
+  /** USD of every attempt; null once any had no known price. */
+  costUsd: z.number().nullable(),
+  depth: z.number().int(),
+  /** The stream sequence of the tree's last commit this summary folded (a cursor for `events`). */
+  streamSeq: z.number().int(),
+});
+/** One actor of `GET /v1/actors`. */
+export type ActorSummary = z.infer<typeof ActorSummarySchema>;
+
+/** `GET /v1/actors`. */
+export const ActorsResponseSchema = z.object({ actors: z.array(ActorSummarySchema) });
+
+/** A pending approval as a person must see it to decide: exactly what it binds to. */
+export const PendingApprovalSchema = z.object({
+  approvalId: z.string(),
+  callId: z.string(),
+  tool: z.string(),
+  toolVersion: z.string(),
+  /** The call's arguments (redacted). */
+  arguments: z.string().nullable(),
+  plan: z.record(z.string(), z.unknown()).nullable(),
+  planDigest: z.string(),
+  preview: z.unknown().nullable(),
+  reason: z.string().nullable(),
+  rule: z.string().nullable(),
+  /** ISO time after which it is denied. */
+  expiresAt: z.string(),
+});
+
+/** A pending `ask_user` question. */
+export const PendingQuestionSchema = z.object({
+  questionId: z.string(),
+  question: z.string(),
+  options: z.array(z.object({ id: z.string(), label: z.string() })),
+  allowFreeText: z.boolean(),
+  sensitive: z.boolean(),
+  expiresAt: z.string(),
+});
+
+/** `GET /v1/actors/:id` and `actor.inspect`: an actor's projection summary, redacted. */
+export const ActorDetailSchema = z.object({
+  actor: ActorSummarySchema,
+  /** Its log's last event seq. */
+  seq: z.number().int(),
+  epoch: z.number().int(),
+  turns: z.number().int(),
+  openTurn: z.object({ id: z.string(), startedAt: z.string(), steps: z.number().int(), toolCalls: z.number().int(), interrupted: z.boolean() }).nullable(),
+  openStep: z.object({ id: z.string(), index: z.number().int() }).nullable(),
+  openAttempt: z.object({ id: z.string(), index: z.number().int() }).nullable(),
+  /** The open step's tool calls. */
+  calls: z.array(z.object({ callId: z.string(), name: z.string(), arguments: z.string(), started: z.boolean(), ended: z.boolean(), approvalId: z.string().nullable() })),
+  lastTurn: z.object({ id: z.string(), outcome: z.string(), reason: z.string().nullable(), answer: z.string().nullable() }).nullable(),
+  plan: z.unknown().nullable(),
+  goal: z.unknown().nullable(),
+  pendingApprovals: z.array(PendingApprovalSchema),
+  pendingQuestions: z.array(PendingQuestionSchema),
+  usage: z.object({ inputTokens: z.number(), outputTokens: z.number(), estimated: z.boolean() }),
+  costUsd: z.number().nullable(),
+  children: z.array(z.string()),
+});
+/** An actor's detail. */
+export type ActorDetail = z.infer<typeof ActorDetailSchema>;
+
+/**
+ * One state of a machine definition, for a layout (elkjs): its XState node type when not atomic,
+ * its initial child, where each event may take it, its children. The shape of
+ * `src/client/machine-definitions.ts`, which reads it from the machines' resolved definitions.
+ */
+export interface MachineStateDefinition {
+  type?: string;
+  initial?: string;
+  /** Event → target state paths, dot-separated from the machine's root; eventless transitions under `always`; a targetless event lists none. */
+  on: Record<string, string[]>;
+  states?: Record<string, MachineStateDefinition>;
+}
+
+/** A state of a machine definition. */
+export const MachineStateSchema: z.ZodType<MachineStateDefinition> = z.lazy(() =>
+  z.object({
+    type: z.string().optional(),
+    initial: z.string().optional(),
+    on: z.record(z.string(), z.array(z.string())),
+    states: z.record(z.string(), MachineStateSchema).optional(),
+  }),
+);
+
+/** One XState machine as data: `{id, initial, on, states}` (`on`: transitions of the root, taken in any state). */
+export const MachineDefinitionSchema = z.object({
+  id: z.string(),
+  initial: z.string(),
+  on: z.record(z.string(), z.array(z.string())),
+  states: z.record(z.string(), MachineStateSchema),
+});
+/** A machine definition. */
+export type MachineDefinition = z.infer<typeof MachineDefinitionSchema>;
+
+/** `GET /v1/machines`. */
+export const MachinesResponseSchema = z.object({ machines: z.array(MachineDefinitionSchema) });
+
+/** The query of `GET /v1/actors/:id/events`: `after` a stream sequence, `tree=1` the whole tree. */
+export const EventsQuerySchema = z.object({
+  after: z.coerce.number().int().nonnegative().optional(),
+  tree: z.enum(['0', '1', 'true', 'false']).optional(),
+});
+
+/**
+ * One event as a subscription sends it (`events.event`, beside its `subscription`). An SSE event
+ * carries the same in its fields: `id:` the stream sequence, `event:` the type, `data:` the event.
+ */
+export const StreamedEventSchema = z.object({
+  /** The JetStream stream sequence of the commit holding it: the resume cursor. */
+  streamSeq: z.number().int(),
+  /** The actor whose log holds it. */
+  actor: z.string(),
+  /** The event as committed, redacted. */
+  event: z.record(z.string(), z.unknown()),
+});
+
+// ---- JSON-RPC 2.0 over WebSocket (`/v1/rpc`) ----
+
+/** A JSON-RPC request or notification from a client. */
+export const RpcRequestSchema = z.object({
+  jsonrpc: z.literal('2.0'),
+  id: z.union([z.string(), z.number().int(), z.null()]).optional(),
+  method: z.string(),
+  params: z.unknown().optional(),
+});
+
+/** JSON-RPC error codes: the spec's, and the gateway's own (≥ 1; the ActorloopError code is in `data`). */
+export const RPC_ERRORS = {
+  parse: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  /** An actorloop error (not found, refused, no host…): `data.code` names it. */
+  application: 1,
+  /** Fault orders are off: the gateway was started without `--allow-faults`. */
+  faultsDisabled: 2,
+} as const;
+
+/** A JSON-RPC error object. */
+export const RpcErrorSchema = z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() });
+
+/** What a person may send as text. */
+export const TextKindSchema = z.enum(['steer', 'inject', 'follow_up']);
+
+/** The params of each method, by name. */
+export const RpcParamsSchemas = {
+  'turn.submit': z.object({
+    task: z.string().min(1),
+    /** An existing agent: the task is its next turn (a follow-up); absent: a new agent. */
+    agentId: z.string().optional(),
+    model: z.string().optional(),
+    cwd: z.string().optional(),
+    approve: z.enum(['ask', 'auto-edit', 'full-auto', 'deny-all']).optional(),
+    maxSteps: z.number().int().positive().optional(),
+    maxToolCalls: z.number().int().nonnegative().optional(),
+    tools: z.string().optional(),
+    planMode: z.boolean().optional(),
+  }).strict(),
+  'inbox.send': z.object({ agentId: z.string(), kind: TextKindSchema, content: z.string().min(1) }).strict(),
+  'approval.respond': z.object({
+    agentId: z.string(), approvalId: z.string(), decision: z.enum(['approve', 'deny']), reason: z.string().optional(), always: z.boolean().optional(),
+  }).strict(),
+  'ask.answer': z.object({ agentId: z.string(), questionId: z.string(), optionId: z.string().optional(), text: z.string().optional() })
+    .strict().refine((p) => p.optionId !== undefined || p.text !== undefined, { message: 'give optionId or text' }),
+  'turn.interrupt': z.object({ agentId: z.string() }).strict(),
+  'actors.list': z.object({}).strict().optional(),
+  'actor.inspect': z.object({ agentId: z.string() }).strict(),
+  'events.subscribe': z.object({ agentId: z.string(), afterStreamSeq: z.number().int().nonnegative().optional(), tree: z.boolean().optional() }).strict(),
+  'events.unsubscribe': z.object({ subscription: z.string() }).strict(),
+  'machines.subscribe': z.object({ agentIds: z.array(z.string()).min(1) }).strict(),
+  'machines.unsubscribe': z.object({ subscription: z.string() }).strict(),
+  'fault.kill': z.object({ agentId: z.string(), point: z.string().optional() }).strict(),
+} as const;
+
+/** A method of `/v1/rpc`. */
+export type RpcMethod = keyof typeof RpcParamsSchemas;
+/** The params of a method. */
+export type RpcParams<M extends RpcMethod> = z.infer<(typeof RpcParamsSchemas)[M]>;
+
+/** The results of each method, by name. */
+export const RpcResultSchemas = {
+  'turn.submit': z.object({ agentId: z.string(), messageId: z.string(), turnId: z.string().nullable() }),
+  'inbox.send': z.object({ messageId: z.string() }),
+  'approval.respond': z.object({ messageId: z.string() }),
+  'ask.answer': z.object({ messageId: z.string() }),
+  'turn.interrupt': z.object({ messageId: z.string() }),
+  'actors.list': ActorsResponseSchema,
+  'actor.inspect': ActorDetailSchema,
+  'events.subscribe': z.object({ subscription: z.string() }),
+  'events.unsubscribe': z.object({ ok: z.literal(true) }),
+  'machines.subscribe': z.object({ subscription: z.string() }),
+  'machines.unsubscribe': z.object({ ok: z.literal(true) }),
+  'fault.kill': z.object({ host: z.string(), pid: z.number().int(), point: z.string().nullable() }),
+} as const satisfies Record<RpcMethod, z.ZodType>;
+
+/** A method's result. */
+export type RpcResult<M extends RpcMethod> = z.infer<(typeof RpcResultSchemas)[M]>;
+
+/** The params of the `events.event` notification: one committed event of a subscription. */
+export const EventsNotificationSchema = StreamedEventSchema.extend({ subscription: z.string() });
+
+/**
+ * The params of the `machines.state` notification: an actor's machines' active states as its
+ * committed events say them (derived from the log, not the hosts' live inspection).
+ */
+export const MachinesNotificationSchema = z.object({
+  subscription: z.string(),
+  actor: z.string(),
+  streamSeq: z.number().int(),
+  /** The event that moved it. */
+  eventType: z.string(),
+  /** Machine id → its active state path; absent: that machine is not running. */
+  active: z.record(z.string(), z.string()),
+});
+
+/** Every schema, for `GET /v1/schema`. */
+export function gatewaySchemas(): Record<string, z.ZodType> {
+  const rpc: Record<string, z.ZodType> = {};
+  for (const [m, s] of Object.entries(RpcParamsSchemas)) rpc[`rpc.${m}.params`] = s;
+  for (const [m, s] of Object.entries(RpcResultSchemas)) rpc[`rpc.${m}.result`] = s;
+  return {
+    ActorsResponse: ActorsResponseSchema,
+    ActorDetail: ActorDetailSchema,
+    MachinesResponse: MachinesResponseSchema,
+    EventsQuery: EventsQuerySchema,
+    StreamedEvent: StreamedEventSchema,
+    RpcRequest: RpcRequestSchema,
+    RpcError: RpcErrorSchema,
+    'notification.events.event': EventsNotificationSchema,
+    'notification.machines.state': MachinesNotificationSchema,
+    ...rpc,
+  };
+}

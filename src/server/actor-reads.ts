@@ -1,0 +1,138 @@
+import type { ActorDirectory, DirectoryEntry } from '../bus/directory.js';
+import { followTree } from '../client/follower.js';
+import { TreeFold, type TreeAgent } from '../client/tree.js';
+import type { ActorDetail, ActorSummary } from '../protocol/gateway.js';
+import { agentNotFound } from '../protocol/errors.js';
+import type { LogReader } from '../store/log-port.js';
+import { pendingApprovals, pendingQuestions, type Projection } from '../store/projection.js';
+import { redactJson, type RedactText } from './redact-json.js';
+
+// What the gateway's reads answer (`GET /v1/actors`, `GET /v1/actors/:id`, `actors.list`,
+// `actor.inspect`): each tree folded from its logs with the client follower and the tree fold,
+// so a status is the log's, never the directory's cache. Everything is redacted on the way out.
+
+/** The ports the reads use. */
+export interface ActorReadPorts {
+  reader: Pick<LogReader, 'read' | 'readTree' | 'followTree'>;
+  directory: Pick<ActorDirectory, 'get' | 'list'>;
+  redact: RedactText;
+}
+
+/** A tree folded to the end of its logs as of now. */
+interface FoldedTree {
+  fold: TreeFold;
+  projections: Map<string, Projection>;
+  /** The stream sequence of the last commit folded (0: none). */
+  streamSeq: number;
+}
+
+async function foldTree(ports: ActorReadPorts, rootId: string): Promise<FoldedTree> {
+  const fold = new TreeFold(rootId);
+  const projections = new Map<string, Projection>();
+  let streamSeq = 0;
+  for await (const e of followTree({ reader: ports.reader, rootId, projections })) {
+    fold.apply(e);
+    streamSeq = e.streamSeq;
+  }
+  return { fold, projections, streamSeq };
+}
+
+function summaryOf(entry: DirectoryEntry | undefined, a: TreeAgent | undefined, rootId: string, streamSeq: number, actorId: string): ActorSummary {
+  return {
+    id: actorId,
+    parentId: a?.parentId ?? entry?.parentId ?? null,
+    rootId,
+    name: a?.name ?? entry?.title ?? actorId,
+    kind: entry?.kind ?? 'agent',
+    // no log yet: a task handed to hosts and not claimed yet
+    status: a?.status ?? 'starting',
+    waitingFor: a?.waitingFor ?? null,
+    step: a?.step ?? null,
+    tool: a?.tool ?? null,
+    tokens: a?.tokens ?? 0,
+    costUsd: a ? a.costUsd : 0,
+    depth: a?.depth ?? 0,
+    streamSeq,
+  };
+}
+
+/** Every actor of the directory, tree by tree, each as its logs say now. */
+export async function listActors(ports: ActorReadPorts): Promise<ActorSummary[]> {
+  const entries = await ports.directory.list();
+  const byId = new Map(entries.map((e) => [e.actorId, e]));
+  const roots = [...new Set(entries.map((e) => e.rootId))].sort();
+  const out: ActorSummary[] = [];
+  for (const rootId of roots) {
+    const tree = await foldTree(ports, rootId);
+    const view = tree.fold.view();
+    const seen = new Set<string>();
+    for (const a of view.agents) {
+      // the fold names the root even before its log has a line: the directory says whether it exists
+      if (!byId.has(a.actorId) && !tree.projections.has(a.actorId)) continue;
+      seen.add(a.actorId);
+      out.push(summaryOf(byId.get(a.actorId), tree.projections.has(a.actorId) ? a : undefined, rootId, tree.streamSeq, a.actorId));
+    }
+    for (const e of entries) if (e.rootId === rootId && !seen.has(e.actorId)) out.push(summaryOf(e, undefined, rootId, tree.streamSeq, e.actorId));
+  }
+  return redactJson(out, ports.redact);
+}
+
+/** One actor's projection summary: open scopes, plan, goal, what it waits on, usage, children. */
+export async function inspectActor(ports: ActorReadPorts, actorId: string): Promise<ActorDetail> {
+  const entry = await ports.directory.get(actorId);
+  if (!entry) throw agentNotFound(actorId);
+  const tree = await foldTree(ports, entry.rootId);
+  const agent = tree.fold.view().agents.find((a) => a.actorId === actorId);
+  const p = tree.projections.get(actorId);
+  const summary = summaryOf(entry, p ? agent : undefined, entry.rootId, tree.streamSeq, actorId);
+  const calls = p?.pending.calls ?? [];
+  const detail: ActorDetail = {
+    actor: summary,
+    seq: p?.seq ?? 0,
+    epoch: p?.epoch ?? 0,
+    turns: p?.turns ?? 0,
+    openTurn: p?.openTurn
+      ? { id: p.openTurn.id, startedAt: p.openTurn.startedAt, steps: p.openTurn.steps, toolCalls: p.openTurn.toolCalls, interrupted: p.openTurn.interrupted === true }
+      : null,
+    openStep: p?.openStep ? { id: p.openStep.id, index: p.openStep.index } : null,
+    openAttempt: p?.openAttempt ? { id: p.openAttempt.id, index: p.openAttempt.index } : null,
+    calls: calls.map((c) => ({
+      callId: c.callId, name: c.name, arguments: c.arguments, started: c.started, ended: c.observation !== null, approvalId: c.approvalId ?? null,
+    })),
+    lastTurn: p?.lastTurn ? { id: p.lastTurn.id, outcome: p.lastTurn.outcome, reason: p.lastTurn.reason, answer: p.lastTurn.answer } : null,
+    plan: p?.plan ?? null,
+    goal: p?.goal ?? null,
+    pendingApprovals: p
+      ? pendingApprovals(p).map((a) => ({
+        approvalId: a.approvalId,
+        callId: a.callId,
+        tool: a.tool,
+        toolVersion: a.toolVersion,
+        arguments: calls.find((c) => c.callId === a.callId)?.arguments ?? null,
+        plan: a.plan ?? null,
+        planDigest: a.planDigest,
+        preview: a.preview ?? null,
+        reason: a.reason ?? null,
+        rule: a.rule ?? null,
+        expiresAt: new Date(a.expiresAt).toISOString(),
+      }))
+      : [],
+    pendingQuestions: p
+      ? pendingQuestions(p).map((q) => ({
+        questionId: q.questionId, question: q.question, options: q.options, allowFreeText: q.allowFreeText, sensitive: q.sensitive,
+        expiresAt: new Date(q.expiresAt).toISOString(),
+      }))
+      : [],
+    usage: { inputTokens: p?.usage.inputTokens ?? 0, outputTokens: p?.usage.outputTokens ?? 0, estimated: p?.usage.estimated ?? false },
+    costUsd: summary.costUsd,
+    children: agent?.children ?? [],
+  };
+  return redactJson(detail, ports.redact);
+}
+
+/** The directory entry of an actor, or NotFoundError. */
+export async function entryOf(directory: Pick<ActorDirectory, 'get'>, actorId: string): Promise<DirectoryEntry> {
+  const entry = await directory.get(actorId);
+  if (!entry) throw agentNotFound(actorId);
+  return entry;
+}

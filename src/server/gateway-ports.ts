@@ -1,0 +1,43 @@
+import type { Logger } from 'pino';
+import type { ActorDirectory } from '../bus/directory.js';
+import type { MachineDefinition, RpcParams, RpcResult } from '../protocol/gateway.js';
+import type { LogReader } from '../store/log-port.js';
+import type { RedactText } from './redact-json.js';
+
+/**
+ * What a person's commands do, given to the gateway by whoever opened the runtime (the `serve`
+ * command): each puts one inbox message on the person channel, or (`kill`) gives a fault order.
+ * The gateway never calls into an actor.
+ */
+export interface GatewayCommands {
+  submit(p: RpcParams<'turn.submit'>): Promise<RpcResult<'turn.submit'>>;
+  send(p: RpcParams<'inbox.send'>): Promise<RpcResult<'inbox.send'>>;
+  respondApproval(p: RpcParams<'approval.respond'>): Promise<RpcResult<'approval.respond'>>;
+  answer(p: RpcParams<'ask.answer'>): Promise<RpcResult<'ask.answer'>>;
+  interrupt(p: RpcParams<'turn.interrupt'>): Promise<RpcResult<'turn.interrupt'>>;
+  kill(p: RpcParams<'fault.kill'>): Promise<RpcResult<'fault.kill'>>;
+}
+
+/** Options of `startGateway`. */
+export interface GatewayOptions {
+  /** The address to bind (default 127.0.0.1). */
+  host: string;
+  /** The port (0: any free one). */
+  port: number;
+  /** The bearer token every request needs; null: none (loopback only). */
+  token: string | null;
+  /** Origins besides its own that may use it from a browser (CORS and WebSocket); default none. */
+  corsOrigins: readonly string[];
+  /** `fault.kill` is refused unless this is set (`--allow-faults`). */
+  allowFaults: boolean;
+  reader: LogReader;
+  directory: Pick<ActorDirectory, 'get' | 'list'>;
+  redact: RedactText;
+  machines: MachineDefinition[];
+  commands: GatewayCommands;
+  logger: Logger;
+  /** A directory holding the built page (index.html and its assets), served at `/`. */
+  pageDir?: string;
+  /** Between heartbeat comments on an idle SSE stream (default 15 s). */
+  heartbeatMs?: number;
+}

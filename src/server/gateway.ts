@@ -1,0 +1,199 @@
+import { readFile, stat } from 'node:fs/promises';
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { extname, join, normalize, sep } from 'node:path';
+import { createAdaptorServer } from '@hono/node-server';
+import { Hono, type Context } from 'hono';
+import { cors } from 'hono/cors';
+import { streamSSE } from 'hono/streaming';
+import { WebSocketServer } from 'ws';
+import { z } from 'zod';
+import { ActorloopError, ConfigError, NotFoundError } from '../protocol/errors.js';
+import { EventsQuerySchema, gatewaySchemas, GATEWAY_PROTOCOL_VERSION } from '../protocol/gateway.js';
+import { hostAllowed, isLoopback, originAllowed, TOKEN_COOKIE, tokenMatches, tokenOf } from './access.js';
+import { entryOf, inspectActor, listActors } from './actor-reads.js';
+import { eventCommits } from './event-stream.js';
+import type { GatewayOptions } from './gateway-ports.js';
+import { serveRpc } from './rpc.js';
+
+export type { GatewayCommands, GatewayOptions } from './gateway-ports.js';
+
+/** A running gateway. */
+export interface Gateway {
+  /** `http://host:port` as a client reaches it. */
+  url: string;
+  port: number;
+  /** Ends every stream and socket and stops listening. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_HEARTBEAT_MS = 15_000;
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json', '.svg': 'image/svg+xml', '.png': 'image/png', '.map': 'application/json',
+};
+
+/** The HTTP status of an error a route threw. */
+function statusOf(err: unknown): 400 | 404 | 500 {
+  if (err instanceof NotFoundError) return 404;
+  if (err instanceof ConfigError) return 400;
+  return 500;
+}
+
+/** The Hono app of the gateway: access checks, the `/v1` reads and event stream, the page. */
+function buildApp(o: GatewayOptions): Hono {
+  const app = new Hono();
+  const reads = { reader: o.reader, directory: o.directory, redact: o.redact };
+  const heartbeatMs = o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+
+  app.onError((err, c) => {
+    if (!(err instanceof ActorloopError)) o.logger.error({ err, path: c.req.path }, 'gateway request failed');
+    const body = err instanceof ActorloopError ? { code: err.code, message: o.redact(err.userMessage()) } : { code: 'gateway.internal', message: 'internal error' };
+    return c.json({ error: body }, statusOf(err));
+  });
+
+  // before the token check: a browser's preflight carries no credentials, and is answered here
+  if (o.corsOrigins.length > 0) app.use('/v1/*', cors({ origin: [...o.corsOrigins], allowHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'] }));
+  app.use('*', async (c, next) => {
+    if (!hostAllowed(c.req.header('host') ?? null, o.token !== null)) {
+      return c.json({ error: { code: 'gateway.host_refused', message: 'this gateway answers only loopback names (localhost, 127.0.0.1, [::1])' } }, 403);
+    }
+    if (o.token !== null) {
+      const url = new URL(c.req.url);
+      if (!tokenMatches(tokenOf(c.req.raw.headers, url), o.token)) {
+        c.header('WWW-Authenticate', 'Bearer realm="actorloop"');
+        return c.json({ error: { code: 'gateway.unauthorized', message: 'a bearer token is needed: Authorization: Bearer <token>, or open /?token=<token> once' } }, 401);
+      }
+      // the page is opened once with ?token=; its own requests then carry the cookie
+      if (url.searchParams.has('token')) {
+        c.header('Set-Cookie', `${TOKEN_COOKIE}=${encodeURIComponent(o.token)}; Path=/; HttpOnly; SameSite=Strict`);
+      }
+    }
+    return next();
+  });
+
+  const v1 = `/${GATEWAY_PROTOCOL_VERSION}`;
+  app.get(`${v1}/actors`, async (c) => c.json({ actors: await listActors(reads) }));
+  app.get(`${v1}/actors/:id`, async (c) => c.json(await inspectActor(reads, c.req.param('id'))));
+  app.get(`${v1}/machines`, (c) => c.json({ machines: o.machines }));
+  app.get(`${v1}/schema`, (c) => {
+    const defs = Object.fromEntries(Object.entries(gatewaySchemas()).map(([k, s]) => [k, z.toJSONSchema(s, { unrepresentable: 'any', io: 'input' })]));
+    return c.json({ version: GATEWAY_PROTOCOL_VERSION, schemas: defs });
+  });
+  app.get(`${v1}/actors/:id/events`, async (c) => {
+    const q = EventsQuerySchema.safeParse(c.req.query());
+    if (!q.success) throw new ConfigError('gateway.bad_query', `bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    const lastId = c.req.header('last-event-id');
+    if (lastId !== undefined && !/^\d+$/.test(lastId.trim())) throw new ConfigError('gateway.bad_cursor', `Last-Event-ID must be a stream sequence (a whole number), got "${lastId}"`);
+    // the browser's own resume wins over the query the stream was first opened with
+    const after = lastId !== undefined ? Number(lastId.trim()) : (q.data.after ?? 0);
+    const entry = await entryOf(o.directory, c.req.param('id'));
+    const tree = q.data.tree === '1' || q.data.tree === 'true';
+    return sse(c, async (write, signal) => {
+      const commits = eventCommits({ reader: o.reader, rootId: entry.rootId, actorId: entry.actorId, tree, afterStreamSeq: after, redact: o.redact, signal });
+      for await (const commit of commits) {
+        // a commit's events in one write: a client that has one of them has them all
+        await write(commit.map((e) => `id: ${e.streamSeq}\nevent: ${e.event.type}\ndata: ${JSON.stringify(e.event)}\n\n`).join(''));
+      }
+    });
+  });
+
+  /** An SSE response: heartbeats while idle, and a signal that aborts when the client goes away. */
+  const sse = (c: Context, run: (write: (text: string) => Promise<void>, signal: AbortSignal) => Promise<void>): Response =>
+    streamSSE(c, async (stream) => {
+      const ac = new AbortController();
+      stream.onAbort(() => ac.abort());
+      c.req.raw.signal.addEventListener('abort', () => ac.abort(), { once: true });
+      const beat = setInterval(() => void stream.write(': heartbeat\n\n').catch(() => ac.abort()), heartbeatMs);
+      try {
+        await stream.write('retry: 1000\n\n');
+        await run(async (text) => void (await stream.write(text)), ac.signal);
+      } finally {
+        clearInterval(beat);
+        ac.abort();
+      }
+    }, async (err) => {
+      o.logger.warn({ err }, 'gateway event stream failed');
+    });
+
+  app.get('*', async (c) => {
+    if (c.req.path.startsWith(`${v1}/`)) return c.json({ error: { code: 'gateway.not_found', message: `no route ${c.req.path}` } }, 404);
+    return page(c, o.pageDir);
+  });
+  return app;
+}
+
+/** A file of the built page (index.html for `/` and for any path that is not a file). */
+async function page(c: Context, dir: string | undefined): Promise<Response> {
+  if (!dir) {
+    return c.html(`<!doctype html><title>actorloop</title><p>actorloop gateway: the page is not built here. The protocol is at <a href="/v1/actors">/v1/actors</a>, <a href="/v1/schema">/v1/schema</a>.</p>`);
+  }
+  const rel = normalize(decodeURIComponent(c.req.path)).replace(/^([/\\])+/, '');
+  const file = join(dir, rel);
+  const inside = file === dir || file.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+  const target = inside && rel !== '' && (await stat(file).then((s) => s.isFile(), () => false)) ? file : join(dir, 'index.html');
+  const body = await readFile(target);
+  return c.body(body, 200, { 'Content-Type': TYPES[extname(target)] ?? 'application/octet-stream' });
+}
+
+/** Refuses an upgrade with an HTTP status. */
+function refuseUpgrade(socket: Duplex, status: number, text: string): void {
+  socket.write(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  socket.destroy();
+}
+
+/** Refuses (ConfigError) to bind a non-loopback address without a token. */
+export function checkBind(host: string, token: string | null): void {
+  if (!isLoopback(host) && token === null) {
+    throw new ConfigError('gateway.token_required', `binding ${host} (not a loopback address) needs a token`, {
+      hint: 'pass --token-file <file> (a file holding the bearer token every request must carry), or bind 127.0.0.1',
+    });
+  }
+}
+
+/**
+ * Starts the gateway. A non-loopback address without a token is refused (ConfigError): the
+ * gateway speaks for a person, and anyone who can reach it could.
+ */
+export async function startGateway(o: GatewayOptions): Promise<Gateway> {
+  checkBind(o.host, o.token);
+  const app = buildApp(o);
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    const host = req.headers.host ?? null;
+    if (url.pathname !== `/${GATEWAY_PROTOCOL_VERSION}/rpc`) return refuseUpgrade(socket, 404, 'Not Found');
+    if (!hostAllowed(host, o.token !== null)) return refuseUpgrade(socket, 403, 'Forbidden');
+    if (o.token !== null && !tokenMatches(tokenOf(req.headers, url), o.token)) return refuseUpgrade(socket, 401, 'Unauthorized');
+    if (!originAllowed(req.headers.origin ?? null, host, o.corsOrigins)) return refuseUpgrade(socket, 403, 'Forbidden');
+    wss.handleUpgrade(req, socket, head, (ws) => serveRpc(ws, o));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      reject(err.code === 'EADDRINUSE' || err.code === 'EADDRNOTAVAIL' || err.code === 'EACCES'
+        ? new ConfigError('gateway.listen_failed', `cannot listen on ${o.host}:${o.port}: ${err.code}`, { hint: 'pick another --port (or --host)', cause: err })
+        : err);
+    });
+    server.listen(o.port, o.host, () => {
+      server.removeAllListeners('error');
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${shown}:${addr.port}`,
+    port: addr.port,
+    async close() {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // SSE streams never end on their own: their sockets are closed, which aborts their readers
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import type { WebSocket } from 'ws';
+import type { z } from 'zod';
+import { followAgent } from '../client/follower.js';
+import { ActorloopError, ConfigError } from '../protocol/errors.js';
+import { RPC_ERRORS, RpcParamsSchemas, RpcRequestSchema, type RpcMethod } from '../protocol/gateway.js';
+import { entryOf, inspectActor, listActors } from './actor-reads.js';
+import { eventCommits } from './event-stream.js';
+import type { GatewayOptions } from './gateway-ports.js';
+import { activeStates } from './machine-states.js';
+import { redactJson } from './redact-json.js';
+
+// JSON-RPC 2.0 over one WebSocket (`/v1/rpc`). Requests are answered as they finish (each has its
+// id); a subscription's notifications go out in commit order; closing the socket ends every
+// subscription it opened (each one's reader consumer is stopped by its abort signal).
+
+type Id = string | number | null;
+
+/** A JSON-RPC error to answer with. */
+export class RpcError extends Error {
+  constructor(readonly code: number, message: string, readonly data?: unknown) {
+    super(message);
+    this.name = 'RpcError';
+  }
+}
+
+/** The JSON of an error for a thrown value: an actorloop error is an application error (code ≥ 1) naming its own code. */
+function errorObject(err: unknown, redact: (text: string) => string): { code: number; message: string; data?: unknown } {
+  if (err instanceof RpcError) return { code: err.code, message: redact(err.message), ...(err.data !== undefined ? { data: redactJson(err.data, redact) } : {}) };
+  if (err instanceof ActorloopError) {
+    // a message may quote what it was given (a task, an answer): redacted like everything served
+    return { code: RPC_ERRORS.application, message: redact(err.userMessage()), data: { code: err.code, retryable: err.retryable } };
+  }
+  return { code: RPC_ERRORS.internal, message: 'internal error' };
+}
+
+/** Serves JSON-RPC on one WebSocket until it closes. */
+export function serveRpc(ws: WebSocket, o: GatewayOptions): void {
+  const subscriptions = new Map<string, AbortController>();
+  const send = (msg: unknown): void => {
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
+  };
+  const notify = (method: string, params: unknown): void => send({ jsonrpc: '2.0', method, params });
+  const reads = { reader: o.reader, directory: o.directory, redact: o.redact };
+
+  /** Runs a subscription's loop until it is aborted; a failure is told to the client as `subscription.error`. */
+  const subscribe = (run: (signal: AbortSignal, id: string) => Promise<void>): { subscription: string } => {
+    const id = randomUUID();
+    const ac = new AbortController();
+    subscriptions.set(id, ac);
+    run(ac.signal, id).catch((err: unknown) => {
+      if (ac.signal.aborted) return;
+      o.logger.warn({ err, subscription: id }, 'gateway subscription failed');
+      notify('subscription.error', { subscription: id, error: errorObject(err, o.redact) });
+    }).finally(() => subscriptions.delete(id));
+    return { subscription: id };
+  };
+  const unsubscribe = (id: string): { ok: true } => {
+    const ac = subscriptions.get(id);
+    if (!ac) throw new RpcError(RPC_ERRORS.invalidParams, `no subscription ${id} on this connection`);
+    ac.abort();
+    subscriptions.delete(id);
+    return { ok: true };
+  };
+
+  const handlers: { [M in RpcMethod]: (p: z.infer<(typeof RpcParamsSchemas)[M]>) => Promise<unknown> } = {
+    'turn.submit': (p) => o.commands.submit(p),
+    'inbox.send': (p) => o.commands.send(p),
+    'approval.respond': (p) => o.commands.respondApproval(p),
+    'ask.answer': (p) => o.commands.answer(p),
+    'turn.interrupt': (p) => o.commands.interrupt(p),
+    'actors.list': async () => ({ actors: await listActors(reads) }),
+    'actor.inspect': (p) => inspectActor(reads, p.agentId),
+    'events.subscribe': async (p) => {
+      const entry = await entryOf(o.directory, p.agentId);
+      return subscribe(async (signal, subscription) => {
+        const commits = eventCommits({
+          reader: o.reader, rootId: entry.rootId, actorId: p.agentId, tree: p.tree === true, afterStreamSeq: p.afterStreamSeq ?? 0, redact: o.redact, signal,
+        });
+        for await (const commit of commits) for (const e of commit) notify('events.event', { subscription, ...e });
+      });
+    },
+    'events.unsubscribe': async (p) => unsubscribe(p.subscription),
+    'machines.subscribe': async (p) => {
+      const entries = await Promise.all(p.agentIds.map((id) => entryOf(o.directory, id)));
+      return subscribe(async (signal, subscription) => {
+        await Promise.all(entries.map(async (entry) => {
+          for await (const e of followAgent({ reader: o.reader, rootId: entry.rootId, actorId: entry.actorId, signal })) {
+            notify('machines.state', { subscription, actor: entry.actorId, streamSeq: e.streamSeq, eventType: e.event.type, active: activeStates(e.projection) });
+          }
+        }));
+      });
+    },
+    'machines.unsubscribe': async (p) => unsubscribe(p.subscription),
+    'fault.kill': (p) => {
+      if (!o.allowFaults) {
+        throw new RpcError(RPC_ERRORS.faultsDisabled, 'fault orders are off: start the gateway with `actorloop serve --allow-faults` to kill hosts from a client', {
+          code: 'gateway.faults_disabled',
+        });
+      }
+      return o.commands.kill(p);
+    },
+  };
+
+  const handle = async (raw: string): Promise<void> => {
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      return send({ jsonrpc: '2.0', id: null, error: { code: RPC_ERRORS.parse, message: 'parse error: the message is not JSON' } });
+    }
+    const req = RpcRequestSchema.safeParse(json);
+    if (!req.success) {
+      const id = (json as { id?: unknown } | null)?.id;
+      return send({
+        jsonrpc: '2.0', id: typeof id === 'string' || typeof id === 'number' ? id : null,
+        error: { code: RPC_ERRORS.invalidRequest, message: 'invalid request: not a JSON-RPC 2.0 request (batches are not taken)', data: req.error.issues },
+      });
+    }
+    const { method, params } = req.data;
+    const id: Id | undefined = req.data.id;
+    const reply = (body: { result: unknown } | { error: unknown }): void => {
+      // a notification (no id) is never answered, not even with an error (JSON-RPC 2.0 §4.1)
+      if (id !== undefined) send({ jsonrpc: '2.0', id, ...body });
+    };
+    if (!Object.hasOwn(RpcParamsSchemas, method)) {
+      return reply({ error: { code: RPC_ERRORS.methodNotFound, message: `method not found: ${method}`, data: { methods: Object.keys(RpcParamsSchemas) } } });
+    }
+    const m = method as RpcMethod;
+    const parsed = RpcParamsSchemas[m].safeParse(params);
+    if (!parsed.success) {
+      return reply({ error: { code: RPC_ERRORS.invalidParams, message: `invalid params for ${m}`, data: redactJson(parsed.error.issues, o.redact) } });
+    }
+    try {
+      const result = await (handlers[m] as (p: unknown) => Promise<unknown>)(parsed.data);
+      reply({ result });
+    } catch (err) {
+      if (!(err instanceof ActorloopError) && !(err instanceof RpcError)) o.logger.error({ err, method: m }, 'gateway method failed');
+      reply({ error: errorObject(err, o.redact) });
+    }
+  };
+
+  ws.on('message', (data, isBinary) => {
+    if (isBinary) {
+      send({ jsonrpc: '2.0', id: null, error: { code: RPC_ERRORS.parse, message: 'parse error: binary frames are not JSON text' } });
+      return;
+    }
+    void handle(data.toString());
+  });
+  ws.on('close', () => {
+    for (const ac of subscriptions.values()) ac.abort();
+    subscriptions.clear();
+  });
+  ws.on('error', (err) => o.logger.debug({ err }, 'gateway websocket error'));
+}
+
+/** The error a command gives when no host runs to take the work. */
+export function noHostError(): ConfigError {
+  return new ConfigError('gateway.no_host', 'no `actorloop host` is running to take the work', {
+    hint: 'start one in another terminal with `actorloop host` (same --data-dir and --nats as this gateway)',
+  });
+}
