@@ -23,7 +23,8 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   knowledge: ['protocol', 'store'],
   server: ['protocol', 'bus', 'store'],
   config: ['protocol'],
-  client: ['protocol', 'bus', 'store'],
+  // machines: `machine-definitions.ts` reads the machines' definitions for clients to draw
+  client: ['protocol', 'bus', 'store', 'machines'],
   cli: '*',
 };
 
