@@ -1,5 +1,6 @@
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { EVENT_TYPES } from './event-types.js';
+import type { StreamEvent } from './stream-event.js';
 
 // The page's one door to the gateway (design §11): the `/v1` HTTP reads, the tree's event stream
 // (SSE, resumed from the last stream sequence by the browser's EventSource with Last-Event-ID)
@@ -50,11 +51,7 @@ export interface ActorsResponse {
   allowFaults?: boolean;
 }
 
-/** One event of the tree's stream: the event (its `actor` names whose log) and its stream sequence. */
-export interface StreamEvent {
-  streamSeq: number;
-  event: ActorEvent;
-}
+export type { StreamEvent } from './stream-event.js';
 
 /**
  * Follows a tree's events from the start: `onEvent` for each, in stream order. The browser's

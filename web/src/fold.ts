@@ -1,6 +1,6 @@
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
-import type { StreamEvent } from './api.js';
+import type { StreamEvent } from './stream-event.js';
 
 // The page is a projection like any other (design §11): it folds the events it was sent with the
 // projection code every reader uses, so the state it shows at stream position N (live: the last)
