@@ -37,6 +37,7 @@ let browser: Browser;
 let page: Page;
 let shots: string;
 const errors: string[] = [];
+const requests: string[] = [];
 const TOKEN = 'page-test-token';
 
 async function shot(name: string): Promise<void> {
@@ -70,6 +71,7 @@ beforeAll(async () => {
   page = await browser.newPage({ viewport: { width: 1500, height: 1100 } });
   // a locator that matches nothing fails the test soon, not at the test's own timeout
   page.setDefaultTimeout(5_000);
+  page.on('request', (r) => void requests.push(r.url()));
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
   await page.goto(`${server.url}/?token=${TOKEN}`);
@@ -172,7 +174,9 @@ describe('the visualizer page', () => {
     expect(await page.getByTestId('position').textContent()).toContain('live');
   });
 
-  it('raised no error in the page', () => {
+  it('raised no error in the page, and asked nothing of anyone but the gateway (offline: no CDN, no fonts)', () => {
     expect(errors).toEqual([]);
+    expect(requests.length).toBeGreaterThan(3);
+    expect(requests.filter((u) => !u.startsWith(`${server.url}/`) && !u.startsWith(server.url.replace('http', 'ws')) && !u.startsWith('data:'))).toEqual([]);
   });
 });
