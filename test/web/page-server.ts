@@ -39,6 +39,10 @@ export interface PageServer {
   rpc: RpcRequest[];
   /** Requests refused for a missing or wrong token. */
   refused: string[];
+  /** The Last-Event-ID of each event stream opened, null for a first connection. */
+  resumedFrom: Array<string | null>;
+  /** Ends every open event stream, as a dropped connection would. */
+  dropStreams(): void;
   close(): Promise<void>;
 }
 
@@ -48,6 +52,7 @@ const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.j
 export async function startPageServer(o: PageServerOptions): Promise<PageServer> {
   const rpc: RpcRequest[] = [];
   const refused: string[] = [];
+  const resumedFrom: Array<string | null> = [];
   const streams = new Set<AbortController>();
   const authorized = (req: IncomingMessage, url: URL): boolean => {
     if (o.token === undefined) return true;
@@ -100,12 +105,15 @@ export async function startPageServer(o: PageServerOptions): Promise<PageServer>
   // the tree's events, numbered by their place in the tree's stream: `id:` is that number, and a
   // reconnect's Last-Event-ID skips what was sent
   async function sse(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-    const after = Number(req.headers['last-event-id'] ?? url.searchParams.get('after') ?? 0);
+    const lastId = req.headers['last-event-id'];
+    resumedFrom.push(typeof lastId === 'string' ? lastId : null);
+    const after = Number(lastId ?? url.searchParams.get('after') ?? 0);
     const stop = new AbortController();
     streams.add(stop);
     req.on('close', () => stop.abort());
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    res.write(': open\n\n');
+    // reconnect soon after a drop: the test waits for it
+    res.write('retry: 100\n: open\n\n');
     let n = 0;
     try {
       for await (const { event } of o.reader.followTree(o.rootId, { afterStreamSeq: 0, signal: stop.signal })) {
@@ -145,6 +153,10 @@ export async function startPageServer(o: PageServerOptions): Promise<PageServer>
     url: `http://127.0.0.1:${port}`,
     rpc,
     refused,
+    resumedFrom,
+    dropStreams() {
+      for (const s of streams) s.abort();
+    },
     async close() {
       for (const s of streams) s.abort();
       for (const c of wss.clients) c.terminate();

@@ -8,7 +8,7 @@ import { approvalMessage } from '../../src/cli/commands/approvals.js';
 import type { Supervisor } from '../../src/actors/supervisor.js';
 import { machineDefinitions } from '../../src/client/machine-definitions.js';
 import { tempDir } from '../helpers/nats.js';
-import { turnRequest } from '../helpers/runtime.js';
+import { readLog, turnRequest } from '../helpers/runtime.js';
 import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 import { actorTestWorld, startTurn } from '../actors/harness.js';
 import { startPageServer, type PageServer } from './page-server.js';
@@ -131,6 +131,17 @@ describe('the visualizer page', () => {
     await shot('steer');
   });
 
+  it('picks a dropped stream up from its last event: no gap, no duplicate', async () => {
+    const seqs = () => page.locator('li.event').evaluateAll((ls) => ls.map((l) => Number(l.getAttribute('data-seq'))));
+    const before = await seqs();
+    server.dropStreams();
+    await expect.poll(() => server.resumedFrom.length).toBe(2);
+    expect(Number(server.resumedFrom[1])).toBeGreaterThan(0);
+    await expect.poll(() => page.locator('.conn').textContent()).toBe('live stream');
+    expect(await seqs()).toEqual(before);
+    expect(before).toEqual(before.map((_, i) => i + 1));
+  });
+
   it('approves the pending call with its ID and plan digest; the tool runs and the turn completes', async () => {
     const pending = actor.projection.approvals!;
     const [approvalId, record] = Object.entries(pending).find(([, a]) => a.state === 'pending')!;
@@ -142,6 +153,11 @@ describe('the visualizer page', () => {
     });
     await expect.poll(() => writeCall().getAttribute('data-active-state'), { timeout: 15_000 }).toBe('result');
     await expect.poll(() => page.locator('li.actor[data-name="main"]').getAttribute('data-status'), { timeout: 15_000 }).toBe('completed');
+    // the event that moved the call flashes the transition it took (tool/result, from any state)
+    expect(await writeCall().locator('g.edge.flash[data-to="result"]').count()).toBe(1);
+    // the whole run reached the page once: its events are the log's, in order
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    await expect.poll(() => page.locator('li.event').evaluateAll((ls) => ls.map((l) => Number(l.getAttribute('data-seq'))))).toEqual(log.map((e) => e.seq));
     await shot('approved');
   });
 
