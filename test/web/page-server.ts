@@ -43,6 +43,8 @@ export interface PageServer {
   resumedFrom: Array<string | null>;
   /** Ends every open event stream, as a dropped connection would. */
   dropStreams(): void;
+  /** What `GET /v1/actors` says of `--allow-faults` (false until set). */
+  faultsAllowed: boolean;
   close(): Promise<void>;
 }
 
@@ -89,7 +91,7 @@ export async function startPageServer(o: PageServerOptions): Promise<PageServer>
           id: a.actorId, parentId: a.parentId, rootId: o.rootId, name: a.name, kind: 'agent', status: a.status,
           waitingFor: a.waitingFor, step: a.step, tool: a.tool, tokens: a.tokens, costUsd: a.costUsd, depth: a.depth,
         })),
-        faultsAllowed: false,
+        faultsAllowed: running.faultsAllowed,
       });
     }
     const events = /^\/v1\/actors\/([^/]+)\/events$/.exec(url.pathname);
@@ -149,8 +151,9 @@ export async function startPageServer(o: PageServerOptions): Promise<PageServer>
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return {
+  const running: PageServer = {
     url: `http://127.0.0.1:${port}`,
+    faultsAllowed: false,
     rpc,
     refused,
     resumedFrom,
@@ -165,4 +168,5 @@ export async function startPageServer(o: PageServerOptions): Promise<PageServer>
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return running;
 }

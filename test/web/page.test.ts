@@ -128,7 +128,10 @@ describe('the visualizer page', () => {
     await page.getByLabel('message', { exact: true }).fill('also mention beta');
     await page.getByRole('button', { name: 'Send' }).click();
     await expect.poll(() => server.rpc.find((r) => r.method === 'inbox.send')?.params).toEqual({ agentId: actor.actorId, kind: 'steer', content: 'also mention beta' });
+    expect(await page.getByLabel('message', { exact: true }).inputValue()).toBe('');
     await shot('steer');
+    // no kill without --allow-faults
+    expect(await page.getByRole('button', { name: 'Kill host' }).count()).toBe(0);
   });
 
   it('picks a dropped stream up from its last event: no gap, no duplicate', async () => {
@@ -188,6 +191,16 @@ describe('the visualizer page', () => {
     await page.getByRole('button', { name: 'Live' }).click();
     await expect.poll(() => writeCall().getAttribute('data-active-state')).toBe('result');
     expect(await page.getByTestId('position').textContent()).toContain('live');
+  });
+
+  it('offers kill when the gateway allows faults, and sends fault.kill for the selected agent', async () => {
+    server.faultsAllowed = true;
+    await page.reload();
+    await page.locator('li.actor[data-name="reader"]').click();
+    await page.getByRole('button', { name: 'Kill host' }).click();
+    const reader = await page.locator('li.actor[data-name="reader"]').getAttribute('data-actor');
+    await expect.poll(() => server.rpc.find((r) => r.method === 'fault.kill')?.params).toEqual({ agentId: reader });
+    await shot('kill');
   });
 
   it('raised no error in the page, and asked nothing of anyone but the gateway (offline: no CDN, no fonts)', () => {
