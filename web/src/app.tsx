@@ -3,7 +3,7 @@ import { machinesOf } from './active-states.js';
 import { Actions } from './actions.js';
 import { followEvents, getJson, Rpc, type ActorRow, type ActorsResponse, type StreamEvent } from './api.js';
 import { EventList } from './event-list.js';
-import { foldTree } from './fold.js';
+import { foldTree, TreeFolder } from './fold.js';
 import { Statechart, type MachineDef } from './statechart.js';
 import { Timeline } from './timeline.js';
 import { Tree, treeRows } from './tree.js';
@@ -25,6 +25,8 @@ export function App() {
   const [connected, setConnected] = useState(false);
   const [error, setError] = useState('');
   const buffer = useRef<StreamEvent[]>([]);
+  // live, the tree's fold moves forward one event at a time; a past position is folded anew
+  const liveFold = useRef(new TreeFolder());
 
   const refreshActors = (): void => {
     getJson<ActorsResponse>('/v1/actors').then((r) => {
@@ -45,6 +47,7 @@ export function App() {
     if (rootId === null) return;
     setStream([]);
     buffer.current = [];
+    liveFold.current = new TreeFolder();
     let timer: ReturnType<typeof setTimeout> | null = null;
     // events arrive in bursts: render once a frame, and ask the gateway for the tree again once a burst settles
     const flush = (): void => {
@@ -66,7 +69,10 @@ export function App() {
 
   const live = cursor === null || cursor >= stream.length;
   const position = live ? stream.length : cursor;
-  const folded = useMemo(() => foldTree(stream, position), [stream, position]);
+  const folded = useMemo(
+    () => (live ? new Map(liveFold.current.advance(stream, stream.length).actors) : foldTree(stream, position)),
+    [stream, position, live],
+  );
   const rows = treeRows(actors.filter((a) => rootId === null || a.rootId === rootId), folded, live);
   const names = new Map(rows.map((r) => [r.id, r.name]));
   const actor = selected === null ? undefined : folded.get(selected);

@@ -18,19 +18,32 @@ export interface ActorState {
   spawnedAs?: { name: string; parentId: string; depth: number };
 }
 
-/** The actors of a tree folded from the first `upTo` events of its stream. */
-export function foldTree(stream: readonly StreamEvent[], upTo: number): Map<string, ActorState> {
-  const actors = new Map<string, ActorState>();
-  const spawns = new Map<string, { name: string; parentId: string; depth: number }>();
-  const of = (id: string): ActorState => {
-    let a = actors.get(id);
-    if (!a) actors.set(id, (a = { actorId: id, projection: emptyProjection(id), events: [], costUsd: 0 }));
+/**
+ * A tree's fold that moves forward: each event of the stream is folded once, so following a live
+ * run costs one fold an event, not a re-fold of the whole stream per update.
+ */
+export class TreeFolder {
+  /** The actors folded so far, by ID. */
+  readonly actors = new Map<string, ActorState>();
+  /** How many events of the stream are folded. */
+  position = 0;
+
+  /** Folds the stream's events from the current position up to `upTo`. */
+  advance(stream: readonly StreamEvent[], upTo: number): this {
+    for (; this.position < Math.min(upTo, stream.length); this.position++) this.take(stream[this.position]!.event);
+    return this;
+  }
+
+  private of(id: string): ActorState {
+    let a = this.actors.get(id);
+    if (!a) this.actors.set(id, (a = { actorId: id, projection: emptyProjection(id), events: [], costUsd: 0 }));
     return a;
-  };
-  for (const { event } of stream.slice(0, upTo)) {
-    const a = of(event.actor);
+  }
+
+  private take(event: ActorEvent): void {
+    const a = this.of(event.actor);
     // a resumed stream never repeats an event, but a log's own order is the fold's contract
-    if (event.seq <= a.projection.seq) continue;
+    if (event.seq <= a.projection.seq) return;
     // a copy: the fold keeps parts of what it folds, and time travel folds the same events again
     foldEvent(a.projection, structuredClone(event));
     a.events.push(event);
@@ -38,10 +51,15 @@ export function foldTree(stream: readonly StreamEvent[], upTo: number): Map<stri
       const c = event.data.costUsd;
       a.costUsd = a.costUsd === null || c === null || c === undefined ? (c === undefined ? a.costUsd : null) : a.costUsd + c;
     }
-    if (event.type === 'subagent/spawn_requested') spawns.set(event.data.childId, { name: event.data.name, parentId: event.actor, depth: event.data.depth });
+    if (event.type === 'subagent/spawn_requested') {
+      this.of(event.data.childId).spawnedAs = { name: event.data.name, parentId: event.actor, depth: event.data.depth };
+    }
   }
-  for (const [id, s] of spawns) of(id).spawnedAs = s;
-  return actors;
+}
+
+/** The actors of a tree folded from the first `upTo` events of its stream (time travel: from the start). */
+export function foldTree(stream: readonly StreamEvent[], upTo: number): Map<string, ActorState> {
+  return new TreeFolder().advance(stream, upTo).actors;
 }
 
 /**
