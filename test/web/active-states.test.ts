@@ -3,6 +3,7 @@ import { machineDefinitions, type StateDefinition } from '../../src/client/machi
 import { turnRequest } from '../helpers/runtime.js';
 import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 import { actorTestWorld, startTurn } from '../actors/harness.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
 import { machinesOf } from '../../web/src/active-states.js';
 import { foldTree, statusOf } from '../../web/src/fold.js';
 import type { StreamEvent } from '../../web/src/stream-event.js';
@@ -50,5 +51,29 @@ describe('the page\'s active states', () => {
     const main = last.get(actor.actorId)!;
     expect(statusOf(main)).toBe('completed');
     expect(Object.fromEntries(machinesOf(main).map((v) => [v.machine, v.active]))).toMatchObject({ agent: 'idle', turn: 'done', step: 'done', 'tool-call': 'result' });
+  });
+
+  it('read a host killed mid-call as killed, then recovering, then running again with the call started anew', async () => {
+    const rt = await world.rts.open({ script: [call('read_file', { path: 'src/a.txt' }), answer('alpha and beta')] });
+    // the drop leaves a record of its point, as a kill does, for the recovery's actor/killed
+    const dying = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs('after:tool/start=drop'), undefined, rt.faultRecords) });
+    const { actor, ended } = await startTurn(dying, 'read', turnRequest(world.ws));
+    await expect(ended).rejects.toMatchObject({ code: 'actor.dropped' });
+    const sup = rt.supervisor();
+    let done: Promise<unknown> | null = null;
+    await sup.hydrate(actor.actorId, (a) => void (done = a.whenTurnEnds()));
+    await done;
+    const stream: StreamEvent[] = [];
+    for await (const { event, streamSeq } of sup.reader.readTree(actor.rootId)) stream.push({ event, streamSeq });
+    const at = (type: string) => stream.findIndex((e) => e.event.type === type) + 1;
+    const stateAt = (n: number) => {
+      const a = foldTree(stream, n).get(actor.actorId)!;
+      return { status: statusOf(a), call: machinesOf(a).find((v) => v.machine === 'tool-call')?.active };
+    };
+    expect(stateAt(at('actor/killed') - 1)).toEqual({ status: 'running', call: 'started' });
+    expect(stateAt(at('actor/killed'))).toEqual({ status: 'killed', call: 'started' });
+    expect(stateAt(at('actor/rehydrated'))).toEqual({ status: 'recovering', call: 'started' });
+    expect(stateAt(at('actor/rehydrated') + 1).status).toBe('running');
+    expect(stateAt(stream.length)).toEqual({ status: 'completed', call: 'result' });
   });
 });
