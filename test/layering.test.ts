@@ -103,6 +103,41 @@ function violations(): string[] {
   return found;
 }
 
+const WEB = resolve(SRC, '..', 'web', 'src');
+
+/**
+ * `web/` imports protocol types only (§2), and one module of code besides: the projection fold,
+ * bundled for the browser so the page folds the same events with the same code (§11). Packages:
+ * the UI library and the layout.
+ */
+const WEB_MAY_IMPORT = { types: 'protocol', modules: ['store/projection.ts'], packages: ['preact', 'elkjs'] };
+
+/** Every import of `web/src` that the rule above does not allow. */
+function webViolations(): string[] {
+  const files = readdirSync(WEB).filter((f) => /\.tsx?$/.test(f)).map((f) => join(WEB, f));
+  const found: string[] = [];
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8');
+    const typeOnly = new Set([...text.matchAll(/^import\s+type\b[^;]*?\bfrom\s*['"]([^'"]+)['"]/gm)].map((m) => m[1]!));
+    for (const spec of importsOf(text)) {
+      const name = relative(WEB, file);
+      if (!spec.startsWith('.')) {
+        const pkg = spec.split('/')[0]!;
+        if (!WEB_MAY_IMPORT.packages.includes(pkg)) found.push(`${name}: ${spec} (web/ may import only ${WEB_MAY_IMPORT.packages.join(', ')})`);
+        continue;
+      }
+      const target = resolve(dirname(file), spec);
+      if (!relative(WEB, target).startsWith('..')) continue;
+      const rel = relative(SRC, target).replace(/\.js$/, '.ts');
+      if (rel.startsWith('..') || rel.startsWith('web')) found.push(`${name}: ${spec} (outside web/src and src/)`);
+      else if (WEB_MAY_IMPORT.modules.includes(rel)) continue;
+      else if (folderOf(resolve(SRC, rel)) === WEB_MAY_IMPORT.types && typeOnly.has(spec)) continue;
+      else found.push(`${name}: ${spec} (web/ may import protocol types and ${WEB_MAY_IMPORT.modules.join(', ')})`);
+    }
+  }
+  return found;
+}
+
 describe('layering (design §2)', () => {
   it('reads the import forms the code uses', () => {
     const text = [
@@ -119,6 +154,11 @@ describe('layering (design §2)', () => {
   it('every folder imports only what the table allows', () => {
     expect(tsFiles(SRC).length).toBeGreaterThan(50);
     expect(violations()).toEqual([]);
+  });
+
+  it('web/ imports protocol types, the projection fold, preact and elkjs only', () => {
+    expect(readdirSync(WEB).length).toBeGreaterThan(5);
+    expect(webViolations()).toEqual([]);
   });
 
   it('only src/config reads process.env', () => {

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { machineDefinitions, type StateDefinition } from '../../src/client/machine-definitions.js';
+import { turnRequest } from '../helpers/runtime.js';
+import { answer, call, treeModels } from '../helpers/scripted-tree.js';
+import { actorTestWorld, startTurn } from '../actors/harness.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
+import { machinesOf } from '../../web/src/active-states.js';
+import { foldTree, statusOf } from '../../web/src/fold.js';
+import type { StreamEvent } from '../../web/src/stream-event.js';
+
+// The page lights states by name: every name it derives from a real run's log, at every position
+// of the stream, must be a state of the machine the gateway serves, so a renamed state fails here.
+
+const world = actorTestWorld();
+
+function paths(states: Record<string, StateDefinition>, prefix = ''): string[] {
+  return Object.entries(states).flatMap(([k, s]) => [prefix + k, ...paths(s.states ?? {}, `${prefix}${k}.`)]);
+}
+
+describe('the page\'s active states', () => {
+  it('are states of the served machines at every position of a real run, and end where the run ended', async () => {
+    const rt = await world.rts.open({
+      modelFor: treeModels({
+        main: [
+          call('spawn_agent', { task: 'read src/a.txt', name: 'reader', mode: 'foreground' }),
+          call('read_file', { path: 'src/a.txt' }),
+          answer('alpha'),
+        ],
+        reader: [call('read_file', { path: 'src/a.txt' }), answer('the first line is alpha')],
+      }),
+    });
+    const sup = rt.supervisor();
+    const { actor, ended } = await startTurn(sup, 'read', turnRequest(world.ws));
+    expect((await ended).outcome).toBe('completed');
+    const stream: StreamEvent[] = [];
+    for await (const { event, streamSeq } of sup.reader.readTree(actor.rootId)) stream.push({ event, streamSeq });
+    const known = new Map(machineDefinitions().machines.map((m) => [m.id, new Set(paths(m.states))]));
+    const seen = new Set<string>();
+    for (let n = 1; n <= stream.length; n++) {
+      for (const a of foldTree(stream, n).values()) {
+        for (const v of machinesOf(a)) {
+          if (v.active === null) continue;
+          expect(known.get(v.machine)!.has(v.active), `${v.machine}: ${v.active} at ${n}`).toBe(true);
+          seen.add(`${v.machine}:${v.active}`);
+        }
+      }
+    }
+    // the walk went through the states a plain tool loop takes
+    for (const s of ['agent:turn.running', 'turn:stepping', 'step:generating.attempting', 'step:tools', 'attempt:succeeded', 'tool-call:starting', 'tool-call:started', 'tool-call:result']) expect(seen).toContain(s);
+    const last = foldTree(stream, stream.length);
+    const main = last.get(actor.actorId)!;
+    expect(statusOf(main)).toBe('completed');
+    expect(Object.fromEntries(machinesOf(main).map((v) => [v.machine, v.active]))).toMatchObject({ agent: 'idle', turn: 'done', step: 'done', 'tool-call': 'result' });
+  });
+
+  it('read a host killed mid-call as killed, then recovering, then running again with the call started anew', async () => {
+    const rt = await world.rts.open({ script: [call('read_file', { path: 'src/a.txt' }), answer('alpha and beta')] });
+    // the drop leaves a record of its point, as a kill does, for the recovery's actor/killed
+    const dying = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs('after:tool/start=drop'), undefined, rt.faultRecords) });
+    const { actor, ended } = await startTurn(dying, 'read', turnRequest(world.ws));
+    await expect(ended).rejects.toMatchObject({ code: 'actor.dropped' });
+    const sup = rt.supervisor();
+    let done: Promise<unknown> | null = null;
+    await sup.hydrate(actor.actorId, (a) => void (done = a.whenTurnEnds()));
+    await done;
+    const stream: StreamEvent[] = [];
+    for await (const { event, streamSeq } of sup.reader.readTree(actor.rootId)) stream.push({ event, streamSeq });
+    const at = (type: string) => stream.findIndex((e) => e.event.type === type) + 1;
+    const stateAt = (n: number) => {
+      const a = foldTree(stream, n).get(actor.actorId)!;
+      return { status: statusOf(a), call: machinesOf(a).find((v) => v.machine === 'tool-call')?.active };
+    };
+    expect(stateAt(at('actor/killed') - 1)).toEqual({ status: 'running', call: 'started' });
+    expect(stateAt(at('actor/killed'))).toEqual({ status: 'killed', call: 'started' });
+    expect(stateAt(at('actor/rehydrated'))).toEqual({ status: 'recovering', call: 'started' });
+    expect(stateAt(at('actor/rehydrated') + 1).status).toBe('running');
+    expect(stateAt(stream.length)).toEqual({ status: 'completed', call: 'result' });
+  });
+});

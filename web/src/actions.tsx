@@ -1,0 +1,72 @@
+import { useState } from 'preact/hooks';
+import { pendingApprovals, pendingQuestions, type Projection } from '../../src/store/projection.js';
+import type { Rpc } from './api.js';
+
+// What an operator may do to the selected actor, each through the gateway's JSON-RPC (every
+// command becomes an inbox message or a fault order, never a call into an actor): answer a
+// pending approval (the exact tool, plan and plan digest it binds to are shown, and the digest is
+// sent back so an answer cannot approve another plan), answer a question, steer / inject /
+// follow up, interrupt, and kill when the gateway allows faults. Only live: a past position has
+// nothing to act on.
+
+/** The actions panel of one actor. */
+export function Actions({ agentId, projection, rpc, live, faultsAllowed }: { agentId: string; projection: Projection; rpc: Rpc; live: boolean; faultsAllowed: boolean }) {
+  const [said, setSaid] = useState<string>('');
+  const [text, setText] = useState('');
+  const [kind, setKind] = useState('steer');
+  const [answers, setAnswers] = useState<Record<string, string>>({});
+  const send = (method: string, params: Record<string, unknown>): void => {
+    setSaid(`${method}…`);
+    rpc.call(method, params).then(
+      (r) => setSaid(`${method}: ${JSON.stringify(r)}`),
+      (e: Error) => setSaid(`${method} failed: ${e.message}`),
+    );
+  };
+  const approvals = pendingApprovals(projection);
+  const questions = pendingQuestions(projection);
+  return (
+    <section class="actions" aria-label="actions">
+      <h2>Actions</h2>
+      {!live && <p class="note">time travel: actions act on now; press live first</p>}
+      {approvals.map((a) => (
+        <div key={a.approvalId} class="approval" data-approval={a.approvalId}>
+          <div><b>approve {a.tool}</b> <span class="muted">v{a.toolVersion} · rule {a.rule ?? '?'}{a.reason ? ` · ${a.reason}` : ''}</span></div>
+          {a.preview && <div class="summary">{a.preview.summary}</div>}
+          <pre class="plan">{a.preview ? a.preview.text : JSON.stringify(a.plan ?? {}, null, 2)}</pre>
+          <div class="digest" data-digest={a.planDigest}>plan digest <code>{a.planDigest}</code></div>
+          <div class="muted">expires {new Date(a.expiresAt).toISOString()}</div>
+          <button class="approve" disabled={!live} onClick={() => send('approval.respond', { agentId, approvalId: a.approvalId, decision: 'approve', planDigest: a.planDigest })}>Approve</button>
+          <button class="deny" disabled={!live} onClick={() => send('approval.respond', { agentId, approvalId: a.approvalId, decision: 'deny', planDigest: a.planDigest, reason: 'denied from the page' })}>Deny</button>
+        </div>
+      ))}
+      {questions.map((q) => (
+        <div key={q.questionId} class="question" data-question={q.questionId}>
+          <div><b>question</b> {q.question}</div>
+          {q.options.map((o) => <button key={o.id} disabled={!live} onClick={() => send('ask.answer', { agentId, questionId: q.questionId, optionId: o.id })}>{o.label}</button>)}
+          {q.allowFreeText && (
+            <form onSubmit={(e) => { e.preventDefault(); send('ask.answer', { agentId, questionId: q.questionId, text: answers[q.questionId] ?? '' }); }}>
+              {q.sensitive
+                ? <input aria-label="answer" type="password" value={answers[q.questionId] ?? ''} onInput={(e) => setAnswers({ ...answers, [q.questionId]: (e.target as HTMLInputElement).value })} />
+                : <input aria-label="answer" type="text" value={answers[q.questionId] ?? ''} onInput={(e) => setAnswers({ ...answers, [q.questionId]: (e.target as HTMLInputElement).value })} />}
+              <button disabled={!live}>Answer</button>
+            </form>
+          )}
+        </div>
+      ))}
+      <form class="steer" onSubmit={(e) => { e.preventDefault(); if (text.trim() === '') return; send('inbox.send', { agentId, kind, content: text }); setText(''); }}>
+        <select aria-label="message kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)}>
+          <option value="steer">steer</option>
+          <option value="inject">inject</option>
+          <option value="follow_up">follow-up</option>
+        </select>
+        <input aria-label="message" placeholder="say something to the agent" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} />
+        <button disabled={!live}>Send</button>
+      </form>
+      <div class="buttons">
+        <button class="interrupt" disabled={!live || projection.openTurn === null} onClick={() => send('turn.interrupt', { agentId })}>Interrupt</button>
+        {faultsAllowed && <button class="kill" disabled={!live} onClick={() => send('fault.kill', { agentId })}>Kill host</button>}
+      </div>
+      <div class="said" data-testid="rpc-said">{said}</div>
+    </section>
+  );
+}

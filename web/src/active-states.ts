@@ -1,0 +1,124 @@
+import type { ActorEvent } from '../../src/protocol/events.js';
+import type { ActorState } from './fold.js';
+
+// Which state of each machine an actor is in, read from its folded events (design §11: the page
+// never invents state the log does not hold). Each machine moves on the committed events it
+// reacts to; the names below are the machines' own state paths, checked against the definitions
+// the gateway serves by the page's test.
+
+/** One machine instance the page draws: which definition, a title, its active state path and the one before. */
+export interface MachineView {
+  machine: 'agent' | 'turn' | 'step' | 'attempt' | 'tool-call';
+  title: string;
+  /** Dotted path of the active state (`generating.attempting`); null: not started. */
+  active: string | null;
+  /** The state the last event that moved it left, for the transition to flash. */
+  previous: string | null;
+  /** Seq of the event that last moved it. */
+  movedAt: number;
+}
+
+type Walk = (state: string | null, e: ActorEvent) => string | null;
+
+const agentWalk: Walk = (s, e) => {
+  switch (e.type) {
+    case 'inbox/received': return s === 'idle' || s === null ? 'claiming' : s;
+    case 'turn/start': return 'turn.running';
+    case 'ask/asked': return 'turn.waiting_input';
+    case 'ask/answered': return 'turn.running';
+    case 'turn/end': return 'idle';
+    case 'actor/stopped': return 'stopped';
+    default: return s ?? 'idle';
+  }
+};
+
+const turnWalk: Walk = (s, e) => {
+  switch (e.type) {
+    case 'turn/start': return 'launching';
+    case 'step/start': return 'stepping';
+    case 'step/end': return e.data.outcome === 'tool_calls' ? 'launching' : 'ending';
+    case 'turn/end': return 'done';
+    default: return s;
+  }
+};
+
+const stepWalk: Walk = (s, e) => {
+  switch (e.type) {
+    case 'step/start': return 'assembling';
+    case 'request/prepared': return 'generating.launching';
+    case 'attempt/start': return 'generating.attempting';
+    case 'attempt/end': return e.data.outcome === 'succeeded' ? 'accepting' : e.data.outcome === 'failed' ? 'generating.launching' : 'ending';
+    case 'assistant/accepted': return e.data.toolCalls.length > 0 ? 'tools' : 'ending';
+    case 'assistant/rejected': return 'ending';
+    case 'tool/call': case 'tool/result': case 'tool/denied': case 'tool/cancelled': case 'tool/outcome_unknown': return 'tools';
+    case 'step/end': return 'done';
+    default: return s;
+  }
+};
+
+const attemptWalk: Walk = (s, e) => {
+  if (e.type === 'attempt/start') return 'streaming';
+  if (e.type === 'attempt/end') return e.data.outcome;
+  return s;
+};
+
+const callWalk: Walk = (s, e) => {
+  switch (e.type) {
+    case 'tool/call': return e.data.status !== 'valid' ? 'rejecting' : !e.data.withinBudget ? 'cancelling' : 'deciding';
+    case 'policy/decided': return e.data.decision === 'allow' ? 'starting' : e.data.decision === 'ask' ? 'awaiting_approval.requesting' : 'denying';
+    case 'approval/requested': return s?.startsWith('confirming') ? 'confirming.waiting' : 'awaiting_approval.waiting';
+    case 'approval/granted': return s?.startsWith('confirming') ? s : 'rechecking';
+    case 'approval/denied': return s?.startsWith('confirming') ? s : 'denying';
+    case 'tool/start': return 'started';
+    case 'tool/reconciled': return e.data.verdict === 'applied' ? 'settling' : e.data.verdict === 'not_applied' ? 'restarting' : 'confirming.requesting';
+    case 'tool/result': return 'result';
+    case 'tool/denied': return 'denied';
+    case 'tool/cancelled': return 'cancelled';
+    case 'tool/outcome_unknown': return 'outcome_unknown';
+    default: return s;
+  }
+};
+
+function run(machine: MachineView['machine'], title: string, walk: Walk, events: readonly ActorEvent[], initial: string | null): MachineView {
+  let active = initial;
+  let previous: string | null = null;
+  let movedAt = 0;
+  for (const e of events) {
+    const next = walk(active, e);
+    if (next !== active) {
+      previous = active;
+      active = next;
+      movedAt = e.seq;
+    }
+  }
+  return { machine, title, active, previous, movedAt };
+}
+
+/**
+ * The machines of an actor at the position its state was folded to: the agent; its last turn, step
+ * and attempt; every tool call of the last step that made any.
+ */
+export function machinesOf(a: ActorState): MachineView[] {
+  const ev = a.events;
+  const lastOf = (type: ActorEvent['type']): ActorEvent | undefined => ev.findLast((e) => e.type === type);
+  const out: MachineView[] = [run('agent', 'agent', agentWalk, ev, 'idle')];
+  const turn = lastOf('turn/start');
+  if (turn) out.push(run('turn', `turn ${turn.turn ?? ''}`, turnWalk, ev.filter((e) => e.turn === turn.turn && e.seq >= turn.seq), null));
+  const step = lastOf('step/start');
+  if (step) {
+    const inStep = ev.filter((e) => e.step === step.step && e.seq >= step.seq);
+    out.push(run('step', `step ${step.type === 'step/start' ? step.data.index : ''}`, stepWalk, inStep, null));
+    const attempt = inStep.findLast((e) => e.type === 'attempt/start');
+    if (attempt) out.push(run('attempt', `attempt ${attempt.type === 'attempt/start' ? attempt.data.index : ''}`, attemptWalk, inStep.filter((e) => e.attempt === attempt.attempt), null));
+  }
+  // the calls of the last step that made any: a step answering after them still shows how they ended
+  const lastCall = ev.findLast((e) => e.type === 'tool/call');
+  if (lastCall) {
+    const inStep = ev.filter((e) => e.step === lastCall.step);
+    for (const c of inStep) {
+      if (c.type !== 'tool/call' || c.call === undefined) continue;
+      out.push(run('tool-call', `tool call ${c.data.name} · ${c.call}`, callWalk, inStep.filter((e) => e.call === c.call), null));
+    }
+  }
+  return out;
+}

@@ -1,0 +1,41 @@
+import { useState } from 'preact/hooks';
+import type { StreamEvent } from './api.js';
+
+// The events of the selected actor (or the whole tree), newest last, filtered by type; each opens
+// to its JSON as the log holds it (a redacted value reads `[redacted]`, as it came).
+
+/** The event list with its type filter. */
+export function EventList({ events, names }: { events: readonly StreamEvent[]; names: Map<string, string> }) {
+  const [type, setType] = useState('');
+  const [text, setText] = useState('');
+  const [open, setOpen] = useState<string | null>(null);
+  const types = [...new Set(events.map((e) => e.event.type))].sort();
+  const shown = events.filter((e) => (type === '' || e.event.type === type || e.event.type.startsWith(`${type}/`)) && (text === '' || JSON.stringify(e.event).includes(text)));
+  const groups = [...new Set(types.map((t) => t.split('/')[0]!))];
+  return (
+    <section class="events" aria-label="events">
+      <h2>Events <span class="count">{shown.length}/{events.length}</span></h2>
+      <div class="filters">
+        <select aria-label="event type" value={type} onChange={(e) => setType((e.target as HTMLSelectElement).value)}>
+          <option value="">all types</option>
+          {groups.map((g) => <option key={g} value={g}>{g}/*</option>)}
+          {types.map((t) => <option key={t} value={t}>{t}</option>)}
+        </select>
+        <input aria-label="search events" placeholder="search" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} />
+      </div>
+      <ol class="event-rows">
+        {shown.map((e) => {
+          const key = `${e.event.actor}:${e.event.seq}`;
+          return (
+          <li key={key} class="event" data-type={e.event.type} data-seq={e.event.seq}>
+            <button class="event-head" onClick={() => setOpen(open === key ? null : key)}>
+              <span class="seq">#{e.event.seq}</span> <span class="etype">{e.event.type}</span> <span class="who">{names.get(e.event.actor) ?? e.event.actor}</span> <span class="at">{e.event.at.slice(11, 23)}</span>
+            </button>
+            {open === key && <pre class="json">{JSON.stringify(e.event, null, 2)}</pre>}
+          </li>
+          );
+        })}
+      </ol>
+    </section>
+  );
+}

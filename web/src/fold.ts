@@ -1,0 +1,84 @@
+import type { ActorEvent } from '../../src/protocol/events.js';
+import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
+import type { StreamEvent } from './stream-event.js';
+
+// The page is a projection like any other (design §11): it folds the events it was sent with the
+// projection code every reader uses, so the state it shows at stream position N (live: the last)
+// is what the log says at N, never a guess.
+
+/** What the page knows of one actor at a position of the stream. */
+export interface ActorState {
+  actorId: string;
+  projection: Projection;
+  /** Its events up to the position, in log order. */
+  events: ActorEvent[];
+  /** USD of its attempts so far; null once any had no known price. */
+  costUsd: number | null;
+  /** A child's name and parent, from its parent's spawn request. */
+  spawnedAs?: { name: string; parentId: string; depth: number };
+}
+
+/**
+ * A tree's fold that moves forward: each event of the stream is folded once, so following a live
+ * run costs one fold an event, not a re-fold of the whole stream per update.
+ */
+export class TreeFolder {
+  /** The actors folded so far, by ID. */
+  readonly actors = new Map<string, ActorState>();
+  /** How many events of the stream are folded. */
+  position = 0;
+
+  /** Folds the stream's events from the current position up to `upTo`. */
+  advance(stream: readonly StreamEvent[], upTo: number): this {
+    for (; this.position < Math.min(upTo, stream.length); this.position++) this.take(stream[this.position]!.event);
+    return this;
+  }
+
+  private of(id: string): ActorState {
+    let a = this.actors.get(id);
+    if (!a) this.actors.set(id, (a = { actorId: id, projection: emptyProjection(id), events: [], costUsd: 0 }));
+    return a;
+  }
+
+  private take(event: ActorEvent): void {
+    const a = this.of(event.actor);
+    // a resumed stream never repeats an event, but a log's own order is the fold's contract
+    if (event.seq <= a.projection.seq) return;
+    // a copy: the fold keeps parts of what it folds, and time travel folds the same events again
+    foldEvent(a.projection, structuredClone(event));
+    a.events.push(event);
+    if (event.type === 'attempt/end') {
+      const c = event.data.costUsd;
+      a.costUsd = a.costUsd === null || c === null || c === undefined ? (c === undefined ? a.costUsd : null) : a.costUsd + c;
+    }
+    if (event.type === 'subagent/spawn_requested') {
+      this.of(event.data.childId).spawnedAs = { name: event.data.name, parentId: event.actor, depth: event.data.depth };
+    }
+  }
+}
+
+/** The actors of a tree folded from the first `upTo` events of its stream (time travel: from the start). */
+export function foldTree(stream: readonly StreamEvent[], upTo: number): Map<string, ActorState> {
+  return new TreeFolder().advance(stream, upTo).actors;
+}
+
+/**
+ * The badge of an actor as its log says: killed (its last word is a death), recovering (a new
+ * incarnation rehydrated it with a turn open), waiting for an approval or an answer (it parked),
+ * running, the outcome of its last turn, or idle.
+ */
+export function statusOf(a: ActorState): string {
+  const p = a.projection;
+  const last = a.events[a.events.length - 1]?.type;
+  if (last === 'actor/killed') return 'killed';
+  if (p.openTurn && last === 'actor/rehydrated') return 'recovering';
+  if (p.parked) return p.parked.waitingFor === 'approval' ? 'waiting_approval' : 'waiting_answer';
+  if (p.openTurn) return 'running';
+  if (p.turns === 0 && Object.values(p.inbox).some((i) => i.state === 'pending')) return 'starting';
+  return p.lastTurn?.outcome ?? 'idle';
+}
+
+/** Input and output tokens of every attempt of an actor. */
+export function tokensOf(a: ActorState): number {
+  return a.projection.usage.inputTokens + a.projection.usage.outputTokens;
+}

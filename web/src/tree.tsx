@@ -1,0 +1,81 @@
+import type { ActorRow } from './api.js';
+import { statusOf, tokensOf, type ActorState } from './fold.js';
+
+// The actor tree: every actor under the root with its badge, tokens and cost, and the tree's sums.
+// Live, the gateway's word on each status is shown (it knows of hosts dying); at an earlier
+// position, the status the log folded to that position says.
+
+/** One row of the tree as the page shows it. */
+export interface TreeRow {
+  id: string;
+  name: string;
+  parentId: string | null;
+  depth: number;
+  status: string;
+  tokens: number;
+  costUsd: number | null;
+}
+
+const WAITING: Record<string, string> = { approval: 'waiting_approval', question: 'waiting_answer' };
+
+/** The rows of the tree: the gateway's actors and those the events name, parents before children. */
+export function treeRows(rows: readonly ActorRow[], folded: Map<string, ActorState>, live: boolean): TreeRow[] {
+  const byId = new Map<string, TreeRow>();
+  for (const r of rows) {
+    const status = r.status === 'waiting' && r.waitingFor ? (WAITING[r.waitingFor.kind] ?? r.status) : r.status;
+    byId.set(r.id, { id: r.id, name: r.name, parentId: r.parentId, depth: r.depth, status, tokens: r.tokens, costUsd: r.costUsd });
+  }
+  for (const a of folded.values()) {
+    const known = byId.get(a.actorId);
+    const row: TreeRow = known ?? {
+      id: a.actorId, name: a.spawnedAs?.name ?? a.projection.lastSettings?.agentName ?? a.actorId,
+      parentId: a.spawnedAs?.parentId ?? null, depth: a.spawnedAs?.depth ?? 0, status: 'idle', tokens: 0, costUsd: 0,
+    };
+    if (!live || !known) {
+      row.status = statusOf(a);
+      row.tokens = tokensOf(a);
+      row.costUsd = a.costUsd;
+    }
+    byId.set(a.actorId, row);
+  }
+  // at an earlier position, an actor not spawned yet is not shown
+  if (!live) for (const id of [...byId.keys()]) if (!folded.has(id)) byId.delete(id);
+  const out: TreeRow[] = [];
+  const seen = new Set<string>();
+  const visit = (r: TreeRow): void => {
+    if (seen.has(r.id)) return;
+    seen.add(r.id);
+    out.push(r);
+    for (const c of byId.values()) if (c.parentId === r.id) visit(c);
+  };
+  for (const r of byId.values()) if (r.parentId === null || !byId.has(r.parentId)) visit(r);
+  return out;
+}
+
+const usd = (c: number | null): string => (c === null ? 'unknown' : `$${c.toFixed(4)}`);
+
+/** The tree, one row per actor; clicking one selects it. */
+export function Tree({ rows, selected, onSelect }: { rows: TreeRow[]; selected: string | null; onSelect: (id: string) => void }) {
+  let tokens = 0;
+  let cost: number | null = 0;
+  for (const r of rows) {
+    tokens += r.tokens;
+    cost = cost === null || r.costUsd === null ? null : cost + r.costUsd;
+  }
+  return (
+    <section class="tree" aria-label="actor tree">
+      <h2>Actors</h2>
+      <ul>
+        {rows.map((r) => (
+          <li key={r.id} class={r.id === selected ? 'actor selected' : 'actor'} data-actor={r.id} data-name={r.name} data-status={r.status}
+            style={{ paddingLeft: `${r.depth * 16 + 4}px` }} onClick={() => onSelect(r.id)}>
+            <span class="name">{r.name}</span>
+            <span class={`badge status-${r.status}`}>{r.status.replace('_', ' ')}</span>
+            <span class="usage">{r.tokens} tok · {usd(r.costUsd)}</span>
+          </li>
+        ))}
+      </ul>
+      <div class="tree-total" data-testid="tree-total">tree: {rows.length} actors · {tokens} tok · {usd(cost)}</div>
+    </section>
+  );
+}
