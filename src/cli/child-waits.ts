@@ -1,6 +1,7 @@
 import { followTree } from '../client/follower.js';
 import type { LogReader } from '../store/log-port.js';
 import type { Projection } from '../store/projection.js';
+import type { ActorEvent } from '../protocol/events.js';
 import { describeApproval } from './commands/approvals.js';
 import { answerCommands } from './commands/pending-approvals.js';
 import { answerCommandsFor, describeQuestion } from './commands/questions.js';
@@ -24,6 +25,36 @@ export interface ChildWaitsOptions {
   say: (lines: string[]) => void;
   /** Ends the watch. */
   signal: AbortSignal;
+  /**
+   * Called once the followed agent's whole tree can do nothing but wait for a person: a
+   * descendant parked for one, and every agent with a turn open parked too or waiting only on its
+   * children. With the descendant's `actor/parked`.
+   */
+  onStuck?: (parked: ActorEvent) => void;
+}
+
+/**
+ * True when no agent of the tree under `actorId` can go on without a person: one is parked for
+ * one, and every other agent with a turn open is parked or waits only on children (each open
+ * call a wait, no attempt streaming), and no child it spawned is still starting.
+ */
+export function treeWaitsForPerson(actorId: string, projections: ReadonlyMap<string, Projection>, below: (id: string) => boolean): boolean {
+  let parked = false;
+  for (const [id, p] of projections) {
+    if (id !== actorId && !below(id)) continue;
+    for (const [childId, c] of Object.entries(p.children ?? {})) {
+      if ((c.state === 'requested' || c.state === 'spawned') && !projections.get(childId)?.openTurn && !projections.get(childId)?.parked) return false;
+    }
+    if (!p.openTurn) continue;
+    if (p.parked) {
+      if (id !== actorId) parked = true;
+      continue;
+    }
+    if (p.openAttempt) return false;
+    const open = p.pending.calls.filter((c) => c.observation === null);
+    if (open.length === 0 || !open.every((c) => p.waits?.[c.callId] !== undefined)) return false;
+  }
+  return parked;
 }
 
 /** The lines that say a subagent waits for a person, with the commands that answer it (empty: it does not). */
@@ -72,21 +103,31 @@ export async function watchChildWaits(o: ChildWaitsOptions): Promise<void> {
   try {
     let last = 0;
     // what was asked and answered before this command came is not news: only what still waits
+    const lastParked = new Map<string, ActorEvent>();
     for await (const e of followTree({ reader: o.reader, rootId: o.rootId, projections })) {
       if (e.event.type === 'subagent/spawn_requested') {
         parents.set(e.event.data.childId, e.actorId);
         names.set(e.event.data.childId, e.event.data.name);
       }
+      if (e.event.type === 'actor/parked') lastParked.set(e.actorId, e.event);
       last = e.streamSeq;
     }
     if (o.signal.aborted) return;
     for (const [actorId, p] of projections) sayOf(actorId, p);
+    // parked before this command came, with nothing else of the tree able to go on
+    if (o.onStuck && treeWaitsForPerson(o.actorId, projections, below)) {
+      const parkedEvent = lastParked.get([...projections.keys()].find((id) => below(id) && projections.get(id)?.parked) ?? '');
+      if (parkedEvent) o.onStuck(parkedEvent);
+    }
     for await (const e of followTree({ reader: o.reader, rootId: o.rootId, projections, afterStreamSeq: Math.max(0, last - 1), signal: o.signal })) {
       if (e.event.type === 'subagent/spawn_requested') {
         parents.set(e.event.data.childId, e.actorId);
         names.set(e.event.data.childId, e.event.data.name);
       }
-      if (e.event.type === 'actor/parked') sayOf(e.actorId, e.projection);
+      if (e.event.type === 'actor/parked') {
+        sayOf(e.actorId, e.projection);
+        if (o.onStuck && below(e.actorId) && treeWaitsForPerson(o.actorId, projections, below)) o.onStuck(e.event);
+      }
     }
   } catch {
     // the connection closing under a read as the command ends, or a log it cannot read

@@ -84,6 +84,12 @@ export function gatewayCommands(rt: Runtime): GatewayCommands {
       if (approval.state !== 'pending') {
         throw new ConfigError('gateway.approval_answered', `approval ${p.approvalId} is already ${approval.state}`, { hint: 'an approval is answered once' });
       }
+      if (p.planDigest !== undefined && p.planDigest !== approval.planDigest) {
+        // the person saw another plan than the one the approval binds: their answer is not to this one
+        throw new ConfigError('gateway.plan_changed', `approval ${p.approvalId} binds plan ${approval.planDigest}, not the ${p.planDigest} you were shown`, {
+          hint: 'reload the approval and answer what it binds now',
+        });
+      }
       const answer = p.decision === 'approve' ? { decision: 'approve' as const, always: p.always === true } : { decision: 'deny' as const, reason: p.reason ?? null };
       return deliver(rt, p.agentId, approvalMessage(p.agentId, p.approvalId, approval.planDigest, answer));
     },

@@ -195,6 +195,8 @@ export const RpcParamsSchemas = {
   'inbox.send': z.object({ agentId: z.string(), kind: TextKindSchema, content: z.string().min(1) }).strict(),
   'approval.respond': z.object({
     agentId: z.string(), approvalId: z.string(), decision: z.enum(['approve', 'deny']), reason: z.string().optional(), always: z.boolean().optional(),
+    /** The plan digest the client showed the person: when given, the answer binds to it, and a stale one is refused. */
+    planDigest: z.string().optional(),
   }).strict(),
   'ask.answer': z.object({ agentId: z.string(), questionId: z.string(), optionId: z.string().optional(), text: z.string().optional() })
     .strict().refine((p) => p.optionId !== undefined || p.text !== undefined, { message: 'give optionId or text' }),

@@ -145,13 +145,22 @@ describe('a tree of agents on a host', () => {
     const liveEvents = start(['events', rootId, '--tree', '--follow', '--json', ...common], env, onTestFinished);
     await until('the followers to show the tree', () => follower.stdout().includes('total: ') && tty.stdout().includes('total: ') && liveEvents.stdout().includes('"actor/parked"'));
 
+    // without a terminal the run ends as a parked agent's does once the tree can only wait for a
+    // person (exit 5); the host keeps the tree
+    const ran = await run.ended;
+    expectExit(expect, ran, 5);
     // answered from another CLI process, by the subagent's own ID
     const approved = await cli.run(['approve', childId!, approvalId!, ...common]);
     expectExit(expect, approved, 0);
     expect(approved.stdout).toContain('wrote notes.txt');
-    const ran = await run.ended;
-    expectExit(expect, ran, 0);
-    expect(ran.stdout).toContain('the writer wrote notes.txt');
+    // the host finishes the root with its child's answer
+    let rootTurnEnd: ReturnType<typeof parseEvents>[number] | undefined;
+    for (let i = 0; i < 200 && !rootTurnEnd; i++) {
+      rootTurnEnd = parseEvents((await cli.run(['events', rootId, '--json', ...common])).stdout).find((e) => e.type === 'turn/end');
+      if (!rootTurnEnd) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(rootTurnEnd, 'the root to end on its host').toBeDefined();
+    expect((rootTurnEnd!.data as { answer: string }).answer).toContain('the writer wrote notes.txt');
     expect(await readFile(join(ws, 'notes.txt'), 'utf8')).toBe('hello\n');
 
     const onTty = await tty.ended;
@@ -226,7 +235,7 @@ describe('a tree of agents on a host', () => {
     expect(lines(table.stdout)).toHaveLength(2);
   });
 
-  test('a subagent of a run hosting its tree in-process: approve from another CLI is mail to that run, which finishes the tree', async ({ expect, onTestFinished }) => {
+  test('a subagent of a run hosting its tree in-process: the run ends waiting (exit 5), approve hosts the tree and answers, resume finishes the root', async ({ expect, onTestFinished }) => {
     const ws = await tempDir('ws');
     const dataDir = await tempDir('cli');
     const scratch = await tempDir('script');
@@ -241,15 +250,17 @@ describe('a tree of agents on a host', () => {
     await until('the run to name the waiting subagent', () => approveLine.test(run.stderr()) || run.stdout().includes('completed'));
     const [, childId, approvalId] = approveLine.exec(run.stderr())!;
     const rootId = lines(run.stdout())[0]!;
+    // the tree can only wait for a person: the run ends (exit 5) and lets go of it
+    const ran = await run.ended;
+    expectExit(expect, ran, 5);
+    // approved in-process: the command hosts the tree, the child writes and ends
     const approved = await cli.run(['approve', childId!, approvalId!, ...common]);
     expectExit(expect, approved, 0);
-    // the run that hosts the subagent holds its lease: the answer went to its inbox, and this command
-    // followed (it says who runs the child when it looks before the run has finished and let go)
     expect(approved.stderr).not.toMatch(/is being run by/);
-    if (approved.stderr !== '') expect(approved.stderr).toMatch(new RegExp(`${childId} is run by \\S+; following its events`));
-    const ran = await run.ended;
-    expectExit(expect, ran, 0);
     expect(await readFile(join(ws, 'notes.txt'), 'utf8')).toBe('hello\n');
+    // and the root takes its child's answer and finishes
+    const resumed = await cli.run(['resume', rootId, ...common]);
+    expectExit(expect, resumed, 0);
     const done = JSON.parse((await cli.run(['tree', rootId, '--json', ...common])).stdout) as TreeView;
     expect(done.agents.map((a) => [a.name, a.status])).toEqual([['main', 'completed'], ['writer', 'completed']]);
   });

@@ -98,12 +98,17 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
   let lastEventAt = Date.now();
   o.printer.seedFrom(p);
   // a subagent waiting for a person is said here: its log is not the one this command prints
+  // Without a terminal to ask on, a tree that can only wait for a person ends the command as a
+  // parked agent does (exit 5), the subagent's answer lines said above.
+  let stuckWith: (e: ActorEvent) => void = () => {};
+  const stuck = new Promise<{ kind: 'stuck'; parked: ActorEvent }>((resolve) => (stuckWith = (parked) => resolve({ kind: 'stuck', parked })));
   const childWaits = watchChildWaits({
     reader: rt.reader, config: rt.config, rootId: entry.rootId, actorId: entry.actorId, signal: stop.signal,
     say: (lines) => {
       o.printer.endLine();
       out.stderr.write(`${lines.join('\n')}\n`);
     },
+    ...(o.prompt ? {} : { onStuck: (e: ActorEvent) => stuckWith(e) }),
   });
   // the model's text as it streams, on a terminal: the supervisor publishes it wherever it runs
   const live = o.printer.wantsLive ? createNatsLiveSource(rt.bus.nc).watch(entry, (d) => o.printer.delta(d)) : null;
@@ -142,8 +147,14 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         lastEventAt = Date.now();
       }
       if (onHost) tick ??= new Promise((resolve) => setTimeout(() => resolve({ kind: 'tick' }), TICK_MS));
-      const r = await Promise.race([next, leaving, failed, ...(tick ? [tick] : [])]);
+      const r = await Promise.race([next, leaving, failed, stuck, ...(tick ? [tick] : [])]);
       if (r.kind === 'leave' || r.kind === 'stop') return leave(r);
+      if (r.kind === 'stuck') {
+        o.printer.endLine();
+        // --json: the last line is the fact that the tree waits, as it is for an agent parked itself
+        if (o.json) out.stdout.write(`${JSON.stringify(r.parked)}\n`);
+        return EXIT.waiting;
+      }
       if (r.kind === 'tick') {
         tick = null;
         const now = Date.now();

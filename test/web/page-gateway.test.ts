@@ -1,0 +1,105 @@
+// The page against the real thing: an `actorloop host` and an `actorloop serve` process on one
+// nats-server, a subagent tree whose child's write needs approval. In headless chromium the tree
+// shows the child waiting for approval, its tool call's statechart lights awaiting_approval,
+// clicking Approve sends the answer through the gateway's JSON-RPC, the tool runs and the tree
+// completes. A screenshot of each stage is saved under the test's temp dir (its path printed).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { CliPool, REPO_ROOT, cliEnv, lines } from '../helpers/cli.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+
+const usage = { input_tokens: 40, output_tokens: 4 };
+const TREE = {
+  agents: {
+    main: { responses: [{ tool_calls: [{ name: 'spawn_agent', arguments: { task: 'write notes.txt', name: 'writer', mode: 'foreground' } }], usage }, { content: 'the writer wrote it', usage }] },
+    writer: { responses: [{ tool_calls: [{ name: 'write_file', arguments: { path: 'notes.txt', content: 'hello\n' } }], usage }, { content: 'wrote notes.txt', usage }] },
+  },
+};
+
+let nats: TestNats;
+let browser: Browser;
+let dataDir: string;
+const procs: ChildProcess[] = [];
+const dirs: string[] = [];
+const pool = new CliPool();
+
+function start(args: string[]): { proc: ChildProcess; out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  const proc = spawn(process.execPath, ['bin/actorloop.js', ...args, '--nats', nats.url, '--data-dir', dataDir], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
+  proc.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
+  procs.push(proc);
+  return { proc, out: () => out, err: () => err };
+}
+
+async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  dataDir = await tempDir('page-gw');
+  dirs.push(dataDir);
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  await pool.killAll();
+  await nats?.stop();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+test('a child\'s approval in the page: the tree shows it waiting, its call lights awaiting_approval, Approve runs the tool and the tree completes', async ({ onTestFinished }) => {
+  const ws = await tempDir('page-gw-ws');
+  const shots = await tempDir('page-gw-shots');
+  dirs.push(ws);
+  const script = join(ws, '..', `tree-${Date.now()}.json`);
+  await writeFile(script, JSON.stringify(TREE));
+  const host = start(['host', '--name', 'page-host', '--lease-ttl', '10000']);
+  await until('the host to start', () => host.err().includes('hosting agents'));
+  const serve = start(['serve', '--port', '0']);
+  await until('serve to print its URL', () => serve.out().includes('\n'));
+  const url = serve.out().split('\n')[0]!;
+  // handed to the host; without a terminal the run stops (exit 5) once the tree waits for a person
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const run = await cli.run(['run', 'have a writer write notes.txt', '--model', `scripted:${script}`, '--approve', 'ask', '--cwd', ws, '--nats', nats.url, '--data-dir', dataDir]);
+  const rootId = lines(run.stdout)[0]!;
+  expect(rootId).toMatch(/^agt_/);
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${url}?actor=${rootId}`);
+  // the tree: the root, and its child waiting for approval
+  await page.getByText('writer', { exact: true }).first().waitFor({ timeout: 30_000 });
+  await until('the child to show as waiting for approval', async () => (await page.textContent('body'))!.includes('waiting approval'));
+  await page.screenshot({ path: join(shots, 'waiting.png'), fullPage: true });
+  console.log(`screenshot: ${join(shots, 'waiting.png')}`);
+  await page.getByText('writer', { exact: true }).first().click();
+  await until('the write_file call\'s chart to light awaiting_approval', async () => (await page.textContent('body'))!.includes('awaiting_approval'));
+  const approve = page.locator('button.approve').first();
+  await approve.waitFor({ timeout: 15_000 });
+  await approve.click();
+  await until('the file to be written', async () => (await readFile(join(ws, 'notes.txt'), 'utf8').catch(() => '')) === 'hello\n');
+  const done = async (): Promise<boolean> => {
+    const res = await fetch(`${url}v1/actors`);
+    const { actors } = (await res.json()) as { actors: Array<{ id: string; status: string }> };
+    return actors.length === 2 && actors.every((a) => a.status === 'completed');
+  };
+  await until('the tree to complete', done);
+  await page.screenshot({ path: join(shots, 'completed.png'), fullPage: true });
+  console.log(`screenshot: ${join(shots, 'completed.png')}`);
+  expect(errors).toEqual([]);
+  await page.close();
+  serve.proc.kill('SIGTERM');
+  host.proc.kill('SIGTERM');
+}, 120_000);
