@@ -141,13 +141,23 @@ export async function remoteSendCommand(
   });
 }
 
-/** `interrupt --gateway URL <agentId>`: `turn.interrupt`, then the turn followed to its (cancelled) end. */
+/**
+ * `interrupt --gateway URL <agentId>`: `turn.interrupt`, then the turn followed to its end; exit 0
+ * once it ended cancelled, as the local command; no open turn: said, exit 0.
+ */
 export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags & { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
   return withClient(opts, async (client) => {
-    const { seq } = await stateOf(client, agentId);
+    const d = await client.call('actor.inspect', { agentId });
+    if (d.openTurn === null) {
+      const last = d.lastTurn ? ` (its last turn ended ${d.lastTurn.outcome})` : '';
+      out.stderr.write(`${agentId} has no open turn: nothing to interrupt${terminalText(last)}\n`);
+      return EXIT.completed;
+    }
     await client.call('turn.interrupt', { agentId });
     const json = opts.json === true;
-    return followRemoteTurn({ client, agentId, printer: new RunPrinter(out, json), out, json, prompt: null, config, printAfterSeq: seq });
+    const code = await followRemoteTurn({ client, agentId, printer: new RunPrinter(out, json), out, json, prompt: null, config, printAfterSeq: d.seq });
+    // the turn ended as asked: the command did what it was told
+    return code === EXIT.interrupted ? EXIT.completed : code;
   });
 }
 
