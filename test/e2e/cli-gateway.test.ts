@@ -95,6 +95,8 @@ test('run --gateway parked for a person without a TTY exits 5; approve --gateway
   const agentId = lines(run.stdout)[0]!;
   const approvalId = /waiting for approval (apr_\S+)/.exec(run.stderr)?.[1];
   expect(approvalId, run.stderr).toBeDefined();
+  // the line to answer it reaches the agent through the same gateway
+  expect(run.stderr).toContain(`approve: actorloop approve ${agentId} ${approvalId} --gateway ${url} --gateway-token-file ${tokenFile}`);
   const approve = await a.cli.run(['approve', agentId, approvalId!, ...a.gw]);
   expectExit(expect, approve, 0);
   expect(approve.stdout).toContain('completed');
@@ -135,6 +137,29 @@ test('interrupt --gateway ends a parked turn cancelled (exit 0, as locally); sen
   const inject = await a.cli.run(['send', agentId, 'the slug must be lowercase', '--inject', ...a.gw]);
   expectExit(expect, inject, 0);
   expect(inject.stdout).toMatch(/^msg_\S+ \(inject\)\n$/);
+  expect(existsSync(a.dataDir)).toBe(false);
+}, 60_000);
+
+test('a question through the gateway: run exits 5 with it, answer --gateway --option finishes the turn', async ({ onTestFinished }) => {
+  const a = await setup(onTestFinished);
+  const script = join(a.ws, 'ask.json');
+  const colour = { name: 'ask_user', arguments: { question: 'Which colour?', options: [{ id: 'red', label: 'Red' }, { id: 'blue', label: 'Blue' }] } };
+  await writeFile(script, JSON.stringify({ responses: [{ tool_calls: [colour] }, { content: 'blue it is' }] }));
+  const run = await a.cli.run(['run', 'ask me', '--model', `scripted:${script}`, '--cwd', a.ws, '--json', ...a.gw]);
+  expectExit(expect, run, 5);
+  const agentId = lines(run.stderr)[0]!;
+  expect(agentId).toMatch(AGENT_ID);
+  const qid = /waiting for an answer to question (q_\w+)/.exec(run.stderr)?.[1];
+  expect(qid, run.stderr).toBeDefined();
+  expect(run.stderr).toContain('1) Red [red]');
+  expect(JSON.parse(lines(run.stdout).at(-1)!)).toMatchObject({ type: 'actor/parked', data: { waitingFor: 'question', ids: [qid] } });
+  const answered = await a.cli.run(['answer', agentId, qid!, '--option', 'blue', '--json', ...a.gw]);
+  expectExit(expect, answered, 0);
+  const last = JSON.parse(lines(answered.stdout).at(-1)!);
+  expect(last).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'blue it is' } });
+  const wrong = await a.cli.run(['answer', agentId, qid!, '--option', 'red', ...a.gw]);
+  expectExit(expect, wrong, 2);
+  expect(lines(wrong.stderr)).toHaveLength(1);
   expect(existsSync(a.dataDir)).toBe(false);
 }, 60_000);
 

@@ -9,6 +9,7 @@ import type { ActorEvent } from '../../protocol/events.js';
 import type { ActorSummary } from '../../protocol/gateway.js';
 import type { TextKind } from '../person-messages.js';
 import { EXIT } from '../exit-codes.js';
+import type { WhereConfig } from '../hints.js';
 import { EventDescriber, eventLine, RunPrinter, type Out } from '../output.js';
 import { followRemoteTurn } from '../remote-turn.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
@@ -32,6 +33,11 @@ export interface GatewayFlags {
 /** Where the gateway is, from the flags; a token file that cannot be read is one line, exit 2. */
 export function gatewayTarget(o: GatewayFlags): GatewayTarget {
   return { url: o.gateway!, token: o.gatewayTokenFile !== undefined ? readToken(o.gatewayTokenFile) : null };
+}
+
+/** The config whose command lines (a hint to approve, to go on) reach the agent through the same gateway. */
+function remoteWhere(config: EffectiveConfig, o: GatewayFlags): WhereConfig {
+  return { sources: config.sources, dataDir: config.dataDir, natsUrl: config.natsUrl, gateway: { url: o.gateway!, tokenFile: o.gatewayTokenFile ?? null } };
 }
 
 async function withClient(o: GatewayFlags, f: (client: GatewayClient) => Promise<number>): Promise<number> {
@@ -78,7 +84,7 @@ export async function remoteRunCommand(task: string, opts: RunOptions & GatewayF
     });
     (json || out.quiet ? out.stderr : out.stdout).write(`${submitted.agentId}\n`);
     return followRemoteTurn({
-      client, agentId: submitted.agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config, printAfterSeq: 0,
+      client, agentId: submitted.agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: 0,
     });
   });
 }
@@ -101,7 +107,7 @@ export async function remoteApproveCommand(
     });
     const json = opts.json === true;
     return followRemoteTurn({
-      client, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config, printAfterSeq: seq, answered: new Map([[approvalId, messageId]]),
+      client, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[approvalId, messageId]]),
     });
   });
 }
@@ -119,7 +125,7 @@ export async function remoteAnswerCommand(
     const { messageId } = await client.call('ask.answer', { agentId, questionId, ...(opts.option !== undefined ? { optionId: opts.option } : { text: text! }) });
     const json = opts.json === true;
     return followRemoteTurn({
-      client, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config, printAfterSeq: seq, answered: new Map([[questionId, messageId]]),
+      client, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[questionId, messageId]]),
     });
   });
 }
@@ -137,7 +143,7 @@ export async function remoteSendCommand(
     (json || out.quiet ? out.stderr : out.stdout).write(`${messageId} (${sent.replace('_', '-')})\n`);
     // a steer or an inject to an idle agent starts nothing: there is no turn end to wait for
     if (opts.follow === false || (sent !== 'follow_up' && !open)) return EXIT.completed;
-    return followRemoteTurn({ client, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config, printAfterSeq: seq });
+    return followRemoteTurn({ client, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq });
   });
 }
 
@@ -155,7 +161,7 @@ export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags
     }
     await client.call('turn.interrupt', { agentId });
     const json = opts.json === true;
-    const code = await followRemoteTurn({ client, agentId, printer: new RunPrinter(out, json), out, json, prompt: null, config, printAfterSeq: d.seq });
+    const code = await followRemoteTurn({ client, agentId, printer: new RunPrinter(out, json), out, json, prompt: null, config: remoteWhere(config, opts), printAfterSeq: d.seq });
     // the turn ended as asked: the command did what it was told
     return code === EXIT.interrupted ? EXIT.completed : code;
   });
@@ -224,7 +230,7 @@ export async function remoteTreeCommand(agentId: string, opts: GatewayFlags & { 
     const me = actors.find((a) => a.id === agentId);
     if (!me) throw new NotFoundError('actor.not_found', `no agent ${agentId} at the gateway`, { hint: 'pass an agent ID that `actorloop runs` lists where the host runs' });
     const view = treeViewOf(actors.filter((a) => a.rootId === me.rootId), me.rootId);
-    out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${[...treeLines(view), ...answerLines(config, view)].join('\n')}\n`);
+    out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${[...treeLines(view), ...answerLines(remoteWhere(config, opts), view)].join('\n')}\n`);
     return EXIT.completed;
   });
 }
