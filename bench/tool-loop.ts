@@ -19,6 +19,8 @@
  * the inbox section out) --inbox-first-byte 200 (the scripted model's delay before the steered step's answer, ms)
  * --goals 20 (goals whose continuations are timed, one agent each; 0 leaves the section out) --goal-turns 4
  * --fanout 10,100,1000 (children one parent spawns, on one host; 0 leaves them out) --fanout-hosts 100 (the same across two supervisors).
+ * --gateway-agents 100 (agents whose events one gateway client receives, then the tool loop at --agents with the gateway
+ * running and without; 0 leaves the gateway section out).
  * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
  * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
  */
@@ -40,6 +42,7 @@ import { runLongTurn } from './long-turn.js';
 import { runInboxLatency } from './inbox-latency.js';
 import { runGoalContinuation } from './goal-continuation.js';
 import { printFanout, runFanout } from './fanout.js';
+import { runGatewaySection } from './gateway.js';
 
 const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
@@ -76,6 +79,8 @@ interface Flags {
   /** Children one parent spawns in the fan-out section, per run on one host (empty leaves it out), and across two. */
   fanout: number[];
   fanoutHosts: number[];
+  /** Agents of the gateway section (0 leaves it out). */
+  gatewayAgents: number;
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -108,6 +113,7 @@ const FLAG_OPTIONS = {
   fanout: { type: 'string', default: '10,100,1000' },
   'fanout-hosts': { type: 'string', default: '100' },
   'inbox-first-byte': { type: 'string', default: '200' },
+  'gateway-agents': { type: 'string', default: '100' },
 } as const;
 
 function parseFlags(): Flags {
@@ -115,7 +121,7 @@ function parseFlags(): Flags {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'model-latency': string; 'skip-model': boolean;
     'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
     'floor-pad': string; 'long-steps': string; 'long-result-bytes': string; fresh: string; 'fresh-lanes': string;
-    inbox: string; 'inbox-first-byte': string; goals: string; 'goal-turns': string; fanout: string; 'fanout-hosts': string;
+    inbox: string; 'inbox-first-byte': string; goals: string; 'goal-turns': string; fanout: string; 'fanout-hosts': string; 'gateway-agents': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -154,6 +160,7 @@ function parseFlags(): Flags {
     goalTurns: int('goal-turns', values['goal-turns'], 2),
     fanout: list('fanout', values.fanout),
     fanoutHosts: list('fanout-hosts', values['fanout-hosts']),
+    gatewayAgents: int('gateway-agents', values['gateway-agents'], 0),
   };
 }
 
@@ -386,6 +393,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   console.log(`load average at start: ${loadavg().map((x) => x.toFixed(2)).join(' ')} (other processes share these CPUs)`);
   const started = Date.now();
   if (flags.agents.length > 0) await toolLoop(rt, flags, started);
+  if (flags.gatewayAgents > 0) await runGatewaySection(rt, { agents: flags.gatewayAgents, loopAgents: flags.agents, steps: flags.steps, runs: flags.runs });
 
   if (flags.fresh > 0 && flags.freshLanes.length > 0) {
     await runFreshAgents(rt, 1, 20, 3); // warm-up, not reported
@@ -450,7 +458,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100 --gateway-agents 100)\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed

@@ -21,10 +21,14 @@ export function shellQuote(arg: string): string {
 }
 
 /** What a printed command line needs of the config of the command that prints it. */
-export type WhereConfig = Pick<EffectiveConfig, 'sources' | 'dataDir' | 'natsUrl'>;
+export type WhereConfig = Pick<EffectiveConfig, 'sources' | 'dataDir' | 'natsUrl'> & {
+  /** A command run with `--gateway`: the lines it prints reach the agent through the same gateway. */
+  gateway?: { url: string; tokenFile: string | null };
+};
 
-/** The flags that take a pasted command where this one went: `--data-dir` unless it is the built-in default, `--nats` when a server was named. */
+/** The flags that take a pasted command where this one went: `--data-dir` unless it is the built-in default, `--nats` when a server was named (or `--gateway`). */
 export function whereFlags(config: WhereConfig): string[] {
+  if (config.gateway) return ['--gateway', config.gateway.url, ...(config.gateway.tokenFile !== null ? ['--gateway-token-file', config.gateway.tokenFile] : [])];
   const flags: string[] = [];
   if ((config.sources.data_dir ?? 'default') !== 'default') flags.push('--data-dir', config.dataDir);
   if (config.natsUrl !== null) flags.push('--nats', config.natsUrl);

@@ -13,7 +13,8 @@ import { goalCommand } from './commands/goal.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
 import { planCommand } from './commands/plan.js';
-import { sendCommand } from './commands/send.js';
+import { sendCommand, validateSend } from './commands/send.js';
+import { remoteAnswerCommand, remoteApproveCommand, remoteEventsCommand, remoteInterruptCommand, remoteRunCommand, remoteSendCommand } from './commands/remote.js';
 import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
 import { serveCommand } from './commands/serve.js';
@@ -99,6 +100,11 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     if (o.config !== undefined && o.config.length > 0) f.overrides = o.config;
     return f;
   };
+  // --gateway: the command drives a remote runtime through `actorloop serve`, opening no bus or store
+  const remote = (cmd: Command): Command =>
+    cmd
+      .option('--gateway <url>', 'drive the runtime behind this gateway (`actorloop serve`, e.g. http://127.0.0.1:7420): no NATS, no LMDB here')
+      .option('--gateway-token-file <file>', "with --gateway: a file holding the gateway's bearer token (its first line)");
   // The workspace file's keys that did not count are named once per command, on stderr, when
   // the command is done: a command's first line (the agent ID of `run`) stays its first.
   const ignored = new Set<string>();
@@ -121,7 +127,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
       }
     };
 
-  common(program.command('run').argument('<task>', 'what the agent should do'))
+  remote(common(program.command('run').argument('<task>', 'what the agent should do')))
     .description('start an agent on a task: hand it to a running host and follow it, else host it here, until the turn ends')
     .option('--model <spec>', 'scripted:<file.json> or openai:<model> (default with OPENAI_API_KEY: openai:gpt-4.1-mini)')
     .option('--base-url <url>', 'an OpenAI-compatible endpoint for openai: models (default: OPENAI_BASE_URL)')
@@ -152,7 +158,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--goal-seconds <s>', "the goal's time budget: seconds of its turns while it is active")
     .addOption(new Option('--fault <spec>', 'inject a fault here (the agent is then hosted in this process): <point>[:<agentId>][@<n>][=kill|drop]'))
     .addOption(quietOption())
-    .action(act(async (task: string, o) => runCommand(task, o, load(o), outFor(o))));
+    .action(act(async (task: string, o) => (o.gateway ? remoteRunCommand(task, o, load(o), outFor(o)) : runCommand(task, o, load(o), outFor(o)))));
 
   common(program.command('plan').argument('<agentId>'))
     .description("show an agent's plan; --accept starts its next turn in normal mode with the plan pinned, and follows it")
@@ -162,32 +168,35 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .addOption(quietOption())
     .action(act(async (id: string, o) => planCommand(id, o, load(o), outFor(o))));
 
-  common(program.command('approve').argument('<agentId>').argument('<approvalId>'))
+  remote(common(program.command('approve').argument('<agentId>').argument('<approvalId>')))
     .description('approve a pending tool call and follow (or host) the agent to the end of its turn')
     .option('--always', 'also allow this exact plan (tool and arguments) again for this agent without asking')
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .addOption(quietOption())
-    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'approve', o, load(o), outFor(o))));
+    .action(act(async (id: string, apr: string, o) =>
+      (o.gateway ? remoteApproveCommand(id, apr, 'approve', o, load(o), outFor(o)) : answerCommand(id, apr, 'approve', o, load(o), outFor(o)))));
 
-  common(program.command('deny').argument('<agentId>').argument('<approvalId>'))
+  remote(common(program.command('deny').argument('<agentId>').argument('<approvalId>')))
     .description('deny a pending tool call (the model is told why) and follow (or host) the agent to the end of its turn')
     .option('--reason <text>', 'why, for the model')
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .addOption(quietOption())
-    .action(act(async (id: string, apr: string, o) => answerCommand(id, apr, 'deny', o, load(o), outFor(o))));
+    .action(act(async (id: string, apr: string, o) =>
+      (o.gateway ? remoteApproveCommand(id, apr, 'deny', o, load(o), outFor(o)) : answerCommand(id, apr, 'deny', o, load(o), outFor(o)))));
 
-  common(program.command('answer').argument('<agentId>').argument('<questionId>').argument('[text]', "the answer in your own words (where the question takes them)"))
+  remote(common(program.command('answer').argument('<agentId>').argument('<questionId>').argument('[text]', "the answer in your own words (where the question takes them)")))
     .description("answer an agent's question (ask_user) and follow (or host) the agent to the end of its turn")
     .option('--option <id>', 'answer by picking one of the options the question offers')
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent in this process, not on a running host')
     .addOption(new Option('--fault <spec>', 'inject a fault').hideHelp())
     .addOption(quietOption())
-    .action(act(async (id: string, qid: string, text: string | undefined, o) => answerQuestionCommand(id, qid, text, o, load(o), outFor(o))));
+    .action(act(async (id: string, qid: string, text: string | undefined, o) =>
+      (o.gateway ? remoteAnswerCommand(id, qid, text, o, load(o), outFor(o)) : answerQuestionCommand(id, qid, text, o, load(o), outFor(o)))));
 
   common(program.command('resume').argument('[agentId]', 'the agent (or --last)'))
     .description('finish an agent\'s turn: follow it on the host that runs it, hand it to a running host, or rehydrate it here')
@@ -205,13 +214,13 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--in-process', 'with an action: change it in this process when no host holds the agent, even with hosts running')
     .action(act(async (id: string, action: string | undefined, o) => goalCommand(id, action, o, load(o), out)));
 
-  common(program.command('interrupt').argument('<agentId>'))
+  remote(common(program.command('interrupt').argument('<agentId>')))
     .description("interrupt the agent's open turn wherever it runs: the turn ends cancelled (exit 0); nothing open: says so")
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'carry the interrupt out in this process when no host holds the agent, even with hosts running')
-    .action(act(async (id: string, o) => interruptCommand(id, o, load(o), out)));
+    .action(act(async (id: string, o) => (o.gateway ? remoteInterruptCommand(id, o, load(o), out) : interruptCommand(id, o, load(o), out))));
 
-  common(program.command('send').argument('<agentId>').argument('<text>', 'what the agent should know; - reads it from stdin'))
+  remote(common(program.command('send').argument('<agentId>').argument('<text>', 'what the agent should know; - reads it from stdin')))
     .description("send a person's message to an agent: a steer while a turn runs, else a new turn; then follow it to its next turn end")
     .addOption(new Option('--steer', 'into the running turn at its next step (default while a turn runs)').conflicts(['inject', 'followUp']))
     .addOption(new Option('--inject', 'context for the next step, waking nobody: it never starts a turn').conflicts(['steer', 'followUp']))
@@ -220,7 +229,8 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'host the agent here when no host holds it, even with hosts running')
     .addOption(quietOption())
-    .action(act(async (id: string, text: string, o) => sendCommand(id, text, o, load(o), outFor(o))));
+    .action(act(async (id: string, text: string, o) =>
+      (o.gateway ? remoteSendCommand(id, text, validateSend(text, o), o, load(o), outFor(o)) : sendCommand(id, text, o, load(o), outFor(o)))));
 
   common(program.command('host'))
     .description('host agents until SIGTERM: claim leases for agents with work, run them, renew, drain on exit')
@@ -245,13 +255,13 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
       return serveCommand(o, load(o), out);
     }));
 
-  common(program.command('events').argument('<agentId>'))
+  remote(common(program.command('events').argument('<agentId>')))
     .description("print an agent's event log")
     .option('--after <seq>', 'only events after this sequence', wholeNumber('--after', 0))
     .option('--follow', 'keep printing new events until Ctrl-C')
     .option('--json', 'NDJSON, one event per line')
     .option('--tree', 'every log of its tree in the order committed, each line led by the agent\'s name')
-    .action(act(async (id: string, o) => eventsCommand(id, o, load(o), out)));
+    .action(act(async (id: string, o) => (o.gateway ? remoteEventsCommand(id, o, out) : eventsCommand(id, o, load(o), out))));
 
   common(program.command('runs'))
     .description('list the agents of this data dir, newest first: status, turns, workspace, last task')

@@ -1,3 +1,4 @@
+import { remoteTreeCommand } from './remote.js';
 import type { Command } from 'commander';
 import { loadConfig, type EffectiveConfig } from '../../config/config.js';
 import { readTreeView, watchTree, type TreeAgent, type TreeView } from '../../client/tree.js';
@@ -24,7 +25,9 @@ export function registerTreeCommand(program: Command, kit: CommandKit): Command 
     .description('show an agent and its subagents: name, ID, status, step or tool, tokens and cost of each, and the sums')
     .option('--follow', 'redraw as the tree changes, until no agent runs or waits (Ctrl-C stops)')
     .option('--json', 'the tree as one JSON object (with --follow: NDJSON, one snapshot per change)')
-    .action(act(async (id: string, o) => treeCommand(id, o, loadConfig(flags(o)), out)));
+    .option('--gateway <url>', 'read the tree from this gateway (`actorloop serve`): no NATS, no LMDB here')
+    .option('--gateway-token-file <file>', "with --gateway: a file holding the gateway's bearer token (its first line)")
+    .action(act(async (id: string, o) => (o.gateway ? remoteTreeCommand(id, o, loadConfig(flags(o)), out) : treeCommand(id, o, loadConfig(flags(o)), out))));
 }
 
 /**

@@ -1,0 +1,104 @@
+import type { ActorDirectory } from '../bus/directory.js';
+import type { GatewayClient, StreamedEvent } from '../client/gateway-client.js';
+import type { ActorEvent } from '../protocol/events.js';
+import { emptyProjection, foldEvent } from '../store/projection.js';
+import { PromptInterrupted, describeApproval, type Prompt } from './commands/approvals.js';
+import { awaitingPerson } from './commands/follow-turn.js';
+import { printTurnEnd, printWaiting } from './commands/turn-output.js';
+import type { WhereConfig } from './hints.js';
+import type { Out, RunPrinter } from './output.js';
+
+// `followTurn` for a runtime reached through the gateway: the agent's events come from an
+// `events.subscribe` over the gateway's WebSocket, are folded into the projection every client
+// folds, and printed by the same printer and turn-end code as a local command's.
+
+/**
+ * The directory is the gateway host's, not this command's: a remote command records no status
+ * (the log is where a status comes from; the directory is a cache of it).
+ */
+const NO_DIRECTORY = { get: async () => null, put: async () => {} } as unknown as ActorDirectory;
+
+/** What `followRemoteTurn` needs. */
+export interface RemoteTurnOptions {
+  client: GatewayClient;
+  agentId: string;
+  printer: RunPrinter;
+  out: Out;
+  json: boolean;
+  /** Asks a person on a TTY; null: a wait for a person exits 5. */
+  prompt: Prompt | null;
+  config: WhereConfig;
+  /** Events up to this log seq are folded, not printed, and a turn end among them is not the one followed. */
+  printAfterSeq: number;
+  /** Approvals (and questions) this command answered already (ID → message ID). */
+  answered?: Map<string, string>;
+}
+
+/**
+ * Follows the agent's next turn end through the gateway and returns the local command's exit
+ * code: the outcome's, 5 when it waits for a person and no one can be asked here. Approvals are
+ * asked on a TTY and answered with `approval.respond`; a question is printed with exit 5.
+ */
+export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
+  const p = emptyProjection(o.agentId);
+  const answered = new Map(o.answered ?? []);
+  const queue: StreamedEvent[] = [];
+  let wake: (() => void) | null = null;
+  let failure: Error | null = null;
+  const poke = (): void => {
+    wake?.();
+    wake = null;
+  };
+  await o.client.subscribeEvents({ agentId: o.agentId, afterStreamSeq: 0 }, (e) => (queue.push(e), poke()), (err) => ((failure = err), poke()));
+  const out = { directory: NO_DIRECTORY, printer: o.printer, out: o.out, json: o.json };
+  let seeded = false;
+  for (;;) {
+    if (queue.length === 0) {
+      if (failure) throw failure;
+      await new Promise<void>((resolve) => (wake = resolve));
+      continue;
+    }
+    const { event: raw } = queue.shift()!;
+    const event = raw as unknown as ActorEvent;
+    if (event.seq <= p.seq) continue;
+    foldEvent(p, event);
+    if (event.seq <= o.printAfterSeq) continue;
+    if (!seeded) {
+      o.printer.seedFrom(p);
+      seeded = true;
+    }
+    if (event.type === 'inbox/cancelled') {
+      for (const [id, messageId] of answered) if (messageId === event.data.messageId) answered.delete(id);
+    }
+    o.printer.commit([event]);
+    if (event.type === 'actor/parked') {
+      const waiting = awaitingPerson(p, answered);
+      if (waiting.length === 0) continue;
+      o.printer.endLine();
+      if (!o.prompt || p.parked?.waitingFor === 'question') return printWaiting(out, { actorId: o.agentId, projection: p }, waiting, o.config);
+      for (const approvalId of waiting) {
+        const a = p.approvals?.[approvalId];
+        if (!a || a.state !== 'pending') continue;
+        let answer;
+        try {
+          answer = await o.prompt(describeApproval(approvalId, a));
+        } catch (err) {
+          if (!(err instanceof PromptInterrupted)) throw err;
+          const { messageId } = await o.client.call('turn.interrupt', { agentId: o.agentId });
+          o.out.stderr.write(`interrupting ${o.agentId} (message ${messageId})\n`);
+          break;
+        }
+        const { messageId } = await o.client.call('approval.respond', {
+          agentId: o.agentId, approvalId, ...(answer.decision === 'approve' ? { decision: 'approve', always: answer.always } : { decision: 'deny', ...(answer.reason ? { reason: answer.reason } : {}) }),
+        });
+        answered.set(approvalId, messageId);
+      }
+      continue;
+    }
+    if (event.type === 'turn/end' && event.data.goalContinues !== true) {
+      const ended = { turnId: event.turn!, outcome: event.data.outcome, reason: event.data.reason, answer: event.data.answer, costUsd: event.data.costUsd ?? null };
+      return printTurnEnd(out, { actorId: o.agentId, projection: p }, ended, o.config);
+    }
+  }
+}
+
