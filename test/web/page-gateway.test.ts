@@ -2,7 +2,9 @@
 // nats-server, a subagent tree whose child's write needs approval. In headless chromium the tree
 // shows the child waiting for approval, its tool call's statechart lights awaiting_approval,
 // clicking Approve sends the answer through the gateway's JSON-RPC, the tool runs and the tree
-// completes. A screenshot of each stage is saved under the test's temp dir (its path printed).
+// completes; the investigators demo shows its three children and their notices; a steer typed in
+// the page is included in the agent's next step. Screenshots are saved under each test's temp
+// dir (their paths printed).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -99,6 +101,81 @@ test('a child\'s approval in the page: the tree shows it waiting, its call light
   await page.screenshot({ path: join(shots, 'completed.png'), fullPage: true });
   console.log(`screenshot: ${join(shots, 'completed.png')}`);
   expect(errors).toEqual([]);
+  await page.close();
+  serve.proc.kill('SIGTERM');
+  host.proc.kill('SIGTERM');
+}, 120_000);
+
+/** The events of one agent, through the gateway's own SSE would be the page's way; the CLI reads the log. */
+async function eventsOf(cli: ReturnType<CliPool['forTest']>, id: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
+  const r = await cli.run(['events', id, '--json', '--nats', nats.url, '--data-dir', dataDir]);
+  return lines(r.stdout).map((l) => JSON.parse(l) as { type: string; data: Record<string, unknown> });
+}
+
+test('the investigators demo in the page: the root and its three children, each done, their notices in the root\'s events', async ({ onTestFinished }) => {
+  const shots = await tempDir('page-gw-shots');
+  const serve = start(['serve', '--port', '0']);
+  await until('serve to print its URL', () => serve.out().includes('\n'));
+  const url = serve.out().split('\n')[0]!;
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const demo = await cli.run(['demo', 'investigators', '--nats', nats.url, '--data-dir', dataDir]);
+  expect(demo.code).toBe(0);
+  const rootId = /^(agt_\S+)$/m.exec(demo.stdout)![1]!;
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${url}?actor=${rootId}`);
+  for (const name of ['failure-reader', 'change-reader', 'reproducer']) await page.getByText(name, { exact: true }).first().waitFor({ timeout: 30_000 });
+  await until('the tree to read 4 actors', async () => (await page.textContent('body'))!.includes('tree: 4 actors'));
+  // the children's notices and reports reached the root: its event list holds them
+  await page.selectOption('select', { label: 'inbox/received' }).catch(() => {});
+  const text = (await page.textContent('body'))!;
+  expect(text).toContain('inbox/received');
+  const rootEvents = await eventsOf(cli, rootId);
+  const notices = rootEvents.filter((e) => e.type === 'inbox/received' && e.data.kind === 'subagent_completed');
+  expect(notices).toHaveLength(3);
+  await page.screenshot({ path: join(shots, 'investigators.png'), fullPage: true });
+  console.log(`screenshot: ${join(shots, 'investigators.png')}`);
+  expect(errors).toEqual([]);
+  await page.close();
+  serve.proc.kill('SIGTERM');
+}, 120_000);
+
+test('a steer typed in the page is included in the agent\'s next step', async ({ onTestFinished }) => {
+  const ws = await tempDir('page-gw-ws');
+  const shots = await tempDir('page-gw-shots');
+  dirs.push(ws);
+  const script = join(ws, '..', `steer-${Date.now()}.json`);
+  // the first answer takes its time: the steer arrives while it streams and the next step takes it
+  await writeFile(script, JSON.stringify({ responses: [
+    { tool_calls: [{ name: 'list_dir', arguments: { path: '.' } }], delay_ms: 4000, usage },
+    { content: 'steered', usage },
+  ] }));
+  const host = start(['host', '--name', 'steer-host', '--lease-ttl', '10000']);
+  await until('the host to start', () => host.err().includes('hosting agents'));
+  const serve = start(['serve', '--port', '0']);
+  await until('serve to print its URL', () => serve.out().includes('\n'));
+  const url = serve.out().split('\n')[0]!;
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const run = start(['run', 'list the workspace', '--model', `scripted:${script}`, '--cwd', ws]);
+  await until('the run to print its agent', () => /^agt_/m.test(run.out()));
+  const agentId = /^(agt_\S+)$/m.exec(run.out())![1]!;
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  await page.goto(`${url}?actor=${agentId}`);
+  const input = page.locator('form.steer input');
+  await input.waitFor({ timeout: 30_000 });
+  await until('the page to be live', async () => !(await page.locator('form.steer button').isDisabled()));
+  await input.fill('look at src first');
+  await page.locator('form.steer button').click();
+  await until('the turn to end', async () => (await eventsOf(cli, agentId)).some((e) => e.type === 'turn/end'), 60_000);
+  const events = await eventsOf(cli, agentId);
+  const steer = events.find((e) => e.type === 'inbox/received' && e.data.kind === 'steer')!;
+  expect(steer.data.content).toBe('look at src first');
+  // the request of step 2 includes it
+  const included = events.filter((e) => e.type === 'request/prepared').flatMap((e) => (e.data.messageIds as string[] | undefined) ?? []);
+  expect(included).toContain(steer.data.messageId);
+  await page.screenshot({ path: join(shots, 'steered.png'), fullPage: true });
+  console.log(`screenshot: ${join(shots, 'steered.png')}`);
   await page.close();
   serve.proc.kill('SIGTERM');
   host.proc.kill('SIGTERM');
