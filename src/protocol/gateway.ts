@@ -40,8 +40,8 @@ export const ActorSummarySchema = z.object({
 /** One actor of `GET /v1/actors`. */
 export type ActorSummary = z.infer<typeof ActorSummarySchema>;
 
-/** `GET /v1/actors`. */
-export const ActorsResponseSchema = z.object({ actors: z.array(ActorSummarySchema) });
+/** `GET /v1/actors`; `faultsAllowed`: the gateway runs with `--allow-faults` (a client may offer `fault.kill`). */
+export const ActorsResponseSchema = z.object({ actors: z.array(ActorSummarySchema), faultsAllowed: z.boolean().optional() });
 
 /** A pending approval as a person must see it to decide: exactly what it binds to. */
 export const PendingApprovalSchema = z.object({

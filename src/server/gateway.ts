@@ -75,7 +75,7 @@ function buildApp(o: GatewayOptions): Hono {
   });
 
   const v1 = `/${GATEWAY_PROTOCOL_VERSION}`;
-  app.get(`${v1}/actors`, async (c) => c.json({ actors: await listActors(reads) }));
+  app.get(`${v1}/actors`, async (c) => c.json({ actors: await listActors(reads), faultsAllowed: o.allowFaults }));
   app.get(`${v1}/actors/:id`, async (c) => c.json(await inspectActor(reads, c.req.param('id'))));
   app.get(`${v1}/machines`, (c) => c.json({ machines: o.machines }));
   app.get(`${v1}/schema`, (c) => {

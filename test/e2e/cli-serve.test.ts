@@ -35,7 +35,7 @@ test('serve prints its URL, answers /v1/actors, and exits 0 on SIGTERM leaving n
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     const res = await fetch(`${url}v1/actors`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ actors: [] });
+    expect(await res.json()).toEqual({ actors: [], faultsAllowed: false });
     expect(await processesWith(join(dataDir, 'nats'))).not.toEqual([]);
     child.kill('SIGTERM');
     expect(await exited).toEqual({ code: 0, signal: null });

@@ -180,3 +180,46 @@ test('a steer typed in the page is included in the agent\'s next step', async ({
   serve.proc.kill('SIGTERM');
   host.proc.kill('SIGTERM');
 }, 120_000);
+
+test('kill from the page SIGKILLs the host, and the page shows the takeover by a second host', async ({ onTestFinished }) => {
+  const ws = await tempDir('page-gw-ws');
+  const shots = await tempDir('page-gw-shots');
+  dirs.push(ws);
+  const script = join(ws, '..', `kill-${Date.now()}.json`);
+  // the first answer waits long enough for the kill; the host that takes over answers it again
+  await writeFile(script, JSON.stringify({ responses: [{ content: 'survived the kill', delay_ms: 3000, usage }] }));
+  const a = start(['host', '--name', 'kill-host-a', '--lease-ttl', '2000']);
+  await until('host A to start', () => a.err().includes('hosting agents'));
+  const serve = start(['serve', '--port', '0', '--allow-faults']);
+  await until('serve to print its URL', () => serve.out().includes('\n'));
+  const url = serve.out().split('\n')[0]!;
+  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const run = start(['run', 'answer slowly', '--model', `scripted:${script}`, '--cwd', ws]);
+  await until('the run to print its agent', () => /^agt_/m.test(run.out()));
+  const agentId = /^(agt_\S+)$/m.exec(run.out())![1]!;
+  await until('host A to take the agent', async () => (await eventsOf(cli, agentId)).some((e) => e.type === 'attempt/start'));
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  await page.goto(`${url}?actor=${agentId}`);
+  const kill = page.locator('button.kill');
+  await kill.waitFor({ timeout: 30_000 });
+  await until('the page to be live', async () => !(await kill.isDisabled()));
+  await kill.click();
+  await until('host A to die by SIGKILL', () => a.proc.signalCode === 'SIGKILL');
+  // a second host takes the agent over once A's lease lapses, and carries the turn on
+  const b = start(['host', '--name', 'kill-host-b', '--lease-ttl', '2000']);
+  await until('host B to start', () => b.err().includes('hosting agents'));
+  await until('the turn to end on host B', async () => (await eventsOf(cli, agentId)).some((e) => e.type === 'turn/end'), 60_000);
+  const events = await eventsOf(cli, agentId);
+  expect(events.some((e) => e.type === 'actor/killed')).toBe(true);
+  expect(events.some((e) => e.type === 'actor/rehydrated')).toBe(true);
+  // the page followed it: the kill and the recovery are in its event list, the turn's end too
+  await until('the page to show the takeover', async () => {
+    const text = (await page.textContent('body'))!;
+    return text.includes('actor/killed') && text.includes('actor/rehydrated') && text.includes('turn/end');
+  });
+  await page.screenshot({ path: join(shots, 'takeover.png'), fullPage: true });
+  console.log(`screenshot: ${join(shots, 'takeover.png')}`);
+  await page.close();
+  serve.proc.kill('SIGTERM');
+  b.proc.kill('SIGTERM');
+}, 120_000);
