@@ -88,3 +88,21 @@ export function whenStopped(): { stopped: Promise<StopSignal>; dispose: () => vo
   });
   return { stopped, dispose };
 }
+
+/**
+ * For a long-running command (`host`, `serve`): resolves with the signal that asks it to stop —
+ * a stop signal, or Ctrl-C (SIGINT) — and `dispose` removes both listeners.
+ */
+export function whenAskedToStop(): { stopped: Promise<string>; dispose: () => void } {
+  let dispose = (): void => {};
+  const stopped = new Promise<string>((resolve) => {
+    const off = onStop(resolve);
+    const onSigint = (): void => resolve('SIGINT');
+    process.once('SIGINT', onSigint);
+    dispose = () => {
+      off();
+      process.off('SIGINT', onSigint);
+    };
+  });
+  return { stopped, dispose };
+}

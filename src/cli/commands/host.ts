@@ -5,7 +5,7 @@ import { Host } from '../../actors/host.js';
 import { EXIT } from '../exit-codes.js';
 import { eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime } from '../runtime.js';
-import { onStop } from '../stop-signals.js';
+import { whenAskedToStop } from '../stop-signals.js';
 
 /** Options of `actorloop host`. */
 export interface HostCommandOptions {
@@ -39,13 +39,7 @@ export async function hostCommand(opts: HostCommandOptions, config: EffectiveCon
       name, supervisor, leases: rt.leases, directory: rt.bus.directory, logger, presence: { store: rt.hosts, identity },
     });
     // SIGTERM and SIGHUP reach it through main's catch (also when they came during the start)
-    let offStop = (): void => {};
-    let onSigint = (): void => {};
-    const stopped = new Promise<string>((resolve) => {
-      offStop = onStop(resolve);
-      onSigint = () => resolve('SIGINT');
-      process.once('SIGINT', onSigint);
-    });
+    const { stopped, dispose: stopListening } = whenAskedToStop();
     try {
       await host.start();
       out.stderr.write(`host ${name}: hosting agents (lease TTL ${Math.round(rt.leases.ttlMs / 1000)} s); SIGTERM, SIGHUP or Ctrl-C drains and exits\n`);
@@ -54,8 +48,7 @@ export async function hostCommand(opts: HostCommandOptions, config: EffectiveCon
       await host.drain();
       return EXIT.completed;
     } finally {
-      offStop();
-      process.off('SIGINT', onSigint);
+      stopListening();
     }
   } finally {
     await rt.close();

@@ -9,7 +9,7 @@ import { EXIT } from '../exit-codes.js';
 import { gatewayCommands } from '../gateway-commands.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime } from '../runtime.js';
-import { onStop } from '../stop-signals.js';
+import { whenAskedToStop } from '../stop-signals.js';
 
 /** Options of `actorloop serve`. */
 export interface ServeOptions {
@@ -80,13 +80,7 @@ export async function serveCommand(opts: ServeOptions, config: EffectiveConfig, 
       logger,
       ...(dir ? { pageDir: dir } : {}),
     });
-    let offStop = (): void => {};
-    let onSigint = (): void => {};
-    const stopped = new Promise<string>((resolve) => {
-      offStop = onStop(resolve);
-      onSigint = () => resolve('SIGINT');
-      process.once('SIGINT', onSigint);
-    });
+    const { stopped, dispose: stopListening } = whenAskedToStop();
     try {
       out.stdout.write(`${gateway.url}/\n`);
       out.stderr.write(`gateway: serving ${gateway.url}/${token ? ' (bearer token required)' : ''}${opts.allowFaults ? ', fault orders allowed' : ''}; SIGTERM or Ctrl-C stops it\n`);
@@ -95,8 +89,7 @@ export async function serveCommand(opts: ServeOptions, config: EffectiveConfig, 
       await gateway.close();
       return EXIT.completed;
     } finally {
-      offStop();
-      process.off('SIGINT', onSigint);
+      stopListening();
     }
   } finally {
     await rt.close();
