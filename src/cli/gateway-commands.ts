@@ -1,15 +1,19 @@
 import { hostname } from 'node:os';
 import { ConfigError, NotFoundError } from '../protocol/errors.js';
 import { newId } from '../protocol/ids.js';
+import type { TurnRequest } from '../protocol/events.js';
+import type { RpcParams } from '../protocol/gateway.js';
 import type { InboxMessage } from '../protocol/inbox.js';
+import { outputValidator } from '../model/output-schema.js';
 import { pendingApprovals } from '../store/projection.js';
 import type { GatewayCommands } from '../server/gateway.js';
 import { noHostError } from '../server/rpc.js';
 import { approvalMessage } from './commands/approvals.js';
 import { answerFromArgs, questionToAnswer } from './commands/answer.js';
 import { questionAnswerMessage } from './commands/questions.js';
+import { continueRequest, nextTaskMessage } from './commands/continue.js';
 import { validateRun, type RunOptions } from './commands/run.js';
-import { entryOf, foldLog, placementOf, releaseToHosts, submitToHosts } from './hand-off.js';
+import { entryOf, foldLog, latestAgent, placementOf, releaseToHosts, submitToHosts } from './hand-off.js';
 import { lineFor } from './hints.js';
 import { interruptMessage } from './interrupt-key.js';
 import { sendAsPerson, textMessage } from './person-messages.js';
@@ -37,26 +41,68 @@ async function deliver(rt: Runtime, agentId: string, msg: InboxMessage): Promise
   return { messageId: msg.id };
 }
 
+/**
+ * `run`'s options for a `turn.submit`: the same checks (`validateRun`, `continueRequest`) then
+ * apply to a remote run as to a local one. A file the CLI reads (instructions, output schema)
+ * comes as its contents: `withGatewaySettings` puts those in.
+ */
+function runOptionsOf(p: RpcParams<'turn.submit'>): RunOptions {
+  const str = (n: number | undefined): string | undefined => (n === undefined ? undefined : String(n));
+  const opts: RunOptions = {
+    model: p.model, cwd: p.cwd, approve: p.approve, maxSteps: p.maxSteps, maxToolCalls: p.maxToolCalls, tools: p.tools,
+    planMode: p.planMode, deadline: p.deadlineSeconds, maxTokens: p.maxTokens, maxCost: p.maxCostUsd, effort: p.effort,
+    maxOutputTokens: p.maxOutputTokens, completeWhen: p.completeWhen,
+    goal: p.goal?.objective, goalTokens: str(p.goal?.tokens), goalCost: str(p.goal?.costUsd), goalSeconds: str(p.goal?.seconds),
+  };
+  // an absent key is a flag not given (`settingsOfFlags` tells a given one by its presence)
+  for (const k of Object.keys(opts) as (keyof RunOptions)[]) if (opts[k] === undefined) delete opts[k];
+  return opts;
+}
+
+/** Whether a `turn.submit` says any setting of the turn beyond its task. */
+function carriesSettings(p: RpcParams<'turn.submit'>): boolean {
+  return Object.keys(p).some((k) => !['task', 'agentId', 'last', 'cwd'].includes(k));
+}
+
+/** The request with the instructions and output schema the call carries as text and JSON (checked as `run` checks the files). */
+function withGatewaySettings(request: TurnRequest, p: RpcParams<'turn.submit'>): TurnRequest {
+  if (p.instructions !== undefined) {
+    if (p.instructions.trim() === '') throw new ConfigError('config.instructions', 'the instructions are empty', { hint: 'send the system prompt\'s text, or leave instructions out' });
+    request.instructions = p.instructions;
+  }
+  if (p.outputSchema !== undefined) {
+    outputValidator(p.outputSchema);
+    request.outputSchema = p.outputSchema;
+  }
+  return request;
+}
+
 /** The gateway's commands over an open runtime. */
 export function gatewayCommands(rt: Runtime): GatewayCommands {
   const line = lineFor(rt.config);
   return {
     async submit(p) {
-      if (p.agentId !== undefined) {
-        const { messageId } = await deliver(rt, p.agentId, textMessage(p.agentId, 'follow_up', p.task));
-        return { agentId: p.agentId, messageId, turnId: null };
+      const opts = runOptionsOf(p);
+      if (p.agentId !== undefined || p.last === true) {
+        const entry = p.agentId !== undefined ? await entryOf(rt, p.agentId) : await latestAgent(rt, p.cwd ?? '.');
+        const proj = await foldLog(rt, entry);
+        if (!proj.lastSettings) {
+          if (carriesSettings(p)) {
+            throw new ConfigError('gateway.no_settings', `${entry.actorId} has run no turn yet, so its next turn has no settings to change`, {
+              hint: 'send the task alone (its first turn takes the settings it was started with)',
+            });
+          }
+          const { messageId } = await deliver(rt, entry.actorId, textMessage(entry.actorId, 'follow_up', p.task));
+          return { agentId: entry.actorId, messageId, turnId: null };
+        }
+        // the next turn as `run --continue` makes it: the last turn's settings, what this call says over them
+        const request = withGatewaySettings(await continueRequest(opts, rt.config, proj.lastSettings), p);
+        const msg = nextTaskMessage(entry.actorId, p.task, request, proj.openTurn !== null);
+        const { messageId } = await deliver(rt, entry.actorId, msg);
+        return { agentId: entry.actorId, messageId, turnId: null };
       }
       if ((await rt.hosts.live(Date.now())).length === 0) throw noHostError();
-      const opts: RunOptions = {
-        ...(p.model !== undefined ? { model: p.model } : {}),
-        ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
-        ...(p.approve !== undefined ? { approve: p.approve } : {}),
-        ...(p.maxSteps !== undefined ? { maxSteps: p.maxSteps } : {}),
-        ...(p.maxToolCalls !== undefined ? { maxToolCalls: p.maxToolCalls } : {}),
-        ...(p.tools !== undefined ? { tools: p.tools } : {}),
-        ...(p.planMode ? { planMode: true } : {}),
-      };
-      const request = await validateRun(p.task, opts, rt.config);
+      const request = withGatewaySettings(await validateRun(p.task, opts, rt.config), p);
       const actorId = newId('agent');
       const message: InboxMessage = {
         id: newId('message'), from: GATEWAY_SENDER, to: actorId, kind: 'user_message', target: 'next_turn', wakeup: true,

@@ -1,5 +1,6 @@
 import type { ActorDirectory } from '../bus/directory.js';
-import type { GatewayClient, StreamedEvent } from '../client/gateway-client.js';
+import type { StreamedEvent } from '../client/gateway-client.js';
+import { connectionLost, type GatewaySession } from '../client/gateway-session.js';
 import type { ActorEvent } from '../protocol/events.js';
 import { emptyProjection, foldEvent } from '../store/projection.js';
 import { PromptInterrupted, describeApproval, type Prompt } from './commands/approvals.js';
@@ -10,7 +11,9 @@ import type { Out, RunPrinter } from './output.js';
 
 // `followTurn` for a runtime reached through the gateway: the agent's events come from an
 // `events.subscribe` over the gateway's WebSocket, are folded into the projection every client
-// folds, and printed by the same printer and turn-end code as a local command's.
+// folds, and printed by the same printer and turn-end code as a local command's. A connection
+// lost on the way is made again and the subscription resumed after the last stream sequence
+// seen: nothing is missed, and an event seen twice is folded once (its seq is not above the fold's).
 
 /**
  * The directory is the gateway host's, not this command's: a remote command records no status
@@ -18,9 +21,18 @@ import type { Out, RunPrinter } from './output.js';
  */
 const NO_DIRECTORY = { get: async () => null, put: async () => {} } as unknown as ActorDirectory;
 
+/**
+ * Where a resumed subscription starts: the last commit seen is read again, since a connection
+ * may drop between the events of one commit (they share its stream sequence); what was folded
+ * already is skipped by its seq.
+ */
+export function resumeAfter(lastStreamSeq: number): number {
+  return Math.max(0, lastStreamSeq - 1);
+}
+
 /** What `followRemoteTurn` needs. */
 export interface RemoteTurnOptions {
-  client: GatewayClient;
+  session: GatewaySession;
   agentId: string;
   printer: RunPrinter;
   out: Out;
@@ -32,6 +44,12 @@ export interface RemoteTurnOptions {
   printAfterSeq: number;
   /** Approvals (and questions) this command answered already (ID → message ID). */
   answered?: Map<string, string>;
+  /**
+   * The message carrying the task this command follows (`run --continue`, `--last`): printing
+   * starts with its receipt, and a turn that ends before taking it (the one running when it came)
+   * is followed past.
+   */
+  taskMessageId?: string;
 }
 
 /**
@@ -45,24 +63,38 @@ export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
   const queue: StreamedEvent[] = [];
   let wake: (() => void) | null = null;
   let failure: Error | null = null;
+  let lastStreamSeq = 0;
   const poke = (): void => {
     wake?.();
     wake = null;
   };
-  await o.client.subscribeEvents({ agentId: o.agentId, afterStreamSeq: 0 }, (e) => (queue.push(e), poke()), (err) => ((failure = err), poke()));
+  const subscribe = async (): Promise<void> => {
+    failure = null;
+    await o.session.client.subscribeEvents({ agentId: o.agentId, afterStreamSeq: resumeAfter(lastStreamSeq) }, (e) => (queue.push(e), poke()), (err) => ((failure = err), poke()));
+  };
+  await subscribe();
   const out = { directory: NO_DIRECTORY, printer: o.printer, out: o.out, json: o.json };
   let seeded = false;
+  let printAfter = o.taskMessageId !== undefined ? Infinity : o.printAfterSeq;
   for (;;) {
     if (queue.length === 0) {
-      if (failure) throw failure;
+      if (failure) {
+        if (!connectionLost(failure)) throw failure;
+        o.printer.endLine();
+        await o.session.reconnect(failure);
+        await subscribe();
+        continue;
+      }
       await new Promise<void>((resolve) => (wake = resolve));
       continue;
     }
-    const { event: raw } = queue.shift()!;
+    const { event: raw, streamSeq } = queue.shift()!;
+    lastStreamSeq = Math.max(lastStreamSeq, streamSeq);
     const event = raw as unknown as ActorEvent;
     if (event.seq <= p.seq) continue;
     foldEvent(p, event);
-    if (event.seq <= o.printAfterSeq) continue;
+    if (printAfter === Infinity && p.inbox[o.taskMessageId!] !== undefined) printAfter = Math.max(o.printAfterSeq, event.seq - 1);
+    if (event.seq <= printAfter) continue;
     if (!seeded) {
       o.printer.seedFrom(p);
       seeded = true;
@@ -84,11 +116,11 @@ export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
           answer = await o.prompt(describeApproval(approvalId, a));
         } catch (err) {
           if (!(err instanceof PromptInterrupted)) throw err;
-          const { messageId } = await o.client.call('turn.interrupt', { agentId: o.agentId });
+          const { messageId } = await o.session.client.call('turn.interrupt', { agentId: o.agentId });
           o.out.stderr.write(`interrupting ${o.agentId} (message ${messageId})\n`);
           break;
         }
-        const { messageId } = await o.client.call('approval.respond', {
+        const { messageId } = await o.session.client.call('approval.respond', {
           agentId: o.agentId, approvalId, ...(answer.decision === 'approve' ? { decision: 'approve', always: answer.always } : { decision: 'deny', ...(answer.reason ? { reason: answer.reason } : {}) }),
         });
         answered.set(approvalId, messageId);
@@ -96,6 +128,9 @@ export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
       continue;
     }
     if (event.type === 'turn/end' && event.data.goalContinues !== true) {
+      // the turn that was running when the task came: the task's own turn comes after it
+      const task = o.taskMessageId !== undefined ? p.inbox[o.taskMessageId] : undefined;
+      if (task?.state === 'pending') continue;
       const ended = { turnId: event.turn!, outcome: event.data.outcome, reason: event.data.reason, answer: event.data.answer, costUsd: event.data.costUsd ?? null };
       return printTurnEnd(out, { actorId: o.agentId, projection: p }, ended, o.config);
     }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { TurnOutcomeSchema } from './turn-settings.js';
+import { CompleteWhenSchema } from './completion.js';
+import { ReasoningEffortSchema, TurnOutcomeSchema } from './turn-settings.js';
 
 // The gateway's client protocol (design §11), versioned apart from the event format: `/v1` is
 // this file. Every request and response the gateway serves is a schema here; `GET /v1/schema`
@@ -191,7 +192,29 @@ export const RpcParamsSchemas = {
     maxToolCalls: z.number().int().nonnegative().optional(),
     tools: z.string().optional(),
     planMode: z.boolean().optional(),
-  }).strict(),
+    /** The turn's wall-clock limit, seconds (`run --deadline`). */
+    deadlineSeconds: z.number().positive().optional(),
+    /** Tokens the turn's attempts may use (`--max-tokens`). */
+    maxTokens: z.number().int().positive().optional(),
+    /** USD the turn's attempts may cost (`--max-cost`); the model must be priced in the gateway's config. */
+    maxCostUsd: z.number().positive().optional(),
+    effort: ReasoningEffortSchema.optional(),
+    maxOutputTokens: z.number().int().positive().optional(),
+    /** The system prompt itself (the CLI reads `--instructions FILE` and sends its text). */
+    instructions: z.string().min(1).optional(),
+    /** A JSON Schema the final answer must fit (`--output-schema FILE`, its contents). */
+    outputSchema: z.record(z.string(), z.unknown()).optional(),
+    completeWhen: CompleteWhenSchema.optional(),
+    /** A goal that outlives the turn (`--goal` with its budgets). */
+    goal: z.object({
+      objective: z.string().min(1),
+      tokens: z.number().int().positive().optional(),
+      costUsd: z.number().positive().optional(),
+      seconds: z.number().positive().optional(),
+    }).strict().optional(),
+    /** The task is the next turn of the latest root agent of `cwd`'s workspace (`run --last`); not with `agentId`. */
+    last: z.boolean().optional(),
+  }).strict().refine((p) => !(p.last === true && p.agentId !== undefined), { message: 'give agentId or last, not both' }),
   'inbox.send': z.object({ agentId: z.string(), kind: TextKindSchema, content: z.string().min(1) }).strict(),
   'approval.respond': z.object({
     agentId: z.string(), approvalId: z.string(), decision: z.enum(['approve', 'deny']), reason: z.string().optional(), always: z.boolean().optional(),

@@ -184,3 +184,58 @@ test('a wrong token, an unreachable gateway and an unknown agent: one line each,
   expect(lines(unknown.stderr)).toHaveLength(1);
   expect(existsSync(a.dataDir)).toBe(false);
 }, 60_000);
+
+test('run --gateway carries the turn settings of run\'s flags; --continue and --last make the next turn of an agent; --base-url is refused', async ({ onTestFinished }) => {
+  const a = await setup(onTestFinished);
+  const script = join(a.ws, 'answers.json');
+  await writeFile(script, JSON.stringify({ responses: [{ content: '{"word":"one"}' }, { content: '{"word":"two"}' }, { content: '{"word":"three"}' }] }));
+  const instructions = join(a.ws, 'prompt.txt');
+  await writeFile(instructions, 'You answer in one word.\n');
+  const schema = join(a.ws, 'schema.json');
+  await writeFile(schema, JSON.stringify({ type: 'object', properties: { word: { type: 'string' } }, required: ['word'] }));
+  const run = await a.cli.run([
+    'run', 'say one', '--model', `scripted:${script}`, '--cwd', a.ws, '--json', '--deadline', '600', '--max-tokens', '50000', '--effort', 'low',
+    '--max-output-tokens', '900', '--instructions', instructions, '--output-schema', schema, '--max-steps', '4', ...a.gw,
+  ]);
+  expectExit(expect, run, 0);
+  const agentId = lines(run.stderr)[0]!;
+  expect(agentId).toMatch(AGENT_ID);
+  const events = await a.cli.run(['events', agentId, '--json', ...a.local]);
+  expectExit(expect, events, 0);
+  const starts = lines(events.stdout).map((l) => JSON.parse(l)).filter((e) => e.type === 'turn/start');
+  expect(starts).toHaveLength(1);
+  expect(starts[0].data.settings).toMatchObject({
+    instructions: 'You answer in one word.\n', effort: 'low', maxOutputTokens: 900, outputSchema: { required: ['word'] },
+    budgets: { maxSteps: 4, maxTokens: 50000 },
+  });
+  // the deadline is made absolute when the turn starts
+  const started = Date.parse(starts[0].at);
+  expect(starts[0].data.settings.budgets.deadlineAt).toBeGreaterThanOrEqual(started + 590_000);
+  expect(starts[0].data.settings.budgets.deadlineAt).toBeLessThanOrEqual(started + 610_000);
+
+  // the next turn of the same agent, its settings kept (the output schema too) but for what is said again
+  const next = await a.cli.run(['run', 'say two', '--continue', agentId, '--max-steps', '3', '--json', ...a.gw]);
+  expectExit(expect, next, 0);
+  expect(JSON.parse(lines(next.stdout).at(-1)!)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: '{"word":"two"}' } });
+  const last = await a.cli.run(['run', 'say three', '--last', '--cwd', a.ws, ...a.gw]);
+  expectExit(expect, last, 0);
+  expect(last.stdout).toContain('three');
+  // one turn/start printed per command: each follows its own turn only
+  expect(lines(next.stdout).map((l) => JSON.parse(l)).filter((e) => e.type === 'turn/start')).toHaveLength(1);
+  const all = await a.cli.run(['events', agentId, '--json', ...a.local]);
+  const settings = lines(all.stdout).map((l) => JSON.parse(l)).filter((e) => e.type === 'turn/start').map((e) => e.data.settings);
+  expect(settings).toHaveLength(3);
+  expect(settings[1]).toMatchObject({ instructions: 'You answer in one word.\n', effort: 'low', budgets: { maxSteps: 3 } });
+  expect(settings[2].workspace).toBe(a.ws);
+
+  // checked here, before anything is sent: one line, exit 2
+  const badBudget = await a.cli.run(['run', 'x', '--model', `scripted:${script}`, '--max-tokens', 'lots', ...a.gw]);
+  expectExit(expect, badBudget, 2);
+  expect(badBudget.stderr).toContain('--max-tokens takes a whole number');
+  const baseUrl = await a.cli.run(['run', 'x', '--model', 'openai:gpt-4.1-mini', '--base-url', 'http://127.0.0.1:9/v1', ...a.gw]);
+  expectExit(expect, baseUrl, 2);
+  expect(lines(baseUrl.stderr)).toHaveLength(1);
+  expect(baseUrl.stderr).toContain('--base-url is not carried');
+  const unknownAgent = await a.cli.run(['run', 'x', '--continue', 'agt_01J0000000000000000000000A', ...a.gw]);
+  expectExit(expect, unknownAgent, 3);
+}, 90_000);

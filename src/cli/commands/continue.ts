@@ -63,7 +63,7 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
  * them): to an idle agent the task of its next turn, as `run`'s is; to one in a turn, a follow-up
  * it takes when that turn ends.
  */
-function nextTaskMessage(agentId: string, task: string, request: TurnRequest, busy: boolean): InboxMessage {
+export function nextTaskMessage(agentId: string, task: string, request: TurnRequest, busy: boolean): InboxMessage {
   return {
     id: newId('message'),
     from: CLI_SENDER,

@@ -1,23 +1,24 @@
 import { resolve } from 'node:path';
 import type { EffectiveConfig } from '../../config/config.js';
-import { GatewayClient, sseEvents, type GatewayTarget } from '../../client/gateway-client.js';
+import { GatewayClient, sseEvents, type GatewayTarget, type StreamedEvent } from '../../client/gateway-client.js';
+import { connectionLost, GatewaySession, RECONNECT_FOR_MS, type SessionNotices } from '../../client/gateway-session.js';
 import type { TreeAgent, TreeView } from '../../client/tree.js';
 import { ROOT_NAME } from '../../client/tree.js';
 import { parseModelSpec } from '../../model/model-spec.js';
-import { ConfigError, NotFoundError } from '../../protocol/errors.js';
+import { ActorloopError, ConfigError, NotFoundError } from '../../protocol/errors.js';
 import type { ActorEvent } from '../../protocol/events.js';
-import type { ActorSummary } from '../../protocol/gateway.js';
+import type { ActorSummary, RpcParams } from '../../protocol/gateway.js';
 import type { TextKind } from '../person-messages.js';
 import { EXIT } from '../exit-codes.js';
 import type { WhereConfig } from '../hints.js';
 import { EventDescriber, eventLine, RunPrinter, type Out } from '../output.js';
-import { followRemoteTurn } from '../remote-turn.js';
+import { followRemoteTurn, resumeAfter } from '../remote-turn.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { terminalText } from '../terminal-text.js';
 import { promptFor } from './resume.js';
 import { readToken } from './serve.js';
-import { checkTask, type RunOptions } from './run.js';
-import { answerLines, treeLines } from './tree.js';
+import { checkTask, goalOfFlags, settingsOfFlags, type RunOptions } from './run.js';
+import { answerLines, drawTreeViews, treeLines } from './tree.js';
 
 // The commands that drive a remote runtime through the gateway (`--gateway URL`): no NATS, no
 // LMDB here, only the gateway's JSON-RPC and SSE (docs/gateway.md). Each prints what the local
@@ -40,51 +41,93 @@ function remoteWhere(config: EffectiveConfig, o: GatewayFlags): WhereConfig {
   return { sources: config.sources, dataDir: config.dataDir, natsUrl: config.natsUrl, gateway: { url: o.gateway!, tokenFile: o.gatewayTokenFile ?? null } };
 }
 
-async function withClient(o: GatewayFlags, f: (client: GatewayClient) => Promise<number>): Promise<number> {
-  const client = await GatewayClient.connect(gatewayTarget(o));
+/** What a session says on stderr when it loses the gateway and when it has it again. */
+function sessionNotices(o: GatewayFlags, out: Out): SessionNotices {
+  return {
+    lost: (err) => out.stderr.write(`lost the gateway at ${o.gateway} (${terminalText(err.message)}); connecting again…\n`),
+    back: () => out.stderr.write(`connected to the gateway at ${o.gateway} again; carrying on from the last event seen\n`),
+  };
+}
+
+async function withSession(o: GatewayFlags, out: Out, f: (session: GatewaySession) => Promise<number>): Promise<number> {
+  const session = await GatewaySession.open(gatewayTarget(o), sessionNotices(o, out));
   try {
-    return await f(client);
+    return await f(session);
   } finally {
-    client.close();
+    session.close();
   }
 }
 
-/** `run` flags the gateway's `turn.submit` does not carry: refused rather than dropped. */
-const LOCAL_ONLY: (keyof RunOptions)[] = [
-  'deadline', 'maxTokens', 'maxCost', 'baseUrl', 'outputSchema', 'effort', 'maxOutputTokens', 'inProcess',
-  'continue', 'last', 'instructions', 'completeWhen', 'goal', 'goalTokens', 'goalCost', 'goalSeconds',
-];
+/**
+ * `run` flags the gateway's `turn.submit` does not carry, refused rather than dropped: the model
+ * endpoint is the hosts' to choose, and where an agent is hosted is theirs too.
+ */
+const LOCAL_ONLY: (keyof RunOptions)[] = ['baseUrl', 'inProcess'];
+
+/**
+ * The settings of `run`'s flags as `turn.submit` params, checked here as a local `run` checks
+ * them (a mistake is one line, exit 2, before anything is sent); the files they name
+ * (instructions, output schema) are read here and sent as their contents.
+ */
+async function submitSettings(opts: RunOptions, config: EffectiveConfig): Promise<Partial<RpcParams<'turn.submit'>>> {
+  // the workspace is the gateway's to check: it may be a path of its machine
+  const flags = await settingsOfFlags({ ...opts, cwd: undefined });
+  const goal = goalOfFlags(opts, config);
+  const some = <T,>(k: string, v: T | undefined | null): Record<string, T> => (v === undefined || v === null ? {} : { [k]: v });
+  return {
+    ...some('approve', flags.approvalMode),
+    ...some('maxSteps', flags.maxSteps),
+    ...some('maxToolCalls', flags.maxToolCalls),
+    ...(opts.tools !== undefined ? { tools: opts.tools } : {}),
+    ...(flags.planMode ? { planMode: true } : {}),
+    ...some('deadlineSeconds', flags.deadlineSeconds),
+    ...some('maxTokens', flags.maxTokens),
+    ...some('maxCostUsd', flags.maxCostUsd),
+    ...some('effort', flags.effort),
+    ...some('maxOutputTokens', flags.maxOutputTokens),
+    ...some('instructions', flags.instructions),
+    ...some('outputSchema', flags.outputSchema),
+    ...some('completeWhen', flags.completeWhen),
+    ...(goal ? { goal: { objective: goal.objective, ...goal.budget } } : {}),
+  };
+}
 
 /**
  * `run --gateway URL <task>`: `turn.submit` to the gateway (a host behind it takes the agent),
  * then the turn followed over its event subscription to its end, printed as a local run's.
+ * With `--continue <agent>` or `--last` the task is that agent's next turn, as locally.
  */
 export async function remoteRunCommand(task: string, opts: RunOptions & GatewayFlags, config: EffectiveConfig, out: Out): Promise<number> {
   checkTask(task);
   const given = LOCAL_ONLY.filter((k) => opts[k] !== undefined && opts[k] !== false);
   if (given.length > 0) {
     const flag = given[0]!.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    throw new ConfigError('cli.gateway_flag', `--${flag} is not carried by the gateway's turn.submit`, { hint: 'drop it, or run without --gateway where the runtime is' });
+    throw new ConfigError('cli.gateway_flag', `--${flag} is not carried by the gateway's turn.submit`, {
+      hint: flag === 'base-url' ? 'the hosts behind the gateway choose the model endpoint: drop it, or run without --gateway' : 'drop it, or run without --gateway where the runtime is',
+    });
   }
-  // paths are this command's: the gateway resolves them from its own directory
-  const spec = opts.model ?? config.defaultModel ?? undefined;
+  const continuing = opts.continue !== undefined || opts.last === true;
+  if (opts.continue !== undefined && opts.last) throw new ConfigError('cli.continue_last', '--continue <agent> and --last name the agent twice', { hint: 'pass one of them' });
+  // paths are this command's: the gateway resolves them from its own directory; a next turn keeps its model unless one is named
+  const spec = opts.model ?? (continuing ? undefined : config.defaultModel ?? undefined);
   const parsed = spec !== undefined ? parseModelSpec(spec) : null;
   const model = parsed?.provider === 'scripted' ? `scripted:${resolve(parsed.file)}` : spec;
-  return withClient(opts, async (client) => {
+  const settings = await submitSettings(opts, config);
+  return withSession(opts, out, async (session) => {
     const json = opts.json === true;
-    const submitted = await client.call('turn.submit', {
+    const submitted = await session.client.call('turn.submit', {
       task,
-      cwd: resolve(opts.cwd ?? '.'),
+      // a next turn keeps its workspace unless one is named; `--last` looks in this one
+      ...(!continuing || opts.cwd !== undefined || opts.last ? { cwd: resolve(opts.cwd ?? '.') } : {}),
+      ...(opts.continue !== undefined ? { agentId: opts.continue } : {}),
+      ...(opts.last ? { last: true } : {}),
       ...(model !== undefined ? { model } : {}),
-      ...(opts.approve !== undefined ? { approve: opts.approve } : {}),
-      ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
-      ...(opts.maxToolCalls !== undefined ? { maxToolCalls: opts.maxToolCalls } : {}),
-      ...(opts.tools !== undefined ? { tools: opts.tools } : {}),
-      ...(opts.planMode ? { planMode: true } : {}),
+      ...settings,
     });
     (json || out.quiet ? out.stderr : out.stdout).write(`${submitted.agentId}\n`);
     return followRemoteTurn({
-      client, agentId: submitted.agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: 0,
+      session, agentId: submitted.agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts),
+      printAfterSeq: 0, ...(continuing ? { taskMessageId: submitted.messageId } : {}),
     });
   });
 }
@@ -100,14 +143,14 @@ export async function remoteApproveCommand(
   agentId: string, approvalId: string, decision: 'approve' | 'deny', opts: GatewayFlags & { json?: boolean; always?: boolean; reason?: string },
   config: EffectiveConfig, out: Out,
 ): Promise<number> {
-  return withClient(opts, async (client) => {
-    const { seq } = await stateOf(client, agentId);
-    const { messageId } = await client.call('approval.respond', {
+  return withSession(opts, out, async (session) => {
+    const { seq } = await stateOf(session.client, agentId);
+    const { messageId } = await session.client.call('approval.respond', {
       agentId, approvalId, decision, ...(opts.always ? { always: true } : {}), ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
     });
     const json = opts.json === true;
     return followRemoteTurn({
-      client, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[approvalId, messageId]]),
+      session, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[approvalId, messageId]]),
     });
   });
 }
@@ -120,12 +163,12 @@ export async function remoteAnswerCommand(
   if (text === undefined && opts.option === undefined) {
     throw new ConfigError('cli.answer_missing', 'no answer given', { hint: 'pass the answer as text, or --option <id>' });
   }
-  return withClient(opts, async (client) => {
-    const { seq } = await stateOf(client, agentId);
-    const { messageId } = await client.call('ask.answer', { agentId, questionId, ...(opts.option !== undefined ? { optionId: opts.option } : { text: text! }) });
+  return withSession(opts, out, async (session) => {
+    const { seq } = await stateOf(session.client, agentId);
+    const { messageId } = await session.client.call('ask.answer', { agentId, questionId, ...(opts.option !== undefined ? { optionId: opts.option } : { text: text! }) });
     const json = opts.json === true;
     return followRemoteTurn({
-      client, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[questionId, messageId]]),
+      session, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[questionId, messageId]]),
     });
   });
 }
@@ -135,15 +178,15 @@ export async function remoteSendCommand(
   agentId: string, text: string, kind: TextKind | null, opts: GatewayFlags & { json?: boolean; follow?: boolean }, config: EffectiveConfig, out: Out,
 ): Promise<number> {
   if (text === '-') throw new ConfigError('cli.gateway_flag', 'send --gateway takes the text as an argument, not from stdin', { hint: 'pass the text itself' });
-  return withClient(opts, async (client) => {
-    const { seq, open } = await stateOf(client, agentId);
+  return withSession(opts, out, async (session) => {
+    const { seq, open } = await stateOf(session.client, agentId);
     const sent = kind === null || kind === 'user_message' ? (open ? 'steer' : 'follow_up') : kind;
-    const { messageId } = await client.call('inbox.send', { agentId, kind: sent, content: text });
+    const { messageId } = await session.client.call('inbox.send', { agentId, kind: sent, content: text });
     const json = opts.json === true;
     (json || out.quiet ? out.stderr : out.stdout).write(`${messageId} (${sent.replace('_', '-')})\n`);
     // a steer or an inject to an idle agent starts nothing: there is no turn end to wait for
     if (opts.follow === false || (sent !== 'follow_up' && !open)) return EXIT.completed;
-    return followRemoteTurn({ client, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq });
+    return followRemoteTurn({ session, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq });
   });
 }
 
@@ -152,16 +195,16 @@ export async function remoteSendCommand(
  * once it ended cancelled, as the local command; no open turn: said, exit 0.
  */
 export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags & { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
-  return withClient(opts, async (client) => {
-    const d = await client.call('actor.inspect', { agentId });
+  return withSession(opts, out, async (session) => {
+    const d = await session.client.call('actor.inspect', { agentId });
     if (d.openTurn === null) {
       const last = d.lastTurn ? ` (its last turn ended ${d.lastTurn.outcome})` : '';
       out.stderr.write(`${agentId} has no open turn: nothing to interrupt${terminalText(last)}\n`);
       return EXIT.completed;
     }
-    await client.call('turn.interrupt', { agentId });
+    await session.client.call('turn.interrupt', { agentId });
     const json = opts.json === true;
-    const code = await followRemoteTurn({ client, agentId, printer: new RunPrinter(out, json), out, json, prompt: null, config: remoteWhere(config, opts), printAfterSeq: d.seq });
+    const code = await followRemoteTurn({ session, agentId, printer: new RunPrinter(out, json), out, json, prompt: null, config: remoteWhere(config, opts), printAfterSeq: d.seq });
     // the turn ended as asked: the command did what it was told
     return code === EXIT.interrupted ? EXIT.completed : code;
   });
@@ -181,8 +224,8 @@ export async function remoteEventsCommand(
     });
   }
   const target = gatewayTarget(opts);
-  const end = await withClient(opts, async (client) => {
-    const d = await client.call('actor.inspect', { agentId });
+  const end = await withSession(opts, out, async (session) => {
+    const d = await session.client.call('actor.inspect', { agentId });
     return opts.tree ? d.actor.streamSeq : d.seq;
   });
   if (!opts.follow && (end === 0 || (!opts.tree && (opts.after ?? 0) >= end))) return EXIT.completed;
@@ -194,24 +237,60 @@ export async function remoteEventsCommand(
   const describers = new Map<string, EventDescriber>();
   let width = 8;
   let rootSeen = false;
+  // the last seq printed of each log: a stream resumed after a lost connection re-reads its last commit
+  const printed = new Map<string, number>();
+  let lastStreamSeq = 0;
+  let resumed = false;
+  const notices = sessionNotices(opts, out);
+  const print = (streamSeq: number, actor: string, raw: StreamedEvent['event']): boolean => {
+    const e = raw as unknown as ActorEvent;
+    lastStreamSeq = Math.max(lastStreamSeq, streamSeq);
+    if (e.seq <= (printed.get(actor) ?? 0)) return false;
+    printed.set(actor, e.seq);
+    if (!opts.tree && e.seq <= (opts.after ?? 0)) return false;
+    let d = describers.get(actor);
+    if (!d) describers.set(actor, (d = new EventDescriber()));
+    if (opts.json) out.stdout.write(eventLine(e));
+    else if (!opts.tree) out.stdout.write(`${d.describe(e)}\n`);
+    else {
+      // the tree's first log is its root's: `main`, as the local command names it
+      if (!rootSeen) names.set(actor, ROOT_NAME);
+      rootSeen = true;
+      if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
+      const name = terminalText(names.get(actor) ?? actor);
+      width = Math.max(width, name.length);
+      out.stdout.write(`${name.padEnd(width)}  ${d.describe(e)}\n`);
+    }
+    return !opts.follow && (opts.tree ? streamSeq >= end : e.seq >= end);
+  };
   try {
-    for await (const { streamSeq, actor, event: raw } of sseEvents({ ...target, agentId, tree: opts.tree === true, signal: stop.signal })) {
-      const e = raw as unknown as ActorEvent;
-      if (!opts.tree && e.seq <= (opts.after ?? 0)) continue;
-      let d = describers.get(actor);
-      if (!d) describers.set(actor, (d = new EventDescriber()));
-      if (opts.json) out.stdout.write(eventLine(e));
-      else if (!opts.tree) out.stdout.write(`${d.describe(e)}\n`);
-      else {
-        // the tree's first log is its root's: `main`, as the local command names it
-        if (!rootSeen) names.set(actor, ROOT_NAME);
-        rootSeen = true;
-        if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
-        const name = terminalText(names.get(actor) ?? actor);
-        width = Math.max(width, name.length);
-        out.stdout.write(`${name.padEnd(width)}  ${d.describe(e)}\n`);
+    let lostAt: number | null = null;
+    let wait = 250;
+    for (;;) {
+      try {
+        const stream = sseEvents({ ...target, agentId, tree: opts.tree === true, signal: stop.signal, ...(resumed ? { afterStreamSeq: resumeAfter(lastStreamSeq) } : {}) });
+        let done = false;
+        for await (const { streamSeq, actor, event } of stream) {
+          if (lostAt !== null) {
+            notices.back();
+            lostAt = null;
+            wait = 250;
+          }
+          if ((done = print(streamSeq, actor, event))) break;
+        }
+        // a stream ends by itself only when the gateway closed it: followed, it is opened again
+        if (done || stop.signal.aborted || !opts.follow) break;
+        throw new ActorloopError('gateway.closed', 'the gateway ended the event stream', { retryable: true });
+      } catch (err) {
+        if (stop.signal.aborted || !connectionLost(err)) throw err;
+        if (lostAt === null) {
+          lostAt = Date.now();
+          notices.lost(err as Error);
+        } else if (Date.now() - lostAt > RECONNECT_FOR_MS) throw err;
+        resumed = true;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        wait = Math.min(wait * 2, 4_000);
       }
-      if (!opts.follow && (opts.tree ? streamSeq >= end : e.seq >= end)) break;
     }
   } finally {
     stop.abort();
@@ -222,17 +301,77 @@ export async function remoteEventsCommand(
   return signal === null ? EXIT.completed : exitCodeForSignal(signal);
 }
 
-/** `tree --gateway URL <agentId> [--json]`: the agent's tree from `actors.list`, drawn as the local command draws it. */
+/**
+ * `tree --gateway URL <agentId> [--json] [--follow]`: the agent's tree from `actors.list`, drawn
+ * as the local command draws it; followed, drawn again after each commit of the tree's logs (an
+ * `events.subscribe` over the tree tells when) until it is settled.
+ */
 export async function remoteTreeCommand(agentId: string, opts: GatewayFlags & { json?: boolean; follow?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
-  if (opts.follow) throw new ConfigError('cli.gateway_flag', '--follow is not carried by tree --gateway yet', { hint: 'drop --follow, or watch the tree in the page at the gateway\'s URL' });
-  return withClient(opts, async (client) => {
-    const { actors } = await client.call('actors.list', undefined);
+  return withSession(opts, out, async (session) => {
+    const { actors } = await session.client.call('actors.list', undefined);
     const me = actors.find((a) => a.id === agentId);
     if (!me) throw new NotFoundError('actor.not_found', `no agent ${agentId} at the gateway`, { hint: 'pass an agent ID that `actorloop runs` lists where the host runs' });
+    if (opts.follow) return drawTreeViews((signal) => remoteTreeViews(session, me.rootId, signal), opts, out);
     const view = treeViewOf(actors.filter((a) => a.rootId === me.rootId), me.rootId);
     out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${[...treeLines(view), ...answerLines(remoteWhere(config, opts), view)].join('\n')}\n`);
     return EXIT.completed;
   });
+}
+
+/** The tree's views through the gateway: now, then after each burst of commits, over a connection made again when lost. */
+async function* remoteTreeViews(session: GatewaySession, rootId: string, signal: AbortSignal): AsyncGenerator<{ view: TreeView }> {
+  let lastStreamSeq = 0;
+  let dirty = true;
+  let subscribed = false;
+  let failure: Error | null = null;
+  let wake: (() => void) | null = null;
+  const poke = (): void => {
+    wake?.();
+    wake = null;
+  };
+  signal.addEventListener('abort', poke, { once: true });
+  try {
+    while (!signal.aborted) {
+      try {
+        if (failure) {
+          const lost = failure;
+          failure = null;
+          if (!connectionLost(lost)) throw lost;
+          // a reconnect that gives up is the command's end
+          await session.reconnect(lost).catch((err: Error) => Promise.reject(Object.assign(err, { fatal: true })));
+          subscribed = false;
+          dirty = true;
+        }
+        if (dirty) {
+          dirty = false;
+          const { actors } = await session.client.call('actors.list', undefined);
+          const mine = actors.filter((a) => a.rootId === rootId);
+          lastStreamSeq = Math.max(lastStreamSeq, ...mine.map((a) => a.streamSeq));
+          yield { view: treeViewOf(mine, rootId) };
+          // a burst of commits is drawn once
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        if (!subscribed) {
+          subscribed = true;
+          await session.client.subscribeEvents(
+            { agentId: rootId, tree: true, afterStreamSeq: lastStreamSeq },
+            (e) => {
+              if (e.streamSeq <= lastStreamSeq) return;
+              dirty = true;
+              poke();
+            },
+            (err) => ((failure = err), poke()),
+          );
+        }
+        if (!dirty && !failure && !signal.aborted) await new Promise<void>((resolve) => (wake = resolve));
+      } catch (err) {
+        if (!connectionLost(err) || (err as { fatal?: boolean }).fatal) throw err;
+        failure = err as Error;
+      }
+    }
+  } finally {
+    signal.removeEventListener('abort', poke);
+  }
 }
 
 /** A tree view from the gateway's summaries: root first, each agent followed by its subtree. */

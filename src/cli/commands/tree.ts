@@ -111,6 +111,16 @@ export async function treeCommand(agentId: string, opts: TreeOptions, config: Ef
 }
 
 async function followTreeView(rt: Runtime, rootId: string, opts: TreeOptions, out: Out): Promise<number> {
+  return drawTreeViews((signal) => watchTree({ reader: rt.reader, rootId, signal }), opts, out);
+}
+
+/**
+ * Draws each view of a followed tree until it is settled or the person stops (`tree --follow`,
+ * locally or through the gateway): redrawn in place on a terminal, else a line per change.
+ */
+export async function drawTreeViews(
+  views: (signal: AbortSignal) => AsyncIterable<{ view: TreeView }>, opts: Pick<TreeOptions, 'json'>, out: Out,
+): Promise<number> {
   const stop = new AbortController();
   const onSigint = (): void => stop.abort();
   process.once('SIGINT', onSigint);
@@ -143,7 +153,7 @@ async function followTreeView(rt: Runtime, rootId: string, opts: TreeOptions, ou
   };
   try {
     let first = true;
-    for await (const { view } of watchTree({ reader: rt.reader, rootId, signal: stop.signal })) {
+    for await (const { view } of views(stop.signal)) {
       // on a terminal every figure is kept current; a line per change reports what an agent does
       const changed = redraw
         ? treeLines(view).join('\n') !== shown
