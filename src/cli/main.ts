@@ -13,7 +13,7 @@ import { goalCommand } from './commands/goal.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
 import { planCommand } from './commands/plan.js';
-import { sendCommand, validateSend } from './commands/send.js';
+import { sendCommand } from './commands/send.js';
 import { remoteAnswerCommand, remoteApproveCommand, remoteEventsCommand, remoteInterruptCommand, remoteRunCommand, remoteSendCommand } from './commands/remote.js';
 import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
@@ -230,7 +230,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--in-process', 'host the agent here when no host holds it, even with hosts running')
     .addOption(quietOption())
     .action(act(async (id: string, text: string, o) =>
-      (o.gateway ? remoteSendCommand(id, text, validateSend(text, o), o, load(o), outFor(o)) : sendCommand(id, text, o, load(o), outFor(o)))));
+      (o.gateway ? remoteSendCommand(id, text, o, load(o), outFor(o)) : sendCommand(id, text, o, load(o), outFor(o)))));
 
   common(program.command('host'))
     .description('host agents until SIGTERM: claim leases for agents with work, run them, renew, drain on exit')

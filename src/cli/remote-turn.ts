@@ -2,10 +2,14 @@ import type { ActorDirectory } from '../bus/directory.js';
 import type { StreamedEvent } from '../client/gateway-client.js';
 import { connectionLost, type GatewaySession } from '../client/gateway-session.js';
 import type { ActorEvent } from '../protocol/events.js';
-import { emptyProjection, foldEvent } from '../store/projection.js';
+import { emptyProjection, foldEvent, type Projection } from '../store/projection.js';
+import { describeQuestion, ttyQuestionPrompt, type QuestionPrompt } from './commands/questions.js';
 import { PromptInterrupted, describeApproval, type Prompt } from './commands/approvals.js';
 import { awaitingPerson } from './commands/follow-turn.js';
 import { printTurnEnd, printWaiting } from './commands/turn-output.js';
+import { EXIT } from './exit-codes.js';
+import { cliLine } from './hints.js';
+import { InterruptKey } from './interrupt-key.js';
 import type { WhereConfig } from './hints.js';
 import type { Out, RunPrinter } from './output.js';
 
@@ -39,6 +43,8 @@ export interface RemoteTurnOptions {
   json: boolean;
   /** Asks a person on a TTY; null: a wait for a person exits 5. */
   prompt: Prompt | null;
+  /** Asks a question (default, with `prompt`: on this command's terminal). */
+  askQuestion?: QuestionPrompt;
   config: WhereConfig;
   /** Events up to this log seq are folded, not printed, and a turn end among them is not the one followed. */
   printAfterSeq: number;
@@ -54,8 +60,8 @@ export interface RemoteTurnOptions {
 
 /**
  * Follows the agent's next turn end through the gateway and returns the local command's exit
- * code: the outcome's, 5 when it waits for a person and no one can be asked here. Approvals are
- * asked on a TTY and answered with `approval.respond`; a question is printed with exit 5.
+ * code: the outcome's, 5 when it waits for a person and no one can be asked here. Approvals and
+ * questions are asked on a TTY and answered with `approval.respond` and `ask.answer`.
  */
 export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
   const p = emptyProjection(o.agentId);
@@ -73,67 +79,125 @@ export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
     await o.session.client.subscribeEvents({ agentId: o.agentId, afterStreamSeq: resumeAfter(lastStreamSeq) }, (e) => (queue.push(e), poke()), (err) => ((failure = err), poke()));
   };
   await subscribe();
-  const out = { directory: NO_DIRECTORY, printer: o.printer, out: o.out, json: o.json };
-  let seeded = false;
-  let printAfter = o.taskMessageId !== undefined ? Infinity : o.printAfterSeq;
-  for (;;) {
-    if (queue.length === 0) {
-      if (failure) {
-        if (!connectionLost(failure)) throw failure;
+  // Ctrl-C interrupts the turn through the gateway (a second one leaves at once), as locally
+  const followLine = cliLine(o.config, 'events', o.agentId, '--follow');
+  const key = new InterruptKey({
+    agentId: o.agentId,
+    resumeLine: followLine,
+    send: async () => void (await o.session.client.call('turn.interrupt', { agentId: o.agentId })),
+    say: (line) => {
+      o.printer.endLine();
+      o.out.stderr.write(`\n${line}\n`);
+    },
+  });
+  let left: { kind: 'leave'; sent: boolean } | null = null;
+  void key.left.then((l) => ((left = l), poke()));
+  const onSigint = (): void => key.press();
+  process.on('SIGINT', onSigint);
+  try {
+    return await followLoop();
+  } finally {
+    key.clear();
+    process.off('SIGINT', onSigint);
+  }
+
+  async function followLoop(): Promise<number> {
+    const out = { directory: NO_DIRECTORY, printer: o.printer, out: o.out, json: o.json };
+    let seeded = false;
+    let printAfter = o.taskMessageId !== undefined ? Infinity : o.printAfterSeq;
+    for (;;) {
+      if (left) {
         o.printer.endLine();
-        await o.session.reconnect(failure);
-        await subscribe();
+        const why = left.sent ? 'the interrupt is on its way to its host' : 'its turn goes on on its host';
+        o.out.stderr.write(`\nstopped following ${o.agentId}; ${why} (\`${followLine}\` follows it again)\n`);
+        return EXIT.interrupted;
+      }
+      if (queue.length === 0) {
+        if (failure) {
+          if (!connectionLost(failure)) throw failure;
+          o.printer.endLine();
+          await o.session.reconnect(failure);
+          await subscribe();
+          continue;
+        }
+        await new Promise<void>((resolve) => (wake = resolve));
         continue;
       }
-      await new Promise<void>((resolve) => (wake = resolve));
-      continue;
-    }
-    const { event: raw, streamSeq } = queue.shift()!;
-    lastStreamSeq = Math.max(lastStreamSeq, streamSeq);
-    const event = raw as unknown as ActorEvent;
-    if (event.seq <= p.seq) continue;
-    foldEvent(p, event);
-    if (printAfter === Infinity && p.inbox[o.taskMessageId!] !== undefined) printAfter = Math.max(o.printAfterSeq, event.seq - 1);
-    if (event.seq <= printAfter) continue;
-    if (!seeded) {
-      o.printer.seedFrom(p);
-      seeded = true;
-    }
-    if (event.type === 'inbox/cancelled') {
-      for (const [id, messageId] of answered) if (messageId === event.data.messageId) answered.delete(id);
-    }
-    o.printer.commit([event]);
-    if (event.type === 'actor/parked') {
-      const waiting = awaitingPerson(p, answered);
-      if (waiting.length === 0) continue;
-      o.printer.endLine();
-      if (!o.prompt || p.parked?.waitingFor === 'question') return printWaiting(out, { actorId: o.agentId, projection: p }, waiting, o.config);
-      for (const approvalId of waiting) {
-        const a = p.approvals?.[approvalId];
-        if (!a || a.state !== 'pending') continue;
-        let answer;
-        try {
-          answer = await o.prompt(describeApproval(approvalId, a));
-        } catch (err) {
-          if (!(err instanceof PromptInterrupted)) throw err;
-          const { messageId } = await o.session.client.call('turn.interrupt', { agentId: o.agentId });
-          o.out.stderr.write(`interrupting ${o.agentId} (message ${messageId})\n`);
-          break;
-        }
-        const { messageId } = await o.session.client.call('approval.respond', {
-          agentId: o.agentId, approvalId, ...(answer.decision === 'approve' ? { decision: 'approve', always: answer.always } : { decision: 'deny', ...(answer.reason ? { reason: answer.reason } : {}) }),
-        });
-        answered.set(approvalId, messageId);
+      const { event: raw, streamSeq } = queue.shift()!;
+      lastStreamSeq = Math.max(lastStreamSeq, streamSeq);
+      const event = raw as unknown as ActorEvent;
+      if (event.seq <= p.seq) continue;
+      foldEvent(p, event);
+      if (printAfter === Infinity && p.inbox[o.taskMessageId!] !== undefined) printAfter = Math.max(o.printAfterSeq, event.seq - 1);
+      if (event.seq <= printAfter) continue;
+      if (!seeded) {
+        o.printer.seedFrom(p);
+        seeded = true;
       }
-      continue;
-    }
-    if (event.type === 'turn/end' && event.data.goalContinues !== true) {
-      // the turn that was running when the task came: the task's own turn comes after it
-      const task = o.taskMessageId !== undefined ? p.inbox[o.taskMessageId] : undefined;
-      if (task?.state === 'pending') continue;
-      const ended = { turnId: event.turn!, outcome: event.data.outcome, reason: event.data.reason, answer: event.data.answer, costUsd: event.data.costUsd ?? null };
-      return printTurnEnd(out, { actorId: o.agentId, projection: p }, ended, o.config);
+      if (event.type === 'inbox/cancelled') {
+        for (const [id, messageId] of answered) if (messageId === event.data.messageId) answered.delete(id);
+      }
+      o.printer.commit([event]);
+      if (event.type === 'actor/parked') {
+        const waiting = awaitingPerson(p, answered);
+        if (waiting.length === 0) continue;
+        o.printer.endLine();
+        if (!o.prompt) return printWaiting(out, { actorId: o.agentId, projection: p }, waiting, o.config);
+        if (p.parked?.waitingFor === 'question') {
+          // Ctrl-C at the prompt interrupts the turn: its end is followed as any other
+          await askQuestions(o, p, waiting, answered);
+          continue;
+        }
+        for (const approvalId of waiting) {
+          const a = p.approvals?.[approvalId];
+          if (!a || a.state !== 'pending') continue;
+          let answer;
+          try {
+            answer = await o.prompt(describeApproval(approvalId, a));
+          } catch (err) {
+            if (!(err instanceof PromptInterrupted)) throw err;
+            const { messageId } = await o.session.client.call('turn.interrupt', { agentId: o.agentId });
+            o.out.stderr.write(`interrupting ${o.agentId} (message ${messageId})\n`);
+            break;
+          }
+          const { messageId } = await o.session.client.call('approval.respond', {
+            agentId: o.agentId, approvalId, ...(answer.decision === 'approve' ? { decision: 'approve', always: answer.always } : { decision: 'deny', ...(answer.reason ? { reason: answer.reason } : {}) }),
+          });
+          answered.set(approvalId, messageId);
+        }
+        continue;
+      }
+      if (event.type === 'turn/end' && event.data.goalContinues !== true) {
+        // the turn that was running when the task came: the task's own turn comes after it
+        const task = o.taskMessageId !== undefined ? p.inbox[o.taskMessageId] : undefined;
+        if (task?.state === 'pending') continue;
+        const ended = { turnId: event.turn!, outcome: event.data.outcome, reason: event.data.reason, answer: event.data.answer, costUsd: event.data.costUsd ?? null };
+        key.clear();
+        return printTurnEnd(out, { actorId: o.agentId, projection: p }, ended, o.config);
+      }
     }
   }
 }
 
+
+/** Asks each question on the terminal and answers it with `ask.answer`; Ctrl-C at the prompt interrupts the turn instead. */
+async function askQuestions(o: RemoteTurnOptions, p: Projection, waiting: string[], answered: Map<string, string>): Promise<void> {
+  const prompt = o.askQuestion ?? ttyQuestionPrompt(o.out.stdin!, o.out.stderr);
+  for (const questionId of waiting) {
+    const q = p.questions?.[questionId];
+    if (!q || q.state !== 'pending') continue;
+    let answer;
+    try {
+      answer = await prompt(q, describeQuestion(questionId, q));
+    } catch (err) {
+      if (!(err instanceof PromptInterrupted)) throw err;
+      const { messageId } = await o.session.client.call('turn.interrupt', { agentId: o.agentId });
+      o.out.stderr.write(`interrupting ${o.agentId} (message ${messageId})\n`);
+      return;
+    }
+    const { messageId } = await o.session.client.call('ask.answer', {
+      agentId: o.agentId, questionId, ...(answer.optionId !== undefined ? { optionId: answer.optionId } : {}), ...(answer.text !== undefined ? { text: answer.text } : {}),
+    });
+    answered.set(questionId, messageId);
+  }
+}

@@ -72,7 +72,8 @@ test('run, events --follow and tree --follow through a gateway killed mid-turn a
   dirs.push(ws, cliDir);
   const script = join(ws, 'slow.json');
   await writeFile(script, JSON.stringify({
-    responses: [{ tool_calls: [{ name: 'shell', arguments: { command: 'sleep 4; echo slept-well' } }] }, { content: 'done sleeping' }],
+    // the tool runs until the test says go: the gateway is killed and back while it runs
+    responses: [{ tool_calls: [{ name: 'shell', arguments: { command: 'while [ ! -f go ]; do sleep 0.1; done; echo slept-well' } }] }, { content: 'done sleeping' }],
   }));
   const gw = ['--gateway', first.url];
   const run = spawnCli(['run', 'sleep a while', '--model', `scripted:${script}`, '--approve', 'full-auto', '--cwd', ws, ...gw], cliDir);
@@ -81,7 +82,7 @@ test('run, events --follow and tree --follow through a gateway killed mid-turn a
   const events = spawnCli(['events', agentId, '--follow', ...gw], cliDir);
   const tree = spawnCli(['tree', agentId, '--follow', ...gw], cliDir);
   // the tool runs: every command is connected and has printed something
-  expect(await waitUntil(() => run.out().includes('shell') && events.out().includes('tool/start') && tree.out().includes('main'), 30_000),
+  expect(await waitUntil(() => events.out().includes('tool/start') && tree.out().includes('main'), 30_000),
     `${run.out()}\n${events.out()}\n${tree.out()}`).toBe(true);
 
   first.proc.child.kill('SIGKILL');
@@ -89,6 +90,8 @@ test('run, events --follow and tree --follow through a gateway killed mid-turn a
   expect(await waitUntil(() => run.err().includes('lost the gateway'), 10_000), run.err()).toBe(true);
   const second = await startServe(port);
   onTestFinished(() => void second.proc.child.kill('SIGTERM'));
+  expect(run.child.exitCode, run.err()).toBeNull();
+  await writeFile(join(ws, 'go'), '');
 
   const ran = await run.exited;
   expect(ran, `${run.out()}\n${run.err()}`).toEqual({ code: 0, signal: null });
@@ -112,3 +115,23 @@ test('run, events --follow and tree --follow through a gateway killed mid-turn a
   expect(treed, tree.err()).toEqual({ code: 0, signal: null });
   expect(tree.out()).toContain(`main  ${agentId}  completed`);
 }, 120_000);
+
+test('Ctrl-C during run --gateway interrupts the turn through the gateway: it ends cancelled on its host, exit 130 as locally', async () => {
+  const serve = await startServe(0);
+  const ws = await demoWorkspace();
+  const cliDir = await tempDir('gwr-int');
+  dirs.push(ws, cliDir);
+  const script = join(ws, 'slow.json');
+  await writeFile(script, JSON.stringify({
+    responses: [{ tool_calls: [{ name: 'shell', arguments: { command: 'sleep 20' } }] }, { content: 'never' }],
+  }));
+  const run = spawnCli(['run', 'sleep long', '--model', `scripted:${script}`, '--approve', 'full-auto', '--cwd', ws, '--json', '--gateway', serve.url], cliDir);
+  expect(await waitUntil(() => run.out().includes('"type":"tool/start"'), 30_000), run.err()).toBe(true);
+  run.child.kill('SIGINT');
+  expect(await run.exited, `${run.out()}\n${run.err()}`).toEqual({ code: 130, signal: null });
+  expect(run.err()).toContain('interrupting the turn');
+  const last = JSON.parse(lines(run.out()).at(-1)!);
+  expect(last).toMatchObject({ type: 'turn/end', data: { outcome: 'cancelled' } });
+  serve.proc.child.kill('SIGTERM');
+  await serve.proc.exited;
+}, 90_000);

@@ -137,6 +137,15 @@ test('interrupt --gateway ends a parked turn cancelled (exit 0, as locally); sen
   const inject = await a.cli.run(['send', agentId, 'the slug must be lowercase', '--inject', ...a.gw]);
   expectExit(expect, inject, 0);
   expect(inject.stdout).toMatch(/^msg_\S+ \(inject\)\n$/);
+  // `-`: the text is stdin's, as locally
+  const piped = spawn(process.execPath, ['bin/actorloop.js', 'send', agentId, '-', '--inject', ...a.gw], { cwd: REPO_ROOT, env: cliEnv(a.dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
+  let pipedOut = '';
+  piped.stdout.setEncoding('utf8').on('data', (s: string) => (pipedOut += s));
+  piped.stdin.end('a long note from a file\n');
+  expect(await new Promise((resolve) => piped.once('close', (code) => resolve(code)))).toBe(0);
+  expect(pipedOut).toMatch(/^msg_\S+ \(inject\)\n$/);
+  const log = await a.cli.run(['events', agentId, '--json', ...a.gw]);
+  expect(log.stdout).toContain('a long note from a file');
   expect(existsSync(a.dataDir)).toBe(false);
 }, 60_000);
 

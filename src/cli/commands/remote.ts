@@ -8,7 +8,6 @@ import { parseModelSpec } from '../../model/model-spec.js';
 import { ActorloopError, ConfigError, NotFoundError } from '../../protocol/errors.js';
 import type { ActorEvent } from '../../protocol/events.js';
 import type { ActorSummary, RpcParams } from '../../protocol/gateway.js';
-import type { TextKind } from '../person-messages.js';
 import { EXIT } from '../exit-codes.js';
 import type { WhereConfig } from '../hints.js';
 import { EventDescriber, eventLine, RunPrinter, type Out } from '../output.js';
@@ -17,6 +16,7 @@ import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { terminalText } from '../terminal-text.js';
 import { promptFor } from './resume.js';
 import { readToken } from './serve.js';
+import { readAll, validateSend, type SendOptions } from './send.js';
 import { checkTask, goalOfFlags, settingsOfFlags, type RunOptions } from './run.js';
 import { answerLines, drawTreeViews, treeLines } from './tree.js';
 
@@ -175,9 +175,11 @@ export async function remoteAnswerCommand(
 
 /** `send --gateway URL <agentId> <text>`: `inbox.send` (a steer while a turn runs, else a follow-up turn), then its next turn end. */
 export async function remoteSendCommand(
-  agentId: string, text: string, kind: TextKind | null, opts: GatewayFlags & { json?: boolean; follow?: boolean }, config: EffectiveConfig, out: Out,
+  agentId: string, textArg: string, opts: GatewayFlags & SendOptions, config: EffectiveConfig, out: Out,
 ): Promise<number> {
-  if (text === '-') throw new ConfigError('cli.gateway_flag', 'send --gateway takes the text as an argument, not from stdin', { hint: 'pass the text itself' });
+  // `-`: the text is stdin's, read here and sent as it is
+  const text = textArg === '-' ? await readAll(out.stdin) : textArg;
+  const kind = validateSend(text, opts);
   return withSession(opts, out, async (session) => {
     const { seq, open } = await stateOf(session.client, agentId);
     const sent = kind === null || kind === 'user_message' ? (open ? 'steer' : 'follow_up') : kind;

@@ -117,7 +117,7 @@ export async function sendCommand(agentId: string, textArg: string, opts: SendOp
 }
 
 /** All of a stream, as UTF-8 text; empty without one. */
-async function readAll(input: NodeJS.ReadableStream | undefined): Promise<string> {
+export async function readAll(input: NodeJS.ReadableStream | undefined): Promise<string> {
   if (!input) return '';
   const chunks: Buffer[] = [];
   for await (const chunk of input) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
