@@ -35,7 +35,7 @@ export function App() {
   const buffer = useRef<StreamEvent[]>([]);
   // what each actor was seen doing, from the gateway's reads and the page's own fold
   const history = useRef(new StatusHistory());
-  const noteFolded = (actorId: string, status: string, streamSeq: number): void => void history.current.note(actorId, status, streamSeq);
+  const noteFolded = (actorId: string, status: string, streamSeq: number): void => void history.current.note(actorId, status, { streamSeq, whole: false });
   // live, the tree's fold moves forward one event at a time; a past position is folded anew
   const liveFold = useRef(new TreeFolder(noteFolded));
   const asking = useRef(false);
@@ -45,7 +45,7 @@ export function App() {
     if (asking.current) return;
     asking.current = true;
     getJson<ActorsResponse>('/v1/actors').then((r) => {
-      for (const a of r.actors) history.current.note(a.id, badgeOf(a), a.streamSeq);
+      for (const a of r.actors) history.current.note(a.id, badgeOf(a), a.streamSeq === undefined ? undefined : { streamSeq: a.streamSeq, whole: true });
       setActors(r.actors);
       setLoaded(true);
       setFaultsAllowed(r.faultsAllowed === true || r.allowFaults === true);
