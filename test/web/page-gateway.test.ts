@@ -205,8 +205,9 @@ test('kill from the page SIGKILLs the host, and the page shows the takeover by a
   const shots = await tempDir('page-gw-shots');
   dirs.push(ws);
   const script = join(ws, '..', `kill-${Date.now()}.json`);
-  // the first answer waits long enough for the kill; the host that takes over answers it again
-  await writeFile(script, JSON.stringify({ responses: [{ content: 'survived the kill', delay_ms: 3000, usage }] }));
+  // the first answer waits long enough for the page to load and the kill (a loaded machine takes
+  // seconds); the host that takes over answers it again, as slowly: the page sees it run there
+  await writeFile(script, JSON.stringify({ responses: [{ content: 'survived the kill', delay_ms: 12_000, usage }] }));
   const a = start(['host', '--name', 'kill-host-a', '--lease-ttl', '2000']);
   await until('host A to start', () => a.err().includes('hosting agents'));
   const serve = start(['serve', '--port', '0', '--allow-faults']);
