@@ -5,6 +5,7 @@ import type { ActorDetail, ActorSummary } from '../protocol/gateway.js';
 import { agentNotFound } from '../protocol/errors.js';
 import type { LogReader } from '../store/log-port.js';
 import { pendingApprovals, pendingQuestions, type Projection } from '../store/projection.js';
+import { LivenessCheck, type LivenessPorts } from './actor-liveness.js';
 import { redactJson, type RedactText } from './redact-json.js';
 
 // What the gateway's reads answer (`GET /v1/actors`, `GET /v1/actors/:id`, `actors.list`,
@@ -16,6 +17,8 @@ export interface ActorReadPorts {
   reader: Pick<LogReader, 'read' | 'readTree' | 'followTree'>;
   directory: Pick<ActorDirectory, 'get' | 'list'>;
   redact: RedactText;
+  /** The leases and host records: an actor whose holder died shows `killed` before any commit says so. Absent: the log's word alone. */
+  liveness?: LivenessPorts;
 }
 
 /** A tree folded to the end of its logs as of now. */
@@ -35,6 +38,12 @@ async function foldTree(ports: ActorReadPorts, rootId: string): Promise<FoldedTr
     streamSeq = e.streamSeq;
   }
   return { fold, projections, streamSeq };
+}
+
+/** The summary's status: the log's, or `killed` when the check finds its holder gone. */
+async function statusWith(check: LivenessCheck | null, summary: ActorSummary, p: Projection | undefined): Promise<ActorSummary> {
+  if (check && p && (await check.killed(summary.id, p, summary.status))) summary.status = 'killed';
+  return summary;
 }
 
 function summaryOf(entry: DirectoryEntry | undefined, a: TreeAgent | undefined, rootId: string, streamSeq: number, actorId: string): ActorSummary {
@@ -62,6 +71,7 @@ export async function listActors(ports: ActorReadPorts): Promise<ActorSummary[]>
   const byId = new Map(entries.map((e) => [e.actorId, e]));
   const roots = [...new Set(entries.map((e) => e.rootId))].sort();
   const out: ActorSummary[] = [];
+  const check = ports.liveness ? new LivenessCheck(ports.liveness) : null;
   for (const rootId of roots) {
     const tree = await foldTree(ports, rootId);
     const view = tree.fold.view();
@@ -70,7 +80,8 @@ export async function listActors(ports: ActorReadPorts): Promise<ActorSummary[]>
       // the fold names the root even before its log has a line: the directory says whether it exists
       if (!byId.has(a.actorId) && !tree.projections.has(a.actorId)) continue;
       seen.add(a.actorId);
-      out.push(summaryOf(byId.get(a.actorId), tree.projections.has(a.actorId) ? a : undefined, rootId, tree.streamSeq, a.actorId));
+      const p = tree.projections.get(a.actorId);
+      out.push(await statusWith(check, summaryOf(byId.get(a.actorId), p ? a : undefined, rootId, tree.streamSeq, a.actorId), p));
     }
     for (const e of entries) if (e.rootId === rootId && !seen.has(e.actorId)) out.push(summaryOf(e, undefined, rootId, tree.streamSeq, e.actorId));
   }
@@ -84,7 +95,8 @@ export async function inspectActor(ports: ActorReadPorts, actorId: string): Prom
   const tree = await foldTree(ports, entry.rootId);
   const agent = tree.fold.view().agents.find((a) => a.actorId === actorId);
   const p = tree.projections.get(actorId);
-  const summary = summaryOf(entry, p ? agent : undefined, entry.rootId, tree.streamSeq, actorId);
+  const check = ports.liveness ? new LivenessCheck(ports.liveness) : null;
+  const summary = await statusWith(check, summaryOf(entry, p ? agent : undefined, entry.rootId, tree.streamSeq, actorId), p);
   const calls = p?.pending.calls ?? [];
   const detail: ActorDetail = {
     actor: summary,

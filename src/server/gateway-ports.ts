@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { ActorDirectory } from '../bus/directory.js';
 import type { MachineDefinition, RpcParams, RpcResult } from '../protocol/gateway.js';
 import type { LogReader } from '../store/log-port.js';
+import type { LivenessPorts } from './actor-liveness.js';
 import type { RedactText } from './redact-json.js';
 
 /**
@@ -33,6 +34,8 @@ export interface GatewayOptions {
   reader: LogReader;
   directory: Pick<ActorDirectory, 'get' | 'list'>;
   redact: RedactText;
+  /** The leases and host records, so the reads show `killed` as soon as an actor's holder dies; absent: the log's word alone. */
+  liveness?: LivenessPorts;
   machines: MachineDefinition[];
   commands: GatewayCommands;
   logger: Logger;

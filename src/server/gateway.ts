@@ -45,7 +45,7 @@ function statusOf(err: unknown): 400 | 404 | 500 {
 /** The Hono app of the gateway: access checks, the `/v1` reads and event stream, the page. */
 function buildApp(o: GatewayOptions): Hono {
   const app = new Hono();
-  const reads = { reader: o.reader, directory: o.directory, redact: o.redact };
+  const reads = { reader: o.reader, directory: o.directory, redact: o.redact, ...(o.liveness ? { liveness: o.liveness } : {}) };
   const heartbeatMs = o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
 
   app.onError((err, c) => {

@@ -41,7 +41,7 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions): void {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
   };
   const notify = (method: string, params: unknown): void => send({ jsonrpc: '2.0', method, params });
-  const reads = { reader: o.reader, directory: o.directory, redact: o.redact };
+  const reads = { reader: o.reader, directory: o.directory, redact: o.redact, ...(o.liveness ? { liveness: o.liveness } : {}) };
 
   /** Runs a subscription's loop until it is aborted; a failure is told to the client as `subscription.error`. */
   const subscribe = (run: (signal: AbortSignal, id: string) => Promise<void>): { subscription: string } => {

@@ -2,8 +2,10 @@
 // nats-server, a subagent tree whose child's write needs approval. In headless chromium the tree
 // shows the child waiting for approval, its tool call's statechart lights awaiting_approval,
 // clicking Approve sends the answer through the gateway's JSON-RPC, the tool runs and the tree
-// completes; the investigators demo shows its three children and their notices; a steer typed in
-// the page is included in the agent's next step. Screenshots are saved under each test's temp
+// completes; the investigators demo shows its three children, their turns overlapping on the
+// timeline, and their notices; a steer typed in the page is included in the agent's next step;
+// a host SIGKILLed from the page shows its agent killed, recovering, then running on a second
+// host. Screenshots are saved under each test's temp
 // dir (their paths printed).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
@@ -127,6 +129,17 @@ test('the investigators demo in the page: the root and its three children, each 
   await page.goto(`${url}?actor=${rootId}`);
   for (const name of ['failure-reader', 'change-reader', 'reproducer']) await page.getByText(name, { exact: true }).first().waitFor({ timeout: 30_000 });
   await until('the tree to read 4 actors', async () => (await page.textContent('body'))!.includes('tree: 4 actors'));
+  // the three children ran in parallel: on the timeline, each child's turn started before any ended
+  const turns = await Promise.all(['failure-reader', 'change-reader', 'reproducer'].map(async (name) => {
+    const id = (await page.locator(`li.actor[data-name="${name}"]`).getAttribute('data-actor'))!;
+    const bar = page.locator(`.timeline g.lane[data-actor="${id}"] rect.bar[data-kind="turn"]`).first();
+    await bar.waitFor({ timeout: 30_000 });
+    await until(`${name}'s turn bar to close`, async () => (await bar.getAttribute('data-to')) !== '');
+    return { name, from: Number(await bar.getAttribute('data-from')), to: Number(await bar.getAttribute('data-to')) };
+  }));
+  const lastStart = Math.max(...turns.map((t) => t.from));
+  const firstEnd = Math.min(...turns.map((t) => t.to));
+  expect(lastStart, JSON.stringify(turns)).toBeLessThan(firstEnd);
   // the children's notices and reports reached the root: its event list holds them
   await page.selectOption('select', { label: 'inbox/received' }).catch(() => {});
   const text = (await page.textContent('body'))!;
@@ -181,13 +194,20 @@ test('a steer typed in the page is included in the agent\'s next step', async ({
   host.proc.kill('SIGTERM');
 }, 120_000);
 
+/** What the kill test uses of the page's globals. */
+interface InPage {
+  badges: string[];
+  document: { querySelector(selector: string): { getAttribute(name: string): string | null } | null };
+}
+
 test('kill from the page SIGKILLs the host, and the page shows the takeover by a second host', async ({ onTestFinished }) => {
   const ws = await tempDir('page-gw-ws');
   const shots = await tempDir('page-gw-shots');
   dirs.push(ws);
   const script = join(ws, '..', `kill-${Date.now()}.json`);
-  // the first answer waits long enough for the kill; the host that takes over answers it again
-  await writeFile(script, JSON.stringify({ responses: [{ content: 'survived the kill', delay_ms: 3000, usage }] }));
+  // the first answer waits long enough for the page to load and the kill (a loaded machine takes
+  // seconds); the host that takes over answers it again, as slowly: the page sees it run there
+  await writeFile(script, JSON.stringify({ responses: [{ content: 'survived the kill', delay_ms: 12_000, usage }] }));
   const a = start(['host', '--name', 'kill-host-a', '--lease-ttl', '2000']);
   await until('host A to start', () => a.err().includes('hosting agents'));
   const serve = start(['serve', '--port', '0', '--allow-faults']);
@@ -203,8 +223,25 @@ test('kill from the page SIGKILLs the host, and the page shows the takeover by a
   const kill = page.locator('button.kill');
   await kill.waitFor({ timeout: 30_000 });
   await until('the page to be live', async () => !(await kill.isDisabled()));
+  const row = page.locator(`li.actor[data-actor="${agentId}"]`);
+  await until('the badge to say running', async () => (await row.getAttribute('data-status')) === 'running');
+  // every badge the row shows from now on, read every 50 ms in the page
+  await page.evaluate((id) => {
+    const seen: string[] = [];
+    // the test's tsconfig has no DOM types: the page's globals, as far as this uses them
+    const g = globalThis as unknown as InPage;
+    g.badges = seen;
+    setInterval(() => {
+      const s = g.document.querySelector(`li.actor[data-actor="${id}"]`)?.getAttribute('data-status');
+      if (s && seen[seen.length - 1] !== s) seen.push(s);
+    }, 50);
+  }, agentId);
   await kill.click();
   await until('host A to die by SIGKILL', () => a.proc.signalCode === 'SIGKILL');
+  // nothing is committed by a death: the gateway sees A's host record name a process that is gone
+  await until('the badge to say killed', async () => (await row.getAttribute('data-status')) === 'killed');
+  await page.screenshot({ path: join(shots, 'killed.png'), fullPage: true });
+  console.log(`screenshot: ${join(shots, 'killed.png')}`);
   // a second host takes the agent over once A's lease lapses, and carries the turn on
   const b = start(['host', '--name', 'kill-host-b', '--lease-ttl', '2000']);
   await until('host B to start', () => b.err().includes('hosting agents'));
@@ -217,6 +254,21 @@ test('kill from the page SIGKILLs the host, and the page shows the takeover by a
     const text = (await page.textContent('body'))!;
     return text.includes('actor/killed') && text.includes('actor/rehydrated') && text.includes('turn/end');
   });
+  await until('the badge to say completed', async () => (await row.getAttribute('data-status')) === 'completed');
+  // the badges shown: killed, then running again (on B) or done; recovering lasts milliseconds
+  // and is seen in the status history the page keeps (its own fold of each event as it came)
+  const badges = await page.evaluate(() => (globalThis as unknown as InPage).badges);
+  const killedAt = badges.indexOf('killed');
+  expect(killedAt, badges.join(' ')).toBeGreaterThanOrEqual(0);
+  expect(badges.slice(killedAt + 1).some((s) => s === 'running' || s === 'completed'), badges.join(' ')).toBe(true);
+  const history = (await row.getAttribute('data-history'))!.split(' ');
+  const k = history.indexOf('killed');
+  const r = history.indexOf('recovering', k + 1);
+  expect(k, history.join(' ')).toBeGreaterThanOrEqual(0);
+  expect(r, history.join(' ')).toBeGreaterThan(k);
+  expect(history.slice(r + 1).some((s) => s === 'running' || s === 'completed'), history.join(' ')).toBe(true);
+  expect(await page.getByTestId('status-history').textContent()).toContain('killed → ');
+  console.log(`badges seen: ${badges.join(' ')}; status history: ${history.join(' ')}`);
   await page.screenshot({ path: join(shots, 'takeover.png'), fullPage: true });
   console.log(`screenshot: ${join(shots, 'takeover.png')}`);
   await page.close();

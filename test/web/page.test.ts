@@ -203,6 +203,32 @@ describe('the visualizer page', () => {
     await shot('kill');
   });
 
+  it('says so when ?actor= names no actor, with every tree still shown to pick from', async () => {
+    const other = await browser.newPage({ viewport: { width: 1500, height: 1100 } });
+    other.setDefaultTimeout(5_000);
+    other.on('pageerror', (e) => errors.push(e.message));
+    other.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
+    const bogus = 'agt_01J0000000000000000NOSUCH';
+    try {
+      await other.goto(`${server.url}/?actor=${bogus}&token=${TOKEN}`);
+      const notice = other.getByTestId('unknown-actor');
+      await notice.waitFor();
+      expect(await notice.textContent()).toBe(`no actor ${bogus} here; pick one from the tree`);
+      await expect.poll(() => other.locator('li.actor').count()).toBe(2);
+      expect(await other.locator('.conn').textContent()).toBe('no tree followed');
+      const path = join(shots, 'unknown-actor.png');
+      await other.screenshot({ path, fullPage: true });
+      process.stdout.write(`screenshot: ${path}\n`);
+      // picking one follows its tree
+      await other.locator('li.actor[data-name="main"]').click();
+      await expect.poll(() => notice.count()).toBe(0);
+      await expect.poll(() => other.locator('.conn').textContent()).toBe('live stream');
+      await expect.poll(() => other.locator('li.event').count()).toBeGreaterThan(2);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('raised no error in the page, and asked nothing of anyone but the gateway (offline: no CDN, no fonts)', () => {
     expect(errors).toEqual([]);
     expect(requests.length).toBeGreaterThan(3);

@@ -42,6 +42,8 @@ export interface ActorRow {
   tokens: number;
   costUsd: number | null;
   depth: number;
+  /** The stream position of the tree's last commit the gateway folded for it (absent: a gateway that does not say). */
+  streamSeq?: number;
 }
 
 /** `GET /v1/actors`: the actors, and whether the gateway lets clients kill hosts (`--allow-faults`). */

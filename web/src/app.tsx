@@ -6,13 +6,20 @@ import { EventList } from './event-list.js';
 import { foldTree, TreeFolder } from './fold.js';
 import { Statechart, type MachineDef } from './statechart.js';
 import { Timeline } from './timeline.js';
-import { Tree, treeRows } from './tree.js';
+import { StatusHistory } from './status-history.js';
+import { badgeOf, Tree, treeRows } from './tree.js';
 
 // The page: the tree on the left; for the selected actor its statecharts, the actions, the
 // timeline and the events; the time-travel slider on top. Everything shown at a position of the
-// stream is folded from the events up to it; "live" is the last position.
+// stream is folded from the events up to it; "live" is the last position. Live, the tree is asked
+// of the gateway again every second even when no event comes: a host's death commits nothing, and
+// only the gateway's read of the leases tells it. An `?actor=` the gateway does not know is said
+// so, with every tree shown to pick from.
 
 const rpc = new Rpc();
+
+/** Between two reads of the tree while live and no event comes. */
+const TREE_REFRESH_MS = 1000;
 
 /** The visualizer page. */
 export function App() {
@@ -24,16 +31,26 @@ export function App() {
   const [selected, setSelected] = useState<string | null>(new URLSearchParams(location.search).get('actor'));
   const [connected, setConnected] = useState(false);
   const [error, setError] = useState('');
+  const [loaded, setLoaded] = useState(false);
   const buffer = useRef<StreamEvent[]>([]);
+  // what each actor was seen doing, from the gateway's reads and the page's own fold
+  const history = useRef(new StatusHistory());
+  const noteFolded = (actorId: string, status: string, streamSeq: number): void => void history.current.note(actorId, status, { streamSeq, whole: false });
   // live, the tree's fold moves forward one event at a time; a past position is folded anew
-  const liveFold = useRef(new TreeFolder());
+  const liveFold = useRef(new TreeFolder(noteFolded));
+  const asking = useRef(false);
 
   const refreshActors = (): void => {
+    // one read at a time: a slow gateway is not asked again before it answered
+    if (asking.current) return;
+    asking.current = true;
     getJson<ActorsResponse>('/v1/actors').then((r) => {
+      for (const a of r.actors) history.current.note(a.id, badgeOf(a), a.streamSeq === undefined ? undefined : { streamSeq: a.streamSeq, whole: true });
       setActors(r.actors);
+      setLoaded(true);
       setFaultsAllowed(r.faultsAllowed === true || r.allowFaults === true);
       setSelected((s) => s ?? r.actors.find((a) => a.parentId === null)?.id ?? null);
-    }, (e: Error) => setError(e.message));
+    }, (e: Error) => setError(e.message)).finally(() => (asking.current = false));
   };
 
   useEffect(() => {
@@ -41,13 +58,26 @@ export function App() {
     refreshActors();
   }, []);
 
-  const rootId = useMemo(() => (selected === null ? null : (actors.find((a) => a.id === selected)?.rootId ?? selected)), [selected, actors]);
+  // live, the tree is read again even when nothing is committed (a death commits nothing)
+  useEffect(() => {
+    if (cursor !== null) return;
+    const every = setInterval(refreshActors, TREE_REFRESH_MS);
+    return () => clearInterval(every);
+  }, [cursor]);
+
+  // an ID the gateway's directory does not hold (once it answered): no tree to follow
+  const unknown = loaded && selected !== null && !actors.some((a) => a.id === selected);
+  const rootId = useMemo(
+    // none before the gateway answered: an unknown ID must not open a stream the gateway refuses
+    () => (selected === null || !loaded || unknown ? null : (actors.find((a) => a.id === selected)?.rootId ?? selected)),
+    [selected, actors, loaded, unknown],
+  );
 
   useEffect(() => {
     if (rootId === null) return;
     setStream([]);
     buffer.current = [];
-    liveFold.current = new TreeFolder();
+    liveFold.current = new TreeFolder(noteFolded);
     let timer: ReturnType<typeof setTimeout> | null = null;
     // events arrive in bursts: render once a frame, and ask the gateway for the tree again once a burst settles
     const flush = (): void => {
@@ -84,7 +114,7 @@ export function App() {
     <div class="page">
       <header>
         <h1>actorloop</h1>
-        <span class={connected ? 'conn on' : 'conn off'}>{connected ? 'live stream' : 'disconnected'}</span>
+        <span class={connected && rootId !== null ? 'conn on' : 'conn off'}>{rootId === null ? 'no tree followed' : connected ? 'live stream' : 'disconnected'}</span>
         <div class="travel">
           <input type="range" aria-label="time travel" min={0} max={stream.length} value={position}
             onInput={(e) => {
@@ -97,8 +127,12 @@ export function App() {
         {error && <span class="error">{error}</span>}
       </header>
       <main>
-        <Tree rows={rows} selected={selected} onSelect={setSelected} />
+        <Tree rows={rows} selected={selected} onSelect={setSelected} historyOf={(id) => history.current.of(id)} />
         <div class="detail">
+          {unknown && <p class="notice unknown-actor" data-testid="unknown-actor">no actor {selected} here; pick one from the tree</p>}
+          {selected && !unknown && history.current.of(selected).length > 0 && (
+            <div class="status-history" data-testid="status-history">status seen: {history.current.of(selected).join(' → ')}</div>
+          )}
           {actor && <div class="summary-line">{names.get(actor.actorId) ?? actor.actorId} · seq {actor.projection.seq}{actor.projection.plan ? ` · plan v${actor.projection.plan.version}` : ''}{actor.projection.goal ? ` · goal ${actor.projection.goal.objective}` : ''}</div>}
           <section class="charts" aria-label="statecharts">
             {views.map((v) => {

@@ -28,9 +28,16 @@ export class TreeFolder {
   /** How many events of the stream are folded. */
   position = 0;
 
+  /** `onStatus`: told each actor's status after each event folded, with the event's stream position. */
+  constructor(private readonly onStatus?: (actorId: string, status: string, streamSeq: number) => void) {}
+
   /** Folds the stream's events from the current position up to `upTo`. */
   advance(stream: readonly StreamEvent[], upTo: number): this {
-    for (; this.position < Math.min(upTo, stream.length); this.position++) this.take(stream[this.position]!.event);
+    for (; this.position < Math.min(upTo, stream.length); this.position++) {
+      const { event, streamSeq } = stream[this.position]!;
+      this.take(event);
+      if (this.onStatus) this.onStatus(event.actor, statusOf(this.actors.get(event.actor)!), streamSeq);
+    }
     return this;
   }
 

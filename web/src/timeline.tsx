@@ -4,7 +4,8 @@ import type { TreeRow } from './tree.js';
 
 // A timeline like Temporal's: per actor (children as nested lanes), its turns, steps, attempts,
 // tool calls and waits as bars over time; kills and recoveries as marks. A bar still open runs
-// to the latest event shown.
+// to the latest event shown. Each bar carries its times (`data-from`, `data-to`: ms since the
+// epoch, empty while open) for whoever reads the page, not only its eyes.
 
 type Kind = 'turn' | 'step' | 'attempt' | 'tool' | 'wait';
 interface Bar { kind: Kind; label: string; from: number; to: number | null }
@@ -82,7 +83,7 @@ export function Timeline({ rows, folded }: { rows: TreeRow[]; folded: Map<string
                 const bx = x(b.from);
                 const w = Math.max(3, x(b.to ?? t1) - bx);
                 return (
-                  <rect key={j} class={`bar bar-${b.kind}${b.to === null ? ' open' : ''}`} data-kind={b.kind} x={bx} y={y0 + 4 + ROWS.indexOf(b.kind) * LANE_ROW} width={w} height={LANE_ROW - 3}>
+                  <rect key={j} class={`bar bar-${b.kind}${b.to === null ? ' open' : ''}`} data-kind={b.kind} data-from={b.from} data-to={b.to ?? ''} x={bx} y={y0 + 4 + ROWS.indexOf(b.kind) * LANE_ROW} width={w} height={LANE_ROW - 3}>
                     <title>{`${b.label}: ${b.to === null ? 'open' : `${b.to - b.from} ms`}`}</title>
                   </rect>
                 );

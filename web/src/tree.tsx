@@ -1,7 +1,8 @@
 import type { ActorRow } from './api.js';
 import { statusOf, tokensOf, type ActorState } from './fold.js';
 
-// The actor tree: every actor under the root with its badge, tokens and cost, and the tree's sums.
+// The actor tree: every actor under the root with its badge, tokens and cost, and the tree's sums;
+// each row carries the statuses the page saw it in (`data-history`, and its tooltip).
 // Live, the gateway's word on each status is shown (it knows of hosts dying); at an earlier
 // position, the status the log folded to that position says.
 
@@ -18,11 +19,16 @@ export interface TreeRow {
 
 const WAITING: Record<string, string> = { approval: 'waiting_approval', question: 'waiting_answer' };
 
+/** The badge of a gateway's row: its status, a wait named by what it waits for. */
+export function badgeOf(r: ActorRow): string {
+  return r.status === 'waiting' && r.waitingFor ? (WAITING[r.waitingFor.kind] ?? r.status) : r.status;
+}
+
 /** The rows of the tree: the gateway's actors and those the events name, parents before children. */
 export function treeRows(rows: readonly ActorRow[], folded: Map<string, ActorState>, live: boolean): TreeRow[] {
   const byId = new Map<string, TreeRow>();
   for (const r of rows) {
-    const status = r.status === 'waiting' && r.waitingFor ? (WAITING[r.waitingFor.kind] ?? r.status) : r.status;
+    const status = badgeOf(r);
     byId.set(r.id, { id: r.id, name: r.name, parentId: r.parentId, depth: r.depth, status, tokens: r.tokens, costUsd: r.costUsd });
   }
   for (const a of folded.values()) {
@@ -55,7 +61,7 @@ export function treeRows(rows: readonly ActorRow[], folded: Map<string, ActorSta
 const usd = (c: number | null): string => (c === null ? 'unknown' : `$${c.toFixed(4)}`);
 
 /** The tree, one row per actor; clicking one selects it. */
-export function Tree({ rows, selected, onSelect }: { rows: TreeRow[]; selected: string | null; onSelect: (id: string) => void }) {
+export function Tree({ rows, selected, onSelect, historyOf }: { rows: TreeRow[]; selected: string | null; onSelect: (id: string) => void; historyOf?: (id: string) => readonly string[] }) {
   let tokens = 0;
   let cost: number | null = 0;
   for (const r of rows) {
@@ -68,6 +74,7 @@ export function Tree({ rows, selected, onSelect }: { rows: TreeRow[]; selected: 
       <ul>
         {rows.map((r) => (
           <li key={r.id} class={r.id === selected ? 'actor selected' : 'actor'} data-actor={r.id} data-name={r.name} data-status={r.status}
+            data-history={historyOf?.(r.id).join(' ') ?? ''} title={historyOf ? `seen: ${historyOf(r.id).join(' → ')}` : undefined}
             style={{ paddingLeft: `${r.depth * 16 + 4}px` }} onClick={() => onSelect(r.id)}>
             <span class="name">{r.name}</span>
             <span class={`badge status-${r.status}`}>{r.status.replace('_', ' ')}</span>

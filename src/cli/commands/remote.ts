@@ -396,6 +396,6 @@ function treeViewOf(summaries: ActorSummary[], rootId: string): TreeView {
     rootId,
     agents,
     total: { agents: agents.length, tokens: agents.reduce((n, a) => n + a.tokens, 0), estimated: false, costUsd: costs.includes(null) ? null : costs.reduce<number>((n, c) => n + c!, 0) },
-    settled: agents.every((a) => !['running', 'starting', 'recovering', 'waiting'].includes(a.status)),
+    settled: agents.every((a) => !['running', 'starting', 'killed', 'recovering', 'waiting'].includes(a.status)),
   };
 }
