@@ -186,9 +186,10 @@ test('kill from the page SIGKILLs the host, and the page shows the takeover by a
   const shots = await tempDir('page-gw-shots');
   dirs.push(ws);
   const script = join(ws, '..', `kill-${Date.now()}.json`);
-  // the first answer waits long enough for the kill; the host that takes over answers it again
-  await writeFile(script, JSON.stringify({ responses: [{ content: 'survived the kill', delay_ms: 3000, usage }] }));
-  const a = start(['host', '--name', 'kill-host-a', '--lease-ttl', '2000']);
+  // the first answer waits long enough for the kill (the page loads and goes live first: 3 s was
+  // sometimes not enough, and the turn ended before the click); the host that takes over answers it again
+  await writeFile(script, JSON.stringify({ responses: [{ content: 'survived the kill', delay_ms: 8000, usage }] }));
+  const a = start(['host', '--name', 'kill-host-a', '--lease-ttl', '2000', '--allow-faults']);
   await until('host A to start', () => a.err().includes('hosting agents'));
   const serve = start(['serve', '--port', '0', '--allow-faults']);
   await until('serve to print its URL', () => serve.out().includes('\n'));
