@@ -3,8 +3,9 @@
 // host A leaves is read by host B when it recovers the agent), a JSON-RPC client over a real
 // WebSocket. The gateway orders host A over the bus to die at `after:tool/start`; a follow-up turn
 // with a tool call kills it there, host B takes over and completes the turn, the log's
-// `actor/killed` names the point and `verify` passes. On the data dir's embedded server (which
-// runs with authorization) a client login may give a fault order and a host login may not.
+// `actor/killed` names the point and `verify` passes; host B, without --allow-faults, refuses.
+// On the data dir's embedded server (which runs with authorization) a client login may give a
+// fault order and a host login may not. A `run --in-process` holding the agent takes no orders.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -153,4 +154,32 @@ test('on the embedded server a client login may give a host a fault order, a hos
   expect(h.proc.exitCode).toBeNull();
   h.proc.kill('SIGTERM');
   expect(await h.exited).toEqual({ code: 0, signal: null });
+}, 60_000);
+
+test('an agent hosted in a command\'s own process (run --in-process) takes no fault orders: a clear error, and the command lives on', async () => {
+  const dataDir = await tempDir('fault-inproc');
+  const ws = await demoWorkspace();
+  dirs.push(dataDir, ws);
+  const model = join(dataDir, 'script.json');
+  await writeFile(model, JSON.stringify({ responses: [{ content: 'slowly', delay_ms: 30_000, usage }] }));
+  const serve = start(['serve', '--port', '0', '--allow-faults'], dataDir);
+  await until('serve to print its URL', () => serve.out().includes('\n'), 30_000);
+  const url = serve.out().split('\n')[0]!;
+  const run = start(['run', 'answer slowly', '--model', `scripted:${model}`, '--cwd', ws, '--in-process'], dataDir);
+  await until('the run to print its agent', () => /^agt_/m.test(run.out()), 30_000);
+  const agentId = /^(agt_\S+)$/m.exec(run.out())![1]!;
+  const rpc = await RpcClient.open(`${url.replace('http', 'ws')}v1/rpc`);
+  try {
+    await until('the run to hold the agent', async () => (await rpc.call('actor.inspect', { agentId })).openAttempt !== null, 30_000);
+    const refused = await rpc.answer('fault.kill', { agentId });
+    expect(refused.error).toMatchObject({ code: 1, data: { code: 'gateway.not_a_fault_host' } });
+    expect(refused.error!.message).toContain('takes no fault orders');
+    expect(run.proc.exitCode).toBeNull();
+    expect(run.proc.signalCode).toBeNull();
+  } finally {
+    await rpc.close();
+  }
+  run.proc.kill('SIGKILL');
+  serve.proc.kill('SIGTERM');
+  expect(await serve.exited).toEqual({ code: 0, signal: null });
 }, 60_000);
