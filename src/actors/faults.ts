@@ -1,41 +1,10 @@
 import type { Logger } from 'pino';
 import { ActorloopError, ConfigError } from '../protocol/errors.js';
+import { FAULT_POINTS, TREE_FAULT_POINTS } from '../protocol/fault-points.js';
 import type { FaultRecords } from './fault-records.js';
 
-/**
- * Named places in the code where a fault can be injected (design §7), each reached by a clean
- * run of a scenario (chaos sweeps them). Points only a recovery reaches besides
- * `during:recovery` are not listed but can be named: `during:reconcile` (a reconciling tool has
- * answered, its verdict not yet staged). Points only a tree of agents reaches are in
- * `TREE_FAULT_POINTS`.
- */
-export const FAULT_POINTS = [
-  'after:turn/start',
-  'after:step/start',
-  'mid:model-stream',
-  'after:assistant/accepted',
-  'after:tool/start',
-  'before:tool/result',
-  'before:inbox-ack',
-  'after:inbox-reserved',
-  'after:interrupt/requested',
-  'after:ask/asked',
-  // an attempt's budget reservation is committed and nothing is sent yet (a run with a token or cost budget)
-  'after:budget-reserved',
-  'after:goal/updated',
-  'during:recovery',
-] as const;
-
-/**
- * Points only a run with subagents reaches: a parent's spawn between its two commits (`after:` of
- * the first fires before the child exists; of the second, once it does), and a parent that has
- * taken a child's completion notice or report into its log but not acked it yet.
- */
-export const TREE_FAULT_POINTS = [
-  'after:subagent/spawn_requested',
-  'after:subagent/spawned',
-  'before:notice-ack',
-] as const;
+// The named points are protocol (a fault order names one): defined there, exported here as before.
+export { FAULT_POINTS, TREE_FAULT_POINTS } from '../protocol/fault-points.js';
 
 /** One parsed fault spec: `<point>[:<actorId>][@<n>][=kill|drop]`. */
 export interface FaultSpec {
@@ -84,6 +53,24 @@ export interface FaultInjector {
   hit(point: string, actorId: string, epoch?: number): void;
 }
 
+/**
+ * A fault injector that also takes faults while it runs: a fault order a host was given over the
+ * bus (`actorloop host --allow-faults`) arms a spec beside the ones of `--fault` and
+ * `ACTORLOOP_FAULTS`, or kills at once.
+ */
+export interface ArmableFaultInjector extends FaultInjector {
+  /**
+   * Adds a spec from now on; its `nth` counts the times the point is reached after this call
+   * (hits before it do not count). It fires once, as a configured spec does.
+   */
+  arm(spec: FaultSpec): void;
+  /**
+   * Fires a `kill` for `actorId` now, as a spec reaching its point would: the record (naming
+   * `point`), `beforeKill`, the SIGKILL. Never returns.
+   */
+  killNow(actorId: string, point: string, epoch?: number): never;
+}
+
 /** Told of a `kill` fault just before it fires (synchronously: nothing runs after it). */
 export type BeforeKill = (hit: { point: string; actorId: string }) => void;
 
@@ -91,36 +78,48 @@ export type BeforeKill = (hit: { point: string; actorId: string }) => void;
  * A fault injector for the given specs; `kill` SIGKILLs this process, as a crash would. Before
  * it fires it adds a record to `records` (when given), which names the point in the
  * `actor/killed` the recovering incarnation commits, and calls `beforeKill` (the CLI says how to
- * carry the turn on; the injector knows no CLI).
+ * carry the turn on; the injector knows no CLI). More specs may be armed while it runs (`arm`).
  */
-export function createFaultInjector(specs: FaultSpec[], logger?: Logger, records?: FaultRecords, beforeKill?: BeforeKill): FaultInjector {
-  if (specs.length === 0) return { hit() {} };
+export function createFaultInjector(specs: FaultSpec[], logger?: Logger, records?: FaultRecords, beforeKill?: BeforeKill): ArmableFaultInjector {
+  // a copy: an armed spec must not show up in the caller's array
+  const active = [...specs];
   const counts = new Map<FaultSpec, number>();
+  const fire = (spec: Pick<FaultSpec, 'point' | 'action'>, actorId: string, epoch: number | undefined): never => {
+    const { point, action } = spec;
+    logger?.warn({ point, actorId, action }, 'fault injected');
+    try {
+      records?.add({ actorId, point, action, epoch: epoch ?? null, pid: process.pid, at: new Date().toISOString() });
+    } catch (err) {
+      // the fault fires all the same; recovery then says the point is not known
+      logger?.warn({ err, actorId }, 'fault record not written');
+    }
+    if (action === 'kill') {
+      try {
+        beforeKill?.({ point, actorId });
+      } catch {
+        // the kill is what was asked for: a failing notice must not stop it
+      }
+      process.kill(process.pid, 'SIGKILL');
+    }
+    throw new ActorDropped(point);
+  };
   return {
     hit(point, actorId, epoch) {
-      for (const spec of specs) {
+      for (const spec of active) {
         if (spec.point !== point) continue;
         if (spec.actorId !== null && spec.actorId !== actorId) continue;
         const n = (counts.get(spec) ?? 0) + 1;
         counts.set(spec, n);
         if (n !== spec.nth) continue;
-        logger?.warn({ point, actorId, action: spec.action }, 'fault injected');
-        try {
-          records?.add({ actorId, point, action: spec.action, epoch: epoch ?? null, pid: process.pid, at: new Date().toISOString() });
-        } catch (err) {
-          // the fault fires all the same; recovery then says the point is not known
-          logger?.warn({ err, actorId }, 'fault record not written');
-        }
-        if (spec.action === 'kill') {
-          try {
-            beforeKill?.({ point, actorId });
-          } catch {
-            // the kill is what was asked for: a failing notice must not stop it
-          }
-          process.kill(process.pid, 'SIGKILL');
-        }
-        throw new ActorDropped(point);
+        fire(spec, actorId, epoch);
       }
+    },
+    arm(spec) {
+      if (!Number.isInteger(spec.nth) || spec.nth < 1) throw new ConfigError('config.fault', `invalid fault spec for ${spec.point}: n counts from 1`);
+      active.push({ ...spec });
+    },
+    killNow(actorId, point, epoch) {
+      return fire({ point, action: 'kill' }, actorId, epoch);
     },
   };
 }

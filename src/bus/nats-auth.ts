@@ -3,7 +3,7 @@ import { chmod, link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs
 import { join } from 'node:path';
 import { z } from 'zod';
 import { BusError } from '../protocol/errors.js';
-import { inboxSubject } from './subjects.js';
+import { faultSubject, inboxSubject } from './subjects.js';
 
 /**
  * Who is on the bus (design §11a). Hosts run actors: they write logs, leases and live deltas, and
@@ -34,6 +34,8 @@ export type NatsCredentials =
 // The wildcard for "any actor's inbox" on one channel.
 const PERSON_INBOXES = inboxSubject('*', 'person');
 const ACTOR_INBOXES = inboxSubject('*', 'actor');
+// Every host's fault orders.
+const FAULT_ORDERS = faultSubject('>');
 
 /**
  * Subject permissions of each role. Hosts are denied the person channel explicitly, so a bug or
@@ -45,14 +47,16 @@ export const ROLE_PERMISSIONS: Record<NatsRole, { publish: { allow: string[]; de
   host: {
     publish: {
       allow: ['log.>', 'live.>', ACTOR_INBOXES, 'dlq.>', 'claim.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', '_INBOX.>'],
-      deny: [PERSON_INBOXES],
+      // FAULT_ORDERS: a host takes fault orders (replying on _INBOX), it never gives one
+      deny: [PERSON_INBOXES, FAULT_ORDERS],
     },
     subscribe: { allow: ['>'] },
   },
   client: {
     publish: {
       // ACTOR_INBOXES: an operator redrives a dead letter onto the channel it first came in on
-      allow: [PERSON_INBOXES, ACTOR_INBOXES, 'claim.>', 'dlq.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.actors.>', '_INBOX.>'],
+      // FAULT_ORDERS: the gateway orders a host to kill itself (`fault.kill`, only with --allow-faults on both)
+      allow: [PERSON_INBOXES, ACTOR_INBOXES, FAULT_ORDERS, 'claim.>', 'dlq.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.actors.>', '_INBOX.>'],
       deny: ['log.>', 'live.>', '$KV.leases.>', '$KV.hosts.>'],
     },
     subscribe: { allow: ['>'] },

@@ -54,6 +54,15 @@ export function claimSubject(actorId: string): string {
   return `claim.${actorId}`;
 }
 
+/**
+ * Core NATS subject (request/reply, not persisted) on which one host takes fault orders:
+ * `fault.<hostKey>`, the host's name as its `hosts` KV key (`hostKey` in hosts.ts), a subject
+ * token whatever the name holds. Only clients may publish on `fault.>`.
+ */
+export function faultSubject(hostKey: string): string {
+  return `fault.${hostKey}`;
+}
+
 /** Name of the durable pull consumer that reads an actor's inbox. */
 export function inboxConsumerName(actorId: string): string {
   return `inbox_${actorId}`;

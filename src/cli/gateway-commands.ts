@@ -1,4 +1,4 @@
-import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
 import { ConfigError, NotFoundError } from '../protocol/errors.js';
 import { newId } from '../protocol/ids.js';
 import type { TurnRequest } from '../protocol/events.js';
@@ -7,7 +7,10 @@ import type { InboxMessage } from '../protocol/inbox.js';
 import { outputValidator } from '../model/output-schema.js';
 import { pendingApprovals } from '../store/projection.js';
 import type { GatewayCommands } from '../server/gateway.js';
-import { noHostError } from '../server/rpc.js';
+import { noHostError, RpcError } from '../server/rpc.js';
+import { RPC_ERRORS } from '../protocol/gateway.js';
+import { FAULT_NOW } from '../protocol/fault-points.js';
+import { sendFaultOrder } from '../bus/fault-order-channel.js';
 import { approvalMessage } from './commands/approvals.js';
 import { answerFromArgs, questionToAnswer } from './commands/answer.js';
 import { questionAnswerMessage } from './commands/questions.js';
@@ -21,7 +24,8 @@ import type { Runtime } from './runtime.js';
 
 // The gateway's commands (`actorloop serve`): each is the inbox message the CLI command of the
 // same name sends, on the person channel, checked against the log as the CLI checks it; or, for
-// `fault.kill`, a SIGKILL to the host process holding the actor's lease. The gateway hosts
+// `fault.kill`, a fault order to the host holding the actor's lease (over the bus, so the host
+// may run on any machine, and kills itself only with its own --allow-faults). The gateway hosts
 // nothing: work goes to a live `actorloop host`, as `run` hands it over.
 
 /** Who the gateway's messages come from (the inbox door keeps a plain client name). */
@@ -154,26 +158,27 @@ export function gatewayCommands(rt: Runtime): GatewayCommands {
     },
     async kill(p) {
       const entry = await entryOf(rt, p.agentId);
-      const now = Date.now();
-      const lease = await rt.leases.get(entry.actorId, now);
-      if (!lease) throw new ConfigError('gateway.not_hosted', `no process holds ${p.agentId} now: there is nothing to kill`);
-      const host = await rt.hosts.known(lease.host);
-      if (!host) throw new ConfigError('gateway.not_a_host', `${p.agentId} is held by ${lease.host}, which is not an \`actorloop host\` (a command hosting it in-process): only hosts are killed`);
-      if (host.hostname !== hostname()) {
-        throw new ConfigError('gateway.remote_host', `${lease.host} runs on ${host.hostname}, not on this machine: the gateway kills only processes of its own machine`);
-      }
-      if (p.point !== undefined) {
-        // a fault point fires inside the host's own injector, which reads its --fault at start
-        throw new ConfigError('gateway.fault_point_unsupported', `killing at a named fault point (${p.point}) is not carried by the bus yet`, {
-          hint: 'kill now (no point), or start the host with --fault <point>:<agentId>=kill',
+      const lease = await rt.leases.get(entry.actorId, Date.now());
+      if (!lease) {
+        throw new ConfigError('gateway.not_hosted', `no process holds ${p.agentId} now: there is nothing to kill`, {
+          hint: 'a fault order goes to the host holding the agent; give it work first (a turn, a message) so a host takes it',
         });
       }
-      try {
-        process.kill(host.pid, 'SIGKILL');
-      } catch (err) {
-        throw new ConfigError('gateway.kill_failed', `cannot kill ${lease.host} (pid ${host.pid}): ${(err as Error).message}`);
+      const point = p.point ?? FAULT_NOW;
+      const order = { actorId: entry.actorId, point, ...(p.nth !== undefined ? { nth: p.nth } : {}), orderId: randomUUID() };
+      const reply = await sendFaultOrder(rt.bus.nc, lease.host, order);
+      if (!reply) {
+        // no local-pid fallback: a holder that takes no orders did not agree to be killed
+        throw new ConfigError('gateway.not_a_fault_host', `${p.agentId} is held by ${lease.host}, which takes no fault orders (a command hosting it in-process, or a host of an older version)`, {
+          hint: 'host the agent on an `actorloop host --allow-faults`',
+        });
       }
-      return { host: lease.host, pid: host.pid, point: null };
+      if (!reply.armed) {
+        const data = { code: reply.code, host: reply.hostId, pid: reply.pid };
+        if (reply.code === 'host.faults_disabled') throw new RpcError(RPC_ERRORS.faultsDisabled, reply.message, data);
+        throw new ConfigError(reply.code, reply.message);
+      }
+      return { status: point === FAULT_NOW ? 'killed' : 'armed', hostId: reply.hostId, pid: reply.pid, point };
     },
   };
 }

@@ -238,6 +238,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--lease-ttl <ms>', 'lease time to live; a dead host\'s agents move after it (default 10000)', wholeNumber('--lease-ttl', 1))
     .option('--json', 'print the events of hosted agents as NDJSON on stdout')
     .addOption(new Option('--fault <spec>', 'inject a fault: <point>[:<agentId>][@<n>][=kill|drop]'))
+    .option('--allow-faults', "take fault orders (a gateway's fault.kill): SIGKILL this process at a named point, or now")
     .action(act(async (o) => {
       ownsStopSignals();
       return hostCommand(o, load(o), out);

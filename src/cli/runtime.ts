@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { openBus, type Bus, type OpenBusOptions } from '../bus/connection.js';
 import type { NatsCredentials, NatsRole } from '../bus/nats-auth.js';
-import { createFaultInjector, parseFaultSpecs, type FaultInjector } from '../actors/faults.js';
+import { createFaultInjector, parseFaultSpecs, type ArmableFaultInjector } from '../actors/faults.js';
 import { createFileFaultRecords } from '../actors/fault-records.js';
 import { Supervisor, type SupervisorOptions } from '../actors/supervisor.js';
 import { createJetStreamPorts } from '../actors/supervisor-ports.js';
@@ -46,7 +46,8 @@ export interface Runtime {
   tools: ToolRegistry;
   /** The tool pipeline's policy, sandbox and redaction, from the config. */
   tooling: ToolingPorts;
-  faults: FaultInjector;
+  /** `--fault` and `ACTORLOOP_FAULTS`; a host with `--allow-faults` arms fault orders in it too. */
+  faults: ArmableFaultInjector;
   /** Leases of the `leases` bucket: which process hosts which agent. */
   leases: LeaseStore;
   /** The `hosts` bucket: which `actorloop host` processes run and take work. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CompleteWhenSchema } from './completion.js';
+import { FAULT_NOW, FaultOrderPointSchema } from './fault-points.js';
 import { ReasoningEffortSchema, TurnOutcomeSchema } from './turn-settings.js';
 
 // The gateway's client protocol (design §11), versioned apart from the event format: `/v1` is
@@ -170,7 +171,7 @@ export const RPC_ERRORS = {
   internal: -32603,
   /** An actorloop error (not found, refused, no host…): `data.code` names it. */
   application: 1,
-  /** Fault orders are off: the gateway was started without `--allow-faults`. */
+  /** Fault orders are off: the gateway, or the host holding the actor, was started without `--allow-faults`. */
   faultsDisabled: 2,
 } as const;
 
@@ -231,7 +232,13 @@ export const RpcParamsSchemas = {
   'events.unsubscribe': z.object({ subscription: z.string() }).strict(),
   'machines.subscribe': z.object({ agentIds: z.array(z.string()).min(1) }).strict(),
   'machines.unsubscribe': z.object({ subscription: z.string() }).strict(),
-  'fault.kill': z.object({ agentId: z.string(), point: z.string().optional() }).strict(),
+  'fault.kill': z.object({
+    agentId: z.string(),
+    /** Where the host holding the agent SIGKILLs itself: a named fault point the agent reaches next, or `now` (the default). */
+    point: FaultOrderPointSchema.optional(),
+    /** At the n-th time the agent reaches `point` from now (default 1). */
+    nth: z.number().int().positive().optional(),
+  }).strict().refine((p) => p.nth === undefined || (p.point !== undefined && p.point !== FAULT_NOW), { message: 'nth needs a named point (not now)', path: ['nth'] }),
 } as const;
 
 /** A method of `/v1/rpc`. */
@@ -252,7 +259,8 @@ export const RpcResultSchemas = {
   'events.unsubscribe': z.object({ ok: z.literal(true) }),
   'machines.subscribe': z.object({ subscription: z.string() }),
   'machines.unsubscribe': z.object({ ok: z.literal(true) }),
-  'fault.kill': z.object({ host: z.string(), pid: z.number().int(), point: z.string().nullable() }),
+  /** `killed`: the host kills itself now (after answering); `armed`: it will at `point`. */
+  'fault.kill': z.object({ status: z.enum(['armed', 'killed']), hostId: z.string(), pid: z.number().int(), point: FaultOrderPointSchema }),
 } as const satisfies Record<RpcMethod, z.ZodType>;
 
 /** A method's result. */

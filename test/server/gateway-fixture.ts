@@ -28,8 +28,8 @@ export interface GatewayFixture {
   dirs: string[];
   /** Starts a gateway on this runtime (a free port on 127.0.0.1 unless told otherwise). */
   gateway(extra?: Partial<GatewayOptions>): Promise<Gateway>;
-  /** Starts `actorloop host` against the fixture's server and waits until it hosts. */
-  host(name: string): Promise<HostProcess>;
+  /** Starts `actorloop host` against the fixture's server (with `args` besides, e.g. `--allow-faults`) and waits until it hosts. */
+  host(name: string, args?: string[]): Promise<HostProcess>;
   stop(): Promise<void>;
 }
 
@@ -67,10 +67,10 @@ export async function openGatewayFixture(): Promise<GatewayFixture> {
       gateways.push(g);
       return g;
     },
-    async host(name) {
+    async host(name, args = []) {
       const hostDir = await tempDir('host');
       dirs.push(hostDir);
-      const child = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', name, '--lease-ttl', '3000', '--nats', nats.url, '--data-dir', hostDir], {
+      const child = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', name, '--lease-ttl', '3000', '--nats', nats.url, '--data-dir', hostDir, ...args], {
         cwd: REPO_ROOT, env: cliEnv(hostDir), stdio: ['ignore', 'ignore', 'pipe'],
       });
       let err = '';

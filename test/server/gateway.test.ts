@@ -320,7 +320,47 @@ describe('a tree', () => {
 });
 
 describe('fault.kill with --allow-faults', () => {
-  test('SIGKILLs the host process holding the agent', async () => {
+  test('a host without --allow-faults refuses the order (code 2), and stays up', async () => {
+    const faulty = await fx.gateway({ allowFaults: true });
+    const client = await RpcClient.open(`${faulty.url.replace('http', 'ws')}/v1/rpc`);
+    try {
+      const model = await script('held', [{ content: 'held' }]);
+      const { agentId } = await client.call('turn.submit', { task: 'Be held.', model, cwd: ws });
+      await turnEnded(agentId);
+      await until('host A to hold the agent', async () => (await fx.rt.leases.get(agentId, Date.now()))?.host === 'gateway-host-a');
+      const refused = await client.answer('fault.kill', { agentId, point: 'after:tool/start' });
+      expect(refused.error).toMatchObject({ code: 2, data: { code: 'host.faults_disabled', host: 'gateway-host-a', pid: host.child.pid } });
+      expect(refused.error!.message).toBe('host gateway-host-a takes no fault orders: start it with `actorloop host --allow-faults`');
+      expect(host.child.exitCode).toBeNull();
+      expect(host.child.signalCode).toBeNull();
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  test('a bad point is -32602 listing the points; nth needs a named point', async () => {
+    const faulty = await fx.gateway({ allowFaults: true });
+    const client = await RpcClient.open(`${faulty.url.replace('http', 'ws')}/v1/rpc`);
+    try {
+      const bad = await client.answer('fault.kill', { agentId: 'agt_01J00000000000000000000000', point: 'tool.before_start' });
+      expect(bad.error!.code).toBe(-32602);
+      const [issue] = bad.error!.data;
+      expect(issue.path).toEqual(['point']);
+      expect(issue.values).toEqual(expect.arrayContaining(['after:tool/start', 'before:notice-ack', 'now']));
+      expect(issue.message).toContain('one of: after:turn/start, ');
+      const nth = await client.answer('fault.kill', { agentId: 'agt_01J00000000000000000000000', nth: 2 });
+      expect(nth.error!.code).toBe(-32602);
+      expect(nth.error!.data[0].message).toBe('nth needs a named point (not now)');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('now: the host holding the agent (--allow-faults) answers, then SIGKILLs itself', async () => {
+    // host A drains, releasing what it holds: the next agent goes to the host that takes orders
+    host.child.kill('SIGTERM');
+    expect(await host.exited).toEqual({ code: 0, signal: null });
+    const c = await fx.host('gateway-host-c', ['--allow-faults']);
     const faulty = await fx.gateway({ allowFaults: true });
     const client = await RpcClient.open(`${faulty.url.replace('http', 'ws')}/v1/rpc`);
     try {
@@ -328,14 +368,14 @@ describe('fault.kill with --allow-faults', () => {
       const { agentId } = await client.call('turn.submit', { task: 'Take your time.', model, cwd: ws });
       await until('a lease on the agent', async () => fx.rt.leases.get(agentId, Date.now()));
       const killed = await client.call('fault.kill', { agentId });
-      expect(killed.host).toBe('gateway-host-a');
-      expect(killed.pid).toBe(host.child.pid);
-      expect(await host.exited).toEqual({ code: null, signal: 'SIGKILL' });
-      const point = await client.answer('fault.kill', { agentId, point: 'tool.before_start' });
-      expect(point.error!.code).toBe(1);
+      expect(killed).toEqual({ status: 'killed', hostId: 'gateway-host-c', pid: c.child.pid, point: 'now' });
+      expect(await c.exited).toEqual({ code: null, signal: 'SIGKILL' });
+      // nobody holds it now that its holder is gone (once the lease lapses): a clear error
+      await until('the lease to lapse', async () => !(await fx.rt.leases.get(agentId, Date.now())), 20_000);
+      const none = await client.answer('fault.kill', { agentId });
+      expect(none.error).toMatchObject({ code: 1, data: { code: 'gateway.not_hosted' } });
     } finally {
       await client.close();
     }
   }, 60_000);
 });
-

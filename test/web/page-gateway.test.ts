@@ -208,7 +208,7 @@ test('kill from the page SIGKILLs the host, and the page shows the takeover by a
   // the first answer waits long enough for the page to load and the kill (a loaded machine takes
   // seconds); the host that takes over answers it again, as slowly: the page sees it run there
   await writeFile(script, JSON.stringify({ responses: [{ content: 'survived the kill', delay_ms: 12_000, usage }] }));
-  const a = start(['host', '--name', 'kill-host-a', '--lease-ttl', '2000']);
+  const a = start(['host', '--name', 'kill-host-a', '--lease-ttl', '2000', '--allow-faults']);
   await until('host A to start', () => a.err().includes('hosting agents'));
   const serve = start(['serve', '--port', '0', '--allow-faults']);
   await until('serve to print its URL', () => serve.out().includes('\n'));

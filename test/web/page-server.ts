@@ -3,7 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { extname, join, normalize } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
+import { z } from 'zod';
 import { machineDefinitions } from '../../src/client/machine-definitions.js';
+import { gatewaySchemas } from '../../src/protocol/gateway.js';
 import { readTreeView } from '../../src/client/tree.js';
 import type { LogReader } from '../../src/store/log-port.js';
 import { emptyProjection, foldEvent, pendingApprovals, pendingQuestions } from '../../src/store/projection.js';
@@ -84,6 +86,10 @@ export async function startPageServer(o: PageServerOptions): Promise<PageServer>
     }
     if (!authorized(req, url)) return json(res, { error: 'unauthorized' }, 401);
     if (url.pathname === '/v1/machines') return json(res, machineDefinitions());
+    // the gateway's own schemas, as it serves them (the page reads fault.kill's points there)
+    if (url.pathname === '/v1/schema') {
+      return json(res, { version: 'v1', schemas: Object.fromEntries(Object.entries(gatewaySchemas()).map(([k, s]) => [k, z.toJSONSchema(s, { unrepresentable: 'any', io: 'input' })])) });
+    }
     if (url.pathname === '/v1/actors') {
       const view = await readTreeView({ reader: o.reader, rootId: o.rootId });
       return json(res, {

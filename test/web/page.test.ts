@@ -200,6 +200,13 @@ describe('the visualizer page', () => {
     await page.getByRole('button', { name: 'Kill host' }).click();
     const reader = await page.locator('li.actor[data-name="reader"]').getAttribute('data-actor');
     await expect.poll(() => server.rpc.find((r) => r.method === 'fault.kill')?.params).toEqual({ agentId: reader });
+    // or at a fault point the agent reaches next, the points as the gateway's schema lists them
+    const at = page.getByRole('combobox', { name: 'kill at' });
+    await expect.poll(async () => (await at.locator('option').allTextContents()).length).toBeGreaterThan(10);
+    expect(await at.locator('option').allTextContents()).toEqual(expect.arrayContaining(['now', 'at after:tool/start', 'at before:notice-ack']));
+    await at.selectOption('after:tool/start');
+    await page.getByRole('button', { name: 'Kill host' }).click();
+    await expect.poll(() => server.rpc.filter((r) => r.method === 'fault.kill').at(-1)?.params).toEqual({ agentId: reader, point: 'after:tool/start' });
     await shot('kill');
   });
 

@@ -1,13 +1,23 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { pendingApprovals, pendingQuestions, type Projection } from '../../src/store/projection.js';
-import type { Rpc } from './api.js';
+import { getJson, type Rpc } from './api.js';
 
 // What an operator may do to the selected actor, each through the gateway's JSON-RPC (every
 // command becomes an inbox message or a fault order, never a call into an actor): answer a
 // pending approval (the exact tool, plan and plan digest it binds to are shown, and the digest is
 // sent back so an answer cannot approve another plan), answer a question, steer / inject /
-// follow up, interrupt, and kill when the gateway allows faults. Only live: a past position has
-// nothing to act on.
+// follow up, interrupt, and kill when the gateway allows faults (now, or at a fault point the
+// agent reaches next: the points are read from the gateway's own schema, so the page keeps no
+// copy of the list). Only live: a past position has nothing to act on.
+
+/** The fault points `fault.kill` takes, from `GET /v1/schema`; just `now` when it cannot say. */
+async function faultPoints(): Promise<string[]> {
+  type Schema = { schemas?: Record<string, { properties?: { point?: { enum?: unknown } } }> };
+  const r = await getJson<Schema>('/v1/schema').catch(() => ({}) as Schema);
+  const points = r.schemas?.['rpc.fault.kill.params']?.properties?.point?.enum;
+  const named = Array.isArray(points) ? points.filter((p): p is string => typeof p === 'string' && p !== 'now') : [];
+  return ['now', ...named];
+}
 
 /** The actions panel of one actor. */
 export function Actions({ agentId, projection, rpc, live, faultsAllowed }: { agentId: string; projection: Projection; rpc: Rpc; live: boolean; faultsAllowed: boolean }) {
@@ -15,6 +25,11 @@ export function Actions({ agentId, projection, rpc, live, faultsAllowed }: { age
   const [text, setText] = useState('');
   const [kind, setKind] = useState('steer');
   const [answers, setAnswers] = useState<Record<string, string>>({});
+  const [points, setPoints] = useState<string[]>(['now']);
+  const [point, setPoint] = useState('now');
+  useEffect(() => {
+    if (faultsAllowed) void faultPoints().then(setPoints);
+  }, [faultsAllowed]);
   const send = (method: string, params: Record<string, unknown>): void => {
     setSaid(`${method}…`);
     rpc.call(method, params).then(
@@ -64,7 +79,14 @@ export function Actions({ agentId, projection, rpc, live, faultsAllowed }: { age
       </form>
       <div class="buttons">
         <button class="interrupt" disabled={!live || projection.openTurn === null} onClick={() => send('turn.interrupt', { agentId })}>Interrupt</button>
-        {faultsAllowed && <button class="kill" disabled={!live} onClick={() => send('fault.kill', { agentId })}>Kill host</button>}
+        {faultsAllowed && (
+          <span class="kill-at">
+            <select aria-label="kill at" value={point} onChange={(e) => setPoint((e.target as HTMLSelectElement).value)}>
+              {points.map((p) => <option key={p} value={p}>{p === 'now' ? 'now' : `at ${p}`}</option>)}
+            </select>
+            <button class="kill" disabled={!live} onClick={() => send('fault.kill', point === 'now' ? { agentId } : { agentId, point })}>Kill host</button>
+          </span>
+        )}
       </div>
       <div class="said" data-testid="rpc-said">{said}</div>
     </section>

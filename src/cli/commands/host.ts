@@ -2,6 +2,8 @@ import { hostname } from 'node:os';
 import { localHolder } from '../../actors/lease-keeper.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { Host } from '../../actors/host.js';
+import { faultOrderTaker } from '../../actors/fault-order-taker.js';
+import { listenForFaultOrders } from '../../bus/fault-order-channel.js';
 import { EXIT } from '../exit-codes.js';
 import { eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime } from '../runtime.js';
@@ -12,6 +14,8 @@ export interface HostCommandOptions {
   name?: string;
   leaseTtl?: number;
   json?: boolean;
+  /** Take fault orders (`fault.kill` of a gateway with `--allow-faults`): kill this process at a point, or now. */
+  allowFaults?: boolean;
 }
 
 /**
@@ -42,8 +46,14 @@ export async function hostCommand(opts: HostCommandOptions, config: EffectiveCon
     const { stopped, dispose: stopListening } = whenAskedToStop();
     try {
       await host.start();
-      out.stderr.write(`host ${name}: hosting agents (lease TTL ${Math.round(rt.leases.ttlMs / 1000)} s); SIGTERM, SIGHUP or Ctrl-C drains and exits\n`);
+      // listened for without --allow-faults too: the giver then hears a refusal, not silence
+      const hosted = host;
+      const orders = listenForFaultOrders(rt.bus.nc, name, faultOrderTaker({
+        hostId: name, allowFaults: opts.allowFaults === true, holds: (id) => hosted.actors().includes(id), faults: rt.faults, logger,
+      }), logger);
+      out.stderr.write(`host ${name}: hosting agents (lease TTL ${Math.round(rt.leases.ttlMs / 1000)} s)${opts.allowFaults ? ', fault orders allowed' : ''}; SIGTERM, SIGHUP or Ctrl-C drains and exits\n`);
       const signal = await stopped;
+      orders.close();
       out.stderr.write(`host ${name}: ${signal}, draining ${host.actors().length} agent(s)\n`);
       await host.drain();
       return EXIT.completed;
