@@ -20,7 +20,7 @@ import { ActorDropped, type FaultInjector } from './faults.js';
 import { createMemoryFaultRecords, type FaultRecords } from './fault-records.js';
 import { commitRelease, killNotes } from './incarnation-end.js';
 import { lazyChild } from './lazy-logger.js';
-import type { MachineSnapshots } from './machine-set.js';
+import type { MachineSnapshots, MachineStates } from './machine-set.js';
 import type { SupervisorPorts } from './supervisor-ports.js';
 import { defaultTooling, type ToolingPorts } from './tooling.js';
 import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from '../protocol/subagents.js';
@@ -387,6 +387,16 @@ export class Supervisor {
   /** True when this process hosts the actor now. */
   hosts(actorId: string): boolean {
     return this.hosted.has(actorId);
+  }
+
+  /** The root of an actor hosted here now, or undefined (the live inspection feed's subject names it). */
+  rootOf(actorId: string): string | undefined {
+    return this.hosted.get(actorId)?.actor.rootId;
+  }
+
+  /** The state values of the machines of an actor hosted here now, or undefined (what a new watcher is told first). */
+  machinesOf(actorId: string): MachineStates | undefined {
+    return this.hosted.get(actorId)?.actor.ref.getSnapshot().machines;
   }
 
   /**

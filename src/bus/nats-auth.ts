@@ -38,13 +38,14 @@ const ACTOR_INBOXES = inboxSubject('*', 'actor');
 /**
  * Subject permissions of each role. Hosts are denied the person channel explicitly, so a bug or
  * a later feature that forwards an agent's words can never make them a person's. Clients are
- * denied the logs, leases and live deltas: the log is written by the incarnation that holds the
- * lease, and nothing a client says becomes a fact without a host committing it.
+ * denied the logs, leases, live deltas and inspection reports: the log is written by the incarnation
+ * that holds the lease, nothing a client says becomes a fact without a host committing it, and no
+ * client may say what a host's machine did.
  */
 export const ROLE_PERMISSIONS: Record<NatsRole, { publish: { allow: string[]; deny: string[] }; subscribe: { allow: string[] } }> = {
   host: {
     publish: {
-      allow: ['log.>', 'live.>', ACTOR_INBOXES, 'dlq.>', 'claim.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', '_INBOX.>'],
+      allow: ['log.>', 'live.>', 'inspect.>', ACTOR_INBOXES, 'dlq.>', 'claim.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', '_INBOX.>'],
       deny: [PERSON_INBOXES],
     },
     subscribe: { allow: ['>'] },
@@ -52,8 +53,9 @@ export const ROLE_PERMISSIONS: Record<NatsRole, { publish: { allow: string[]; de
   client: {
     publish: {
       // ACTOR_INBOXES: an operator redrives a dead letter onto the channel it first came in on
-      allow: [PERSON_INBOXES, ACTOR_INBOXES, 'claim.>', 'dlq.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.actors.>', '_INBOX.>'],
-      deny: ['log.>', 'live.>', '$KV.leases.>', '$KV.hosts.>'],
+      // watch.>: a watcher asks hosts for an actor's live inspection (`inspect.>`, which only a host reports)
+      allow: [PERSON_INBOXES, ACTOR_INBOXES, 'claim.>', 'watch.>', 'dlq.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.actors.>', '_INBOX.>'],
+      deny: ['log.>', 'live.>', 'inspect.>', '$KV.leases.>', '$KV.hosts.>'],
     },
     subscribe: { allow: ['>'] },
   },
