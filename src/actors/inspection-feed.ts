@@ -1,16 +1,15 @@
-import type { InspectionEvent } from 'xstate';
+import type { InspectionEvent, Subscription } from 'xstate';
 import type { LivePublisher } from '../bus/log-publisher.js';
 import { inspectSubject } from '../bus/subjects.js';
 import { WATCH_FRESH_MS, type InspectionReport } from '../protocol/inspection.js';
-import type { AgentSnapshot } from './agent-logic.js';
-import type { MachineStates } from './machine-set.js';
+import type { AgentActorRef, AgentSnapshot } from './agent-logic.js';
 
 /** What the feed reads of the agents hosted here (a supervisor, or several). */
 export interface InspectedAgents {
   /** The root of an actor hosted here; undefined when it is not hosted here. */
   rootOf(actorId: string): string | undefined;
-  /** The state values of a hosted actor's machines now; undefined when it is not hosted here. */
-  machinesOf(actorId: string): MachineStates | undefined;
+  /** The XState actor of an actor hosted here; undefined when it is not hosted here. */
+  refOf(actorId: string): Pick<AgentActorRef, 'system' | 'getSnapshot'> | undefined;
 }
 
 /** Options of an `InspectionFeed`. */
@@ -25,49 +24,69 @@ export interface InspectionFeedOptions {
   freshMs?: number;
 }
 
+/** An agent's XState actor the feed inspects, and the inspection to end. */
+interface Attached {
+  ref: object;
+  sub: Subscription;
+}
+
 /**
- * A host's side of the live inspection feed (src/protocol/inspection.ts). Its `observer` is the
- * XState inspect observer of every agent the host runs; it reports an agent's snapshots on
- * `inspect.<rootId>.<actorId>` only while a watch of that agent is fresh. With no watch at all
- * it returns on its first comparison: a host nobody watches reads no snapshot and publishes
- * nothing. Which agents are watched is kept here, not asked of the bus, for the same reason.
+ * A host's side of the live inspection feed (src/protocol/inspection.ts). A watch request for an
+ * agent hosted here attaches an inspect observer to that agent's XState actor (`system.inspect`),
+ * which reports each of its snapshots on `inspect.<rootId>.<actorId>` while the watch is fresh
+ * and detaches itself at the first event after it lapsed. An agent nobody watches has no
+ * observer at all: a host nobody watches does and publishes nothing more than before the feed.
+ * An agent that came to this host while watched is attached at the next request (they come
+ * every WATCH_EVERY_MS); one that went elsewhere is reported by the host it went to.
  */
 export class InspectionFeed {
   /** Actor → when its watch lapses (ms, this host's clock). */
   private readonly watched = new Map<string, number>();
+  private readonly attached = new Map<string, Attached>();
   private readonly clock: { nowMs(): number };
   private readonly freshMs: number;
-  /** The inspect observer to give the supervisor. */
-  readonly observer: (e: InspectionEvent) => void;
 
   constructor(private readonly o: InspectionFeedOptions) {
     this.clock = o.clock ?? { nowMs: () => Date.now() };
     this.freshMs = o.freshMs ?? WATCH_FRESH_MS;
-    this.observer = (e) => {
-      if (this.watched.size === 0 || e.type !== '@xstate.snapshot') return;
-      // each agent is its own root XState actor whose systemId is the actor's ID (design §7)
-      const actorId = (e.actorRef as { systemId?: string }).systemId;
-      if (actorId === undefined || !this.fresh(actorId)) return;
-      // an actor being built (replaying its log before it is hosted) has no root here yet: its
-      // replayed transitions are the log's, not live ones
-      const rootId = this.o.agents.rootOf(actorId);
-      if (rootId === undefined) return;
-      this.report(actorId, rootId, e.event.type, (e.snapshot as AgentSnapshot).machines);
-    };
   }
 
   /** A watch request for `actorId`: report it for `freshMs` from now; `hello`: report its states at once. */
   watch(actorId: string, hello: boolean): void {
     this.watched.set(actorId, this.clock.nowMs() + this.freshMs);
-    if (!hello) return;
+    // an actor whose watch lapsed while it took no event (parked, or gone from this host) lets go here
+    for (const id of [...this.attached.keys()]) if (!this.fresh(id)) this.detach(id);
+    const ref = this.o.agents.refOf(actorId);
     const rootId = this.o.agents.rootOf(actorId);
-    const machines = this.o.agents.machinesOf(actorId);
-    if (rootId !== undefined && machines !== undefined) this.report(actorId, rootId, null, machines);
+    const was = this.attached.get(actorId);
+    // a new incarnation (killed and hosted here again) is a new XState actor
+    if (was && was.ref !== ref) this.detach(actorId);
+    if (!ref || rootId === undefined) return;
+    if (!this.attached.has(actorId)) {
+      const sub = ref.system.inspect((e: InspectionEvent) => {
+        if (e.type !== '@xstate.snapshot') return;
+        if (!this.fresh(actorId)) return this.detach(actorId);
+        this.report(actorId, rootId, e.event.type, e.snapshot as AgentSnapshot);
+      });
+      this.attached.set(actorId, { ref, sub });
+    }
+    if (hello) this.report(actorId, rootId, null, ref.getSnapshot() as AgentSnapshot);
   }
 
   /** The actors watched now (lapsed watches are dropped here). */
   watching(): string[] {
     return [...this.watched.keys()].filter((id) => this.fresh(id));
+  }
+
+  /** The actors whose XState actor has the feed's observer attached. */
+  inspecting(): string[] {
+    return [...this.attached.keys()];
+  }
+
+  /** Detaches every observer (the host is stopping). */
+  close(): void {
+    for (const id of [...this.attached.keys()]) this.detach(id);
+    this.watched.clear();
   }
 
   private fresh(actorId: string): boolean {
@@ -78,8 +97,15 @@ export class InspectionFeed {
     return false;
   }
 
-  private report(actorId: string, rootId: string, event: string | null, machines: MachineStates): void {
-    const r: InspectionReport = { v: 1, actorId, rootId, event, machines: machines as InspectionReport['machines'], at: this.clock.nowMs(), host: this.o.host };
+  private detach(actorId: string): void {
+    this.attached.get(actorId)?.sub.unsubscribe();
+    this.attached.delete(actorId);
+  }
+
+  private report(actorId: string, rootId: string, event: string | null, snapshot: AgentSnapshot): void {
+    const r: InspectionReport = {
+      v: 1, actorId, rootId, event, machines: snapshot.machines as InspectionReport['machines'], at: this.clock.nowMs(), host: this.o.host,
+    };
     this.o.live.publish(inspectSubject(rootId, actorId), JSON.stringify(r));
   }
 }

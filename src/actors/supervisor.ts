@@ -15,12 +15,12 @@ import { rehydrate } from '../store/rehydrate.js';
 import type { SnapshotStore } from '../store/snapshots.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { AgentActor } from './agent-actor.js';
-import type { InspectObserver } from './agent-logic.js';
+import type { AgentActorRef, InspectObserver } from './agent-logic.js';
 import { ActorDropped, type FaultInjector } from './faults.js';
 import { createMemoryFaultRecords, type FaultRecords } from './fault-records.js';
 import { commitRelease, killNotes } from './incarnation-end.js';
 import { lazyChild } from './lazy-logger.js';
-import type { MachineSnapshots, MachineStates } from './machine-set.js';
+import type { MachineSnapshots } from './machine-set.js';
 import type { SupervisorPorts } from './supervisor-ports.js';
 import { defaultTooling, type ToolingPorts } from './tooling.js';
 import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from '../protocol/subagents.js';
@@ -394,9 +394,9 @@ export class Supervisor {
     return this.hosted.get(actorId)?.actor.rootId;
   }
 
-  /** The state values of the machines of an actor hosted here now, or undefined (what a new watcher is told first). */
-  machinesOf(actorId: string): MachineStates | undefined {
-    return this.hosted.get(actorId)?.actor.ref.getSnapshot().machines;
+  /** The XState actor of an actor hosted here now, or undefined (the live inspection feed inspects it while it is watched). */
+  refOf(actorId: string): AgentActorRef | undefined {
+    return this.hosted.get(actorId)?.actor.ref;
   }
 
   /**

@@ -173,20 +173,20 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
   const statuses = new DirectoryStatuses(bus.directory, logger);
   const holder = localHolder();
   // The live inspection feed of the agents hosted here: one subscription to watch requests, made
-  // with the first supervisor (a command that hosts nothing never listens).
+  // with the first supervisor (a command that hosts nothing never listens). Only a host login may
+  // report what a machine did (the server refuses a client's report).
   let feed: { feed: InspectionFeed; watches: Closable } | null = null;
-  const inspection = (): InspectionFeed => {
-    if (feed) return feed.feed;
+  const listenForWatchers = (): void => {
+    if (feed || bus.role !== 'host') return;
     const f = new InspectionFeed({
       host: opts.hostName ?? holder,
       live: bus.live,
       agents: {
         rootOf: (id) => supervisors.find((s) => s.hosts(id))?.rootOf(id),
-        machinesOf: (id) => supervisors.find((s) => s.hosts(id))?.machinesOf(id),
+        refOf: (id) => supervisors.find((s) => s.hosts(id))?.refOf(id),
       },
     });
     feed = { feed: f, watches: listenForWatches(bus.nc, (id, hello) => f.watch(id, hello), logger) };
-    return f;
   };
   const keeper = new LeaseKeeper(leases, holder, logger, (actorId, err) => {
     for (const s of supervisors) s.evict(actorId, err);
@@ -247,10 +247,9 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
         subagentLimits: config.subagents,
         worktrees,
         resourceLeases,
-        // only a host login may report what a machine did (a client's report is refused by the server)
-        ...(bus.role === 'host' ? { inspect: inspection().observer } : {}),
         ...extra,
       });
+      listenForWatchers();
       // the children its agents spawn run here too, under leases this command keeps until it closes
       s.setAdopter(async (actorId) => (await keeper.take(actorId))?.epoch ?? null);
       supervisors.push(s);
@@ -258,6 +257,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     },
     async close() {
       feed?.watches.close();
+      feed?.feed.close();
       for (const s of supervisors) await s.stop();
       await statuses.settled();
       await keeper.releaseAll();

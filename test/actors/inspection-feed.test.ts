@@ -1,65 +1,76 @@
+// A host's inspection feed over a real agent actor (memory log, scripted model): nothing is
+// attached or reported while nobody watches; a watch attaches an observer to the agent's XState
+// actor, a hello reports its states at once, each transition is reported with the event that
+// made it, and once the watch lapses the observer lets go.
 import { describe, expect, it } from 'vitest';
-import type { InspectionEvent } from 'xstate';
 import { InspectionFeed } from '../../src/actors/inspection-feed.js';
-import type { MachineStates } from '../../src/actors/machine-set.js';
-import { InspectionReportSchema } from '../../src/protocol/inspection.js';
+import type { AgentActor } from '../../src/actors/agent-actor.js';
+import { InspectionReportSchema, type InspectionReport } from '../../src/protocol/inspection.js';
+import { openAgent, task } from './agent-fixture.js';
 
-const STATES: MachineStates = { agent: { turn: 'running' }, turn: 'stepping', step: { generating: 'attempting' }, attempt: 'streaming', calls: {} };
+const TURN = [{ tool_calls: [{ name: 'echo', arguments: { text: 'hi' } }] }, { content: 'done' }];
 
-/** A feed over a fake clock and publisher, hosting `agt_a` (root `agt_r`); `reads` counts snapshot reads. */
-function feedOf() {
+/** A feed over a fake clock and publisher, hosting `actor`. */
+function feedOf(actor: AgentActor) {
   let now = 1_000;
-  const sent: Array<{ subject: string; payload: string }> = [];
-  const counts = { reads: 0 };
+  const sent: Array<{ subject: string; report: InspectionReport }> = [];
   const feed = new InspectionFeed({
     host: 'h1',
-    live: { publish: (subject, payload) => void sent.push({ subject, payload }) },
-    agents: { rootOf: (id) => (id === 'agt_a' ? 'agt_r' : undefined), machinesOf: (id) => (id === 'agt_a' ? STATES : undefined) },
+    live: { publish: (subject, payload) => void sent.push({ subject, report: InspectionReportSchema.parse(JSON.parse(payload)) }) },
+    agents: {
+      rootOf: (id) => (id === actor.actorId ? actor.rootId : undefined),
+      refOf: (id) => (id === actor.actorId ? actor.ref : undefined),
+    },
     clock: { nowMs: () => now },
     freshMs: 10_000,
   });
-  const snapshot = (actorId: string, type: string): InspectionEvent => ({
-    type: '@xstate.snapshot', rootId: 'x:0', actorRef: { systemId: actorId } as never, event: { type },
-    snapshot: { get machines() { counts.reads += 1; return STATES; } } as never,
-  });
-  return { feed, sent, counts, snapshot, advance: (ms: number) => void (now += ms) };
+  return { feed, sent, advance: (ms: number) => void (now += ms) };
+}
+
+async function runTurn(actor: AgentActor): Promise<void> {
+  const ended = actor.whenTurnEnds();
+  await actor.receive(task(actor.actorId));
+  expect((await ended).outcome).toBe('completed');
+  await actor.idle();
 }
 
 describe('a host\'s inspection feed', () => {
-  it('reports nothing, and reads no snapshot, while nobody watches', () => {
-    const f = feedOf();
-    for (let i = 0; i < 100; i++) f.feed.observer(f.snapshot('agt_a', 'tool/result'));
+  it('attaches nothing and reports nothing while nobody watches', async () => {
+    const { actor } = await openAgent({ script: TURN });
+    actor.open();
+    const f = feedOf(actor);
+    // another actor's watch: this one is still not inspected
+    f.feed.watch('agt_other', true);
+    await runTurn(actor);
     expect(f.sent).toEqual([]);
-    expect(f.counts.reads).toBe(0);
+    expect(f.feed.inspecting()).toEqual([]);
+    actor.stop();
   });
 
-  it('reports a watched actor\'s snapshots (and its states at once on a hello) until its watch lapses', () => {
-    const f = feedOf();
-    f.feed.watch('agt_a', true);
-    f.feed.observer(f.snapshot('agt_a', 'attempt/start'));
-    // another actor, unwatched, and an event that is not a snapshot: nothing
-    f.feed.observer(f.snapshot('agt_b', 'attempt/start'));
-    f.feed.observer({ type: '@xstate.event', rootId: 'x:0', actorRef: { systemId: 'agt_a' } as never, event: { type: 'x' }, sourceRef: undefined } as InspectionEvent);
-    const reports = f.sent.map((s) => ({ subject: s.subject, r: InspectionReportSchema.parse(JSON.parse(s.payload)) }));
-    expect(reports.map((x) => [x.subject, x.r.event])).toEqual([['inspect.agt_r.agt_a', null], ['inspect.agt_r.agt_a', 'attempt/start']]);
-    expect(reports[1]!.r).toMatchObject({ v: 1, actorId: 'agt_a', rootId: 'agt_r', host: 'h1', at: 1_000, machines: STATES });
-    // asked again within the window: still reported; then nobody asks for longer than it
-    f.advance(9_000);
-    f.feed.watch('agt_a', false);
-    f.advance(9_000);
-    f.feed.observer(f.snapshot('agt_a', 'attempt/end'));
-    expect(f.sent).toHaveLength(3);
-    f.advance(1_001);
-    f.feed.observer(f.snapshot('agt_a', 'step/end'));
-    expect(f.sent).toHaveLength(3);
+  it('reports a watched actor\'s states at once and each of its transitions, until the watch lapses', async () => {
+    const { actor } = await openAgent({ script: [...TURN, ...TURN] });
+    actor.open();
+    const f = feedOf(actor);
+    f.feed.watch(actor.actorId, true);
+    expect(f.feed.inspecting()).toEqual([actor.actorId]);
+    await runTurn(actor);
+    const subject = `inspect.${actor.rootId}.${actor.actorId}`;
+    expect(f.sent.every((s) => s.subject === subject)).toBe(true);
+    const events = f.sent.map((s) => s.report.event);
+    expect(events[0]).toBeNull();
+    expect(f.sent[0]!.report).toMatchObject({ v: 1, actorId: actor.actorId, rootId: actor.rootId, host: 'h1', at: 1_000, machines: { agent: 'idle', turn: null } });
+    for (const t of ['inbox/received', 'turn/start', 'step/start', 'attempt/start', 'attempt/end', 'tool/call', 'tool/start', 'tool/result', 'turn/end']) expect(events).toContain(t);
+    const after = (type: string) => f.sent.find((s) => s.report.event === type)!.report.machines;
+    expect(after('attempt/start')).toMatchObject({ agent: { turn: 'running' }, step: { generating: 'attempting' }, attempt: 'streaming' });
+    expect(f.sent.at(-1)!.report).toMatchObject({ event: 'turn/end', machines: { agent: 'idle', turn: null } });
+
+    // nobody asked again for longer than the window: the next event finds it lapsed and lets go
+    f.advance(10_001);
+    const before = f.sent.length;
+    await runTurn(actor);
+    expect(f.sent.length).toBe(before);
+    expect(f.feed.inspecting()).toEqual([]);
     expect(f.feed.watching()).toEqual([]);
-  });
-
-  it('does not report an actor it does not host (another host runs it, or it is still replaying its log)', () => {
-    const f = feedOf();
-    f.feed.watch('agt_b', true);
-    f.feed.observer(f.snapshot('agt_b', 'turn/start'));
-    expect(f.sent).toEqual([]);
-    expect(f.feed.watching()).toEqual(['agt_b']);
+    actor.stop();
   });
 });
