@@ -15,7 +15,7 @@ import { rehydrate } from '../store/rehydrate.js';
 import type { SnapshotStore } from '../store/snapshots.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { AgentActor } from './agent-actor.js';
-import type { InspectObserver } from './agent-logic.js';
+import type { AgentActorRef, InspectObserver } from './agent-logic.js';
 import { ActorDropped, type FaultInjector } from './faults.js';
 import { createMemoryFaultRecords, type FaultRecords } from './fault-records.js';
 import { commitRelease, killNotes } from './incarnation-end.js';
@@ -387,6 +387,16 @@ export class Supervisor {
   /** True when this process hosts the actor now. */
   hosts(actorId: string): boolean {
     return this.hosted.has(actorId);
+  }
+
+  /** The root of an actor hosted here now, or undefined (the live inspection feed's subject names it). */
+  rootOf(actorId: string): string | undefined {
+    return this.hosted.get(actorId)?.actor.rootId;
+  }
+
+  /** The XState actor of an actor hosted here now, or undefined (the live inspection feed inspects it while it is watched). */
+  refOf(actorId: string): AgentActorRef | undefined {
+    return this.hosted.get(actorId)?.actor.ref;
   }
 
   /**

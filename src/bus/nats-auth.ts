@@ -40,13 +40,14 @@ const FAULT_ORDERS = faultSubject('>');
 /**
  * Subject permissions of each role. Hosts are denied the person channel explicitly, so a bug or
  * a later feature that forwards an agent's words can never make them a person's. Clients are
- * denied the logs, leases and live deltas: the log is written by the incarnation that holds the
- * lease, and nothing a client says becomes a fact without a host committing it.
+ * denied the logs, leases, live deltas and inspection reports: the log is written by the incarnation
+ * that holds the lease, nothing a client says becomes a fact without a host committing it, and no
+ * client may say what a host's machine did.
  */
 export const ROLE_PERMISSIONS: Record<NatsRole, { publish: { allow: string[]; deny: string[] }; subscribe: { allow: string[] } }> = {
   host: {
     publish: {
-      allow: ['log.>', 'live.>', ACTOR_INBOXES, 'dlq.>', 'claim.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', '_INBOX.>'],
+      allow: ['log.>', 'live.>', 'inspect.>', ACTOR_INBOXES, 'dlq.>', 'claim.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', '_INBOX.>'],
       // FAULT_ORDERS: a host takes fault orders (replying on _INBOX), it never gives one
       deny: [PERSON_INBOXES, FAULT_ORDERS],
     },
@@ -56,8 +57,9 @@ export const ROLE_PERMISSIONS: Record<NatsRole, { publish: { allow: string[]; de
     publish: {
       // ACTOR_INBOXES: an operator redrives a dead letter onto the channel it first came in on
       // FAULT_ORDERS: the gateway orders a host to kill itself (`fault.kill`, only with --allow-faults on both)
-      allow: [PERSON_INBOXES, ACTOR_INBOXES, FAULT_ORDERS, 'claim.>', 'dlq.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.actors.>', '_INBOX.>'],
-      deny: ['log.>', 'live.>', '$KV.leases.>', '$KV.hosts.>'],
+      // watch.>: a watcher asks hosts for an actor's live inspection (`inspect.>`, which only a host reports)
+      allow: [PERSON_INBOXES, ACTOR_INBOXES, FAULT_ORDERS, 'claim.>', 'watch.>', 'dlq.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.actors.>', '_INBOX.>'],
+      deny: ['log.>', 'live.>', 'inspect.>', '$KV.leases.>', '$KV.hosts.>'],
     },
     subscribe: { allow: ['>'] },
   },

@@ -109,6 +109,25 @@ export function liveSubject(rootId: string, actorId: string): string {
   return `live.${rootId}.${actorId}`;
 }
 
+/**
+ * Core NATS subject (not persisted) of a host's live inspection reports of one actor: what its
+ * machines did, published only while someone watches it (`watchSubject`). Only hosts may publish it.
+ */
+export function inspectSubject(rootId: string, actorId: string): string {
+  return `inspect.${rootId}.${actorId}`;
+}
+
+/** Core NATS subject on which a watcher (a client) asks hosts to report an actor's inspection for a while. */
+export function watchSubject(actorId: string): string {
+  return `watch.${actorId}`;
+}
+
+/** The actor of a watch subject, or null for a subject that is not one. */
+export function parseWatchSubject(subject: string): string | null {
+  const parts = subject.split('.');
+  return parts.length === 2 && parts[0] === 'watch' && parts[1] ? parts[1] : null;
+}
+
 /** `Nats-Msg-Id` of a commit: actor ID + first event seq, so a retried publish is deduped. */
 export function commitMsgId(actorId: string, firstSeq: number): string {
   return `${actorId}:${firstSeq}`;

@@ -21,6 +21,8 @@ import { LeaseKeeper, localHolder } from '../actors/lease-keeper.js';
 import { createGitWorktrees } from '../actors/git-worktrees.js';
 import { createKvResourceLeases, ensureResourceLeaseBucket } from '../bus/resource-leases.js';
 import { DirectoryStatuses } from '../actors/directory-status.js';
+import { InspectionFeed } from '../actors/inspection-feed.js';
+import { listenForWatches, type Closable } from '../bus/inspection.js';
 import { ConfigError, agentNotFound } from '../protocol/errors.js';
 import { createModelAdapter } from '../model/factory.js';
 import { modelName } from '../actors/agent-effects.js';
@@ -126,6 +128,8 @@ export interface OpenRuntimeOptions {
   role?: NatsRole;
   /** False for a host process: it never speaks for a person. */
   person?: boolean;
+  /** The name its live inspection reports give this process (a host's `--name`; default its lease holder name). */
+  hostName?: string;
 }
 
 /** Opens the bus (embedded nats-server unless a URL is set), LMDB, and the tools. */
@@ -169,6 +173,22 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
   const worktrees = createGitWorktrees({ dataDir: config.dataDir, env: tooling.env });
   const statuses = new DirectoryStatuses(bus.directory, logger);
   const holder = localHolder();
+  // The live inspection feed of the agents hosted here: one subscription to watch requests, made
+  // with the first supervisor (a command that hosts nothing never listens). Only a host login may
+  // report what a machine did (the server refuses a client's report).
+  let feed: { feed: InspectionFeed; watches: Closable } | null = null;
+  const listenForWatchers = (): void => {
+    if (feed || bus.role !== 'host') return;
+    const f = new InspectionFeed({
+      host: opts.hostName ?? holder,
+      live: bus.live,
+      agents: {
+        rootOf: (id) => supervisors.find((s) => s.hosts(id))?.rootOf(id),
+        refOf: (id) => supervisors.find((s) => s.hosts(id))?.refOf(id),
+      },
+    });
+    feed = { feed: f, watches: listenForWatches(bus.nc, (id, hello) => f.watch(id, hello), logger) };
+  };
   const keeper = new LeaseKeeper(leases, holder, logger, (actorId, err) => {
     for (const s of supervisors) s.evict(actorId, err);
   });
@@ -230,12 +250,15 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
         resourceLeases,
         ...extra,
       });
+      listenForWatchers();
       // the children its agents spawn run here too, under leases this command keeps until it closes
       s.setAdopter(async (actorId) => (await keeper.take(actorId))?.epoch ?? null);
       supervisors.push(s);
       return s;
     },
     async close() {
+      feed?.watches.close();
+      feed?.feed.close();
       for (const s of supervisors) await s.stop();
       await statuses.settled();
       await keeper.releaseAll();

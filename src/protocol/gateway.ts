@@ -270,17 +270,36 @@ export type RpcResult<M extends RpcMethod> = z.infer<(typeof RpcResultSchemas)[M
 export const EventsNotificationSchema = StreamedEventSchema.extend({ subscription: z.string() });
 
 /**
- * The params of the `machines.state` notification: an actor's machines' active states as its
- * committed events say them (derived from the log, not the hosts' live inspection).
+ * The params of the `machines.state` notification, sent once per actor as a `machines.subscribe`
+ * opens: its machines' active states as its committed events say them (folded from the log).
  */
 export const MachinesNotificationSchema = z.object({
   subscription: z.string(),
   actor: z.string(),
+  /** The stream sequence of the last commit folded (0: the log is empty). */
   streamSeq: z.number().int(),
-  /** The event that moved it. */
-  eventType: z.string(),
+  /** The last event folded; null: none yet. */
+  eventType: z.string().nullable(),
   /** Machine id → its active state path; absent: that machine is not running. */
   active: z.record(z.string(), z.string()),
+});
+
+/**
+ * The params of the `machines.transition` notification: a host's live report of what an actor's
+ * machines did (XState's inspection, relayed as the host sends it; not in the log), while a
+ * `machines.subscribe` watches the actor.
+ */
+export const MachinesTransitionNotificationSchema = z.object({
+  subscription: z.string(),
+  actor: z.string(),
+  /** The event the actor took (a log event's type, staged or committed, or a runtime signal); null: the states the host had when the watch began. */
+  eventType: z.string().nullable(),
+  /** Machine id → its active state path after it; absent: that machine is not open. */
+  active: z.record(z.string(), z.string()),
+  /** The host's clock, ms since the epoch. */
+  at: z.number(),
+  /** The host that reported it. */
+  host: z.string(),
 });
 
 /** Every schema, for `GET /v1/schema`. */
@@ -298,6 +317,7 @@ export function gatewaySchemas(): Record<string, z.ZodType> {
     RpcError: RpcErrorSchema,
     'notification.events.event': EventsNotificationSchema,
     'notification.machines.state': MachinesNotificationSchema,
+    'notification.machines.transition': MachinesTransitionNotificationSchema,
     ...rpc,
   };
 }

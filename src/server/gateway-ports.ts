@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ActorDirectory } from '../bus/directory.js';
 import type { MachineDefinition, RpcParams, RpcResult } from '../protocol/gateway.js';
+import type { InspectionReport } from '../protocol/inspection.js';
 import type { LogReader } from '../store/log-port.js';
 import type { LivenessPorts } from './actor-liveness.js';
 import type { RedactText } from './redact-json.js';
@@ -17,6 +18,14 @@ export interface GatewayCommands {
   answer(p: RpcParams<'ask.answer'>): Promise<RpcResult<'ask.answer'>>;
   interrupt(p: RpcParams<'turn.interrupt'>): Promise<RpcResult<'turn.interrupt'>>;
   kill(p: RpcParams<'fault.kill'>): Promise<RpcResult<'fault.kill'>>;
+}
+
+/**
+ * The hosts' live inspection reports (core NATS, src/bus/inspection.ts): `follow` asks the hosts
+ * to report one actor while `signal` is not aborted, and hands each report it hears to `onReport`.
+ */
+export interface InspectionSource {
+  follow(target: { rootId: string; actorId: string }, signal: AbortSignal, onReport: (r: InspectionReport) => void): void;
 }
 
 /** Options of `startGateway`. */
@@ -38,6 +47,8 @@ export interface GatewayOptions {
   liveness?: LivenessPorts;
   machines: MachineDefinition[];
   commands: GatewayCommands;
+  /** Where `machines.subscribe` hears the hosts' live transitions; absent: it sends only the log's state. */
+  inspection?: InspectionSource;
   logger: Logger;
   /** A directory holding the built page (index.html and its assets), served at `/`. */
   pageDir?: string;

@@ -1,9 +1,13 @@
+import type { MachineStatesJson, StateValueJson } from '../protocol/inspection.js';
 import { pendingApprovals, type Projection } from '../store/projection.js';
 
-// The active states of an actor's machines as its committed events say them. The hosts' live
-// XState inspection is not on the bus, so `machines.subscribe` derives what the log holds: the
-// same projection every client folds, read into the machines' state names (`GET /v1/machines`).
-// It names the state an actor rests in between commits, not each transient one it passes through.
+// The active states of an actor's machines, keyed as `GET /v1/machines` names them (`agent`,
+// `turn`, `step`, `attempt`, `tool-call:<callId>`), from two sources. `activeStates` reads them
+// off the committed events (the same projection every client folds): `machines.subscribe` sends
+// that once, as a subscription opens. `activeOfReport` reads them off a host's live inspection
+// report (what the agent's XState actor says after each event, src/protocol/inspection.ts), which
+// names every state the actor passes through, also those between two commits; reports come only
+// while someone watches, from hosts that run the actor.
 
 /** Machine id (`tool-call:<callId>` for each open call) → its active state path. */
 export function activeStates(p: Projection): Record<string, string> {
@@ -32,5 +36,22 @@ export function activeStates(p: Projection): Record<string, string> {
     else state = 'deciding';
     active[`tool-call:${c.callId}`] = state;
   }
+  return active;
+}
+
+/** A state value as a dotted path (`{generating: 'attempting'}` → `generating.attempting`); the machines have no parallel states. */
+function pathOf(v: StateValueJson): string {
+  if (typeof v === 'string') return v;
+  const [k, child] = Object.entries(v)[0] ?? [];
+  return k === undefined ? '' : child === undefined || (typeof child === 'object' && Object.keys(child).length === 0) ? k : `${k}.${pathOf(child)}`;
+}
+
+/** Machine id → its active state path, from a host's inspection report of the machines' state values. */
+export function activeOfReport(m: MachineStatesJson): Record<string, string> {
+  const active: Record<string, string> = { agent: pathOf(m.agent) };
+  if (m.turn !== null) active.turn = pathOf(m.turn);
+  if (m.step !== null) active.step = pathOf(m.step);
+  if (m.attempt !== null) active.attempt = pathOf(m.attempt);
+  for (const [callId, v] of Object.entries(m.calls)) active[`tool-call:${callId}`] = pathOf(v);
   return active;
 }

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import type { z } from 'zod';
-import { followAgent } from '../client/follower.js';
 import { ActorloopError, ConfigError } from '../protocol/errors.js';
 import { RPC_ERRORS, RpcParamsSchemas, RpcRequestSchema, type RpcMethod } from '../protocol/gateway.js';
 import { entryOf, inspectActor, listActors } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
 import type { GatewayOptions } from './gateway-ports.js';
-import { activeStates } from './machine-states.js';
+import { followMachines } from './machine-feed.js';
 import { redactJson } from './redact-json.js';
 
 // JSON-RPC 2.0 over one WebSocket (`/v1/rpc`). Requests are answered as they finish (each has its
@@ -84,11 +83,7 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions): void {
     'machines.subscribe': async (p) => {
       const entries = await Promise.all(p.agentIds.map((id) => entryOf(o.directory, id)));
       return subscribe(async (signal, subscription) => {
-        await Promise.all(entries.map(async (entry) => {
-          for await (const e of followAgent({ reader: o.reader, rootId: entry.rootId, actorId: entry.actorId, signal })) {
-            notify('machines.state', { subscription, actor: entry.actorId, streamSeq: e.streamSeq, eventType: e.event.type, active: activeStates(e.projection) });
-          }
-        }));
+        await Promise.all(entries.map((entry) => followMachines({ reader: o.reader, inspection: o.inspection, entry, subscription, signal, notify })));
       });
     },
     'machines.unsubscribe': async (p) => unsubscribe(p.subscription),

@@ -9,6 +9,8 @@ import type { ActorState } from './fold.js';
 /** One machine instance the page draws: which definition, a title, its active state path and the one before. */
 export interface MachineView {
   machine: 'agent' | 'turn' | 'step' | 'attempt' | 'tool-call';
+  /** Which of the actor's machines it is, as `machines.subscribe` names them (`agent`, …, `tool-call:<callId>`). */
+  key: string;
   title: string;
   /** Dotted path of the active state (`generating.attempting`); null: not started. */
   active: string | null;
@@ -79,7 +81,7 @@ const callWalk: Walk = (s, e) => {
   }
 };
 
-function run(machine: MachineView['machine'], title: string, walk: Walk, events: readonly ActorEvent[], initial: string | null): MachineView {
+function run(machine: MachineView['machine'], title: string, walk: Walk, events: readonly ActorEvent[], initial: string | null, key: string = machine): MachineView {
   let active = initial;
   let previous: string | null = null;
   let movedAt = 0;
@@ -91,7 +93,7 @@ function run(machine: MachineView['machine'], title: string, walk: Walk, events:
       movedAt = e.seq;
     }
   }
-  return { machine, title, active, previous, movedAt };
+  return { machine, key, title, active, previous, movedAt };
 }
 
 /**
@@ -117,7 +119,7 @@ export function machinesOf(a: ActorState): MachineView[] {
     const inStep = ev.filter((e) => e.step === lastCall.step);
     for (const c of inStep) {
       if (c.type !== 'tool/call' || c.call === undefined) continue;
-      out.push(run('tool-call', `tool call ${c.data.name} · ${c.call}`, callWalk, inStep.filter((e) => e.call === c.call), null));
+      out.push(run('tool-call', `tool call ${c.data.name} · ${c.call}`, callWalk, inStep.filter((e) => e.call === c.call), null, `tool-call:${c.call}`));
     }
   }
   return out;

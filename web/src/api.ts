@@ -92,6 +92,8 @@ export class Rpc {
   private nextId = 1;
   private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private opening: Promise<WebSocket> | null = null;
+  private readonly notified = new Set<(method: string, params: Record<string, unknown>) => void>();
+  private readonly closed = new Set<() => void>();
 
   private open(): Promise<WebSocket> {
     if (this.ws && this.ws.readyState === WebSocket.OPEN) return Promise.resolve(this.ws);
@@ -112,9 +114,14 @@ export class Rpc {
         this.ws = null;
         for (const w of this.waiting.values()) w.reject(new Error('the connection closed'));
         this.waiting.clear();
+        for (const fn of this.closed) fn();
       };
       ws.onmessage = (m) => {
-        const msg = JSON.parse(String(m.data)) as { id?: number; result?: unknown; error?: { message: string } };
+        const msg = JSON.parse(String(m.data)) as { id?: number; method?: string; params?: Record<string, unknown>; result?: unknown; error?: { message: string } };
+        if (msg.id === undefined && typeof msg.method === 'string') {
+          for (const fn of this.notified) fn(msg.method, msg.params ?? {});
+          return;
+        }
         const w = msg.id === undefined ? undefined : this.waiting.get(msg.id);
         if (!w) return;
         this.waiting.delete(msg.id!);
@@ -123,6 +130,18 @@ export class Rpc {
       };
     });
     return this.opening;
+  }
+
+  /** Calls `fn` with every notification (a subscription's); returns the unlistening. */
+  onNotification(fn: (method: string, params: Record<string, unknown>) => void): () => void {
+    this.notified.add(fn);
+    return () => void this.notified.delete(fn);
+  }
+
+  /** Calls `fn` when the WebSocket closes (the subscriptions opened on it end with it); returns the unlistening. */
+  onClose(fn: () => void): () => void {
+    this.closed.add(fn);
+    return () => void this.closed.delete(fn);
   }
 
   /** Calls `method` with `params`; resolves with its result, rejects with its error's message. */
@@ -134,4 +153,61 @@ export class Rpc {
       ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
     });
   }
+}
+
+/** What `machines.subscribe` tells of an actor: the log's state once (`state`), then each live report of a host (`transition`). */
+export interface MachinesReport {
+  kind: 'state' | 'transition';
+  /** The event taken; null: a state, not a move (the log's, or a host's when the watch began). */
+  eventType: string | null;
+  /** Machine key (`agent`, `turn`, `step`, `attempt`, `tool-call:<callId>`) → its active state path. */
+  active: Record<string, string>;
+}
+
+/**
+ * Follows one actor's machines through `machines.subscribe` until the returned function is called:
+ * `onReport` for each notification. A closed connection ends the subscription on the gateway's
+ * side: it is opened again a second later.
+ */
+export function followMachines(rpc: Rpc, agentId: string, onReport: (r: MachinesReport) => void): () => void {
+  let stopped = false;
+  let subscription: string | null = null;
+  // a notification may overtake the answer that names its subscription: held until then
+  let early: Array<[string, Record<string, unknown>]> = [];
+  let retry: ReturnType<typeof setTimeout> | null = null;
+  const take = (method: string, p: Record<string, unknown>): void => {
+    if (method !== 'machines.state' && method !== 'machines.transition') return;
+    if (p.actor !== agentId || typeof p.active !== 'object' || p.active === null) return;
+    onReport({ kind: method === 'machines.state' ? 'state' : 'transition', eventType: typeof p.eventType === 'string' ? p.eventType : null, active: p.active as Record<string, string> });
+  };
+  const offNotified = rpc.onNotification((method, p) => {
+    if (subscription === null) early.push([method, p]);
+    else if (p.subscription === subscription) take(method, p);
+  });
+  const open = (): void => {
+    retry = null;
+    early = [];
+    rpc.call('machines.subscribe', { agentIds: [agentId] }).then((r) => {
+      const id = (r as { subscription: string }).subscription;
+      if (stopped) return void rpc.call('machines.unsubscribe', { subscription: id }).catch(() => {});
+      subscription = id;
+      for (const [m, p] of early) if (p.subscription === id) take(m, p);
+      early = [];
+    }, () => {
+      if (!stopped) retry ??= setTimeout(open, 1_000);
+    });
+  };
+  const offClosed = rpc.onClose(() => {
+    subscription = null;
+    if (!stopped) retry ??= setTimeout(open, 1_000);
+  });
+  open();
+  return () => {
+    stopped = true;
+    offNotified();
+    offClosed();
+    if (retry) clearTimeout(retry);
+    if (subscription !== null) rpc.call('machines.unsubscribe', { subscription }).catch(() => {});
+    subscription = null;
+  };
 }

@@ -1,10 +1,10 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { machinesOf } from './active-states.js';
 import { Actions } from './actions.js';
-import { followEvents, getJson, Rpc, type ActorRow, type ActorsResponse, type StreamEvent } from './api.js';
+import { followEvents, followMachines, getJson, Rpc, type ActorRow, type ActorsResponse, type StreamEvent } from './api.js';
 import { EventList } from './event-list.js';
 import { foldTree, TreeFolder } from './fold.js';
-import { Statechart, type MachineDef } from './statechart.js';
+import { Statechart, type LiveFlash, type MachineDef } from './statechart.js';
 import { Timeline } from './timeline.js';
 import { StatusHistory } from './status-history.js';
 import { badgeOf, Tree, treeRows } from './tree.js';
@@ -15,11 +15,57 @@ import { badgeOf, Tree, treeRows } from './tree.js';
 // of the gateway again every second even when no event comes: a host's death commits nothing, and
 // only the gateway's read of the leases tells it. An `?actor=` the gateway does not know is said
 // so, with every tree shown to pick from.
+// Live, the selected actor's machines are also followed through `machines.subscribe`: each move
+// a host reports flashes in its statechart for a second (what is lit stays the log's fold).
 
 const rpc = new Rpc();
 
 /** Between two reads of the tree while live and no event comes. */
 const TREE_REFRESH_MS = 1000;
+
+/** How long a reported move flashes. */
+const FLASH_MS = 1_000;
+
+/** The moves a host just reported, by machine key, for a second each; and how far the feed got (`data-feed`). */
+function useLiveFlashes(agentId: string | null, live: boolean): { flashes: Record<string, LiveFlash>; feed: 'off' | 'log' | 'host' } {
+  const [flashes, setFlashes] = useState<Record<string, LiveFlash>>({});
+  const [feed, setFeed] = useState<'off' | 'log' | 'host'>('off');
+  useEffect(() => {
+    // time travel shows the past: nothing a host says now belongs there
+    if (agentId === null || !live) return;
+    let last: Record<string, string> = {};
+    let n = 0;
+    const timers = new Set<ReturnType<typeof setTimeout>>();
+    const stop = followMachines(rpc, agentId, (r) => {
+      if (r.kind === 'transition') setFeed('host');
+      else setFeed((f) => (f === 'host' ? f : 'log'));
+      const before = last;
+      last = r.active;
+      // a state (the log's, or a host's when its watch began) is where to compare from, not a move
+      if (r.kind === 'state' || r.eventType === null) return;
+      const moved: Record<string, LiveFlash> = {};
+      for (const [key, to] of Object.entries(r.active)) if (before[key] !== to) moved[key] = { to, from: before[key] ?? null, n: ++n };
+      if (Object.keys(moved).length === 0) return;
+      setFlashes((f) => ({ ...f, ...moved }));
+      const t = setTimeout(() => {
+        timers.delete(t);
+        setFlashes((f) => {
+          const kept = { ...f };
+          for (const [key, m] of Object.entries(moved)) if (kept[key]?.n === m.n) delete kept[key];
+          return kept;
+        });
+      }, FLASH_MS);
+      timers.add(t);
+    });
+    return () => {
+      stop();
+      for (const t of timers) clearTimeout(t);
+      setFlashes({});
+      setFeed('off');
+    };
+  }, [agentId, live]);
+  return { flashes, feed };
+}
 
 /** The visualizer page. */
 export function App() {
@@ -109,6 +155,7 @@ export function App() {
   const views = actor ? machinesOf(actor) : [];
   const shownEvents = stream.slice(0, position).filter((e) => e.event.actor === selected);
   const at = stream[position - 1];
+  const { flashes, feed } = useLiveFlashes(selected, live);
 
   return (
     <div class="page">
@@ -134,10 +181,10 @@ export function App() {
             <div class="status-history" data-testid="status-history">status seen: {history.current.of(selected).join(' → ')}</div>
           )}
           {actor && <div class="summary-line">{names.get(actor.actorId) ?? actor.actorId} · seq {actor.projection.seq}{actor.projection.plan ? ` · plan v${actor.projection.plan.version}` : ''}{actor.projection.goal ? ` · goal ${actor.projection.goal.objective}` : ''}</div>}
-          <section class="charts" aria-label="statecharts">
+          <section class="charts" aria-label="statecharts" data-feed={feed}>
             {views.map((v) => {
               const def = defs.find((d) => d.id === v.machine);
-              return def ? <Statechart key={`${v.machine}:${v.title}`} def={def} view={v} /> : null;
+              return def ? <Statechart key={`${v.machine}:${v.title}`} def={def} view={v} flash={live ? (flashes[v.key] ?? null) : null} /> : null;
             })}
           </section>
           {actor && selected && <Actions agentId={selected} projection={actor.projection} rpc={rpc} live={live} faultsAllowed={faultsAllowed} />}

@@ -5,7 +5,9 @@ import type { MachineView } from './active-states.js';
 // A statechart drawn from a machine definition (`GET /v1/machines`), laid out by elkjs and drawn
 // as SVG: compound states hold their children, each transition is an arrow named by the events
 // that take it, root transitions leave from a `*` (any state), the active state and its parents
-// are lit, and the transition the last event took flashes.
+// are lit, and the transition the last event took flashes. Live, a host's report of a move (the
+// inspection feed, `machines.subscribe`) flashes the state entered and the arrow taken for a
+// second, also a move between two commits that the lit state never shows.
 
 /** One state of a served definition. */
 export interface StateDef {
@@ -121,10 +123,17 @@ function layout(def: MachineDef): Promise<Laid> {
   return p;
 }
 
+/** A move a host reported live: the state entered, the one left (null: none was open), a counter that restarts the flash. */
+export interface LiveFlash {
+  to: string;
+  from: string | null;
+  n: number;
+}
+
 /** True when `path` is `state` or lies inside it. */
 const within = (path: string | null, state: string): boolean => path !== null && (path === state || path.startsWith(`${state}.`));
 
-function States({ nodes, view, at }: { nodes: ElkNode[]; view: MachineView; at: Laid['at'] }) {
+function States({ nodes, view, at, flash }: { nodes: ElkNode[]; view: MachineView; at: Laid['at']; flash: LiveFlash | null }) {
   return (
     <>
       {nodes.map((n) => {
@@ -135,14 +144,15 @@ function States({ nodes, view, at }: { nodes: ElkNode[]; view: MachineView; at: 
         const active = view.active === n.id;
         const lit = within(view.active, n.id);
         const compound = (n.children?.length ?? 0) > 0;
-        const cls = ['state', compound ? 'compound' : 'atomic', active ? 'active' : lit ? 'active-parent' : ''].join(' ');
+        const entered = flash !== null && flash.to === n.id;
+        const cls = ['state', compound ? 'compound' : 'atomic', active ? 'active' : lit ? 'active-parent' : '', entered ? 'flash-state' : ''].join(' ');
         return (
-          <g key={n.id} class={cls} data-state={n.id} data-active={lit ? 'true' : 'false'}>
+          <g key={entered ? `${n.id}-${flash.n}` : n.id} class={cls} data-state={n.id} data-active={lit ? 'true' : 'false'}>
             <rect x={p.x} y={p.y} width={n.width} height={n.height} rx={compound ? 6 : 12} />
             {compound
               ? <text x={p.x + 10} y={p.y + 17} class="state-label">{key}</text>
               : <text x={p.x + (n.width ?? 0) / 2} y={p.y + 19} class="state-label centered">{key}</text>}
-            {compound && <States nodes={n.children!} view={view} at={at} />}
+            {compound && <States nodes={n.children!} view={view} at={at} flash={flash} />}
           </g>
         );
       })}
@@ -150,8 +160,8 @@ function States({ nodes, view, at }: { nodes: ElkNode[]; view: MachineView; at: 
   );
 }
 
-/** One machine's statechart with its active state lit. */
-export function Statechart({ def, view }: { def: MachineDef; view: MachineView }) {
+/** One machine's statechart with its active state lit, and (live) the move a host just reported flashing. */
+export function Statechart({ def, view, flash = null }: { def: MachineDef; view: MachineView; flash?: LiveFlash | null }) {
   const [laid, setLaid] = useState<Laid | null>(null);
   useEffect(() => {
     let live = true;
@@ -159,14 +169,14 @@ export function Statechart({ def, view }: { def: MachineDef; view: MachineView }
     return () => void (live = false);
   }, [def]);
   return (
-    <figure class="chart" data-machine={view.machine} data-title={view.title} data-active-state={view.active ?? ''}>
+    <figure class="chart" data-machine={view.machine} data-title={view.title} data-active-state={view.active ?? ''} data-flash={flash?.to ?? ''}>
       <figcaption>{view.title} <span class="now">{view.active ?? '—'}</span></figcaption>
-      {laid === null ? <div class="laying">laying out…</div> : <Drawing laid={laid} view={view} />}
+      {laid === null ? <div class="laying">laying out…</div> : <Drawing laid={laid} view={view} flash={flash} />}
     </figure>
   );
 }
 
-function Drawing({ laid, view }: { laid: Laid; view: MachineView }) {
+function Drawing({ laid, view, flash }: { laid: Laid; view: MachineView; flash: LiveFlash | null }) {
   const g = laid.graph;
   const defsId = `arrow-${view.machine}`;
   return (
@@ -176,19 +186,22 @@ function Drawing({ laid, view }: { laid: Laid; view: MachineView }) {
           <path d="M 0 0 L 10 5 L 0 10 z" class="arrow-head" />
         </marker>
       </defs>
-      <States nodes={g.children ?? []} view={view} at={laid.at} />
+      <States nodes={g.children ?? []} view={view} at={laid.at} flash={flash} />
       {(g.edges ?? []).map((e) => {
         const container = laid.at.get((e as { container?: string }).container ?? 'root') ?? { x: 0, y: 0 };
         const from = e.sources[0]!;
         const to = e.targets[0]!;
         // the transition the last event took: from the state it left (or a parent of it) to the one it entered
-        const flash = view.previous !== null && view.active !== null && (within(view.previous, from) || from === ANY) && within(view.active, to);
+        const moved = view.previous !== null && view.active !== null && (within(view.previous, from) || from === ANY) && within(view.active, to);
+        // the move a host reported: from the state it left (or any, or the start) into the one it entered
+        const taken = flash !== null && within(flash.to, to) && (flash.from === null ? from === START : within(flash.from, from) || from === ANY);
+        const cls = ['edge', moved ? 'flash' : '', taken ? 'flash-live' : ''].filter(Boolean).join(' ');
         const d = (e.sections ?? []).map((s) => {
           const pts = [s.startPoint, ...(s.bendPoints ?? []), s.endPoint];
           return pts.map((pt, i) => `${i === 0 ? 'M' : 'L'} ${pt.x + container.x} ${pt.y + container.y}`).join(' ');
         }).join(' ');
         return (
-          <g key={flash ? `${e.id}-${view.movedAt}` : e.id} class={flash ? 'edge flash' : 'edge'} data-from={from} data-to={to}>
+          <g key={taken ? `${e.id}-live-${flash!.n}` : moved ? `${e.id}-${view.movedAt}` : e.id} class={cls} data-from={from} data-to={to}>
             <path d={d} marker-end={`url(#${defsId})`} />
             {(e.labels ?? []).map((l, i) => (
               <text key={i} class="edge-label" x={(l.x ?? 0) + container.x} y={(l.y ?? 0) + container.y + 10}>{l.text}</text>

@@ -28,8 +28,8 @@ export interface HostCommandOptions {
 export async function hostCommand(opts: HostCommandOptions, config: EffectiveConfig, out: Out): Promise<number> {
   const logger = createLogger(config);
   // a host runs agents and never speaks for a person: no client login
-  const rt = await openRuntime(config, logger, { person: false, ...(opts.leaseTtl ? { leaseTtlMs: opts.leaseTtl } : {}) });
   const name = opts.name ?? localHolder();
+  const rt = await openRuntime(config, logger, { person: false, hostName: name, ...(opts.leaseTtl ? { leaseTtlMs: opts.leaseTtl } : {}) });
   try {
     let host: Host | undefined;
     const supervisor = rt.supervisor({

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EffectiveConfig } from '../../config/config.js';
 import { machineDefinitions } from '../../client/machine-definitions.js';
+import { followInspection } from '../../bus/inspection.js';
 import { ConfigError } from '../../protocol/errors.js';
 import { checkBind, startGateway } from '../../server/gateway.js';
 import { EXIT } from '../exit-codes.js';
@@ -78,6 +79,8 @@ export async function serveCommand(opts: ServeOptions, config: EffectiveConfig, 
       liveness: { leases: rt.leases, hosts: rt.hosts },
       machines: machineDefinitions().machines,
       commands: gatewayCommands(rt),
+      // the client login may ask for inspection (`watch.>`) and hear it, never report it
+      inspection: { follow: (target, signal, onReport) => followInspection(rt.bus.nc, target, { signal, onReport, logger }) },
       logger,
       ...(dir ? { pageDir: dir } : {}),
     });
