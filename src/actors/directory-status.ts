@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { statusAfter, type ActorDirectory, type ActorStatus } from '../bus/directory.js';
+import { mailStartsTurn, NEEDS_HOST, statusAfter, type ActorDirectory, type ActorStatus } from '../bus/directory.js';
 
 /**
  * Keeps the directory's status of hosted actors in step with their logs (a cache of them):
@@ -24,15 +24,35 @@ export class DirectoryStatuses {
     for (const e of events) status = statusAfter(e) ?? status;
     if (status === null) return;
     const to = status;
+    this.write(actorId, (entry) => entry.status !== to ? to : null);
+  }
+
+  /**
+   * Mail that starts a turn is about to be handed to an idle actor: the directory says `running`
+   * before the actor takes it (resolves once it does). A host that dies anywhere after, before
+   * its own turn/start's write lands, leaves the actor for another host to take on: its scan
+   * looks only at `running` and `waiting` actors, and mail taken and acked wakes nobody. Mail
+   * that starts no turn after all leaves it `running` until its next status (a takeover finds
+   * nothing to do).
+   */
+  mailArrives(actorId: string, kind: string): Promise<void> {
+    if (!mailStartsTurn(kind)) return Promise.resolve();
+    return this.write(actorId, (entry) => (NEEDS_HOST.has(entry.status) ? null : 'running'));
+  }
+
+  /** Writes the status `to` gives for the entry as it is (null: none), after the actor's earlier writes. */
+  private write(actorId: string, to: (entry: { status: ActorStatus }) => ActorStatus | null): Promise<void> {
     const prev = this.writes.get(actorId) ?? Promise.resolve();
     const next = prev.then(async () => {
       const entry = await this.directory.get(actorId);
-      if (entry && entry.status !== to) await this.directory.put({ ...entry, status: to, updatedAt: new Date(this.clock.nowMs()).toISOString() });
-    }).catch((err: unknown) => this.logger.warn({ err, actorId, status: to }, 'directory status not updated'))
+      const status = entry ? to(entry) : null;
+      if (entry && status !== null) await this.directory.put({ ...entry, status, updatedAt: new Date(this.clock.nowMs()).toISOString() });
+    }).catch((err: unknown) => this.logger.warn({ err, actorId }, 'directory status not updated'))
       .finally(() => {
         if (this.writes.get(actorId) === next) this.writes.delete(actorId);
       });
     this.writes.set(actorId, next);
+    return next;
   }
 
   /** Resolves once every write begun so far has ended (before the connection closes). */

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ActorDirectory } from '../bus/directory.js';
+import { NEEDS_HOST, type ActorDirectory } from '../bus/directory.js';
 import { DirectoryStatuses } from './directory-status.js';
 import type { HostIdentity, HostPresence } from '../bus/hosts.js';
 import type { Lease, LeaseStore } from '../bus/leases.js';
@@ -22,7 +22,6 @@ export interface HostOptions {
 }
 
 /** Directory statuses of actors that have work a host should run. */
-const NEEDS_HOST = new Set(['running', 'waiting']);
 
 /** Lease renewals one host has in flight at once. */
 const RENEWALS_IN_FLIGHT = 64;
@@ -87,6 +86,11 @@ export class Host {
   /** Keeps the directory's status of a hosted actor in step with its log (`DirectoryStatuses`). */
   committed(actorId: string, events: Array<{ type: string; data?: unknown }>): void {
     this.statuses.committed(actorId, events);
+  }
+
+  /** Mail the supervisor is about to hand an actor: one that starts a turn is `running` in the directory first (`DirectoryStatuses.mailArrives`). */
+  mailArrives(actorId: string, kind: string): Promise<void> {
+    return this.statuses.mailArrives(actorId, kind);
   }
 
   /** Puts this host's presence record again (it lapses after the lease TTL unless renewed). */

@@ -49,6 +49,12 @@ export interface SupervisorOptions {
   /** The price of a model (USD per million tokens), for the cost of each attempt. */
   pricing?(model: string): Price | null;
   onCommit?(actorId: string, events: ActorEvent[]): void;
+  /**
+   * Awaited before a delivered message is handed to its actor: a host makes the directory say
+   * `running` for mail that starts a turn (`DirectoryStatuses.mailArrives`), so a host dying
+   * after it leaves the actor for another host to take on.
+   */
+  beforeReceive?(actorId: string, message: InboxMessage): Promise<void>;
   onDelta?(actorId: string, delta: ModelStreamEvent): void;
   /** Receives XState's inspection events (`@xstate.actor`, `@xstate.event`, `@xstate.snapshot`) of every hosted agent. */
   inspect?: InspectObserver;
@@ -344,6 +350,7 @@ export class Supervisor {
       let taken = false;
       try {
         actor.ports.faults.hit('before:inbox-receive', actor.actorId);
+        if (this.opts.beforeReceive) await this.opts.beforeReceive(actor.actorId, delivery.message);
         // Include before ack: a crash between the two redelivers, and the message ID dedupes it.
         await actor.receive(delivery.message, delivery.channel);
         taken = true;

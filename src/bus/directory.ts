@@ -48,6 +48,17 @@ export function statusAfter(e: { type: string; data?: unknown }): ActorStatus | 
   return null;
 }
 
+/** Kinds of mail an idle agent takes as a new turn. */
+const TURN_MAIL = new Set(['user_message', 'follow_up', 'subagent_task', 'subagent_completed', 'subagent_report']);
+
+/** Whether mail of this kind starts a turn when its agent is idle. */
+export function mailStartsTurn(kind: string): boolean {
+  return TURN_MAIL.has(kind);
+}
+
+/** Statuses of an actor that a host must take on when its holder dies. */
+export const NEEDS_HOST: ReadonlySet<ActorStatus> = new Set<ActorStatus>(['running', 'waiting']);
+
 /** The directory of actors on KV `actors`: who exists, their kind, parent, root and status. */
 export interface ActorDirectory {
   /** Writes an entry (validated); returns the KV revision. */

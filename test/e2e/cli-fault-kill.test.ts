@@ -67,12 +67,10 @@ test('fault.kill at after:tool/start: host A dies at that point of the next turn
   const ws = await demoWorkspace();
   dirs.push(dataDir, ws);
   const model = join(dataDir, 'script.json');
-  // turn 1 answers; turn 2 lists the workspace (host A dies once that call's tool/start is committed), then answers.
-  // The list is 1 s in coming: the directory's `running` (written after turn/start's commit, a
-  // cache hosts read to find work) must land before A dies, or no host ever looks at the agent.
+  // turn 1 answers; turn 2 lists the workspace (host A dies once that call's tool/start is committed), then answers
   await writeFile(model, JSON.stringify({ responses: [
     { content: 'ready', usage },
-    { tool_calls: [{ name: 'list_dir', arguments: { path: '.' } }], delay_ms: 1000, usage },
+    { tool_calls: [{ name: 'list_dir', arguments: { path: '.' } }], usage },
     { content: 'listed it', usage },
   ] }));
   const a = start(['host', '--name', 'fk-host-a', '--lease-ttl', '2000', '--allow-faults'], dataDir);
@@ -123,6 +121,37 @@ test('fault.kill at after:tool/start: host A dies at that point of the next turn
   b.proc.kill('SIGTERM');
   expect(await serve.exited).toEqual({ code: 0, signal: null });
   expect(await b.exited).toEqual({ code: 0, signal: null });
+}, 150_000);
+
+test('a host killed the instant a follow-up turn starts (after:turn/start): another host takes the agent on and the turn completes', async ({ onTestFinished }) => {
+  const dataDir = await tempDir('fault-turn-start');
+  const ws = await demoWorkspace();
+  dirs.push(dataDir, ws);
+  const model = join(dataDir, 'script.json');
+  await writeFile(model, JSON.stringify({ responses: [{ content: 'ready', usage }, { content: 'carried on', usage }] }));
+  const a = start(['host', '--name', 'ts-host-a', '--lease-ttl', '2000', '--allow-faults'], dataDir);
+  await until('host A to start', () => a.err().includes('hosting agents'), 30_000);
+  const serve = start(['serve', '--port', '0', '--allow-faults'], dataDir);
+  await until('serve to print its URL', () => serve.out().includes('\n'), 30_000);
+  const rpc = await RpcClient.open(`${serve.out().split('\n')[0]!.replace('http', 'ws')}v1/rpc`);
+  onTestFinished(() => rpc.close());
+  const { agentId } = await rpc.call('turn.submit', { task: 'Get ready.', model: `scripted:${model}`, cwd: ws });
+  const inspect = () => rpc.call('actor.inspect', { agentId });
+  await until('turn 1 to complete on host A', async () => (await inspect()).lastTurn?.outcome === 'completed', 30_000);
+  await rpc.call('fault.kill', { agentId, point: 'after:turn/start' });
+  const b = start(['host', '--name', 'ts-host-b', '--lease-ttl', '2000'], dataDir);
+  await until('host B to start', () => b.err().includes('hosting agents'), 30_000);
+  // the directory must say `running` before the follow-up is taken, or no host looks at an agent
+  // whose mail is gone (or delivered, unacked, waking nobody) and whose cache says `completed`
+  await rpc.call('turn.submit', { agentId, task: 'Carry on.' });
+  expect(await a.exited).toEqual({ code: null, signal: 'SIGKILL' });
+  await until('turn 2 to complete on host B', async () => {
+    const d = await inspect();
+    return d.turns === 2 && d.lastTurn?.answer === 'carried on';
+  }, 60_000);
+  serve.proc.kill('SIGTERM');
+  b.proc.kill('SIGTERM');
+  await Promise.all([serve.exited, b.exited]);
 }, 150_000);
 
 test('on the embedded server a client login may give a host a fault order, a host login may not', async () => {

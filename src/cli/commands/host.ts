@@ -37,6 +37,7 @@ export async function hostCommand(opts: HostCommandOptions, config: EffectiveCon
         if (opts.json) for (const e of events) out.stdout.write(eventLine(e));
         host?.committed(id, events);
       },
+      beforeReceive: async (id, message) => host?.mailArrives(id, message.kind),
     });
     const identity = { name, hostname: hostname(), pid: process.pid, startedAt: new Date().toISOString(), leaseTtlMs: rt.leases.ttlMs };
     host = new Host({
