@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { machinesOf } from './active-states.js';
 import { Actions } from './actions.js';
 import { followEvents, getJson, Rpc, type ActorRow, type ActorsResponse, type StreamEvent } from './api.js';
@@ -14,8 +14,14 @@ import { Tree, treeRows } from './tree.js';
 
 const rpc = new Rpc();
 
+/** The least time between two reads of the tree's actors while events stream in. */
+const REFRESH_MS = 1000;
+
 /** The visualizer page. */
 export function App() {
+  // each render to its DOM commit is measured (`actorloop:render`): the page bench reads them
+  const renderStart = performance.now();
+  useLayoutEffect(() => void performance.measure('actorloop:render', { start: renderStart }));
   const [defs, setDefs] = useState<MachineDef[]>([]);
   const [actors, setActors] = useState<ActorRow[]>([]);
   const [faultsAllowed, setFaultsAllowed] = useState(false);
@@ -28,8 +34,8 @@ export function App() {
   // live, the tree's fold moves forward one event at a time; a past position is folded anew
   const liveFold = useRef(new TreeFolder());
 
-  const refreshActors = (): void => {
-    getJson<ActorsResponse>('/v1/actors').then((r) => {
+  const refreshActors = (root: string | null = null): void => {
+    getJson<ActorsResponse>(root === null ? '/v1/actors' : `/v1/actors?root=${encodeURIComponent(root)}`).then((r) => {
       setActors(r.actors);
       setFaultsAllowed(r.faultsAllowed === true || r.allowFaults === true);
       setSelected((s) => s ?? r.actors.find((a) => a.parentId === null)?.id ?? null);
@@ -49,13 +55,25 @@ export function App() {
     buffer.current = [];
     liveFold.current = new TreeFolder();
     let timer: ReturnType<typeof setTimeout> | null = null;
-    // events arrive in bursts: render once a frame, and ask the gateway for the tree again once a burst settles
+    let refreshTimer: ReturnType<typeof setTimeout> | null = null;
+    let refreshedAt = 0;
+    // the tree's actors again after a burst, its tree alone and at most once a second: a big tree
+    // under a steady stream would otherwise be read whole every flush
+    const refreshSoon = (): void => {
+      if (refreshTimer) return;
+      refreshTimer = setTimeout(() => {
+        refreshTimer = null;
+        refreshedAt = Date.now();
+        refreshActors(rootId);
+      }, Math.max(0, refreshedAt + REFRESH_MS - Date.now()));
+    };
+    // events arrive in bursts: render once a burst settles (60 ms), and read the tree's actors again
     const flush = (): void => {
       timer = null;
       const batch = buffer.current;
       buffer.current = [];
       setStream((s) => [...s, ...batch]);
-      refreshActors();
+      refreshSoon();
     };
     const stop = followEvents(rootId, (e) => {
       buffer.current.push(e);
@@ -64,6 +82,7 @@ export function App() {
     return () => {
       stop();
       if (timer) clearTimeout(timer);
+      if (refreshTimer) clearTimeout(refreshTimer);
     };
   }, [rootId]);
 
@@ -76,7 +95,8 @@ export function App() {
   const rows = treeRows(actors.filter((a) => rootId === null || a.rootId === rootId), folded, live);
   const names = new Map(rows.map((r) => [r.id, r.name]));
   const actor = selected === null ? undefined : folded.get(selected);
-  const views = actor ? machinesOf(actor) : [];
+  // live, an actor's state is the same object as it grows: its event count says when its charts moved
+  const views = useMemo(() => (actor ? machinesOf(actor) : []), [actor, actor?.events.length]);
   const shownEvents = stream.slice(0, position).filter((e) => e.event.actor === selected);
   const at = stream[position - 1];
 

@@ -1,11 +1,28 @@
+import { memo } from 'preact/compat';
 import { useState } from 'preact/hooks';
 import type { StreamEvent } from './api.js';
 
 // The events of the selected actor (or the whole tree), newest last, filtered by type; each opens
 // to its JSON as the log holds it (a redacted value reads `[redacted]`, as it came).
 
+interface EventListProps { events: readonly StreamEvent[]; names: Map<string, string> }
+
+/**
+ * The list is drawn again only when its events or their actors' names changed: the page renders
+ * on every burst of the tree's stream, and the selected actor's own events mostly stay as they were.
+ * The events only ever grow or shrink at the end (a position of the log), so the count and the two
+ * ends say whether they are the same.
+ */
+function sameList(a: EventListProps, b: EventListProps): boolean {
+  if (a.events.length !== b.events.length || a.events[0] !== b.events[0] || a.events.at(-1) !== b.events.at(-1)) return false;
+  const actors = new Set<string>();
+  for (const e of b.events) actors.add(e.event.actor);
+  for (const id of actors) if (a.names.get(id) !== b.names.get(id)) return false;
+  return true;
+}
+
 /** The event list with its type filter. */
-export function EventList({ events, names }: { events: readonly StreamEvent[]; names: Map<string, string> }) {
+export const EventList = memo(function EventList({ events, names }: EventListProps) {
   const [type, setType] = useState('');
   const [text, setText] = useState('');
   const [open, setOpen] = useState<string | null>(null);
@@ -38,4 +55,4 @@ export function EventList({ events, names }: { events: readonly StreamEvent[]; n
       </ol>
     </section>
   );
-}
+}, sameList);

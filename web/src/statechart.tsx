@@ -1,4 +1,5 @@
 import ELK, { type ElkExtendedEdge, type ElkNode } from 'elkjs/lib/elk.bundled.js';
+import { memo } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
 import type { MachineView } from './active-states.js';
 
@@ -150,8 +151,10 @@ function States({ nodes, view, at }: { nodes: ElkNode[]; view: MachineView; at: 
   );
 }
 
-/** One machine's statechart with its active state lit. */
-export function Statechart({ def, view }: { def: MachineDef; view: MachineView }) {
+type ChartProps = { def: MachineDef; view: MachineView };
+
+/** One machine's statechart with its active state lit; drawn again only when its definition or what it lights changed. */
+export const Statechart = memo(function Statechart({ def, view }: ChartProps) {
   const [laid, setLaid] = useState<Laid | null>(null);
   useEffect(() => {
     let live = true;
@@ -164,7 +167,8 @@ export function Statechart({ def, view }: { def: MachineDef; view: MachineView }
       {laid === null ? <div class="laying">laying out…</div> : <Drawing laid={laid} view={view} />}
     </figure>
   );
-}
+}, (a: ChartProps, b: ChartProps) => a.def === b.def && a.view.machine === b.view.machine && a.view.title === b.view.title &&
+  a.view.active === b.view.active && a.view.previous === b.view.previous && a.view.movedAt === b.view.movedAt);
 
 function Drawing({ laid, view }: { laid: Laid; view: MachineView }) {
   const g = laid.graph;
