@@ -91,7 +91,8 @@ interface PageRun {
   longestLoafMs: number | null;
   renderP50Ms: number;
   longestRenderMs: number;
-  /** Main-thread ms a second in scripts, and in style and layout (CDP Performance metrics). */
+  /** Main-thread ms a second busy (any task), in scripts, and in style and layout (CDP Performance metrics). */
+  busyMsPerSec: number;
   scriptMsPerSec: number;
   styleLayoutMsPerSec: number;
   /** The blank page's longest and p99 frame over the same window: what this machine gives a page that does nothing. */
@@ -159,7 +160,10 @@ async function runOnce(rt: BenchRuntime, browser: Browser, o: PageBenchOptions, 
       b.measuring = true;
     };
     await Promise.all([page.evaluate(startMeasuring), blank.evaluate(startMeasuring)]);
+    const trace = profile !== null && process.env.BENCH_PAGE_TRACE === '1';
+    if (trace) await browser.startTracing(page, { categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'cc', 'toplevel', 'v8', 'loading'] });
     const pumped = await tree.pump(o.rate, new Promise((r) => setTimeout(r, o.seconds * 1000)));
+    if (trace) printTrace(await browser.stopTracing());
     // the last events are on their way: measured until the page holds them (bounded)
     const want = before + pumped.events;
     await until('the page to catch up', async () => (await eventsInPage(page)) >= want, 30_000).catch(() => {});
@@ -188,7 +192,7 @@ async function runOnce(rt: BenchRuntime, browser: Browser, o: PageBenchOptions, 
       committed: pumped.events, ratePerSec: pumped.events / pumped.seconds, delivered, frames: rec.frames,
       longestFrameMs: max(rec.frames), p99FrameMs: percentile(rec.frames, 99), longestTaskMs: max(rec.longtasks),
       longestLoafMs: rec.loafs === null ? null : max(rec.loafs), renderP50Ms: percentile(rec.renders, 50), longestRenderMs: max(rec.renders),
-      scriptMsPerSec: (m1.script - m0.script) / (m1.at - m0.at), styleLayoutMsPerSec: (m1.styleLayout - m0.styleLayout) / (m1.at - m0.at),
+      busyMsPerSec: (m1.task - m0.task) / (m1.at - m0.at), scriptMsPerSec: (m1.script - m0.script) / (m1.at - m0.at), styleLayoutMsPerSec: (m1.styleLayout - m0.styleLayout) / (m1.at - m0.at),
       floorLongestMs: max(floor), floorP99Ms: percentile(floor, 99),
     };
   } finally {
@@ -200,10 +204,39 @@ async function runOnce(rt: BenchRuntime, browser: Browser, o: PageBenchOptions, 
 }
 
 /** The page's main-thread time so far in scripts and in style and layout (ms), and when (s), as Chromium counts them. */
-async function mainThreadTimes(cdp: CDPSession): Promise<{ script: number; styleLayout: number; at: number }> {
+async function mainThreadTimes(cdp: CDPSession): Promise<{ script: number; styleLayout: number; task: number; at: number }> {
   const { metrics } = await cdp.send('Performance.getMetrics');
   const m = (name: string): number => metrics.find((x) => x.name === name)?.value ?? 0;
-  return { script: m('ScriptDuration') * 1000, styleLayout: (m('LayoutDuration') + m('RecalcStyleDuration')) * 1000, at: m('Timestamp') };
+  return { script: m('ScriptDuration') * 1000, styleLayout: (m('LayoutDuration') + m('RecalcStyleDuration')) * 1000, task: m('TaskDuration') * 1000, at: m('Timestamp') };
+}
+
+/** The main thread's time by trace event name (complete events, outermost only), printed. */
+function printTrace(buf: Buffer): void {
+  const { traceEvents } = JSON.parse(buf.toString()) as { traceEvents: Array<{ name: string; ph: string; dur?: number; ts: number; tid: number; pid: number; args?: { name?: string } }> };
+  // the page's renderer, not the blank page's: the main thread that ran the most script
+  const scripted = new Map<string, number>();
+  for (const e of traceEvents) if (e.name === 'FunctionCall' && e.dur) scripted.set(`${e.pid}:${e.tid}`, (scripted.get(`${e.pid}:${e.tid}`) ?? 0) + e.dur);
+  const busiest = [...scripted].sort((a, b) => b[1] - a[1])[0]?.[0];
+  const main = busiest === undefined ? undefined : { pid: Number(busiest.split(':')[0]), tid: Number(busiest.split(':')[1]) };
+  const on = traceEvents.filter((e) => main && e.pid === main.pid && e.tid === main.tid && e.ph === 'X' && e.dur !== undefined).sort((a, b) => a.ts - b.ts);
+  const byName = new Map<string, number>();
+  // each event's own time: its span less its children's
+  const stack: Array<{ end: number; name: string; child: number; dur: number }> = [];
+  const close = (upTo: number): void => {
+    while (stack.length > 0 && stack[stack.length - 1]!.end <= upTo) {
+      const top = stack.pop()!;
+      byName.set(top.name, (byName.get(top.name) ?? 0) + (top.dur - top.child) / 1000);
+      if (stack.length > 0) stack[stack.length - 1]!.child += top.dur;
+    }
+  };
+  for (const e of on) {
+    close(e.ts);
+    stack.push({ end: e.ts + e.dur!, name: e.name, child: 0, dur: e.dur! });
+  }
+  close(Infinity);
+  const top = [...byName].sort((a, b) => b[1] - a[1]).slice(0, 20);
+  console.log('  the page\'s main thread by trace event (self ms over the pump):');
+  console.log(table(['event', 'self ms'], top.map(([k, ms]) => [k, ms.toFixed(0)])));
 }
 
 /** The functions of a CPU profile with the most self time, printed. */
@@ -241,7 +274,7 @@ export async function runPageSection(rt: BenchRuntime, cleanup: Cleanup, o: Page
   const row = (label: string, x: PageRun): string[] => [
     label, String(o.actors), x.ratePerSec.toFixed(0), `${x.delivered}/${x.committed}`, fmtMs(x.longestFrameMs), fmtMs(x.p99FrameMs),
     fmtMs(x.longestTaskMs), x.longestLoafMs === null ? 'n/a' : fmtMs(x.longestLoafMs), `${fmtMs(x.renderP50Ms)} / ${fmtMs(x.longestRenderMs)}`,
-    `${x.scriptMsPerSec.toFixed(0)} / ${x.styleLayoutMsPerSec.toFixed(0)}`, `${fmtMs(x.floorLongestMs)} / ${fmtMs(x.floorP99Ms)}`, `< ${TARGET_MS} ms: ${x.longestFrameMs < TARGET_MS ? 'met' : 'missed'}`,
+    `${x.busyMsPerSec.toFixed(0)} / ${x.scriptMsPerSec.toFixed(0)} / ${x.styleLayoutMsPerSec.toFixed(0)}`, `${fmtMs(x.floorLongestMs)} / ${fmtMs(x.floorP99Ms)}`, `< ${TARGET_MS} ms: ${x.longestFrameMs < TARGET_MS ? 'met' : 'missed'}`,
   ];
   const med = (f: (x: PageRun) => number): number => median(runs.map(f));
   const loafs = runs.map((x) => x.longestLoafMs).filter((x): x is number => x !== null);
@@ -249,19 +282,19 @@ export async function runPageSection(rt: BenchRuntime, cleanup: Cleanup, o: Page
     committed: med((x) => x.committed), ratePerSec: med((x) => x.ratePerSec), delivered: med((x) => x.delivered), frames: [],
     longestFrameMs: med((x) => x.longestFrameMs), p99FrameMs: med((x) => x.p99FrameMs), longestTaskMs: med((x) => x.longestTaskMs),
     longestLoafMs: loafs.length > 0 ? median(loafs) : null, renderP50Ms: med((x) => x.renderP50Ms), longestRenderMs: med((x) => x.longestRenderMs),
-    scriptMsPerSec: med((x) => x.scriptMsPerSec), styleLayoutMsPerSec: med((x) => x.styleLayoutMsPerSec),
+    busyMsPerSec: med((x) => x.busyMsPerSec), scriptMsPerSec: med((x) => x.scriptMsPerSec), styleLayoutMsPerSec: med((x) => x.styleLayoutMsPerSec),
     floorLongestMs: med((x) => x.floorLongestMs), floorP99Ms: med((x) => x.floorP99Ms),
   };
   console.log('');
   console.log(`== the page under load: ${o.actors} actors in the tree, ${o.rate} events/s for ${o.seconds} s (headless Chromium) ==`);
   console.log(table(
-    ['run', 'actors', 'events/s', 'events delivered', 'longest frame ms', 'p99 frame ms', 'longest task ms', 'longest LoAF ms', 'render p50 / max ms', 'script / style+layout ms/s', 'blank page longest / p99 ms', 'target'],
+    ['run', 'actors', 'events/s', 'events delivered', 'longest frame ms', 'p99 frame ms', 'longest task ms', 'longest LoAF ms', 'render p50 / max ms', 'busy / script / style+layout ms/s', 'blank page longest / p99 ms', 'target'],
     [...runs.map((x, i) => row(String(i + 1), x)), row('median', m)],
   ));
   console.log(
     '  frame = requestAnimationFrame delta in the page; task = PerformanceObserver longtask (≥ 50 ms, else 0); LoAF = long-animation-frame;\n' +
-      '  render = the page\'s actorloop:render measure (a render of the app to its DOM commit); script and style+layout = the\n' +
-      '  page\'s main-thread time in each a second (CDP Performance.getMetrics); blank page = a page doing nothing, measured\n' +
+      '  render = the page\'s actorloop:render measure (a render of the app to its DOM commit); busy, script and style+layout =\n' +
+      '  the page\'s main-thread time a second in any task, in scripts, in style and layout (CDP Performance.getMetrics); blank page = a page doing nothing, measured\n' +
       '  over the same window in the same browser: the floor this machine gives any page. The gateway, the writer and the\n' +
       '  page share this machine\'s CPUs with the rest of the bench.',
   );

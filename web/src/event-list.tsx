@@ -3,7 +3,15 @@ import { useState } from 'preact/hooks';
 import type { StreamEvent } from './api.js';
 
 // The events of the selected actor (or the whole tree), newest last, filtered by type; each opens
-// to its JSON as the log holds it (a redacted value reads `[redacted]`, as it came).
+// to its JSON as the log holds it (a redacted value reads `[redacted]`, as it came). The newest
+// 300 that pass the filters are drawn.
+
+/**
+ * The most rows drawn: an actor of thousands of events drawn whole costs the page its frames (its
+ * paint and compositing, every frame, even when the list itself is not redrawn), and the newest
+ * are what a person follows; the filters reach the older ones.
+ */
+const DRAWN_MAX = 300;
 
 interface EventListProps { events: readonly StreamEvent[]; names: Map<string, string> }
 
@@ -29,6 +37,7 @@ export const EventList = memo(function EventList({ events, names }: EventListPro
   const types = [...new Set(events.map((e) => e.event.type))].sort();
   const shown = events.filter((e) => (type === '' || e.event.type === type || e.event.type.startsWith(`${type}/`)) && (text === '' || JSON.stringify(e.event).includes(text)));
   const groups = [...new Set(types.map((t) => t.split('/')[0]!))];
+  const drawn = shown.length > DRAWN_MAX ? shown.slice(-DRAWN_MAX) : shown;
   return (
     <section class="events" aria-label="events">
       <h2>Events <span class="count">{shown.length}/{events.length}</span></h2>
@@ -40,8 +49,9 @@ export const EventList = memo(function EventList({ events, names }: EventListPro
         </select>
         <input aria-label="search events" placeholder="search" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} />
       </div>
+      {drawn.length < shown.length && <p class="muted" data-testid="events-cut">the newest {drawn.length} of {shown.length} shown: filter by type or search to reach older ones</p>}
       <ol class="event-rows">
-        {shown.map((e) => {
+        {drawn.map((e) => {
           const key = `${e.event.actor}:${e.event.seq}`;
           return (
           <li key={key} class="event" data-type={e.event.type} data-seq={e.event.seq}>
