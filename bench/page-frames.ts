@@ -23,7 +23,7 @@ import { startGateway, type Gateway, type GatewayCommands } from '../src/server/
 import { createLogReader } from '../src/store/jetstream-log.js';
 import { createRedactor } from '../src/tools/redact.js';
 import type { BenchRuntime, Cleanup } from './harness.js';
-import { fmtMs, median, percentile, table } from './stats.js';
+import { fmtMs, median, nowMs, percentile, table } from './stats.js';
 import { writePageTree } from './page-tree.js';
 
 const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'web');
@@ -98,6 +98,11 @@ interface PageRun {
   /** The blank page's longest and p99 frame over the same window: what this machine gives a page that does nothing. */
   floorLongestMs: number;
   floorP99Ms: number;
+  /** `GET /v1/actors?root=` of the tree with its fold kept, and folded from the start (ms). */
+  keptReadMs: number;
+  freshReadMs: number;
+  /** Events in the tree's logs at the end. */
+  treeEvents: number;
 }
 
 /** Options of the page section. */
@@ -187,19 +192,42 @@ async function runOnce(rt: BenchRuntime, browser: Browser, o: PageBenchOptions, 
       for (const w of rec.worst) console.log(`    ${JSON.stringify(w)}`);
     }
     const delivered = (await eventsInPage(page)) - before;
+    const reads = await timeReads(rt, gateway, tree.rootId);
     const max = (xs: number[]): number => (xs.length === 0 ? 0 : Math.max(...xs));
     return {
       committed: pumped.events, ratePerSec: pumped.events / pumped.seconds, delivered, frames: rec.frames,
       longestFrameMs: max(rec.frames), p99FrameMs: percentile(rec.frames, 99), longestTaskMs: max(rec.longtasks),
       longestLoafMs: rec.loafs === null ? null : max(rec.loafs), renderP50Ms: percentile(rec.renders, 50), longestRenderMs: max(rec.renders),
       busyMsPerSec: (m1.task - m0.task) / (m1.at - m0.at), scriptMsPerSec: (m1.script - m0.script) / (m1.at - m0.at), styleLayoutMsPerSec: (m1.styleLayout - m0.styleLayout) / (m1.at - m0.at),
-      floorLongestMs: max(floor), floorP99Ms: percentile(floor, 99),
+      floorLongestMs: max(floor), floorP99Ms: percentile(floor, 99), ...reads, treeEvents: tree.initialEvents + pumped.events,
     };
   } finally {
     await cdp?.detach().catch(() => {});
     await blank.close();
     await page.close();
     await gateway.close();
+  }
+}
+
+/**
+ * `GET /v1/actors?root=` on the tree, timed: on the page's gateway (its fold kept, moved on by the
+ * commits since its last read: what every read costs now), and the first read of a gateway that
+ * never read the tree (a fold from its first commit: what every read cost before the folds were kept).
+ */
+async function timeReads(rt: BenchRuntime, gateway: Gateway, rootId: string): Promise<{ keptReadMs: number; freshReadMs: number }> {
+  const read = async (url: string): Promise<number> => {
+    const t = nowMs();
+    const res = await fetch(`${url}/v1/actors?root=${rootId}`);
+    await res.json();
+    return nowMs() - t;
+  };
+  const kept: number[] = [];
+  for (let i = 0; i < 5; i++) kept.push(await read(gateway.url));
+  const fresh = await startPageGateway(rt);
+  try {
+    return { keptReadMs: median(kept), freshReadMs: await read(fresh.url) };
+  } finally {
+    await fresh.close();
   }
 }
 
@@ -284,6 +312,7 @@ export async function runPageSection(rt: BenchRuntime, cleanup: Cleanup, o: Page
     longestLoafMs: loafs.length > 0 ? median(loafs) : null, renderP50Ms: med((x) => x.renderP50Ms), longestRenderMs: med((x) => x.longestRenderMs),
     busyMsPerSec: med((x) => x.busyMsPerSec), scriptMsPerSec: med((x) => x.scriptMsPerSec), styleLayoutMsPerSec: med((x) => x.styleLayoutMsPerSec),
     floorLongestMs: med((x) => x.floorLongestMs), floorP99Ms: med((x) => x.floorP99Ms),
+    keptReadMs: med((x) => x.keptReadMs), freshReadMs: med((x) => x.freshReadMs), treeEvents: med((x) => x.treeEvents),
   };
   console.log('');
   console.log(`== the page under load: ${o.actors} actors in the tree, ${o.rate} events/s for ${o.seconds} s (headless Chromium) ==`);
@@ -298,4 +327,6 @@ export async function runPageSection(rt: BenchRuntime, cleanup: Cleanup, o: Page
       '  over the same window in the same browser: the floor this machine gives any page. The gateway, the writer and the\n' +
       '  page share this machine\'s CPUs with the rest of the bench.',
   );
+  console.log(`  GET /v1/actors?root= of the tree after each run (${o.actors} actors, ${m.treeEvents} events), median of the runs: ` +
+    `${fmtMs(m.keptReadMs)} ms with the gateway's fold kept and moved on, ${fmtMs(m.freshReadMs)} ms folded from the first commit (every read before).`);
 }
