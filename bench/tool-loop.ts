@@ -21,6 +21,8 @@
  * --fanout 10,100,1000 (children one parent spawns, on one host; 0 leaves them out) --fanout-hosts 100 (the same across two supervisors).
  * --gateway-agents 100 (agents whose events one gateway client receives, then the tool loop at --agents with the gateway
  * running and without; 0 leaves the gateway section out).
+ * --page-actors 1000 --page-rate 200 --page-seconds 20 (the page in headless Chromium over a tree of that many actors, events
+ * committed at that rate; its longest frame; 0 leaves the page section out; needs `npm run build` for dist/web).
  * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
  * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
  */
@@ -43,6 +45,7 @@ import { runInboxLatency } from './inbox-latency.js';
 import { runGoalContinuation } from './goal-continuation.js';
 import { printFanout, runFanout } from './fanout.js';
 import { runGatewaySection } from './gateway.js';
+import { runPageSection } from './page-frames.js';
 
 const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
@@ -81,6 +84,10 @@ interface Flags {
   fanoutHosts: number[];
   /** Agents of the gateway section (0 leaves it out). */
   gatewayAgents: number;
+  /** Actors in the page section's tree (0 leaves it out), the events a second committed across it, and for how long. */
+  pageActors: number;
+  pageRate: number;
+  pageSeconds: number;
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -114,6 +121,9 @@ const FLAG_OPTIONS = {
   'fanout-hosts': { type: 'string', default: '100' },
   'inbox-first-byte': { type: 'string', default: '200' },
   'gateway-agents': { type: 'string', default: '100' },
+  'page-actors': { type: 'string', default: '1000' },
+  'page-rate': { type: 'string', default: '200' },
+  'page-seconds': { type: 'string', default: '20' },
 } as const;
 
 function parseFlags(): Flags {
@@ -122,6 +132,7 @@ function parseFlags(): Flags {
     'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
     'floor-pad': string; 'long-steps': string; 'long-result-bytes': string; fresh: string; 'fresh-lanes': string;
     inbox: string; 'inbox-first-byte': string; goals: string; 'goal-turns': string; fanout: string; 'fanout-hosts': string; 'gateway-agents': string;
+    'page-actors': string; 'page-rate': string; 'page-seconds': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -133,6 +144,7 @@ function parseFlags(): Flags {
     if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer ≥ ${min}, got "${v}"`);
     return n;
   };
+  if (values['page-actors'].trim() === '1') throw new UsageError('--page-actors must be 0 (leaves the page section out) or ≥ 2 (a root and its children)');
   // "0" turns a list off
   const list = (name: string, v: string): number[] => (v.trim() === '0' ? [] : v.split(',').map((s) => int(name, s.trim(), 1)));
   return {
@@ -161,6 +173,9 @@ function parseFlags(): Flags {
     fanout: list('fanout', values.fanout),
     fanoutHosts: list('fanout-hosts', values['fanout-hosts']),
     gatewayAgents: int('gateway-agents', values['gateway-agents'], 0),
+    pageActors: int('page-actors', values['page-actors'], 0),
+    pageRate: int('page-rate', values['page-rate'], 0),
+    pageSeconds: int('page-seconds', values['page-seconds'], 1),
   };
 }
 
@@ -394,6 +409,9 @@ async function main(cleanup: Cleanup): Promise<void> {
   const started = Date.now();
   if (flags.agents.length > 0) await toolLoop(rt, flags, started);
   if (flags.gatewayAgents > 0) await runGatewaySection(rt, { agents: flags.gatewayAgents, loopAgents: flags.agents, steps: flags.steps, runs: flags.runs });
+  if (flags.pageActors > 0 && flags.pageRate > 0) {
+    await runPageSection(rt, cleanup, { actors: flags.pageActors, rate: flags.pageRate, seconds: flags.pageSeconds, runs: flags.runs });
+  }
 
   if (flags.fresh > 0 && flags.freshLanes.length > 0) {
     await runFreshAgents(rt, 1, 20, 3); // warm-up, not reported
@@ -458,7 +476,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100 --gateway-agents 100)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100 --gateway-agents 100 --page-actors 1000 --page-rate 200 --page-seconds 20)\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed

@@ -133,6 +133,11 @@ export type MachineDefinition = z.infer<typeof MachineDefinitionSchema>;
 /** `GET /v1/machines`. */
 export const MachinesResponseSchema = z.object({ machines: z.array(MachineDefinitionSchema) });
 
+/** The query of `GET /v1/actors`: `root` keeps to one tree's actors (a page showing one tree asks for it alone). */
+export const ActorsQuerySchema = z.object({
+  root: z.string().min(1).optional(),
+});
+
 /** The query of `GET /v1/actors/:id/events`: `after` a stream sequence, `tree=1` the whole tree. */
 export const EventsQuerySchema = z.object({
   after: z.coerce.number().int().nonnegative().optional(),
@@ -226,7 +231,7 @@ export const RpcParamsSchemas = {
   'ask.answer': z.object({ agentId: z.string(), questionId: z.string(), optionId: z.string().optional(), text: z.string().optional() })
     .strict().refine((p) => p.optionId !== undefined || p.text !== undefined, { message: 'give optionId or text' }),
   'turn.interrupt': z.object({ agentId: z.string() }).strict(),
-  'actors.list': z.object({}).strict().optional(),
+  'actors.list': z.object({ rootId: z.string().min(1).optional() }).strict().optional(),
   'actor.inspect': z.object({ agentId: z.string() }).strict(),
   'events.subscribe': z.object({ agentId: z.string(), afterStreamSeq: z.number().int().nonnegative().optional(), tree: z.boolean().optional() }).strict(),
   'events.unsubscribe': z.object({ subscription: z.string() }).strict(),
@@ -311,6 +316,7 @@ export function gatewaySchemas(): Record<string, z.ZodType> {
     ActorsResponse: ActorsResponseSchema,
     ActorDetail: ActorDetailSchema,
     MachinesResponse: MachinesResponseSchema,
+    ActorsQuery: ActorsQuerySchema,
     EventsQuery: EventsQuerySchema,
     StreamedEvent: StreamedEventSchema,
     RpcRequest: RpcRequestSchema,

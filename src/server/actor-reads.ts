@@ -1,43 +1,25 @@
 import type { ActorDirectory, DirectoryEntry } from '../bus/directory.js';
-import { followTree } from '../client/follower.js';
-import { TreeFold, type TreeAgent } from '../client/tree.js';
+import type { TreeAgent } from '../client/tree.js';
 import type { ActorDetail, ActorSummary } from '../protocol/gateway.js';
 import { agentNotFound } from '../protocol/errors.js';
-import type { LogReader } from '../store/log-port.js';
 import { pendingApprovals, pendingQuestions, type Projection } from '../store/projection.js';
 import { LivenessCheck, type LivenessPorts } from './actor-liveness.js';
 import { redactJson, type RedactText } from './redact-json.js';
+import type { FoldedTree, TreeFolds } from './tree-folds.js';
 
 // What the gateway's reads answer (`GET /v1/actors`, `GET /v1/actors/:id`, `actors.list`,
-// `actor.inspect`): each tree folded from its logs with the client follower and the tree fold,
-// so a status is the log's, never the directory's cache. Everything is redacted on the way out.
+// `actor.inspect`): each tree folded from its logs with the client follower and the tree fold
+// (kept between reads and moved on, `tree-folds.ts`), so a status is the log's, never the
+// directory's cache. Everything is redacted on the way out.
 
 /** The ports the reads use. */
 export interface ActorReadPorts {
-  reader: Pick<LogReader, 'read' | 'readTree' | 'followTree'>;
+  /** The gateway's one set of tree folds, shared by every request and connection. */
+  folds: TreeFolds;
   directory: Pick<ActorDirectory, 'get' | 'list'>;
   redact: RedactText;
   /** The leases and host records: an actor whose holder died shows `killed` before any commit says so. Absent: the log's word alone. */
   liveness?: LivenessPorts;
-}
-
-/** A tree folded to the end of its logs as of now. */
-interface FoldedTree {
-  fold: TreeFold;
-  projections: Map<string, Projection>;
-  /** The stream sequence of the last commit folded (0: none). */
-  streamSeq: number;
-}
-
-async function foldTree(ports: ActorReadPorts, rootId: string): Promise<FoldedTree> {
-  const fold = new TreeFold(rootId);
-  const projections = new Map<string, Projection>();
-  let streamSeq = 0;
-  for await (const e of followTree({ reader: ports.reader, rootId, projections })) {
-    fold.apply(e);
-    streamSeq = e.streamSeq;
-  }
-  return { fold, projections, streamSeq };
 }
 
 /** The summary's status: the log's, or `killed` when the check finds its holder gone. */
@@ -65,25 +47,33 @@ function summaryOf(entry: DirectoryEntry | undefined, a: TreeAgent | undefined, 
   };
 }
 
-/** Every actor of the directory, tree by tree, each as its logs say now. */
-export async function listActors(ports: ActorReadPorts): Promise<ActorSummary[]> {
+/**
+ * Every actor of the directory, tree by tree, each as its logs say now; with `rootId`, the actors
+ * of that tree alone (none when the directory has no actor under it).
+ */
+export async function listActors(ports: ActorReadPorts, rootId?: string): Promise<ActorSummary[]> {
   const entries = await ports.directory.list();
   const byId = new Map(entries.map((e) => [e.actorId, e]));
-  const roots = [...new Set(entries.map((e) => e.rootId))].sort();
+  const all = new Set(entries.map((e) => e.rootId));
+  if (rootId === undefined) ports.folds.keepOnly(all);
+  const roots = rootId === undefined ? [...all].sort() : all.has(rootId) ? [rootId] : [];
   const out: ActorSummary[] = [];
   const check = ports.liveness ? new LivenessCheck(ports.liveness) : null;
-  for (const rootId of roots) {
-    const tree = await foldTree(ports, rootId);
-    const view = tree.fold.view();
-    const seen = new Set<string>();
-    for (const a of view.agents) {
-      // the fold names the root even before its log has a line: the directory says whether it exists
-      if (!byId.has(a.actorId) && !tree.projections.has(a.actorId)) continue;
-      seen.add(a.actorId);
-      const p = tree.projections.get(a.actorId);
-      out.push(await statusWith(check, summaryOf(byId.get(a.actorId), p ? a : undefined, rootId, tree.streamSeq, a.actorId), p));
-    }
-    for (const e of entries) if (e.rootId === rootId && !seen.has(e.actorId)) out.push(summaryOf(e, undefined, rootId, tree.streamSeq, e.actorId));
+  for (const root of roots) {
+    const summaries = await ports.folds.with(root, (tree) => {
+      const trees: Array<{ summary: ActorSummary; p: Projection | undefined }> = [];
+      const seen = new Set<string>();
+      for (const a of tree.fold.view().agents) {
+        // the fold names the root even before its log has a line: the directory says whether it exists
+        if (!byId.has(a.actorId) && !tree.projections.has(a.actorId)) continue;
+        seen.add(a.actorId);
+        const p = tree.projections.get(a.actorId);
+        trees.push({ summary: summaryOf(byId.get(a.actorId), p ? a : undefined, root, tree.streamSeq, a.actorId), p });
+      }
+      for (const e of entries) if (e.rootId === root && !seen.has(e.actorId)) trees.push({ summary: summaryOf(e, undefined, root, tree.streamSeq, e.actorId), p: undefined });
+      return trees;
+    });
+    for (const { summary, p } of summaries) out.push(await statusWith(check, summary, p));
   }
   return redactJson(out, ports.redact);
 }
@@ -92,11 +82,16 @@ export async function listActors(ports: ActorReadPorts): Promise<ActorSummary[]>
 export async function inspectActor(ports: ActorReadPorts, actorId: string): Promise<ActorDetail> {
   const entry = await ports.directory.get(actorId);
   if (!entry) throw agentNotFound(actorId);
-  const tree = await foldTree(ports, entry.rootId);
+  // built while the tree is held: the next read moves the same projections on
+  const { detail, p } = await ports.folds.with(entry.rootId, (tree) => ({ detail: detailOf(tree, entry, actorId, ports.redact), p: tree.projections.get(actorId) }));
+  await statusWith(ports.liveness ? new LivenessCheck(ports.liveness) : null, detail.actor, p);
+  return detail;
+}
+
+function detailOf(tree: FoldedTree, entry: DirectoryEntry, actorId: string, redact: RedactText): ActorDetail {
   const agent = tree.fold.view().agents.find((a) => a.actorId === actorId);
   const p = tree.projections.get(actorId);
-  const check = ports.liveness ? new LivenessCheck(ports.liveness) : null;
-  const summary = await statusWith(check, summaryOf(entry, p ? agent : undefined, entry.rootId, tree.streamSeq, actorId), p);
+  const summary = summaryOf(entry, p ? agent : undefined, entry.rootId, tree.streamSeq, actorId);
   const calls = p?.pending.calls ?? [];
   const detail: ActorDetail = {
     actor: summary,
@@ -139,7 +134,7 @@ export async function inspectActor(ports: ActorReadPorts, actorId: string): Prom
     costUsd: summary.costUsd,
     children: agent?.children ?? [],
   };
-  return redactJson(detail, ports.redact);
+  return redactJson(detail, redact);
 }
 
 /** The directory entry of an actor, or NotFoundError. */

@@ -10,12 +10,13 @@ import { streamSSE } from 'hono/streaming';
 import { WebSocketServer } from 'ws';
 import { z } from 'zod';
 import { ActorloopError, ConfigError, NotFoundError } from '../protocol/errors.js';
-import { EventsQuerySchema, gatewaySchemas, GATEWAY_PROTOCOL_VERSION } from '../protocol/gateway.js';
+import { ActorsQuerySchema, EventsQuerySchema, gatewaySchemas, GATEWAY_PROTOCOL_VERSION } from '../protocol/gateway.js';
 import { hostAllowed, isLoopback, originAllowed, TOKEN_COOKIE, tokenMatches, tokenOf } from './access.js';
-import { entryOf, inspectActor, listActors } from './actor-reads.js';
+import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
 import type { GatewayOptions } from './gateway-ports.js';
 import { serveRpc } from './rpc.js';
+import { TreeFolds } from './tree-folds.js';
 
 export type { GatewayCommands, GatewayOptions } from './gateway-ports.js';
 
@@ -43,9 +44,8 @@ function statusOf(err: unknown): 400 | 404 | 500 {
 }
 
 /** The Hono app of the gateway: access checks, the `/v1` reads and event stream, the page. */
-function buildApp(o: GatewayOptions): Hono {
+function buildApp(o: GatewayOptions, reads: ActorReadPorts): Hono {
   const app = new Hono();
-  const reads = { reader: o.reader, directory: o.directory, redact: o.redact, ...(o.liveness ? { liveness: o.liveness } : {}) };
   const heartbeatMs = o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
 
   app.onError((err, c) => {
@@ -75,7 +75,11 @@ function buildApp(o: GatewayOptions): Hono {
   });
 
   const v1 = `/${GATEWAY_PROTOCOL_VERSION}`;
-  app.get(`${v1}/actors`, async (c) => c.json({ actors: await listActors(reads), faultsAllowed: o.allowFaults }));
+  app.get(`${v1}/actors`, async (c) => {
+    const q = ActorsQuerySchema.safeParse(c.req.query());
+    if (!q.success) throw new ConfigError('gateway.bad_query', `bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    return c.json({ actors: await listActors(reads, q.data.root), faultsAllowed: o.allowFaults });
+  });
   app.get(`${v1}/actors/:id`, async (c) => c.json(await inspectActor(reads, c.req.param('id'))));
   app.get(`${v1}/machines`, (c) => c.json({ machines: o.machines }));
   app.get(`${v1}/schema`, (c) => {
@@ -159,7 +163,9 @@ export function checkBind(host: string, token: string | null): void {
  */
 export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   checkBind(o.host, o.token);
-  const app = buildApp(o);
+  // one set of tree folds for every request and connection: each tree is folded once, then moved on
+  const reads: ActorReadPorts = { folds: new TreeFolds(o.reader), directory: o.directory, redact: o.redact, ...(o.liveness ? { liveness: o.liveness } : {}) };
+  const app = buildApp(o, reads);
   const server = createAdaptorServer({ fetch: app.fetch }) as Server;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -169,7 +175,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     if (!hostAllowed(host, o.token !== null)) return refuseUpgrade(socket, 403, 'Forbidden');
     if (o.token !== null && !tokenMatches(tokenOf(req.headers, url), o.token)) return refuseUpgrade(socket, 401, 'Unauthorized');
     if (!originAllowed(req.headers.origin ?? null, host, o.corsOrigins)) return refuseUpgrade(socket, 403, 'Forbidden');
-    wss.handleUpgrade(req, socket, head, (ws) => serveRpc(ws, o));
+    wss.handleUpgrade(req, socket, head, (ws) => serveRpc(ws, o, reads));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {

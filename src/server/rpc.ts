@@ -3,7 +3,7 @@ import type { WebSocket } from 'ws';
 import type { z } from 'zod';
 import { ActorloopError, ConfigError } from '../protocol/errors.js';
 import { RPC_ERRORS, RpcParamsSchemas, RpcRequestSchema, type RpcMethod } from '../protocol/gateway.js';
-import { entryOf, inspectActor, listActors } from './actor-reads.js';
+import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
 import type { GatewayOptions } from './gateway-ports.js';
 import { followMachines } from './machine-feed.js';
@@ -33,14 +33,13 @@ function errorObject(err: unknown, redact: (text: string) => string): { code: nu
   return { code: RPC_ERRORS.internal, message: 'internal error' };
 }
 
-/** Serves JSON-RPC on one WebSocket until it closes. */
-export function serveRpc(ws: WebSocket, o: GatewayOptions): void {
+/** Serves JSON-RPC on one WebSocket until it closes; `reads` are the gateway's, shared by every connection. */
+export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts): void {
   const subscriptions = new Map<string, AbortController>();
   const send = (msg: unknown): void => {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
   };
   const notify = (method: string, params: unknown): void => send({ jsonrpc: '2.0', method, params });
-  const reads = { reader: o.reader, directory: o.directory, redact: o.redact, ...(o.liveness ? { liveness: o.liveness } : {}) };
 
   /** Runs a subscription's loop until it is aborted; a failure is told to the client as `subscription.error`. */
   const subscribe = (run: (signal: AbortSignal, id: string) => Promise<void>): { subscription: string } => {
@@ -68,7 +67,7 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions): void {
     'approval.respond': (p) => o.commands.respondApproval(p),
     'ask.answer': (p) => o.commands.answer(p),
     'turn.interrupt': (p) => o.commands.interrupt(p),
-    'actors.list': async () => ({ actors: await listActors(reads) }),
+    'actors.list': async (p) => ({ actors: await listActors(reads, p?.rootId) }),
     'actor.inspect': (p) => inspectActor(reads, p.agentId),
     'events.subscribe': async (p) => {
       const entry = await entryOf(o.directory, p.agentId);

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { machinesOf } from './active-states.js';
 import { Actions } from './actions.js';
 import { followEvents, followMachines, getJson, Rpc, type ActorRow, type ActorsResponse, type StreamEvent } from './api.js';
@@ -19,6 +19,9 @@ import { badgeOf, Tree, treeRows } from './tree.js';
 // a host reports flashes in its statechart for a second (what is lit stays the log's fold).
 
 const rpc = new Rpc();
+
+/** The least time between two reads of the tree's actors while events stream in. */
+const REFRESH_MS = 1000;
 
 /** Between two reads of the tree while live and no event comes. */
 const TREE_REFRESH_MS = 1000;
@@ -69,6 +72,9 @@ function useLiveFlashes(agentId: string | null, live: boolean): { flashes: Recor
 
 /** The visualizer page. */
 export function App() {
+  // each render to its DOM commit is measured (`actorloop:render`): the page bench reads them
+  const renderStart = performance.now();
+  useLayoutEffect(() => void performance.measure('actorloop:render', { start: renderStart }));
   const [defs, setDefs] = useState<MachineDef[]>([]);
   const [actors, setActors] = useState<ActorRow[]>([]);
   const [faultsAllowed, setFaultsAllowed] = useState(false);
@@ -86,11 +92,11 @@ export function App() {
   const liveFold = useRef(new TreeFolder(noteFolded));
   const asking = useRef(false);
 
-  const refreshActors = (): void => {
+  const refreshActors = (root: string | null = null): void => {
     // one read at a time: a slow gateway is not asked again before it answered
     if (asking.current) return;
     asking.current = true;
-    getJson<ActorsResponse>('/v1/actors').then((r) => {
+    getJson<ActorsResponse>(root === null ? '/v1/actors' : `/v1/actors?root=${encodeURIComponent(root)}`).then((r) => {
       for (const a of r.actors) history.current.note(a.id, badgeOf(a), a.streamSeq === undefined ? undefined : { streamSeq: a.streamSeq, whole: true });
       setActors(r.actors);
       setLoaded(true);
@@ -104,10 +110,12 @@ export function App() {
     refreshActors();
   }, []);
 
-  // live, the tree is read again even when nothing is committed (a death commits nothing)
+  const rootRef = useRef<string | null>(null);
+  // live, the tree is read again even when nothing is committed (a death commits nothing): the
+  // followed tree alone, or every tree while none is followed
   useEffect(() => {
     if (cursor !== null) return;
-    const every = setInterval(refreshActors, TREE_REFRESH_MS);
+    const every = setInterval(() => refreshActors(rootRef.current), TREE_REFRESH_MS);
     return () => clearInterval(every);
   }, [cursor]);
 
@@ -119,19 +127,32 @@ export function App() {
     [selected, actors, loaded, unknown],
   );
 
+  rootRef.current = rootId;
   useEffect(() => {
     if (rootId === null) return;
     setStream([]);
     buffer.current = [];
     liveFold.current = new TreeFolder(noteFolded);
     let timer: ReturnType<typeof setTimeout> | null = null;
-    // events arrive in bursts: render once a frame, and ask the gateway for the tree again once a burst settles
+    let refreshTimer: ReturnType<typeof setTimeout> | null = null;
+    let refreshedAt = 0;
+    // the tree's actors again after a burst, its tree alone and at most once a second: a big tree
+    // under a steady stream would otherwise be read whole every flush
+    const refreshSoon = (): void => {
+      if (refreshTimer) return;
+      refreshTimer = setTimeout(() => {
+        refreshTimer = null;
+        refreshedAt = Date.now();
+        refreshActors(rootId);
+      }, Math.max(0, refreshedAt + REFRESH_MS - Date.now()));
+    };
+    // events arrive in bursts: render once a burst settles (60 ms), and read the tree's actors again
     const flush = (): void => {
       timer = null;
       const batch = buffer.current;
       buffer.current = [];
       setStream((s) => [...s, ...batch]);
-      refreshActors();
+      refreshSoon();
     };
     const stop = followEvents(rootId, (e) => {
       buffer.current.push(e);
@@ -140,6 +161,7 @@ export function App() {
     return () => {
       stop();
       if (timer) clearTimeout(timer);
+      if (refreshTimer) clearTimeout(refreshTimer);
     };
   }, [rootId]);
 
@@ -152,7 +174,8 @@ export function App() {
   const rows = treeRows(actors.filter((a) => rootId === null || a.rootId === rootId), folded, live);
   const names = new Map(rows.map((r) => [r.id, r.name]));
   const actor = selected === null ? undefined : folded.get(selected);
-  const views = actor ? machinesOf(actor) : [];
+  // live, an actor's state is the same object as it grows: its event count says when its charts moved
+  const views = useMemo(() => (actor ? machinesOf(actor) : []), [actor, actor?.events.length]);
   const shownEvents = stream.slice(0, position).filter((e) => e.event.actor === selected);
   const at = stream[position - 1];
   const { flashes, feed } = useLiveFlashes(selected, live);

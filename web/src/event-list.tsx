@@ -1,17 +1,43 @@
+import { memo } from 'preact/compat';
 import { useState } from 'preact/hooks';
 import type { StreamEvent } from './api.js';
 
 // The events of the selected actor (or the whole tree), newest last, filtered by type; each opens
-// to its JSON as the log holds it (a redacted value reads `[redacted]`, as it came).
+// to its JSON as the log holds it (a redacted value reads `[redacted]`, as it came). The newest
+// 300 that pass the filters are drawn.
+
+/**
+ * The most rows drawn: an actor of thousands of events drawn whole costs the page its frames (its
+ * paint and compositing, every frame, even when the list itself is not redrawn), and the newest
+ * are what a person follows; the filters reach the older ones.
+ */
+const DRAWN_MAX = 300;
+
+interface EventListProps { events: readonly StreamEvent[]; names: Map<string, string> }
+
+/**
+ * The list is drawn again only when its events or their actors' names changed: the page renders
+ * on every burst of the tree's stream, and the selected actor's own events mostly stay as they were.
+ * The events only ever grow or shrink at the end (a position of the log), so the count and the two
+ * ends say whether they are the same.
+ */
+function sameList(a: EventListProps, b: EventListProps): boolean {
+  if (a.events.length !== b.events.length || a.events[0] !== b.events[0] || a.events.at(-1) !== b.events.at(-1)) return false;
+  const actors = new Set<string>();
+  for (const e of b.events) actors.add(e.event.actor);
+  for (const id of actors) if (a.names.get(id) !== b.names.get(id)) return false;
+  return true;
+}
 
 /** The event list with its type filter. */
-export function EventList({ events, names }: { events: readonly StreamEvent[]; names: Map<string, string> }) {
+export const EventList = memo(function EventList({ events, names }: EventListProps) {
   const [type, setType] = useState('');
   const [text, setText] = useState('');
   const [open, setOpen] = useState<string | null>(null);
   const types = [...new Set(events.map((e) => e.event.type))].sort();
   const shown = events.filter((e) => (type === '' || e.event.type === type || e.event.type.startsWith(`${type}/`)) && (text === '' || JSON.stringify(e.event).includes(text)));
   const groups = [...new Set(types.map((t) => t.split('/')[0]!))];
+  const drawn = shown.length > DRAWN_MAX ? shown.slice(-DRAWN_MAX) : shown;
   return (
     <section class="events" aria-label="events">
       <h2>Events <span class="count">{shown.length}/{events.length}</span></h2>
@@ -23,8 +49,9 @@ export function EventList({ events, names }: { events: readonly StreamEvent[]; n
         </select>
         <input aria-label="search events" placeholder="search" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} />
       </div>
+      {drawn.length < shown.length && <p class="muted" data-testid="events-cut">the newest {drawn.length} of {shown.length} shown: filter by type or search to reach older ones</p>}
       <ol class="event-rows">
-        {shown.map((e) => {
+        {drawn.map((e) => {
           const key = `${e.event.actor}:${e.event.seq}`;
           return (
           <li key={key} class="event" data-type={e.event.type} data-seq={e.event.seq}>
@@ -38,4 +65,4 @@ export function EventList({ events, names }: { events: readonly StreamEvent[]; n
       </ol>
     </section>
   );
-}
+}, sameList);

@@ -1,4 +1,5 @@
 import ELK, { type ElkExtendedEdge, type ElkNode } from 'elkjs/lib/elk.bundled.js';
+import { memo } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
 import type { MachineView } from './active-states.js';
 
@@ -160,8 +161,13 @@ function States({ nodes, view, at, flash }: { nodes: ElkNode[]; view: MachineVie
   );
 }
 
-/** One machine's statechart with its active state lit, and (live) the move a host just reported flashing. */
-export function Statechart({ def, view, flash = null }: { def: MachineDef; view: MachineView; flash?: LiveFlash | null }) {
+type ChartProps = { def: MachineDef; view: MachineView; flash?: LiveFlash | null };
+
+/**
+ * One machine's statechart with its active state lit, and (live) the move a host just reported
+ * flashing; drawn again only when its definition, what it lights or what flashes changed.
+ */
+export const Statechart = memo(function Statechart({ def, view, flash = null }: ChartProps) {
   const [laid, setLaid] = useState<Laid | null>(null);
   useEffect(() => {
     let live = true;
@@ -174,7 +180,8 @@ export function Statechart({ def, view, flash = null }: { def: MachineDef; view:
       {laid === null ? <div class="laying">laying out…</div> : <Drawing laid={laid} view={view} flash={flash} />}
     </figure>
   );
-}
+}, (a: ChartProps, b: ChartProps) => a.def === b.def && a.view.machine === b.view.machine && a.view.title === b.view.title &&
+  a.view.active === b.view.active && a.view.previous === b.view.previous && a.view.movedAt === b.view.movedAt && (a.flash ?? null) === (b.flash ?? null));
 
 function Drawing({ laid, view, flash }: { laid: Laid; view: MachineView; flash: LiveFlash | null }) {
   const g = laid.graph;

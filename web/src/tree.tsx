@@ -1,3 +1,4 @@
+import { memo } from 'preact/compat';
 import type { ActorRow } from './api.js';
 import { statusOf, tokensOf, type ActorState } from './fold.js';
 
@@ -46,19 +47,41 @@ export function treeRows(rows: readonly ActorRow[], folded: Map<string, ActorSta
   }
   // at an earlier position, an actor not spawned yet is not shown
   if (!live) for (const id of [...byId.keys()]) if (!folded.has(id)) byId.delete(id);
+  // children by parent, in the order met: one pass, not a scan of every row per row
+  const children = new Map<string, TreeRow[]>();
+  for (const r of byId.values()) {
+    if (r.parentId === null) continue;
+    const list = children.get(r.parentId);
+    if (list) list.push(r);
+    else children.set(r.parentId, [r]);
+  }
   const out: TreeRow[] = [];
   const seen = new Set<string>();
   const visit = (r: TreeRow): void => {
     if (seen.has(r.id)) return;
     seen.add(r.id);
     out.push(r);
-    for (const c of byId.values()) if (c.parentId === r.id) visit(c);
+    for (const c of children.get(r.id) ?? []) visit(c);
   };
   for (const r of byId.values()) if (r.parentId === null || !byId.has(r.parentId)) visit(r);
   return out;
 }
 
 const usd = (c: number | null): string => (c === null ? 'unknown' : `$${c.toFixed(4)}`);
+
+/** One actor's row: drawn again only when what it shows changed (a tree of a thousand mostly does not, event to event). */
+const TreeItem = memo(function TreeItem({ r, selected, onSelect, history }: { r: TreeRow; selected: boolean; onSelect: (id: string) => void; history: string | null }) {
+  return (
+    <li class={selected ? 'actor selected' : 'actor'} data-actor={r.id} data-name={r.name} data-status={r.status}
+      data-history={history ?? ''} title={history !== null ? `seen: ${history.split(' ').join(' → ')}` : undefined}
+      style={{ paddingLeft: `${r.depth * 16 + 4}px` }} onClick={() => onSelect(r.id)}>
+      <span class="name">{r.name}</span>
+      <span class={`badge status-${r.status}`}>{r.status.replace('_', ' ')}</span>
+      <span class="usage">{r.tokens} tok · {usd(r.costUsd)}</span>
+    </li>
+  );
+}, (a, b) => a.selected === b.selected && a.onSelect === b.onSelect && a.history === b.history && a.r.id === b.r.id && a.r.name === b.r.name && a.r.status === b.r.status &&
+  a.r.depth === b.r.depth && a.r.tokens === b.r.tokens && a.r.costUsd === b.r.costUsd);
 
 /** The tree, one row per actor; clicking one selects it. */
 export function Tree({ rows, selected, onSelect, historyOf }: { rows: TreeRow[]; selected: string | null; onSelect: (id: string) => void; historyOf?: (id: string) => readonly string[] }) {
@@ -72,15 +95,7 @@ export function Tree({ rows, selected, onSelect, historyOf }: { rows: TreeRow[];
     <section class="tree" aria-label="actor tree">
       <h2>Actors</h2>
       <ul>
-        {rows.map((r) => (
-          <li key={r.id} class={r.id === selected ? 'actor selected' : 'actor'} data-actor={r.id} data-name={r.name} data-status={r.status}
-            data-history={historyOf?.(r.id).join(' ') ?? ''} title={historyOf ? `seen: ${historyOf(r.id).join(' → ')}` : undefined}
-            style={{ paddingLeft: `${r.depth * 16 + 4}px` }} onClick={() => onSelect(r.id)}>
-            <span class="name">{r.name}</span>
-            <span class={`badge status-${r.status}`}>{r.status.replace('_', ' ')}</span>
-            <span class="usage">{r.tokens} tok · {usd(r.costUsd)}</span>
-          </li>
-        ))}
+        {rows.map((r) => <TreeItem key={r.id} r={r} selected={r.id === selected} onSelect={onSelect} history={historyOf?.(r.id).join(' ') ?? null} />)}
       </ul>
       <div class="tree-total" data-testid="tree-total">tree: {rows.length} actors · {tokens} tok · {usd(cost)}</div>
     </section>
