@@ -4,13 +4,12 @@
 // and the next step, and the statecharts flash the states the host reports as its machines enter
 // them (among them the step's `accepting`, which the log's fold never lights). Back in time, the
 // feed is closed and nothing flashes. A screenshot is saved under the test's temp dir.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { CliPool, REPO_ROOT, cliEnv, lines } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { expect, test } from 'vitest';
+import { cliEnv, lines } from '../helpers/cli.js';
+import { tempDir } from '../helpers/nats.js';
+import { until, useRealStack } from './real-stack.js';
 
 const usage = { input_tokens: 30, output_tokens: 5 };
 const SCRIPT = {
@@ -20,63 +19,26 @@ const SCRIPT = {
   ],
 };
 
-let nats: TestNats;
-let browser: Browser;
-let dataDir: string;
-const procs: ChildProcess[] = [];
-const dirs: string[] = [];
-const pool = new CliPool();
-
-function start(args: string[]): { proc: ChildProcess; out: () => string; err: () => string; exited: Promise<unknown> } {
-  let out = '';
-  let err = '';
-  const proc = spawn(process.execPath, ['bin/actorloop.js', ...args, '--nats', nats.url, '--data-dir', dataDir], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
-  proc.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
-  procs.push(proc);
-  return { proc, out: () => out, err: () => err, exited: new Promise((r) => proc.once('exit', r)) };
-}
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  dataDir = await tempDir('page-flash');
-  dirs.push(dataDir);
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useRealStack('page-flash');
+const { start, pool, dirs } = stack;
 
 test('live, the statecharts flash the states a host reports its machines entering; back in time nothing flashes', async ({ onTestFinished }) => {
   const ws = await tempDir('page-flash-ws');
   const shots = await tempDir('page-flash-shots');
   dirs.push(ws);
-  const script = join(dataDir, 'script.json');
+  const script = join(stack.dataDir, 'script.json');
   await writeFile(script, JSON.stringify(SCRIPT));
   const host = start(['host', '--name', 'flash-host', '--lease-ttl', '10000']);
   await until('the host to start', () => host.err().includes('hosting agents'));
   const serve = start(['serve', '--port', '0']);
   await until('serve to print its URL', () => serve.out().includes('\n'));
   const url = serve.out().split('\n')[0]!;
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  const run = await cli.run(['run', 'write notes.txt', '--model', `scripted:${script}`, '--approve', 'ask', '--cwd', ws, '--nats', nats.url, '--data-dir', dataDir]);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
+  const run = await cli.run(['run', 'write notes.txt', '--model', `scripted:${script}`, '--approve', 'ask', '--cwd', ws, '--nats', stack.nats.url, '--data-dir', stack.dataDir]);
   const agentId = lines(run.stdout)[0]!;
   expect(agentId).toMatch(/^agt_/);
 
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`${url}?actor=${agentId}`);

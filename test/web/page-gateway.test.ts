@@ -7,13 +7,12 @@
 // a host SIGKILLed from the page shows its agent killed, recovering, then running on a second
 // host. Screenshots are saved under each test's temp
 // dir (their paths printed).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { CliPool, REPO_ROOT, cliEnv, lines } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { expect, test } from 'vitest';
+import { cliEnv, lines, type CliPool } from '../helpers/cli.js';
+import { tempDir } from '../helpers/nats.js';
+import { until, useRealStack } from './real-stack.js';
 
 const usage = { input_tokens: 40, output_tokens: 4 };
 const TREE = {
@@ -23,45 +22,8 @@ const TREE = {
   },
 };
 
-let nats: TestNats;
-let browser: Browser;
-let dataDir: string;
-const procs: ChildProcess[] = [];
-const dirs: string[] = [];
-const pool = new CliPool();
-
-function start(args: string[]): { proc: ChildProcess; out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  const proc = spawn(process.execPath, ['bin/actorloop.js', ...args, '--nats', nats.url, '--data-dir', dataDir], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
-  proc.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
-  procs.push(proc);
-  return { proc, out: () => out, err: () => err };
-}
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  dataDir = await tempDir('page-gw');
-  dirs.push(dataDir);
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useRealStack('page-gw');
+const { start, pool, dirs } = stack;
 
 test('a child\'s approval in the page: the tree shows it waiting, its call lights awaiting_approval, Approve runs the tool and the tree completes', async ({ onTestFinished }) => {
   const ws = await tempDir('page-gw-ws');
@@ -75,11 +37,11 @@ test('a child\'s approval in the page: the tree shows it waiting, its call light
   await until('serve to print its URL', () => serve.out().includes('\n'));
   const url = serve.out().split('\n')[0]!;
   // handed to the host; without a terminal the run stops (exit 5) once the tree waits for a person
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  const run = await cli.run(['run', 'have a writer write notes.txt', '--model', `scripted:${script}`, '--approve', 'ask', '--cwd', ws, '--nats', nats.url, '--data-dir', dataDir]);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
+  const run = await cli.run(['run', 'have a writer write notes.txt', '--model', `scripted:${script}`, '--approve', 'ask', '--cwd', ws, '--nats', stack.nats.url, '--data-dir', stack.dataDir]);
   const rootId = lines(run.stdout)[0]!;
   expect(rootId).toMatch(/^agt_/);
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`${url}?actor=${rootId}`);
@@ -110,7 +72,7 @@ test('a child\'s approval in the page: the tree shows it waiting, its call light
 
 /** The events of one agent, through the gateway's own SSE would be the page's way; the CLI reads the log. */
 async function eventsOf(cli: ReturnType<CliPool['forTest']>, id: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
-  const r = await cli.run(['events', id, '--json', '--nats', nats.url, '--data-dir', dataDir]);
+  const r = await cli.run(['events', id, '--json', '--nats', stack.nats.url, '--data-dir', stack.dataDir]);
   return lines(r.stdout).map((l) => JSON.parse(l) as { type: string; data: Record<string, unknown> });
 }
 
@@ -119,11 +81,11 @@ test('the investigators demo in the page: the root and its three children, each 
   const serve = start(['serve', '--port', '0']);
   await until('serve to print its URL', () => serve.out().includes('\n'));
   const url = serve.out().split('\n')[0]!;
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  const demo = await cli.run(['demo', 'investigators', '--nats', nats.url, '--data-dir', dataDir]);
+  const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
+  const demo = await cli.run(['demo', 'investigators', '--nats', stack.nats.url, '--data-dir', stack.dataDir]);
   expect(demo.code).toBe(0);
   const rootId = /^(agt_\S+)$/m.exec(demo.stdout)![1]!;
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`${url}?actor=${rootId}`);
@@ -169,11 +131,11 @@ test('a steer typed in the page is included in the agent\'s next step', async ({
   const serve = start(['serve', '--port', '0']);
   await until('serve to print its URL', () => serve.out().includes('\n'));
   const url = serve.out().split('\n')[0]!;
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
   const run = start(['run', 'list the workspace', '--model', `scripted:${script}`, '--cwd', ws]);
   await until('the run to print its agent', () => /^agt_/m.test(run.out()));
   const agentId = /^(agt_\S+)$/m.exec(run.out())![1]!;
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await page.goto(`${url}?actor=${agentId}`);
   const input = page.locator('form.steer input');
   await input.waitFor({ timeout: 30_000 });
@@ -213,12 +175,12 @@ test('kill from the page SIGKILLs the host, and the page shows the takeover by a
   const serve = start(['serve', '--port', '0', '--allow-faults']);
   await until('serve to print its URL', () => serve.out().includes('\n'));
   const url = serve.out().split('\n')[0]!;
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
   const run = start(['run', 'answer slowly', '--model', `scripted:${script}`, '--cwd', ws]);
   await until('the run to print its agent', () => /^agt_/m.test(run.out()));
   const agentId = /^(agt_\S+)$/m.exec(run.out())![1]!;
   await until('host A to take the agent', async () => (await eventsOf(cli, agentId)).some((e) => e.type === 'attempt/start'));
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await page.goto(`${url}?actor=${agentId}`);
   const kill = page.locator('button.kill');
   await kill.waitFor({ timeout: 30_000 });

@@ -1,0 +1,72 @@
+// What the browser tests against the real thing share: a nats-server on a free port, one data
+// dir, `actorloop` processes (hosts, `serve`) started against them, headless chromium, and a CLI
+// pool for commands. `useRealStack` opens it before the file's tests and stops all of it after.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import { CliPool, REPO_ROOT, cliEnv } from '../helpers/cli.js';
+import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+
+/** A process the stack started, with what it printed so far. */
+export interface Started {
+  proc: ChildProcess;
+  out(): string;
+  err(): string;
+  exited: Promise<unknown>;
+}
+
+/** The stack of one test file (its fields are set once `beforeAll` ran). */
+export interface RealStack {
+  nats: TestNats;
+  browser: Browser;
+  dataDir: string;
+  pool: CliPool;
+  /** Removed after the file's tests. */
+  dirs: string[];
+  /** Starts `actorloop <args> --nats … --data-dir …`. */
+  start(args: string[]): Started;
+}
+
+/** Polls `ok` every 100 ms until it holds; fails after `ms` naming `what`. */
+export async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Opens the stack before the file's tests (its data dir named after `prefix`) and stops everything it started after them. */
+export function useRealStack(prefix: string): RealStack {
+  const procs: ChildProcess[] = [];
+  const stack = {
+    pool: new CliPool(),
+    dirs: [] as string[],
+    start(args: string[]): Started {
+      let out = '';
+      let err = '';
+      const proc = spawn(process.execPath, ['bin/actorloop.js', ...args, '--nats', stack.nats.url, '--data-dir', stack.dataDir], {
+        cwd: REPO_ROOT, env: cliEnv(stack.dataDir), stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      proc.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
+      proc.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
+      procs.push(proc);
+      return { proc, out: () => out, err: () => err, exited: new Promise((r) => proc.once('exit', r)) };
+    },
+  } as RealStack;
+  beforeAll(async () => {
+    stack.nats = await startTestNats();
+    stack.dataDir = await tempDir(prefix);
+    stack.dirs.push(stack.dataDir);
+    stack.browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+  });
+  afterAll(async () => {
+    await stack.browser?.close();
+    for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+    await stack.pool.killAll();
+    await stack.nats?.stop();
+    await Promise.all(stack.dirs.map((d) => rm(d, { recursive: true, force: true })));
+  });
+  return stack;
+}
