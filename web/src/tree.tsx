@@ -1,11 +1,22 @@
 import { memo } from 'preact/compat';
+import { useState } from 'preact/hooks';
 import type { ActorRow } from './api.js';
 import { statusOf, tokensOf, type ActorState } from './fold.js';
 
 // The actor tree: every actor under the root with its badge, tokens and cost, and the tree's sums;
 // each row carries the statuses the page saw it in (`data-history`, and its tooltip).
 // Live, the gateway's word on each status is shown (it knows of hosts dying); at an earlier
-// position, the status the log folded to that position says.
+// position, the status the log folded to that position says. A big tree scrolls in its panel and
+// draws only the rows in view (each row as high as the next): a thousand rows painted at every
+// flush cost more than the page's scripts.
+
+/** From how many rows the tree draws only those in view. */
+const VIRTUAL_FROM = 200;
+/** A row's height when only those in view are drawn (px), and the panel's. */
+const ROW_H = 26;
+const VIEW_H = 640;
+/** Rows drawn above and below the view, so a scroll shows no gap before the next render. */
+const OVERSCAN = 15;
 
 /** One row of the tree as the page shows it. */
 export interface TreeRow {
@@ -91,11 +102,18 @@ export function Tree({ rows, selected, onSelect, historyOf }: { rows: TreeRow[];
     tokens += r.tokens;
     cost = cost === null || r.costUsd === null ? null : cost + r.costUsd;
   }
+  const [scrollTop, setScrollTop] = useState(0);
+  const virtual = rows.length > VIRTUAL_FROM;
+  const from = virtual ? Math.max(0, Math.floor(scrollTop / ROW_H) - OVERSCAN) : 0;
+  const to = virtual ? Math.min(rows.length, Math.ceil((scrollTop + VIEW_H) / ROW_H) + OVERSCAN) : rows.length;
   return (
     <section class="tree" aria-label="actor tree">
       <h2>Actors</h2>
-      <ul>
-        {rows.map((r) => <TreeItem key={r.id} r={r} selected={r.id === selected} onSelect={onSelect} history={historyOf?.(r.id).join(' ') ?? null} />)}
+      <ul class={virtual ? 'virtual' : undefined} style={virtual ? { maxHeight: `${VIEW_H}px` } : undefined}
+        onScroll={virtual ? (e) => setScrollTop((e.currentTarget as HTMLUListElement).scrollTop) : undefined}>
+        {from > 0 && <li class="spacer" aria-hidden="true" style={{ height: `${from * ROW_H}px` }} />}
+        {rows.slice(from, to).map((r) => <TreeItem key={r.id} r={r} selected={r.id === selected} onSelect={onSelect} history={historyOf?.(r.id).join(' ') ?? null} />)}
+        {to < rows.length && <li class="spacer" aria-hidden="true" style={{ height: `${(rows.length - to) * ROW_H}px` }} />}
       </ul>
       <div class="tree-total" data-testid="tree-total">tree: {rows.length} actors · {tokens} tok · {usd(cost)}</div>
     </section>
