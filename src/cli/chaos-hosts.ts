@@ -10,6 +10,7 @@ import {
 import { MODES } from './chaos-modes.js';
 import { PersonActs } from './chaos-person.js';
 import { faultSpecFor } from './chaos-plan.js';
+import { childViolations, readTreeLogs } from './chaos-tree.js';
 
 /** The lease TTL of a session's hosts: a killed host's agent moves to another after this long. */
 export const CHAOS_HOST_LEASE_TTL_MS = 2_000;
@@ -20,6 +21,26 @@ const HOST_STOP_MS = 10_000;
 const CLAIM_WAIT_MS = 15_000;
 /** Host restarts and followers past this many: the run is going nowhere. */
 const MAX_STARTS = 12;
+/**
+ * How long the hosts are left running after the root's turn ended while a child of the tree still
+ * owes its notice or has a turn open: a child whose host died owing it is taken over once its
+ * lease lapses, and sends it again (the parent took it already and dedupes it).
+ */
+const TREE_SETTLE_MS = 5 * CHAOS_HOST_LEASE_TTL_MS + 5_000;
+
+/**
+ * Waits (bounded) until no child of the tree owes its notice or has a turn open: what the
+ * checks after the run look for, which the hosts are still carrying out when the root's turn ends.
+ */
+async function treeSettled(ctx: ChaosContext, rootId: string): Promise<void> {
+  const until = Date.now() + TREE_SETTLE_MS;
+  while (Date.now() < until && !ctx.signal.aborted) {
+    const logs = await readTreeLogs(ctx, rootId).catch(() => null);
+    if (logs === null || logs.size <= 1) return;
+    if (!childViolations(logs, rootId).some((v) => v.code === 'chaos.notice_owed' || v.code === 'chaos.child_turn_open')) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
 
 /** One running host of a run: its slot (1..K), the planned fault it carries (an index), its process. */
 interface FleetHost {
@@ -198,6 +219,8 @@ export async function driveWithHosts(ctx: ChaosContext, s: Scenario, workspace: 
     // before the hosts stop: the interrupt follows the turn to its end
     await acts.finish();
     await follower?.stop(0);
+    // and a child whose host died owing its notice is taken over and sends it
+    if (agentId !== null) await treeSettled(ctx, agentId);
     await fleet.stopAll();
     await rm(dataRoot, { recursive: true, force: true });
   }
