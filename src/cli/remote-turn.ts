@@ -2,8 +2,8 @@ import type { ActorDirectory } from '../bus/directory.js';
 import type { StreamedEvent } from '../client/gateway-client.js';
 import { connectionLost, type GatewaySession } from '../client/gateway-session.js';
 import type { ActorEvent } from '../protocol/events.js';
-import { emptyProjection, foldEvent, type Projection } from '../store/projection.js';
-import { describeQuestion, ttyQuestionPrompt, type QuestionPrompt } from './commands/questions.js';
+import { emptyProjection, foldEvent } from '../store/projection.js';
+import { askPendingQuestions, ttyQuestionPrompt, type QuestionPrompt } from './commands/questions.js';
 import { PromptInterrupted, describeApproval, type Prompt } from './commands/approvals.js';
 import { awaitingPerson } from './commands/follow-turn.js';
 import { printTurnEnd, printWaiting } from './commands/turn-output.js';
@@ -144,8 +144,11 @@ export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
         o.printer.endLine();
         if (!o.prompt) return printWaiting(out, { actorId: o.agentId, projection: p }, waiting, o.config);
         if (p.parked?.waitingFor === 'question') {
-          // Ctrl-C at the prompt interrupts the turn: its end is followed as any other
-          await askQuestions(o, p, waiting, answered);
+          // Ctrl-C at the prompt interrupts the turn (as a Ctrl-C anywhere): its end is followed as any other
+          await askPendingQuestions(p, waiting, o.askQuestion ?? ttyQuestionPrompt(o.out.stdin!, o.out.stderr), answered, async (questionId, answer) => {
+            const { messageId } = await o.session.client.call('ask.answer', { agentId: o.agentId, questionId, ...answer });
+            return messageId;
+          }, () => key.press());
           continue;
         }
         for (const approvalId of waiting) {
@@ -156,8 +159,8 @@ export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
             answer = await o.prompt(describeApproval(approvalId, a));
           } catch (err) {
             if (!(err instanceof PromptInterrupted)) throw err;
-            const { messageId } = await o.session.client.call('turn.interrupt', { agentId: o.agentId });
-            o.out.stderr.write(`interrupting ${o.agentId} (message ${messageId})\n`);
+            // a Ctrl-C at the prompt is one anywhere: the interrupt goes after its window, a second leaves
+            key.press();
             break;
           }
           const { messageId } = await o.session.client.call('approval.respond', {
@@ -176,28 +179,5 @@ export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
         return printTurnEnd(out, { actorId: o.agentId, projection: p }, ended, o.config);
       }
     }
-  }
-}
-
-
-/** Asks each question on the terminal and answers it with `ask.answer`; Ctrl-C at the prompt interrupts the turn instead. */
-async function askQuestions(o: RemoteTurnOptions, p: Projection, waiting: string[], answered: Map<string, string>): Promise<void> {
-  const prompt = o.askQuestion ?? ttyQuestionPrompt(o.out.stdin!, o.out.stderr);
-  for (const questionId of waiting) {
-    const q = p.questions?.[questionId];
-    if (!q || q.state !== 'pending') continue;
-    let answer;
-    try {
-      answer = await prompt(q, describeQuestion(questionId, q));
-    } catch (err) {
-      if (!(err instanceof PromptInterrupted)) throw err;
-      const { messageId } = await o.session.client.call('turn.interrupt', { agentId: o.agentId });
-      o.out.stderr.write(`interrupting ${o.agentId} (message ${messageId})\n`);
-      return;
-    }
-    const { messageId } = await o.session.client.call('ask.answer', {
-      agentId: o.agentId, questionId, ...(answer.optionId !== undefined ? { optionId: answer.optionId } : {}), ...(answer.text !== undefined ? { text: answer.text } : {}),
-    });
-    answered.set(questionId, messageId);
   }
 }

@@ -10,7 +10,7 @@ import { EXIT } from '../exit-codes.js';
 import { placementOf, type Placement } from '../hand-off.js';
 import type { Runtime } from '../runtime.js';
 import { approvalMessage, describeApproval, PromptInterrupted, type Prompt } from './approvals.js';
-import { describeQuestion, questionAnswerMessage, ttyQuestionPrompt, type QuestionPrompt } from './questions.js';
+import { askPendingQuestions, questionAnswerMessage, ttyQuestionPrompt, type QuestionPrompt } from './questions.js';
 import { printTurnEnd, printWaiting, type TurnOutput } from './turn-output.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
@@ -229,21 +229,11 @@ export function awaitingPerson(p: Projection, answered: ReadonlyMap<string, stri
 /** Asks each question in turn on the terminal and sends the answers; Ctrl-C at the prompt interrupts. */
 async function askQuestions(o: FollowTurnOptions, p: Projection, waiting: string[], answered: Map<string, string>, key: InterruptKey): Promise<void> {
   const prompt = o.askQuestion ?? ttyQuestionPrompt(o.out.stdin!, o.out.stderr);
-  for (const questionId of waiting) {
-    const q = p.questions?.[questionId];
-    if (!q || q.state !== 'pending') continue;
-    let answer;
-    try {
-      answer = await prompt(q, describeQuestion(questionId, q));
-    } catch (err) {
-      if (!(err instanceof PromptInterrupted)) throw err;
-      key.press();
-      return;
-    }
+  await askPendingQuestions(p, waiting, prompt, answered, async (questionId, answer) => {
     const msg = questionAnswerMessage(o.entry.actorId, questionId, answer);
     await publishInbox(await o.rt.bus.person(), msg, 'person');
-    answered.set(questionId, msg.id);
-  }
+    return msg.id;
+  }, () => key.press());
 }
 
 /** Asks each approval in turn and sends the answers; Ctrl-C at the prompt is a Ctrl-C press, not an error. */

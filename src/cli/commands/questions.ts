@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import { answerContent, type QuestionAnswer } from '../../actors/questions.js';
 import { newId } from '../../protocol/ids.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
-import type { QuestionRecord } from '../../store/projection.js';
+import type { Projection, QuestionRecord } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
 import { CLI_SENDER, PromptInterrupted } from './approvals.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
@@ -84,5 +84,30 @@ async function hidden(rl: ReturnType<typeof createInterface>, output: NodeJS.Wri
   } finally {
     r._writeToOutput = write;
     output.write('\n');
+  }
+}
+
+/**
+ * Asks each question of `waiting` still pending, in turn, and hands each answer to `send`
+ * (which delivers it and gives its message ID, kept in `answered`). Ctrl-C at a prompt calls
+ * `interrupted` and asks nothing more. The local follower and the gateway's share it: only how
+ * an answer and an interrupt travel differs.
+ */
+export async function askPendingQuestions(
+  p: Projection, waiting: readonly string[], prompt: QuestionPrompt, answered: Map<string, string>,
+  send: (questionId: string, answer: PersonAnswer) => Promise<string>, interrupted: () => void | Promise<void>,
+): Promise<void> {
+  for (const questionId of waiting) {
+    const q = p.questions?.[questionId];
+    if (!q || q.state !== 'pending') continue;
+    let answer: PersonAnswer;
+    try {
+      answer = await prompt(q, describeQuestion(questionId, q));
+    } catch (err) {
+      if (!(err instanceof PromptInterrupted)) throw err;
+      await interrupted();
+      return;
+    }
+    answered.set(questionId, await send(questionId, answer));
   }
 }
