@@ -73,7 +73,8 @@ export async function listActors(ports: ActorReadPorts, rootId?: string): Promis
       for (const e of entries) if (e.rootId === root && !seen.has(e.actorId)) trees.push({ summary: summaryOf(e, undefined, root, tree.streamSeq, e.actorId), p: undefined });
       return trees;
     });
-    for (const { summary, p } of summaries) out.push(await statusWith(check, summary, p));
+    // the lease reads of one tree go out together: one after another they were a round trip per running actor
+    out.push(...(await Promise.all(summaries.map(({ summary, p }) => statusWith(check, summary, p)))));
   }
   return redactJson(out, ports.redact);
 }
