@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { derivedId } from '../protocol/ids.js';
 import type { BlobRef } from '../protocol/history.js';
 import type { BlobStore } from '../store/blob-port.js';
-import { pendingQuestions, type Projection, type QuestionRecord } from '../store/projection.js';
+import { pendingQuestions, questionById, type Projection, type QuestionRecord } from '../store/projection.js';
 import { questionOf, type AskUserInput } from '../tools/builtins/ask-user.js';
 import type { EffectContext } from './effect-context.js';
 import type { RuntimeTool, RuntimeToolRun } from './runtime-tools.js';
@@ -134,7 +134,7 @@ export async function answerQuestion(a: EffectContext, messageId: string, from: 
   if (text === undefined) return refuse('the answer was kept out of the log, and its blob is no longer in the blob store; answer again');
   const answer = parseQuestionAnswer(text);
   if (!answer) return refuse('the message is not an answer ({questionId, optionId?, text?})');
-  const q = a.projection.questions?.[answer.questionId];
+  const q = questionById(a.projection, answer.questionId);
   if (!q) return refuse(`no question ${answer.questionId} was asked`);
   if (q.state !== 'pending') return refuse(`question ${answer.questionId} is already ${q.state}; a question is answered once`);
   const ids = openScope(a, q);

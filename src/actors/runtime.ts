@@ -13,6 +13,7 @@ import { createLmdbBlobStore } from '../store/blob-port.js';
 import { openLmdbStore, type LmdbStore } from '../store/lmdb-store.js';
 import { createMemoryBlobStore } from '../store/memory-blobs.js';
 import { createLmdbSnapshots } from '../store/snapshots.js';
+import { approvalById } from '../store/projection.js';
 import { builtinTools } from '../tools/builtins/index.js';
 import { createToolRegistry } from '../tools/registry.js';
 import type { ToolDefinition } from '../tools/tool.js';
@@ -229,7 +230,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       });
     },
     async answer(approvalId, decision, reason) {
-      const planDigest = actor.projection.approvals?.[approvalId]?.planDigest;
+      const planDigest = approvalById(actor.projection, approvalId)?.planDigest;
       await supervisor.send({
         id: newId('message'), from: 'client:embedded', to: actor.actorId, kind: 'approval_response', target: 'now', wakeup: true,
         content: JSON.stringify({ approvalId, decision, ...(planDigest ? { planDigest } : {}), ...(reason ? { reason } : {}) }),

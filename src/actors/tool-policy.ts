@@ -4,7 +4,7 @@ import { isVerification } from '../protocol/completion.js';
 import { newId } from '../protocol/ids.js';
 import type { ApprovalPreview, EventData } from '../protocol/events.js';
 import { ToolError } from '../protocol/errors.js';
-import { approvalsOf, type ApprovalRecord, type OpenCall } from '../store/projection.js';
+import { approvalById, approvalsOf, type ApprovalRecord, type OpenCall } from '../store/projection.js';
 import { decide, defaultPlan, planDigest, type PolicyDecision } from '../tools/policy.js';
 import { parseShellCommand, type ParsedCommand } from '../tools/shell-command.js';
 import { previewCall } from '../tools/approval-preview.js';
@@ -225,7 +225,7 @@ export async function answerApproval(a: EffectContext, messageId: string, from: 
   if (!CLIENT_SENDER.test(from)) return refuse(`approvals are answered by client commands (actorloop approve / deny), not by ${from}`);
   const answer = parseAnswer(content);
   if (!answer) return refuse('the message is not an approval answer ({approvalId, decision: approve | deny})');
-  const ap = approvalsOf(a.projection)[answer.approvalId];
+  const ap = approvalById(a.projection, answer.approvalId);
   if (!ap) return refuse(`no approval ${answer.approvalId} was asked for in the open turn`);
   if (ap.state !== 'pending') return refuse(`approval ${answer.approvalId} is already ${ap.state}; an approval is single use`);
   if (answer.planDigest !== undefined && answer.planDigest !== ap.planDigest) {

@@ -5,7 +5,7 @@ import type { TurnRequest } from '../protocol/events.js';
 import type { RpcParams } from '../protocol/gateway.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import { outputValidator } from '../model/output-schema.js';
-import { pendingApprovals } from '../store/projection.js';
+import { approvalById, pendingApprovals } from '../store/projection.js';
 import type { GatewayCommands } from '../server/gateway.js';
 import { noHostError, RpcError } from '../server/rpc.js';
 import { RPC_ERRORS } from '../protocol/gateway.js';
@@ -124,7 +124,7 @@ export function gatewayCommands(rt: Runtime): GatewayCommands {
     async respondApproval(p) {
       const entry = await entryOf(rt, p.agentId);
       const proj = await foldLog(rt, entry);
-      const approval = proj.approvals?.[p.approvalId];
+      const approval = approvalById(proj, p.approvalId);
       if (!approval) {
         const pending = pendingApprovals(proj).map((a) => a.approvalId);
         throw new NotFoundError('gateway.approval_not_found', `${p.agentId} has no approval ${p.approvalId}`, {

@@ -23,6 +23,7 @@ import { registerApprovalsCommand } from './commands/pending-approvals.js';
 import { registerTreeCommand } from './commands/tree.js';
 import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
+import { idArgument } from './id-arguments.js';
 import type { Out } from './output.js';
 import { terminalText } from './terminal-text.js';
 import { catchStopSignals, exitCodeForSignal, stopReceived } from './stop-signals.js';
@@ -148,7 +149,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
       new Option('--approve <mode>', 'what may run without asking: ask (reads only), auto-edit (+ workspace edits), full-auto (+ sandboxed shell), deny-all')
         .choices(ApprovalModeSchema.options),
     )
-    .option('--continue <agentId>', "the task is this agent's next turn, with its history (a conversation)")
+    .option('--continue <agentId>', "the task is this agent's next turn, with its history (a conversation)", idArgument('agent'))
     .option('--last', 'the task is the next turn of the latest agent of this workspace (--cwd) and data dir')
     .option('--in-process', 'host the agent in this process even when a host is running')
     .option('--plan-mode', 'run read-only: the agent explores and writes a plan (update_plan), then exits 5 for you to accept it')
@@ -160,7 +161,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .addOption(quietOption())
     .action(act(async (task: string, o) => (o.gateway ? remoteRunCommand(task, o, load(o), outFor(o)) : runCommand(task, o, load(o), outFor(o)))));
 
-  common(program.command('plan').argument('<agentId>'))
+  common(program.command('plan').argument('<agentId>', 'the agent', idArgument('agent')))
     .description("show an agent's plan; --accept starts its next turn in normal mode with the plan pinned, and follows it")
     .option('--accept', 'carry the plan out: a new turn with the last turn\'s settings, not in plan mode, the plan as its message')
     .option('--json', 'the plan record (null: none yet); with --accept, NDJSON events')
@@ -168,7 +169,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .addOption(quietOption())
     .action(act(async (id: string, o) => planCommand(id, o, load(o), outFor(o))));
 
-  remote(common(program.command('approve').argument('<agentId>').argument('<approvalId>')))
+  remote(common(program.command('approve').argument('<agentId>', 'the agent', idArgument('agent')).argument('<approvalId>', 'the approval (apr_…)', idArgument('approval'))))
     .description('approve a pending tool call and follow (or host) the agent to the end of its turn')
     .option('--always', 'also allow this exact plan (tool and arguments) again for this agent without asking')
     .option('--json', 'print only NDJSON events on stdout')
@@ -178,7 +179,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .action(act(async (id: string, apr: string, o) =>
       (o.gateway ? remoteApproveCommand(id, apr, 'approve', o, load(o), outFor(o)) : answerCommand(id, apr, 'approve', o, load(o), outFor(o)))));
 
-  remote(common(program.command('deny').argument('<agentId>').argument('<approvalId>')))
+  remote(common(program.command('deny').argument('<agentId>', 'the agent', idArgument('agent')).argument('<approvalId>', 'the approval (apr_…)', idArgument('approval'))))
     .description('deny a pending tool call (the model is told why) and follow (or host) the agent to the end of its turn')
     .option('--reason <text>', 'why, for the model')
     .option('--json', 'print only NDJSON events on stdout')
@@ -188,7 +189,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .action(act(async (id: string, apr: string, o) =>
       (o.gateway ? remoteApproveCommand(id, apr, 'deny', o, load(o), outFor(o)) : answerCommand(id, apr, 'deny', o, load(o), outFor(o)))));
 
-  remote(common(program.command('answer').argument('<agentId>').argument('<questionId>').argument('[text]', "the answer in your own words (where the question takes them)")))
+  remote(common(program.command('answer').argument('<agentId>', 'the agent', idArgument('agent')).argument('<questionId>', 'the question (q_…)', idArgument('question')).argument('[text]', "the answer in your own words (where the question takes them)")))
     .description("answer an agent's question (ask_user) and follow (or host) the agent to the end of its turn")
     .option('--option <id>', 'answer by picking one of the options the question offers')
     .option('--json', 'print only NDJSON events on stdout')
@@ -198,7 +199,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .action(act(async (id: string, qid: string, text: string | undefined, o) =>
       (o.gateway ? remoteAnswerCommand(id, qid, text, o, load(o), outFor(o)) : answerQuestionCommand(id, qid, text, o, load(o), outFor(o)))));
 
-  common(program.command('resume').argument('[agentId]', 'the agent (or --last)'))
+  common(program.command('resume').argument('[agentId]', 'the agent (or --last)', idArgument('agent')))
     .description('finish an agent\'s turn: follow it on the host that runs it, hand it to a running host, or rehydrate it here')
     .option('--last', 'the latest agent of this workspace (--cwd) and data dir')
     .option('--cwd <dir>', 'with --last: the workspace (default: the current directory)')
@@ -208,19 +209,19 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .addOption(quietOption())
     .action(act(async (id: string | undefined, o) => resumeCommand(id, o, load(o), outFor(o))));
 
-  common(program.command('goal').argument('<agentId>').argument('[action]', 'pause, resume or cancel the goal (a person\'s change); none: show it'))
+  common(program.command('goal').argument('<agentId>', 'the agent', idArgument('agent')).argument('[action]', 'pause, resume or cancel the goal (a person\'s change); none: show it'))
     .description("show an agent's goal (objective, phase, revision, what it spent), or pause, resume or cancel it")
     .option('--json', 'the goal record as JSON')
     .option('--in-process', 'with an action: change it in this process when no host holds the agent, even with hosts running')
     .action(act(async (id: string, action: string | undefined, o) => goalCommand(id, action, o, load(o), out)));
 
-  remote(common(program.command('interrupt').argument('<agentId>')))
+  remote(common(program.command('interrupt').argument('<agentId>', 'the agent', idArgument('agent'))))
     .description("interrupt the agent's open turn wherever it runs: the turn ends cancelled (exit 0); nothing open: says so")
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'carry the interrupt out in this process when no host holds the agent, even with hosts running')
     .action(act(async (id: string, o) => (o.gateway ? remoteInterruptCommand(id, o, load(o), out) : interruptCommand(id, o, load(o), out))));
 
-  remote(common(program.command('send').argument('<agentId>').argument('<text>', 'what the agent should know; - reads it from stdin')))
+  remote(common(program.command('send').argument('<agentId>', 'the agent', idArgument('agent')).argument('<text>', 'what the agent should know; - reads it from stdin')))
     .description("send a person's message to an agent: a steer while a turn runs, else a new turn; then follow it to its next turn end")
     .addOption(new Option('--steer', 'into the running turn at its next step (default while a turn runs)').conflicts(['inject', 'followUp']))
     .addOption(new Option('--inject', 'context for the next step, waking nobody: it never starts a turn').conflicts(['steer', 'followUp']))
@@ -256,7 +257,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
       return serveCommand(o, load(o), out);
     }));
 
-  remote(common(program.command('events').argument('<agentId>')))
+  remote(common(program.command('events').argument('<agentId>', 'the agent', idArgument('agent'))))
     .description("print an agent's event log")
     .option('--after <seq>', 'only events after this sequence', wholeNumber('--after', 0))
     .option('--follow', 'keep printing new events until Ctrl-C')
@@ -270,7 +271,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'NDJSON, one agent per line')
     .action(act(async (o) => runsCommand(o, load(o), out)));
 
-  common(program.command('verify').argument('<agentId>'))
+  common(program.command('verify').argument('<agentId>', 'the agent', idArgument('agent')))
     .description("check an agent's log against the runtime's invariants")
     .option('--tree', "check every log of the agent's tree (from its root) and what links them")
     .option('--json', 'one JSON object')

@@ -65,7 +65,7 @@ function errorOf(method: string, raw: unknown): ActorloopError {
   const { code, message, data } = parsed.data;
   const appCode = typeof (data as { code?: unknown } | undefined)?.code === 'string' ? (data as { code: string }).code : null;
   // the message is the gateway's userMessage(): its hint is in it already
-  if (appCode !== null && appCode.endsWith('not_found')) return new NotFoundError(appCode, message);
+  if (code === RPC_ERRORS.notFound || (appCode !== null && appCode.endsWith('not_found'))) return new NotFoundError(appCode ?? 'gateway.not_found', message);
   if (code === RPC_ERRORS.application || code === RPC_ERRORS.invalidParams || code === RPC_ERRORS.faultsDisabled) {
     return new ConfigError(appCode ?? 'gateway.refused', message);
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CompleteWhenSchema } from './completion.js';
+import { idString } from './ids.js';
 import { FAULT_NOW, FaultOrderPointSchema } from './fault-points.js';
 import { ReasoningEffortSchema, TurnOutcomeSchema } from './turn-settings.js';
 
@@ -135,7 +136,7 @@ export const MachinesResponseSchema = z.object({ machines: z.array(MachineDefini
 
 /** The query of `GET /v1/actors`: `root` keeps to one tree's actors (a page showing one tree asks for it alone). */
 export const ActorsQuerySchema = z.object({
-  root: z.string().min(1).optional(),
+  root: idString('agent').optional(),
 });
 
 /** The query of `GET /v1/actors/:id/events`: `after` a stream sequence, `tree=1` the whole tree. */
@@ -178,6 +179,10 @@ export const RPC_ERRORS = {
   application: 1,
   /** Fault orders are off: the gateway, or the host holding the actor, was started without `--allow-faults`. */
   faultsDisabled: 2,
+  /** What the call names (an actor, an approval, a question) does not exist: `data.code` names which. */
+  notFound: 3,
+  /** The connection holds as many subscriptions as one may (`MAX_SUBSCRIPTIONS_PER_SOCKET`): end one first. */
+  tooManySubscriptions: 4,
 } as const;
 
 /** A JSON-RPC error object. */
@@ -186,12 +191,19 @@ export const RpcErrorSchema = z.object({ code: z.number().int(), message: z.stri
 /** What a person may send as text. */
 export const TextKindSchema = z.enum(['steer', 'inject', 'follow_up']);
 
+/**
+ * The subscriptions (`events.subscribe`, `machines.subscribe`) one connection may hold open at
+ * once, and the actors one `machines.subscribe` may name: each is a reader on the bus, and one
+ * socket holding thousands made every other client's answers wait.
+ */
+export const MAX_SUBSCRIPTIONS_PER_SOCKET = 64;
+
 /** The params of each method, by name. */
 export const RpcParamsSchemas = {
   'turn.submit': z.object({
     task: z.string().min(1),
     /** An existing agent: the task is its next turn (a follow-up); absent: a new agent. */
-    agentId: z.string().optional(),
+    agentId: idString('agent').optional(),
     model: z.string().optional(),
     cwd: z.string().optional(),
     approve: z.enum(['ask', 'auto-edit', 'full-auto', 'deny-all']).optional(),
@@ -222,23 +234,23 @@ export const RpcParamsSchemas = {
     /** The task is the next turn of the latest root agent of `cwd`'s workspace (`run --last`); not with `agentId`. */
     last: z.boolean().optional(),
   }).strict().refine((p) => !(p.last === true && p.agentId !== undefined), { message: 'give agentId or last, not both' }),
-  'inbox.send': z.object({ agentId: z.string(), kind: TextKindSchema, content: z.string().min(1) }).strict(),
+  'inbox.send': z.object({ agentId: idString('agent'), kind: TextKindSchema, content: z.string().min(1) }).strict(),
   'approval.respond': z.object({
-    agentId: z.string(), approvalId: z.string(), decision: z.enum(['approve', 'deny']), reason: z.string().optional(), always: z.boolean().optional(),
+    agentId: idString('agent'), approvalId: idString('approval'), decision: z.enum(['approve', 'deny']), reason: z.string().optional(), always: z.boolean().optional(),
     /** The plan digest the client showed the person: when given, the answer binds to it, and a stale one is refused. */
     planDigest: z.string().optional(),
   }).strict(),
-  'ask.answer': z.object({ agentId: z.string(), questionId: z.string(), optionId: z.string().optional(), text: z.string().optional() })
+  'ask.answer': z.object({ agentId: idString('agent'), questionId: idString('question'), optionId: z.string().optional(), text: z.string().optional() })
     .strict().refine((p) => p.optionId !== undefined || p.text !== undefined, { message: 'give optionId or text' }),
-  'turn.interrupt': z.object({ agentId: z.string() }).strict(),
-  'actors.list': z.object({ rootId: z.string().min(1).optional() }).strict().optional(),
-  'actor.inspect': z.object({ agentId: z.string() }).strict(),
-  'events.subscribe': z.object({ agentId: z.string(), afterStreamSeq: z.number().int().nonnegative().optional(), tree: z.boolean().optional() }).strict(),
+  'turn.interrupt': z.object({ agentId: idString('agent') }).strict(),
+  'actors.list': z.object({ rootId: idString('agent').optional() }).strict().optional(),
+  'actor.inspect': z.object({ agentId: idString('agent') }).strict(),
+  'events.subscribe': z.object({ agentId: idString('agent'), afterStreamSeq: z.number().int().nonnegative().optional(), tree: z.boolean().optional() }).strict(),
   'events.unsubscribe': z.object({ subscription: z.string() }).strict(),
-  'machines.subscribe': z.object({ agentIds: z.array(z.string()).min(1) }).strict(),
+  'machines.subscribe': z.object({ agentIds: z.array(idString('agent')).min(1).max(MAX_SUBSCRIPTIONS_PER_SOCKET) }).strict(),
   'machines.unsubscribe': z.object({ subscription: z.string() }).strict(),
   'fault.kill': z.object({
-    agentId: z.string(),
+    agentId: idString('agent'),
     /** Where the host holding the agent SIGKILLs itself: a named fault point the agent reaches next, or `now` (the default). */
     point: FaultOrderPointSchema.optional(),
     /** At the n-th time the agent reaches `point` from now (default 1). */

@@ -1,5 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import { sha256Bytes } from './canonical-json.js';
+import { ConfigError } from './errors.js';
 import { z } from 'zod';
 
 /** Every kind of entity that has a stable, prefixed, sortable ID (design §3). */
@@ -122,7 +123,56 @@ export function derivedId<K extends IdKind>(kind: K, ...parts: string[]): Id<K> 
   return `${ID_PREFIXES[kind]}_${out}` as Id<K>;
 }
 
-const ID_BODY = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const ID_BODY_LENGTH = 26;
+const ID_BODY_PATTERN = `[0-9A-HJKMNP-TV-Z]{${ID_BODY_LENGTH}}`;
+const ID_BODY = new RegExp(`^${ID_BODY_PATTERN}$`);
+
+/** Stable codes of the ID check. */
+export const ID_CODES = {
+  /** An ID given from outside (a URL, an RPC, a command line) that is not of the form asked for. */
+  bad: 'protocol.bad_id',
+} as const;
+
+/**
+ * An ID given from outside that is not of the form its kind has (exit 2, HTTP 400, JSON-RPC
+ * -32602): refused before it reaches the bus, where it would become a subject or a key.
+ */
+export class BadIdError extends ConfigError {
+  constructor(readonly kind: IdKind, message: string) {
+    super(ID_CODES.bad, message);
+  }
+}
+
+/** What a person calls an ID of this kind, with its article: "an agent ID". */
+function idLabel(kind: IdKind): string {
+  return `${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind} ID`;
+}
+
+/** `text` as an error quotes it: JSON-escaped (no control character reaches a terminal or a log line), a long one cut. */
+function quoted(text: string): string {
+  const cut = 40;
+  return text.length <= cut ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, cut))}… (${text.length.toLocaleString('en-US')} characters)`;
+}
+
+/**
+ * Why `text` is not an ID of the given kind, in one line for a person (the prefix expected, the
+ * characters allowed, the length); null when it is one. Every ID the runtime makes, drawn or
+ * derived, is `<prefix>_` and 26 Crockford base32 characters, so nothing else can name anything.
+ */
+export function idProblem(kind: IdKind, text: string): string | null {
+  const prefix = `${ID_PREFIXES[kind]}_`;
+  const form = `${idLabel(kind)} is ${prefix}<ULID>: ${ID_BODY_LENGTH} characters of 0-9 and A-Z but I, L, O and U`;
+  const not = `${quoted(text)} is not ${idLabel(kind)}`;
+  if (!text.startsWith(prefix)) return `${not}: it does not start with ${prefix} (${form})`;
+  const body = text.slice(prefix.length);
+  const why: string[] = [];
+  const bad = [...body].find((c) => !CROCKFORD.includes(c));
+  if (bad !== undefined) why.push(`it holds ${JSON.stringify(bad)}, which no ID holds`);
+  if (body.length !== ID_BODY_LENGTH) {
+    why.push(`${why.length > 0 ? 'has' : 'it has'} ${body.length.toLocaleString('en-US')} character${body.length === 1 ? '' : 's'} after ${prefix}, not ${ID_BODY_LENGTH}`);
+  }
+  return why.length > 0 ? `${not}: ${why.join(', and ')} (${form})` : null;
+}
 
 /** True when `value` is an ID of the given kind. */
 export function isId<K extends IdKind>(kind: K, value: string): value is Id<K> {
@@ -130,10 +180,24 @@ export function isId<K extends IdKind>(kind: K, value: string): value is Id<K> {
   return value.startsWith(prefix) && ID_BODY.test(value.slice(prefix.length));
 }
 
+/**
+ * The one check of an ID given from outside (the gateway's routes and methods, every command):
+ * the branded ID, or a BadIdError saying what is wrong with it.
+ */
+export function parseId<K extends IdKind>(kind: K, text: string): Id<K> {
+  if (isId(kind, text)) return text;
+  throw new BadIdError(kind, idProblem(kind, text) ?? `${quoted(text)} is not ${idLabel(kind)}`);
+}
+
+/** A zod string that must be an ID of the given kind (the `parseId` check, its message the issue's); its type stays `string`, for wire schemas. */
+export function idString(kind: IdKind) {
+  const prefix = ID_PREFIXES[kind];
+  return z.string().regex(new RegExp(`^${prefix}_${ID_BODY_PATTERN}$`), {
+    error: (issue) => idProblem(kind, String(issue.input)) ?? `expected an ID of the form ${prefix}_<ULID>`,
+  });
+}
+
 /** A zod schema that accepts only IDs of the given kind and brands them. */
 export function idSchema<K extends IdKind>(kind: K) {
-  return z
-    .string()
-    .refine((v) => isId(kind, v), { message: `expected an ID of the form ${ID_PREFIXES[kind]}_<ULID>` })
-    .transform((v) => v as Id<K>);
+  return idString(kind).transform((v) => v as Id<K>);
 }

@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { extname, join, normalize, sep } from 'node:path';
 import { createAdaptorServer } from '@hono/node-server';
@@ -11,6 +11,7 @@ import { WebSocketServer } from 'ws';
 import { z } from 'zod';
 import { ActorloopError, ConfigError, NotFoundError } from '../protocol/errors.js';
 import { ActorsQuerySchema, EventsQuerySchema, gatewaySchemas, GATEWAY_PROTOCOL_VERSION } from '../protocol/gateway.js';
+import { parseId } from '../protocol/ids.js';
 import { hostAllowed, isLoopback, originAllowed, TOKEN_COOKIE, tokenMatches, tokenOf } from './access.js';
 import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
@@ -80,7 +81,8 @@ function buildApp(o: GatewayOptions, reads: ActorReadPorts): Hono {
     if (!q.success) throw new ConfigError('gateway.bad_query', `bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     return c.json({ actors: await listActors(reads, q.data.root), faultsAllowed: o.allowFaults });
   });
-  app.get(`${v1}/actors/:id`, async (c) => c.json(await inspectActor(reads, c.req.param('id'))));
+  // the ID is checked before it reaches the bus, where it becomes a key or a subject (400 when malformed)
+  app.get(`${v1}/actors/:id`, async (c) => c.json(await inspectActor(reads, parseId('agent', c.req.param('id')))));
   app.get(`${v1}/machines`, (c) => c.json({ machines: o.machines }));
   app.get(`${v1}/schema`, (c) => {
     const defs = Object.fromEntries(Object.entries(gatewaySchemas()).map(([k, s]) => [k, z.toJSONSchema(s, { unrepresentable: 'any', io: 'input' })]));
@@ -93,7 +95,7 @@ function buildApp(o: GatewayOptions, reads: ActorReadPorts): Hono {
     if (lastId !== undefined && !/^\d+$/.test(lastId.trim())) throw new ConfigError('gateway.bad_cursor', `Last-Event-ID must be a stream sequence (a whole number), got "${lastId}"`);
     // the browser's own resume wins over the query the stream was first opened with
     const after = lastId !== undefined ? Number(lastId.trim()) : (q.data.after ?? 0);
-    const entry = await entryOf(o.directory, c.req.param('id'));
+    const entry = await entryOf(o.directory, parseId('agent', c.req.param('id')));
     const tree = q.data.tree === '1' || q.data.tree === 'true';
     return sse(c, async (write, signal) => {
       const commits = eventCommits({ reader: o.reader, rootId: entry.rootId, actorId: entry.actorId, tree, afterStreamSeq: after, redact: o.redact, signal });
@@ -134,12 +136,21 @@ async function page(c: Context, dir: string | undefined): Promise<Response> {
   if (!dir) {
     return c.html(`<!doctype html><title>actorloop</title><p>actorloop gateway: the page is not built here. The protocol is at <a href="/v1/actors">/v1/actors</a>, <a href="/v1/schema">/v1/schema</a>.</p>`);
   }
-  const rel = normalize(decodeURIComponent(c.req.path)).replace(/^([/\\])+/, '');
+  const rel = normalize(decodedPath(c.req.path)).replace(/^([/\\])+/, '');
   const file = join(dir, rel);
   const inside = file === dir || file.startsWith(dir.endsWith(sep) ? dir : dir + sep);
   const target = inside && rel !== '' && (await stat(file).then((s) => s.isFile(), () => false)) ? file : join(dir, 'index.html');
   const body = await readFile(target);
   return c.body(body, 200, { 'Content-Type': TYPES[extname(target)] ?? 'application/octet-stream' });
+}
+
+/** A request path decoded; a malformed percent-escape (`%E0%A4%A`) is the client's mistake (400), not a failure. */
+function decodedPath(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    throw new ConfigError('gateway.bad_path', 'the path holds a malformed percent-escape', { hint: 'escape each byte as %XX of a valid UTF-8 text' });
+  }
 }
 
 /** Refuses an upgrade with an HTTP status. */
@@ -157,11 +168,25 @@ export function checkBind(host: string, token: string | null): void {
   }
 }
 
+// a DNS name (RFC 1123 labels, dot-separated) or an IP address, bare or in brackets
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+/** Refuses (ConfigError) an address or port nothing can listen on, before anything is opened. */
+export function checkListenAddress(host: string, port: number): void {
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new ConfigError('gateway.bad_port', `port ${port} is not a TCP port`, { hint: 'pass --port with a whole number from 0 (any free one) to 65535' });
+  }
+  if (isIP(host.replace(/^\[(.*)\]$/, '$1')) === 0 && !HOST_NAME.test(host)) {
+    throw new ConfigError('gateway.bad_host', `${JSON.stringify(host)} is not an address to listen on`, { hint: 'pass --host an IP address (127.0.0.1, ::1, 0.0.0.0) or a host name of this machine' });
+  }
+}
+
 /**
  * Starts the gateway. A non-loopback address without a token is refused (ConfigError): the
  * gateway speaks for a person, and anyone who can reach it could.
  */
 export async function startGateway(o: GatewayOptions): Promise<Gateway> {
+  checkListenAddress(o.host, o.port);
   checkBind(o.host, o.token);
   // one set of tree folds for every request and connection: each tree is folded once, then moved on
   const reads: ActorReadPorts = { folds: new TreeFolds(o.reader), directory: o.directory, redact: o.redact, ...(o.liveness ? { liveness: o.liveness } : {}) };
@@ -179,7 +204,8 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      reject(err.code === 'EADDRINUSE' || err.code === 'EADDRNOTAVAIL' || err.code === 'EACCES'
+      // a name that resolves to no address of this machine is the person's to fix, as a taken port is
+      reject(['EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'ENOTFOUND', 'EAI_AGAIN'].includes(err.code ?? '')
         ? new ConfigError('gateway.listen_failed', `cannot listen on ${o.host}:${o.port}: ${err.code}`, { hint: 'pick another --port (or --host)', cause: err })
         : err);
     });

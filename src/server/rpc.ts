@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import type { z } from 'zod';
-import { ActorloopError, ConfigError } from '../protocol/errors.js';
-import { RPC_ERRORS, RpcParamsSchemas, RpcRequestSchema, type RpcMethod } from '../protocol/gateway.js';
+import { ActorloopError, ConfigError, NotFoundError } from '../protocol/errors.js';
+import { MAX_SUBSCRIPTIONS_PER_SOCKET, RPC_ERRORS, RpcParamsSchemas, RpcRequestSchema, type RpcMethod } from '../protocol/gateway.js';
 import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
 import type { GatewayOptions } from './gateway-ports.js';
@@ -28,7 +28,7 @@ function errorObject(err: unknown, redact: (text: string) => string): { code: nu
   if (err instanceof RpcError) return { code: err.code, message: redact(err.message), ...(err.data !== undefined ? { data: redactJson(err.data, redact) } : {}) };
   if (err instanceof ActorloopError) {
     // a message may quote what it was given (a task, an answer): redacted like everything served
-    return { code: RPC_ERRORS.application, message: redact(err.userMessage()), data: { code: err.code, retryable: err.retryable } };
+    return { code: err instanceof NotFoundError ? RPC_ERRORS.notFound : RPC_ERRORS.application, message: redact(err.userMessage()), data: { code: err.code, retryable: err.retryable } };
   }
   return { code: RPC_ERRORS.internal, message: 'internal error' };
 }
@@ -36,6 +36,8 @@ function errorObject(err: unknown, redact: (text: string) => string): { code: nu
 /** Serves JSON-RPC on one WebSocket until it closes; `reads` are the gateway's, shared by every connection. */
 export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts): void {
   const subscriptions = new Map<string, AbortController>();
+  // subscriptions asked for and not open yet (their actor is being looked up) count against the cap too
+  let opening = 0;
   const send = (msg: unknown): void => {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
   };
@@ -53,6 +55,20 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts
     }).finally(() => subscriptions.delete(id));
     return { subscription: id };
   };
+  /** Runs `open` (a lookup, then `subscribe`) in a slot of the connection's cap; refused when every slot is taken. */
+  const withinCap = async (open: () => Promise<{ subscription: string }>): Promise<{ subscription: string }> => {
+    if (subscriptions.size + opening >= MAX_SUBSCRIPTIONS_PER_SOCKET) {
+      throw new RpcError(RPC_ERRORS.tooManySubscriptions,
+        `this connection holds ${MAX_SUBSCRIPTIONS_PER_SOCKET} subscriptions, the most one may: end one (events.unsubscribe, machines.unsubscribe) before opening another`,
+        { code: 'gateway.too_many_subscriptions', limit: MAX_SUBSCRIPTIONS_PER_SOCKET });
+    }
+    opening++;
+    try {
+      return await open();
+    } finally {
+      opening--;
+    }
+  };
   const unsubscribe = (id: string): { ok: true } => {
     const ac = subscriptions.get(id);
     if (!ac) throw new RpcError(RPC_ERRORS.invalidParams, `no subscription ${id} on this connection`);
@@ -69,7 +85,7 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts
     'turn.interrupt': (p) => o.commands.interrupt(p),
     'actors.list': async (p) => ({ actors: await listActors(reads, p?.rootId) }),
     'actor.inspect': (p) => inspectActor(reads, p.agentId),
-    'events.subscribe': async (p) => {
+    'events.subscribe': (p) => withinCap(async () => {
       const entry = await entryOf(o.directory, p.agentId);
       return subscribe(async (signal, subscription) => {
         const commits = eventCommits({
@@ -77,14 +93,14 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts
         });
         for await (const commit of commits) for (const e of commit) notify('events.event', { subscription, ...e });
       });
-    },
+    }),
     'events.unsubscribe': async (p) => unsubscribe(p.subscription),
-    'machines.subscribe': async (p) => {
+    'machines.subscribe': (p) => withinCap(async () => {
       const entries = await Promise.all(p.agentIds.map((id) => entryOf(o.directory, id)));
       return subscribe(async (signal, subscription) => {
         await Promise.all(entries.map((entry) => followMachines({ reader: o.reader, inspection: o.inspection, entry, subscription, signal, notify })));
       });
-    },
+    }),
     'machines.unsubscribe': async (p) => unsubscribe(p.subscription),
     'fault.kill': (p) => {
       if (!o.allowFaults) {
@@ -123,7 +139,10 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts
     const m = method as RpcMethod;
     const parsed = RpcParamsSchemas[m].safeParse(params);
     if (!parsed.success) {
-      return reply({ error: { code: RPC_ERRORS.invalidParams, message: `invalid params for ${m}`, data: redactJson(parsed.error.issues, o.redact) } });
+      // the first issue in the message: a client that shows the message alone still says what was wrong
+      const first = parsed.error.issues[0];
+      const why = first ? `: ${first.path.length > 0 ? `${first.path.join('.')}: ` : ''}${first.message}` : '';
+      return reply({ error: { code: RPC_ERRORS.invalidParams, message: o.redact(`invalid params for ${m}${why}`), data: redactJson(parsed.error.issues, o.redact) } });
     }
     try {
       const result = await (handlers[m] as (p: unknown) => Promise<unknown>)(parsed.data);

@@ -260,6 +260,19 @@ export function approvalsOf(p: Projection): Record<string, ApprovalRecord> {
   return (p.approvals ??= {});
 }
 
+// The records are plain objects (snapshots decode to them): a lookup by an ID someone gave must
+// not find what every object inherits (`constructor`, `toString`, `__proto__`).
+
+/** The approval of the open turn with this ID, if it was asked for. */
+export function approvalById(p: Projection, approvalId: string): ApprovalRecord | undefined {
+  return p.approvals && Object.hasOwn(p.approvals, approvalId) ? p.approvals[approvalId] : undefined;
+}
+
+/** The question with this ID, if it was asked. */
+export function questionById(p: Projection, questionId: string): QuestionRecord | undefined {
+  return p.questions && Object.hasOwn(p.questions, questionId) ? p.questions[questionId] : undefined;
+}
+
 /** Approvals still waiting for a person, soonest expiry first. */
 export function pendingApprovals(p: Projection): Array<{ approvalId: string } & ApprovalRecord> {
   return Object.entries(p.approvals ?? {})

@@ -3,6 +3,7 @@ import { performEffect } from '../../src/actors/agent-effects.js';
 import { callModel } from '../../src/actors/model-call.js';
 import { reconcileCall, settleReconciled } from '../../src/actors/reconcile.js';
 import { ToolRunner } from '../../src/actors/tool-runner.js';
+import { answerQuestion } from '../../src/actors/questions.js';
 import { answerApproval, decideCall } from '../../src/actors/tool-policy.js';
 import { fakeContext, openTurnAndStep, type FakeContext } from './fake-effect-context.js';
 
@@ -54,6 +55,32 @@ describe('tool-policy on a fake context', () => {
     expect(ctx.staged).toHaveLength(1);
     expect(ctx.staged[0]).toMatchObject({ type: 'inbox/cancelled', data: { messageId: 'message_9' } });
     expect(ctx.flushes).toEqual([]);
+  });
+});
+
+describe('answers naming what every object has', () => {
+  // the records are plain objects: `constructor`, `toString` and `__proto__` are in every one of
+  // them unless the lookup asks for the record's own keys
+  const names = ['constructor', 'toString', '__proto__'];
+
+  it('an approval answer for one is "no approval was asked for", not "already undefined"', async () => {
+    const ctx = fakeContext();
+    openTurnAndStep(ctx);
+    ctx.projection.approvals = {};
+    for (const [i, name] of names.entries()) {
+      await answerApproval(ctx, `message_${i}`, 'client:cli', JSON.stringify({ approvalId: name, decision: 'approve' }));
+    }
+    expect(ctx.staged.map((e) => e.data)).toEqual(names.map((name, i) => ({ messageId: `message_${i}`, reason: `no approval ${name} was asked for in the open turn` })));
+  });
+
+  it('a question answer for one is "no question was asked"', async () => {
+    const ctx = fakeContext();
+    openTurnAndStep(ctx);
+    ctx.projection.questions = {};
+    for (const [i, name] of names.entries()) {
+      await answerQuestion(ctx, `message_${i}`, 'client:cli', JSON.stringify({ questionId: name, optionId: 'x' }));
+    }
+    expect(ctx.staged.map((e) => e.data)).toEqual(names.map((name, i) => ({ messageId: `message_${i}`, reason: `no question ${name} was asked` })));
   });
 });
 

@@ -121,6 +121,72 @@ describe('a mistake in the input: one line on stderr, exit 2, nothing started', 
   });
 });
 
+describe('an ID that is not one: one line naming what is wrong, exit 2, before any bus call', () => {
+  // a server nobody listens on: a command that reached for the bus before checking its IDs would
+  // say it cannot reach it, not what is wrong with the ID
+  const nowhere = (): string[] => ['--nats', 'nats://127.0.0.1:9', '--data-dir', dataDir];
+  const agent = 'agt_01ABCDEFGHJKMNPQRSTVWXYZ01';
+  const long = `agt_${'A'.repeat(5000)}`;
+  const cases: Array<[string, string[], RegExp]> = [
+    ['events', ['events', 'agt_*'], /"agt_\*" is not an agent ID: it holds "\*"/],
+    ['events --gateway', ['events', 'agt_>', '--gateway', 'http://127.0.0.1:9'], /"agt_>" is not an agent ID/],
+    ['resume', ['resume', '../../etc'], /"\.\.\/\.\.\/etc" is not an agent ID: it does not start with agt_/],
+    ['send', ['send', 'constructor', 'hi'], /"constructor" is not an agent ID/],
+    ['interrupt', ['interrupt', '%00'], /"%00" is not an agent ID/],
+    ['goal', ['goal', 'agt_*'], /is not an agent ID/],
+    ['plan', ['plan', 'agt_*'], /is not an agent ID/],
+    ['verify', ['verify', long], /"agt_A{36}"… \(5,004 characters\) is not an agent ID: it has 5,000 characters after agt_, not 26/],
+    ['approvals', ['approvals', 'agt_*'], /is not an agent ID/],
+    ['tree', ['tree', 'agt_*'], /is not an agent ID/],
+    ['run --continue', ['run', 'go on', '--continue', 'agt_*'], /is not an agent ID/],
+    ['dlq list --actor', ['dlq', 'list', '--actor', 'agt_*'], /is not an agent ID/],
+    ['approve, the approval', ['approve', agent, '__proto__'], /"__proto__" is not an approval ID: it does not start with apr_/],
+    ['deny, the approval', ['deny', agent, 'apr_*'], /"apr_\*" is not an approval ID/],
+    ['approve, the agent', ['approve', 'agt_*', 'apr_01ABCDEFGHJKMNPQRSTVWXYZ01'], /is not an agent ID/],
+    ['answer, the question', ['answer', agent, 'toString', 'red'], /"toString" is not a question ID: it does not start with q_/],
+    ['answer --gateway, the question', ['answer', agent, 'q_NOPE', 'red', '--gateway', 'http://127.0.0.1:9'], /"q_NOPE" is not a question ID/],
+  ];
+
+  test.concurrent.for(cases)('%s', async ([, args, why], ctx) => {
+    const r = await cliFor(ctx).run([...args, ...nowhere()]);
+    const line = expectOneLineError(r, 2);
+    expect(line).toMatch(why);
+    expect(line).toMatch(/\(an? (agent|approval|question) ID is (agt|apr|q)_<ULID>: 26 characters of 0-9 and A-Z but I, L, O and U\)$/);
+    expect(line.length).toBeLessThan(400);
+    expect(r.stdout).toBe('');
+  });
+});
+
+describe('serve with an address nothing can listen on: one line, exit 2, nothing started', () => {
+  test.concurrent.for([
+    ['--port 99999', ['--port', '99999'], /port 99999 is not a TCP port/],
+    ['--port abc', ['--port', 'abc'], /--port takes a whole number, got "abc"/],
+    ['--host with a space', ['--host', 'bad host'], /"bad host" is not an address to listen on/],
+  ] as Array<[string, string[], RegExp]>)('%s', async ([, args, why], ctx) => {
+    const r = await cliFor(ctx).run(['serve', ...args, '--nats', nats.url, '--data-dir', dataDir]);
+    expect(expectOneLineError(r, 2)).toMatch(why);
+    expect(r.stdout).toBe('');
+  });
+});
+
+describe('--in-process with --gateway: refused as run refuses it, one line, exit 2', () => {
+  const agent = 'agt_01ABCDEFGHJKMNPQRSTVWXYZ01';
+  test.concurrent.for([
+    ['send', ['send', agent, 'hi']],
+    ['approve', ['approve', agent, 'apr_01ABCDEFGHJKMNPQRSTVWXYZ01']],
+    ['deny', ['deny', agent, 'apr_01ABCDEFGHJKMNPQRSTVWXYZ01']],
+    ['answer', ['answer', agent, 'q_01ABCDEFGHJKMNPQRSTVWXYZ01', 'red']],
+    ['interrupt', ['interrupt', agent]],
+    ['run', ['run', 'a task', '--model', `scripted:${DEMO_SCRIPT}`]],
+  ] as Array<[string, string[]]>)('%s', async ([command, args], ctx) => {
+    // the gateway is one nobody listens on: the refusal comes before any connection
+    const r = await cliFor(ctx).run([...args!, '--in-process', '--gateway', 'http://127.0.0.1:9']);
+    const line = expectOneLineError(r, 2);
+    expect(line).toContain('--in-process');
+    expect(line, command).not.toContain('cannot reach');
+  });
+});
+
 describe('what the user named does not exist: exit 3', () => {
   const unknownAgent = 'agt_01ABCDEFGHJKMNPQRSTVWXYZ01';
 

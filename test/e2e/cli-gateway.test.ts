@@ -248,3 +248,34 @@ test('run --gateway carries the turn settings of run\'s flags; --continue and --
   const unknownAgent = await a.cli.run(['run', 'x', '--continue', 'agt_01J0000000000000000000000A', ...a.gw]);
   expectExit(expect, unknownAgent, 3);
 }, 90_000);
+
+test('answer exits with the same code through the gateway as locally: an unknown agent or question 3, a malformed ID or one answered already 2', async ({ onTestFinished }) => {
+  const a = await setup(onTestFinished);
+  const script = join(a.ws, 'ask.json');
+  const colour = { name: 'ask_user', arguments: { question: 'Which colour?', options: [{ id: 'red', label: 'Red' }, { id: 'blue', label: 'Blue' }] } };
+  await writeFile(script, JSON.stringify({ responses: [{ tool_calls: [colour] }, { content: 'blue it is' }] }));
+  const run = await a.cli.run(['run', 'ask me', '--model', `scripted:${script}`, '--cwd', a.ws, ...a.gw]);
+  expectExit(expect, run, 5);
+  const agentId = lines(run.stdout)[0]!;
+  const qid = /waiting for an answer to question (q_\w+)/.exec(run.stderr)![1]!;
+  // the local command runs on a data dir of its own, over the same bus
+  const localDir = await tempDir('gw-local');
+  dirs.push(localDir);
+  const local = ['--nats', nats.url, '--data-dir', localDir];
+  const both = async (args: string[], code: number, message: RegExp): Promise<void> => {
+    for (const where of [a.gw, local]) {
+      const r = await a.cli.run(['answer', ...args, ...where]);
+      expectExit(expect, r, code);
+      expect(lines(r.stderr), show(r)).toHaveLength(1);
+      expect(r.stderr, show(r)).toMatch(message);
+    }
+  };
+  await both(['agt_01ABCDEFGHJKMNPQRSTVWXYZ01', qid, '--option', 'red'], 3, /agt_01ABCDEFGHJKMNPQRSTVWXYZ01/);
+  await both([agentId, 'q_01ABCDEFGHJKMNPQRSTVWXYZ01', '--option', 'red'], 3, /has no question q_01ABCDEFGHJKMNPQRSTVWXYZ01/);
+  await both([agentId, 'constructor', '--option', 'red'], 2, /"constructor" is not a question ID/);
+  await both([agentId, qid, ''], 2, /the answer is empty/);
+  const answered = await a.cli.run(['answer', agentId, qid, '--option', 'blue', ...a.gw]);
+  expectExit(expect, answered, 0);
+  await both([agentId, qid, '--option', 'red'], 2, new RegExp(`question ${qid} is already answered`));
+  expect(existsSync(a.dataDir)).toBe(false);
+}, 90_000);

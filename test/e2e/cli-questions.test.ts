@@ -76,7 +76,7 @@ describe('questions from the CLI', () => {
     expect(lines(again.stderr)[0]).toMatch(new RegExp(`^actorloop: question ${qid} is already answered`));
   });
 
-  test('bad answers: one line each, exit 2 (3 for an unknown agent), and nothing is sent', async ({ expect, onTestFinished }) => {
+  test('bad answers: one line each, exit 2 (3 for an unknown agent or question), and nothing is sent', async ({ expect, onTestFinished }) => {
     const { cli, common, run } = await setup(onTestFinished, colour);
     const first = await cli.run(run);
     expectExit(expect, first, 5);
@@ -85,7 +85,9 @@ describe('questions from the CLI', () => {
     const cases: Array<[string[], number, RegExp]> = [
       [['answer', agentId, qid, '', ...common], 2, /the answer is empty/],
       [['answer', 'agt_00000000000000000000000000', qid, 'red', ...common], 3, /agt_00000000000000000000000000/],
-      [['answer', agentId, 'q_NOPE', '--option', 'red', ...common], 2, /has no question q_NOPE/],
+      [['answer', agentId, 'q_NOPE', '--option', 'red', ...common], 2, /"q_NOPE" is not a question ID/],
+      // a question the agent never asked is not found, as through the gateway
+      [['answer', agentId, 'q_01ABCDEFGHJKMNPQRSTVWXYZ01', '--option', 'red', ...common], 3, new RegExp(`has no question q_01ABCDEFGHJKMNPQRSTVWXYZ01.*questions waiting for an answer: ${qid}`)],
       [['answer', agentId, qid, '--option', 'green', ...common], 2, /has no option "green"/],
       [['answer', agentId, qid, 'purple please', ...common], 2, /takes no free text/],
       [['answer', agentId, qid, 'red', '--option', 'red', ...common], 2, /not both/],

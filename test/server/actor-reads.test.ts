@@ -10,8 +10,8 @@ import type { ActorLogWriter } from '../../src/store/log-port.js';
 import { LogBuilder } from '../actors/log-builder.js';
 import { openGatewayFixture, RpcClient, type GatewayFixture } from './gateway-fixture.js';
 
-const ROOT_A = 'agt_01READSROOTA000000000000A';
-const ROOT_B = 'agt_01READSROOTB000000000000B';
+const ROOT_A = 'agt_01READSR00TA0000000000000A';
+const ROOT_B = 'agt_01READSR00TB0000000000000B';
 
 let fx: GatewayFixture;
 
@@ -92,7 +92,7 @@ describe('GET /v1/actors with the folds kept', () => {
     const gw = await fx.gateway();
     const onlyB = await actors(gw.url, `?root=${ROOT_B}`);
     expect(onlyB.map((x) => x.id)).toEqual([ROOT_B]);
-    expect(await actors(gw.url, '?root=agt_01NOSUCHROOT0000000000000X')).toEqual([]);
+    expect(await actors(gw.url, '?root=agt_01N0SXCHR00T0000000000000X')).toEqual([]);
     const rpc = await RpcClient.open(`${gw.url.replace('http', 'ws')}/v1/rpc`);
     try {
       expect((await rpc.call('actors.list', { rootId: ROOT_A })).actors.map((x: { id: string }) => x.id)).toEqual([ROOT_A]);

@@ -108,7 +108,7 @@ describe('JSON-RPC errors', () => {
     expect(invalid.id).toBe('x');
     const unknown = await rpc.answer('actors.destroy', {});
     expect(unknown.error!.code).toBe(-32601);
-    const bad = await rpc.answer('inbox.send', { agentId: 'agt_x', kind: 'shout', content: '' });
+    const bad = await rpc.answer('inbox.send', { agentId: 'agt_01J00000000000000000000000', kind: 'shout', content: '' });
     expect(bad.error!.code).toBe(-32602);
     expect(bad.error!.data.map((i: { path: string[] }) => i.path[0]).sort()).toEqual(['content', 'kind']);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ActorEvent, EventData } from '../../src/protocol/events.js';
-import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
+import { approvalById, emptyProjection, foldEvent, questionById, type Projection } from '../../src/store/projection.js';
 import { ACTOR, LogBuilder } from '../actors/log-builder.js';
 
 const REQUEST = {
@@ -232,5 +232,30 @@ describe('foldEvent', () => {
       const snap = JSON.parse(JSON.stringify(fold(b.events.slice(0, cut)))) as Projection;
       expect(fold(b.events.slice(cut), snap)).toEqual(full);
     }
+  });
+});
+
+describe('approvalById and questionById', () => {
+  // the records are plain objects, also as a snapshot decodes them: a lookup by an ID someone gave
+  // must not find what every object inherits
+  const inherited = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'];
+
+  it('find a record by its own ID, and nothing by a name every object has', () => {
+    const p = emptyProjection('agt_x');
+    const approval = { callId: 'call_1', tool: 'shell', toolVersion: '1', planDigest: 'sha256:a', scope: [], expiresAt: 1, state: 'pending' } as unknown as NonNullable<Projection['approvals']>[string];
+    const question = { callId: 'call_2', question: 'which?', options: [], allowFreeText: true, sensitive: false, expiresAt: 1, state: 'pending' } as unknown as NonNullable<Projection['questions']>[string];
+    p.approvals = { apr_1: approval };
+    p.questions = { q_1: question };
+    // as a snapshot gives them back: decoded plain objects
+    const restored = JSON.parse(JSON.stringify(p)) as Projection;
+    for (const proj of [p, restored]) {
+      expect(approvalById(proj, 'apr_1')).toEqual(approval);
+      expect(questionById(proj, 'q_1')).toEqual(question);
+      for (const name of inherited) {
+        expect(approvalById(proj, name), name).toBeUndefined();
+        expect(questionById(proj, name), name).toBeUndefined();
+      }
+    }
+    expect(approvalById(emptyProjection('agt_y'), 'apr_1')).toBeUndefined();
   });
 });

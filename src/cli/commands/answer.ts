@@ -1,9 +1,9 @@
 import { answerMismatch } from '../../actors/questions.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { publishInbox } from '../../bus/inbox.js';
-import { ConfigError } from '../../protocol/errors.js';
+import { ConfigError, NotFoundError } from '../../protocol/errors.js';
 import { lineFor, type CommandLine } from '../hints.js';
-import type { Projection, QuestionRecord } from '../../store/projection.js';
+import { questionById, type Projection, type QuestionRecord } from '../../store/projection.js';
 import { entryOf, foldLog, placementOf, releaseToHosts } from '../hand-off.js';
 import { RunPrinter, type Out } from '../output.js';
 import { createLogger, openRuntime } from '../runtime.js';
@@ -32,12 +32,12 @@ export function answerFromArgs(text: string | undefined, opts: AnswerQuestionOpt
   return { text };
 }
 
-/** The pending question `questionId` the answer fits; a one-line error (exit 2) when it does not. */
+/** The pending question `questionId` the answer fits; a one-line error when it does not: exit 3 when the agent never asked it, else 2. */
 export function questionToAnswer(agentId: string, questionId: string, p: Projection, answer: PersonAnswer, line: CommandLine): QuestionRecord {
-  const q = p.questions?.[questionId];
+  const q = questionById(p, questionId);
   if (!q) {
     const pending = Object.entries(p.questions ?? {}).filter(([, x]) => x.state === 'pending').map(([id]) => id);
-    throw new ConfigError('cli.question_not_found', `${agentId} has no question ${questionId}`, {
+    throw new NotFoundError('cli.question_not_found', `${agentId} has no question ${questionId}`, {
       hint: pending.length > 0 ? `questions waiting for an answer: ${pending.join(', ')}` : `it waits for no answer (${line('events', agentId)} shows its ask/asked events)`,
     });
   }

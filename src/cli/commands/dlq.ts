@@ -7,6 +7,7 @@ import type { Out } from '../output.js';
 import { terminalText } from '../terminal-text.js';
 import { busOptions, createLogger } from '../runtime.js';
 import { cliLine } from '../hints.js';
+import { idArgument } from '../id-arguments.js';
 
 /** What `buildProgram` lends a command it does not define itself. */
 export interface CommandKit {
@@ -29,7 +30,7 @@ export function registerDlqCommand(program: Command, kit: CommandKit): Command {
   common(dlq.command('list'))
     .description('list dead letters not yet redriven, oldest first')
     .option('--all', 'also those already redriven')
-    .option('--actor <agentId>', "only this agent's")
+    .option('--actor <agentId>', "only this agent's", idArgument('agent'))
     .option('--json', 'NDJSON, one dead letter per line (its bytes base64 in `data`)')
     .action(act(async (o) => dlqListCommand(o, loadConfig(flags(o)), out)));
 

@@ -8,11 +8,12 @@ import { createLogger, openRuntime } from '../runtime.js';
 import { describeApproval } from './approvals.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 import type { CommandKit } from './dlq.js';
+import { idArgument } from '../id-arguments.js';
 
 /** Adds `actorloop approvals <agentId>` to the program. */
 export function registerApprovalsCommand(program: Command, kit: CommandKit): Command {
   const { common, flags, act, out } = kit;
-  return common(program.command('approvals').argument('<agentId>'))
+  return common(program.command('approvals').argument('<agentId>', 'the agent', idArgument('agent')))
     .description("list an agent's pending approvals: what each would allow (a diff, the patch, the command), and how to answer it")
     .option('--json', 'NDJSON, one pending approval per line (with its preview and the commands that answer it)')
     .action(act(async (id: string, o) => approvalsCommand(id, o, loadConfig(flags(o)), out)));

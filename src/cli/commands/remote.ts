@@ -14,6 +14,7 @@ import { EventDescriber, eventLine, RunPrinter, type Out } from '../output.js';
 import { followRemoteTurn, resumeAfter } from '../remote-turn.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { terminalText } from '../terminal-text.js';
+import { answerFromArgs } from './answer.js';
 import { promptFor } from './resume.js';
 import { readToken } from './serve.js';
 import { readAll, validateSend, type SendOptions } from './send.js';
@@ -34,6 +35,18 @@ export interface GatewayFlags {
 /** Where the gateway is, from the flags; a token file that cannot be read is one line, exit 2. */
 export function gatewayTarget(o: GatewayFlags): GatewayTarget {
   return { url: o.gateway!, token: o.gatewayTokenFile !== undefined ? readToken(o.gatewayTokenFile) : null };
+}
+
+/**
+ * Refuses `--in-process` beside `--gateway` (exit 2), as `run` does: the one hosts the agent in
+ * this process, the other drives it through a gateway, and dropping either would do what the
+ * person did not ask for.
+ */
+function refuseInProcess(command: string, o: { inProcess?: boolean }): void {
+  if (o.inProcess !== true) return;
+  throw new ConfigError('cli.gateway_flag', `${command} --in-process hosts the agent in this process, and --gateway drives it through a gateway: not both`, {
+    hint: 'drop --in-process, or run without --gateway where the runtime is',
+  });
 }
 
 /** The config whose command lines (a hint to approve, to go on) reach the agent through the same gateway. */
@@ -140,9 +153,10 @@ async function stateOf(client: GatewayClient, agentId: string): Promise<{ seq: n
 
 /** `approve|deny --gateway URL <agentId> <approvalId>`: `approval.respond`, then the turn followed to its end. */
 export async function remoteApproveCommand(
-  agentId: string, approvalId: string, decision: 'approve' | 'deny', opts: GatewayFlags & { json?: boolean; always?: boolean; reason?: string },
+  agentId: string, approvalId: string, decision: 'approve' | 'deny', opts: GatewayFlags & { json?: boolean; always?: boolean; reason?: string; inProcess?: boolean },
   config: EffectiveConfig, out: Out,
 ): Promise<number> {
+  refuseInProcess(decision, opts);
   return withSession(opts, out, async (session) => {
     const { seq } = await stateOf(session.client, agentId);
     const { messageId } = await session.client.call('approval.respond', {
@@ -157,15 +171,15 @@ export async function remoteApproveCommand(
 
 /** `answer --gateway URL <agentId> <questionId> [text] [--option id]`: `ask.answer`, then the turn followed to its end. */
 export async function remoteAnswerCommand(
-  agentId: string, questionId: string, text: string | undefined, opts: GatewayFlags & { option?: string; json?: boolean },
+  agentId: string, questionId: string, text: string | undefined, opts: GatewayFlags & { option?: string; json?: boolean; inProcess?: boolean },
   config: EffectiveConfig, out: Out,
 ): Promise<number> {
-  if (text === undefined && opts.option === undefined) {
-    throw new ConfigError('cli.answer_missing', 'no answer given', { hint: 'pass the answer as text, or --option <id>' });
-  }
+  refuseInProcess('answer', opts);
+  // the same checks as a local answer: the same mistake exits with the same code
+  const answer = answerFromArgs(text, opts);
   return withSession(opts, out, async (session) => {
     const { seq } = await stateOf(session.client, agentId);
-    const { messageId } = await session.client.call('ask.answer', { agentId, questionId, ...(opts.option !== undefined ? { optionId: opts.option } : { text: text! }) });
+    const { messageId } = await session.client.call('ask.answer', { agentId, questionId, ...(answer.optionId !== undefined ? { optionId: answer.optionId } : { text: answer.text! }) });
     const json = opts.json === true;
     return followRemoteTurn({
       session, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[questionId, messageId]]),
@@ -177,6 +191,7 @@ export async function remoteAnswerCommand(
 export async function remoteSendCommand(
   agentId: string, textArg: string, opts: GatewayFlags & SendOptions, config: EffectiveConfig, out: Out,
 ): Promise<number> {
+  refuseInProcess('send', opts);
   // `-`: the text is stdin's, read here and sent as it is
   const text = textArg === '-' ? await readAll(out.stdin) : textArg;
   const kind = validateSend(text, opts);
@@ -196,7 +211,8 @@ export async function remoteSendCommand(
  * `interrupt --gateway URL <agentId>`: `turn.interrupt`, then the turn followed to its end; exit 0
  * once it ended cancelled, as the local command; no open turn: said, exit 0.
  */
-export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags & { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
+export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags & { json?: boolean; inProcess?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
+  refuseInProcess('interrupt', opts);
   return withSession(opts, out, async (session) => {
     const d = await session.client.call('actor.inspect', { agentId });
     if (d.openTurn === null) {

@@ -10,7 +10,7 @@ import { approvalMessage, ttyPrompt, type ApprovalAnswer, type Prompt } from './
 import { followTurn } from './follow-turn.js';
 import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';
 import { publishInbox } from '../../bus/inbox.js';
-import { continuationPending, pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
+import { approvalById, continuationPending, pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
 import { interruptMessage } from '../interrupt-key.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
@@ -254,7 +254,7 @@ export async function answerCommand(
     const entry = await entryOf(rt, agentId);
     const from = await foldLog(rt, entry);
     let logged: ApprovalRecord | undefined;
-    const h = await hostExisting(agentId, rt, out, json, (p) => (logged = p.approvals?.[approvalId] && { ...p.approvals[approvalId]! }));
+    const h = await hostExisting(agentId, rt, out, json, (p) => { const a = approvalById(p, approvalId); logged = a && { ...a }; });
     if (logged && expiredUnanswered(logged)) {
       // the agent's own watch denies it as it is hosted (its expiry is persisted): the follower
       // waits for that denial rather than send an answer the agent can only refuse
@@ -278,7 +278,7 @@ async function answerOnHost(rt: Runtime, agentId: string, approvalId: string, an
   // inbox there: the answer is mail to it, as it is to a host
   if ((place.kind === 'other' && entry.parentId === null) || (place.kind === 'free' && place.hosts.length === 0)) return null;
   const p = await foldLog(rt, entry);
-  const logged = p.approvals?.[approvalId];
+  const logged = approvalById(p, approvalId);
   if (logged && expiredUnanswered(logged)) {
     // a host that holds the agent has denied it at its expiry, or will; one that takes it denies it
     sayExpired(out, approvalId, logged);
@@ -315,7 +315,7 @@ function sayExpired(out: Out, approvalId: string, a: ApprovalRecord): void {
 
 /** The pending approval `approvalId` of the agent's open turn; a clear error when there is none to answer. */
 function approvalToAnswer(agentId: string, approvalId: string, p: Projection, config: WhereConfig): ApprovalRecord {
-  const approval = p.approvals?.[approvalId];
+  const approval = approvalById(p, approvalId);
   if (!approval && !p.openTurn) {
     const last = p.lastTurn;
     throw new NotFoundError('cli.approval_not_found', `${agentId} has no open turn, so approval ${approvalId} has nothing to answer`, {

@@ -5,7 +5,7 @@ import type { EffectiveConfig } from '../../config/config.js';
 import { machineDefinitions } from '../../client/machine-definitions.js';
 import { followInspection } from '../../bus/inspection.js';
 import { ConfigError } from '../../protocol/errors.js';
-import { checkBind, startGateway } from '../../server/gateway.js';
+import { checkBind, checkListenAddress, startGateway } from '../../server/gateway.js';
 import { EXIT } from '../exit-codes.js';
 import { gatewayCommands } from '../gateway-commands.js';
 import type { Out } from '../output.js';
@@ -60,6 +60,8 @@ function pageDir(): string | undefined {
  */
 export async function serveCommand(opts: ServeOptions, config: EffectiveConfig, out: Out): Promise<number> {
   const host = opts.host ?? '127.0.0.1';
+  const port = opts.port ?? DEFAULT_GATEWAY_PORT;
+  checkListenAddress(host, port);
   const token = opts.tokenFile !== undefined ? readToken(opts.tokenFile) : null;
   checkBind(host, token);
   const logger = createLogger(config);
@@ -69,7 +71,7 @@ export async function serveCommand(opts: ServeOptions, config: EffectiveConfig, 
     const dir = pageDir();
     const gateway = await startGateway({
       host,
-      port: opts.port ?? DEFAULT_GATEWAY_PORT,
+      port,
       token,
       corsOrigins: opts.corsOrigin ?? [],
       allowFaults: opts.allowFaults === true,

@@ -11,6 +11,7 @@ import { terminalText } from '../terminal-text.js';
 import type { CommandKit } from './dlq.js';
 import { answerCommands } from './pending-approvals.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
+import { idArgument } from '../id-arguments.js';
 
 /** Options of `actorloop tree`. */
 export interface TreeOptions {
@@ -21,7 +22,7 @@ export interface TreeOptions {
 /** Adds `actorloop tree <rootId>` to the program. */
 export function registerTreeCommand(program: Command, kit: CommandKit): Command {
   const { common, flags, act, out } = kit;
-  return common(program.command('tree').argument('<rootId>', 'the top agent of the tree (a subagent: its tree is shown)'))
+  return common(program.command('tree').argument('<rootId>', 'the top agent of the tree (a subagent: its tree is shown)', idArgument('agent')))
     .description('show an agent and its subagents: name, ID, status, step or tool, tokens and cost of each, and the sums')
     .option('--follow', 'redraw as the tree changes, until no agent runs or waits (Ctrl-C stops)')
     .option('--json', 'the tree as one JSON object (with --follow: NDJSON, one snapshot per change)')
