@@ -98,10 +98,11 @@ interface Setting {
 /**
  * Refuses (a ToolError the model can act on) a repository whose configuration holds a key that
  * is not inert, or whose objects come from another repository (alternates). `args` locate the
- * repository: `['-C', dir]` to find it from a directory, or an explicit `--git-dir`. Runs only
- * `git config --list` and `git rev-parse`, which read files and run nothing.
+ * repository: `['-C', dir]` to find it from a directory, or none with `GIT_DIR` in `env`. Runs
+ * only `git config --list` and `git rev-parse`, which read files and run nothing. Returns the
+ * repository's common git dir (absolute).
  */
-export async function assertSafeRepository(git: string, locate: readonly string[], env: Record<string, string>): Promise<void> {
+export async function assertSafeRepository(git: string, locate: readonly string[], env: Record<string, string>): Promise<string> {
   const listed = await gitOutput(git, [...locate, 'config', '--list', '--show-origin', '-z'], env);
   const unsafe = parseSettings(listed).filter((s) => !s.origin.startsWith('command line:') && !INERT_KEYS.some((k) => k.test(s.key)));
   const commonDir = (await gitOutput(git, [...locate, 'rev-parse', '--path-format=absolute', '--git-common-dir'], env)).trim();
@@ -109,7 +110,7 @@ export async function assertSafeRepository(git: string, locate: readonly string[
   if (unsafe.length > 5) shown.push(`and ${unsafe.length - 5} more`);
   const alternates = path.join(commonDir, 'objects', 'info', 'alternates');
   if (await lstat(alternates).then(() => true, () => false)) shown.push(`objects borrowed from another repository (${alternates})`);
-  if (shown.length === 0) return;
+  if (shown.length === 0) return commonDir;
   throw new ToolError(
     GIT_SAFETY_CODES.unsafeRepository,
     `the git repository ${commonDir} has settings that make git run programs or read another repository: ${shown.join(', ')}; ` +

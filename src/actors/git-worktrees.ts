@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
-import { lstat, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../protocol/errors.js';
+import { DEFAULT_PATH, runProcess, sandboxEnv, type ProcessSandbox } from '../tools/sandbox.js';
 import { isInside } from '../tools/workspace-path.js';
 import { assertSafeRepository, ownedGitEnv, ownedGitFlags } from './git-safety.js';
 import type { SubagentPort } from './subagent-port.js';
@@ -30,8 +31,19 @@ export interface GitWorktreesOptions {
   dataDir: string;
   /** The git binary (default `git` on the environment's PATH). */
   git?: string;
-  /** The environment git runs with (the config's; its `GIT_*` variables are left out). */
+  /** The environment git runs with (the config's; its `GIT_*` variables and secrets are left out). */
   env?: Readonly<Record<string, string>>;
+  /**
+   * Run the git commands that check out, add or diff files inside bubblewrap (the shell tool's
+   * sandbox, `hide` its masks: the data dir, the user's keys), seeing only the repository and the
+   * worktree; null or absent runs them on the host, with the runtime's configuration alone.
+   */
+  sandbox?: { bwrapPath: string; hide: readonly string[] } | null;
+}
+
+/** The sandbox of worktree git from the tool settings: the shell tool's bubblewrap and masks, or null without one. */
+export function worktreeSandbox(tooling: { bwrapPath: string | null; hiddenPaths: readonly string[] }): GitWorktreesOptions['sandbox'] {
+  return tooling.bwrapPath ? { bwrapPath: tooling.bwrapPath, hide: tooling.hiddenPaths } : null;
 }
 
 /** The worktree part of the subagent port. */
@@ -44,9 +56,39 @@ const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
   const git = opts.git ?? 'git';
   const root = path.join(opts.dataDir, 'worktrees');
-  const envBase = ownedGitEnv(opts.env ?? {});
+  // git needs no secret: a program it ran by mistake finds none in its environment either
+  const envBase = sandboxEnv(ownedGitEnv(opts.env ?? {}), []);
   const run = (cwd: string, args: string[], env: Record<string, string> = {}): Promise<string> => runGit(git, cwd, args, { ...envBase, ...env });
-  const assertSafe = (locate: string[], env: Record<string, string> = {}): Promise<void> => assertSafeRepository(git, locate, { ...envBase, ...env });
+  const assertSafe = (locate: string[], env: Record<string, string> = {}): Promise<string> => assertSafeRepository(git, locate, { ...envBase, ...env });
+  /**
+   * Runs a git that checks out, adds or diffs files: in the sandbox when there is one, where only
+   * `writable` (the repository's git dir, the new worktree, a private index) can change and the
+   * rest of the host is read-only, the data dir and the user's keys masked (`readable` binds back
+   * what git reads below them). The configuration check comes first either way; this is the layer
+   * under it, for a configuration changed between the check and the run.
+   */
+  const runContained = async (cwd: string, args: string[], env: Record<string, string>, readable: string[], writable: string[]): Promise<string> => {
+    if (!opts.sandbox) return run(cwd, args, env);
+    // bound at their real paths, which is where git (which resolves them) looks
+    const ro = await Promise.all(readable.map((p) => realpath(p)));
+    const rw = await Promise.all(writable.map((p) => realpath(p)));
+    const sandbox: ProcessSandbox = {
+      bwrapPath: opts.sandbox.bwrapPath,
+      workspace: rw[0]!,
+      network: false,
+      hide: opts.sandbox.hide,
+      // readable first: a git dir inside the checkout it belongs to stays writable
+      binds: [...ro.map((p) => ({ path: p, writable: false })), ...rw.map((p) => ({ path: p, writable: true }))],
+    };
+    const fullEnv = { PATH: DEFAULT_PATH, ...envBase, ...env };
+    const out = await runProcess([git, ...ownedGitFlags(), '-C', cwd, ...args], { cwd, env: fullEnv, sandbox, maxOutputBytes: MAX_OUTPUT_BYTES });
+    const stderr = Buffer.from(out.stderr).toString('utf8').trim();
+    if (out.exitCode !== 0 || out.truncated || out.stray) {
+      const why = out.truncated ? 'its output was too large' : stderr || `it ended with ${out.exitCode === null ? out.signal : `exit code ${out.exitCode}`}`;
+      throw new ToolError(WORKTREE_CODES.failed, `git ${args[0]} failed: ${why}`);
+    }
+    return Buffer.from(out.stdout).toString('utf8');
+  };
 
   /** The top of the workspace's repository and the workspace's path below it, or a ToolError the model can act on. */
   const repoOf = async (workspace: string): Promise<{ top: string; prefix: string }> => {
@@ -100,7 +142,7 @@ export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
     worktree: (childId, workspace) => serially(async () => {
       const { top, prefix } = await repoOf(workspace);
       // checked before any git that could run something: `worktree add` checks files out
-      await assertSafe(['-C', top]);
+      const commonDir = await assertSafe(['-C', top]);
       const dir = path.join(root, childId);
       const branch = `actorloop/${childId}`;
       // a retry after a crash finds the worktree it made
@@ -115,11 +157,13 @@ export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
       }
       // a half-made worktree (a kill inside `worktree add`) is removed and made again
       if (await exists(dir)) await rm(dir, { recursive: true, force: true });
-      await run(top, ['worktree', 'prune']);
+      // made empty beforehand, so the sandbox can bind it: `worktree add` fills an empty directory
+      await mkdir(dir);
+      await runContained(top, ['worktree', 'prune'], {}, [top], [commonDir, dir]);
       const hasBranch = await run(top, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).then(() => true, () => false);
       try {
-        if (hasBranch) await run(top, ['worktree', 'add', '--', dir, branch]);
-        else await run(top, ['worktree', 'add', '-b', branch, '--', dir, base]);
+        if (hasBranch) await runContained(top, ['worktree', 'add', '--', dir, branch], {}, [top], [commonDir, dir]);
+        else await runContained(top, ['worktree', 'add', '-b', branch, '--', dir, base], {}, [top], [commonDir, dir]);
         // before the child exists: what the `.git` file says now is what the host made
         await recordGitDir(dir);
       } catch (err) {
@@ -135,21 +179,24 @@ export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
       // A private index holding the base, then everything in the worktree (new untracked files
       // too, ignored ones not): its diff against the base is the child's work, whatever it
       // committed or staged, and the worktree's own index and branch are left as they are.
-      const index = `${top}.diff-index`;
-      const env = { GIT_DIR: gitDir, GIT_WORK_TREE: top, GIT_INDEX_FILE: index };
-      await assertSafe([], env);
+      const indexDir = `${top}.diff`;
+      const env = { GIT_DIR: gitDir, GIT_WORK_TREE: top, GIT_INDEX_FILE: path.join(indexDir, 'index') };
+      const commonDir = await assertSafe([], env);
       const prefix = path.relative(top, worktree).split(path.sep).join('/');
+      await rm(indexDir, { recursive: true, force: true });
+      await mkdir(indexDir);
+      const contained = (args: string[]): Promise<string> => runContained(top, args, env, [top], [commonDir, indexDir]);
       try {
-        await run(top, ['read-tree', base], env);
+        await contained(['read-tree', base]);
         // mode bits stay the base's: apply_patch takes no mode changes
-        await run(top, ['-c', 'core.fileMode=false', 'add', '--all', '--', '.'], env);
-        const diff = await run(top, [
+        await contained(['-c', 'core.fileMode=false', 'add', '--all', '--', '.']);
+        const diff = await contained([
           'diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', prefix === '' ? '--relative' : `--relative=${prefix}`,
           '--src-prefix=a/', '--dst-prefix=b/', base, '--',
-        ], env);
+        ]);
         return diff.trim() === '' ? null : diff;
       } finally {
-        await rm(index, { force: true });
+        await rm(indexDir, { recursive: true, force: true });
       }
     },
   };

@@ -122,6 +122,14 @@ export interface BwrapOptions {
   hide?: readonly string[];
   /** Existing paths inside the workspace bound read-only over it (see protectedInWorkspace). */
   readOnly?: readonly string[];
+  /** Existing paths bound after all of the above, in order (a later bind covers an earlier one). */
+  binds?: readonly SandboxBind[];
+}
+
+/** A host path bound at the same path in the sandbox. */
+export interface SandboxBind {
+  path: string;
+  writable: boolean;
 }
 
 /**
@@ -156,6 +164,7 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
   args.push('--bind', opts.workspace, opts.workspace);
   // after the workspace, so they cover its writable bind
   for (const p of opts.readOnly ?? []) args.push('--ro-bind', p, p);
+  for (const b of opts.binds ?? []) args.push(b.writable ? '--bind' : '--ro-bind', b.path, b.path);
   args.push('--chdir', opts.cwd);
   return args;
 }
@@ -168,6 +177,8 @@ export interface ProcessSandbox {
   network: boolean;
   /** Directories to mask besides DEFAULT_HIDDEN_PATHS (the runtime's data dir, ~/.ssh, ...). */
   hide?: readonly string[];
+  /** More host paths to bind after the workspace (see BwrapOptions.binds). */
+  binds?: readonly SandboxBind[];
 }
 
 /** Options of `runProcess`. */
@@ -234,7 +245,7 @@ export async function runProcess(argv: readonly string[], opts: RunProcessOption
       tmpDir = await mkdtemp(path.join(tmpdir(), `${TMP_PREFIX}${process.pid}-`));
       const hide = await realDirectories([...DEFAULT_HIDDEN_PATHS, ...(opts.sandbox.hide ?? [])]);
       const readOnly = await protectedInWorkspace(workspace);
-      const sandboxArgs = bwrapArgs({ workspace, cwd: opts.cwd, tmpDir, network: opts.sandbox.network, hide, readOnly });
+      const sandboxArgs = bwrapArgs({ workspace, cwd: opts.cwd, tmpDir, network: opts.sandbox.network, hide, readOnly, binds: opts.sandbox.binds ?? [] });
       file = opts.sandbox.bwrapPath;
       args = [...sandboxArgs, '--', ...argv];
     }

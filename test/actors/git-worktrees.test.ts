@@ -7,6 +7,9 @@ import { applyPatchTool } from '../../src/tools/builtins/apply-patch.js';
 import { executeTool } from '../../src/tools/execute.js';
 import { tempDir } from '../helpers/nats.js';
 import { toolContext } from '../tools/context.js';
+import { findBubblewrap } from '../../src/tools/sandbox.js';
+
+const bwrap = await findBubblewrap(process.env.PATH);
 
 let base: string;
 let repo: string;
@@ -194,5 +197,44 @@ describe('git the runtime runs never runs what the repository names', () => {
     await writeFile(path.join(dir3, 'top.txt'), 'attrs\n');
     expect(await wt.worktreeDiff(dir3)).toContain('+attrs');
     expect(await exists(marker)).toBe(false);
+  });
+});
+
+describe.skipIf(!bwrap)('git that checks out, adds or diffs runs in the sandbox', () => {
+  const sandboxed = () => createGitWorktrees({ dataDir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, sandbox: { bwrapPath: bwrap!, hide: [dataDir] } });
+
+  it('makes worktrees and diffs them, below the repository top too, though they lie in the masked data dir', async () => {
+    const wt = sandboxed();
+    const dir = await wt.worktree('agt_boxed', path.join(repo, 'pkg'));
+    expect(dir).toBe(path.join(dataDir, 'worktrees', 'agt_boxed', 'pkg'));
+    await writeFile(path.join(dir, 'src', 'a.txt'), 'alpha\nBETA\n');
+    await writeFile(path.join(dir, 'fresh.txt'), 'fresh\n');
+    const diff = (await wt.worktreeDiff(dir))!;
+    expect(diff).toContain('+++ b/fresh.txt');
+    expect(diff).toContain('+BETA');
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  });
+
+  it('runs a filter that appears between the check and the checkout with the agent\'s view: no data dir', async () => {
+    const secret = 'the-bus-password-0123456789';
+    await mkdir(dataDir, { recursive: true });
+    await writeFile(path.join(dataDir, 'secret'), secret);
+    const stolen = path.join(repo, '.git', 'stolen');
+    // a git that, like a writer racing the check, names a filter just before `worktree add` runs
+    const wrapper = path.join(repo, 'racing-git');
+    await writeFile(wrapper, [
+      '#!/bin/sh',
+      'case " $* " in *" worktree add "*)',
+      `  git -C ${repo} config filter.x.smudge "sh -c 'cat ${path.join(dataDir, 'secret')} > ${stolen} 2>&1; cat'"`,
+      `  echo '* filter=x' > ${path.join(repo, '.git', 'info', 'attributes')};;`,
+      'esac',
+      'exec git "$@"',
+      '',
+    ].join('\n'), { mode: 0o755 });
+    const wt = createGitWorktrees({ dataDir, git: wrapper, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, sandbox: { bwrapPath: bwrap!, hide: [dataDir] } });
+    await wt.worktree('agt_raced', repo);
+    // it ran, where the data dir is an empty mask
+    expect(await readFile(stolen, 'utf8')).toMatch(/No such file or directory/);
+    expect(await readFile(stolen, 'utf8')).not.toContain(secret);
   });
 });
