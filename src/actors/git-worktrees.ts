@@ -1,18 +1,28 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../protocol/errors.js';
+import { DEFAULT_PATH, runProcess, sandboxEnv, type ProcessSandbox } from '../tools/sandbox.js';
+import { isInside } from '../tools/workspace-path.js';
+import { assertSafeRepository, ownedGitEnv, ownedGitFlags } from './git-safety.js';
 import type { SubagentPort } from './subagent-port.js';
 
 // Git worktrees of `worktree` children (design §6b). Each child gets `<dataDir>/worktrees/<childId>`
 // on its own branch `actorloop/<childId>`, made from the parent workspace's HEAD, and its changes
 // come back as one unified diff against that commit. Git is run with argv only (execFile), never a
 // shell string, and nothing is ever committed: the diff is read through a private index file.
+//
+// Git here runs as the host, on repositories agents write, so it never runs what they wrote
+// (git-safety.ts): every call has the runtime's own configuration and environment, a repository
+// whose configuration names programs is refused before anything else, and a child's diff is read
+// with the git dir the host made for it given explicitly: git never looks for a repository inside
+// the worktree, where the child could have put one of its own.
 
 /** Stable error codes of worktrees. */
 export const WORKTREE_CODES = {
   notGit: 'subagent.worktree_not_git',
   failed: 'subagent.worktree_failed',
+  tampered: 'subagent.worktree_tampered',
 } as const;
 
 /** Options of `createGitWorktrees`. */
@@ -21,8 +31,19 @@ export interface GitWorktreesOptions {
   dataDir: string;
   /** The git binary (default `git` on the environment's PATH). */
   git?: string;
-  /** The environment git runs with (the config's; its `GIT_*` variables are left out). */
+  /** The environment git runs with (the config's; its `GIT_*` variables and secrets are left out). */
   env?: Readonly<Record<string, string>>;
+  /**
+   * Run the git commands that check out, add or diff files inside bubblewrap (the shell tool's
+   * sandbox, `hide` its masks: the data dir, the user's keys), seeing only the repository and the
+   * worktree; null or absent runs them on the host, with the runtime's configuration alone.
+   */
+  sandbox?: { bwrapPath: string; hide: readonly string[] } | null;
+}
+
+/** The sandbox of worktree git from the tool settings: the shell tool's bubblewrap and masks, or null without one. */
+export function worktreeSandbox(tooling: { bwrapPath: string | null; hiddenPaths: readonly string[] }): GitWorktreesOptions['sandbox'] {
+  return tooling.bwrapPath ? { bwrapPath: tooling.bwrapPath, hide: tooling.hiddenPaths } : null;
 }
 
 /** The worktree part of the subagent port. */
@@ -35,8 +56,39 @@ const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
   const git = opts.git ?? 'git';
   const root = path.join(opts.dataDir, 'worktrees');
-  const envBase = gitEnv(opts.env ?? {});
+  // git needs no secret: a program it ran by mistake finds none in its environment either
+  const envBase = sandboxEnv(ownedGitEnv(opts.env ?? {}), []);
   const run = (cwd: string, args: string[], env: Record<string, string> = {}): Promise<string> => runGit(git, cwd, args, { ...envBase, ...env });
+  const assertSafe = (locate: string[], env: Record<string, string> = {}): Promise<string> => assertSafeRepository(git, locate, { ...envBase, ...env });
+  /**
+   * Runs a git that checks out, adds or diffs files: in the sandbox when there is one, where only
+   * `writable` (the repository's git dir, the new worktree, a private index) can change and the
+   * rest of the host is read-only, the data dir and the user's keys masked (`readable` binds back
+   * what git reads below them). The configuration check comes first either way; this is the layer
+   * under it, for a configuration changed between the check and the run.
+   */
+  const runContained = async (cwd: string, args: string[], env: Record<string, string>, readable: string[], writable: string[]): Promise<string> => {
+    if (!opts.sandbox) return run(cwd, args, env);
+    // bound at their real paths, which is where git (which resolves them) looks
+    const ro = await Promise.all(readable.map((p) => realpath(p)));
+    const rw = await Promise.all(writable.map((p) => realpath(p)));
+    const sandbox: ProcessSandbox = {
+      bwrapPath: opts.sandbox.bwrapPath,
+      workspace: rw[0]!,
+      network: false,
+      hide: opts.sandbox.hide,
+      // readable first: a git dir inside the checkout it belongs to stays writable
+      binds: [...ro.map((p) => ({ path: p, writable: false })), ...rw.map((p) => ({ path: p, writable: true }))],
+    };
+    const fullEnv = { PATH: DEFAULT_PATH, ...envBase, ...env };
+    const out = await runProcess([git, ...ownedGitFlags(), '-C', cwd, ...args], { cwd, env: fullEnv, sandbox, maxOutputBytes: MAX_OUTPUT_BYTES });
+    const stderr = Buffer.from(out.stderr).toString('utf8').trim();
+    if (out.exitCode !== 0 || out.truncated || out.stray) {
+      const why = out.truncated ? 'its output was too large' : stderr || `it ended with ${out.exitCode === null ? out.signal : `exit code ${out.exitCode}`}`;
+      throw new ToolError(WORKTREE_CODES.failed, `git ${args[0]} failed: ${why}`);
+    }
+    return Buffer.from(out.stdout).toString('utf8');
+  };
 
   /** The top of the workspace's repository and the workspace's path below it, or a ToolError the model can act on. */
   const repoOf = async (workspace: string): Promise<{ top: string; prefix: string }> => {
@@ -60,15 +112,11 @@ export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
     }
   };
 
-  /** True when `dir` is the top of a checked-out worktree (not a half-made directory inside some other repository). */
-  const isWorktree = async (dir: string): Promise<boolean> => {
-    try {
-      const top = (await run(dir, ['rev-parse', '--show-toplevel'])).trim();
-      return top === (await realpath(dir));
-    } catch {
-      return false;
-    }
-  };
+  /**
+   * True when `dir` is a worktree the host made (its `.git` file names the git dir recorded for
+   * it), not a half-made directory; read from files, since git would look for a repository in it.
+   */
+  const isWorktree = async (dir: string): Promise<boolean> => (await gitDirOf(dir).catch(() => null)) !== null;
 
   // one `worktree add` at a time from this process: two children of one fan-out share a repository
   let queue: Promise<unknown> = Promise.resolve();
@@ -82,6 +130,7 @@ export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
     async worktreeProblem(workspace) {
       try {
         await repoOf(workspace);
+        await assertSafe(['-C', workspace]);
         await headOf(workspace);
         return null;
       } catch (err) {
@@ -92,6 +141,8 @@ export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
 
     worktree: (childId, workspace) => serially(async () => {
       const { top, prefix } = await repoOf(workspace);
+      // checked before any git that could run something: `worktree add` checks files out
+      const commonDir = await assertSafe(['-C', top]);
       const dir = path.join(root, childId);
       const branch = `actorloop/${childId}`;
       // a retry after a crash finds the worktree it made
@@ -106,11 +157,15 @@ export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
       }
       // a half-made worktree (a kill inside `worktree add`) is removed and made again
       if (await exists(dir)) await rm(dir, { recursive: true, force: true });
-      await run(top, ['worktree', 'prune']);
+      // made empty beforehand, so the sandbox can bind it: `worktree add` fills an empty directory
+      await mkdir(dir);
+      await runContained(top, ['worktree', 'prune'], {}, [top], [commonDir, dir]);
       const hasBranch = await run(top, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).then(() => true, () => false);
       try {
-        if (hasBranch) await run(top, ['worktree', 'add', '--', dir, branch]);
-        else await run(top, ['worktree', 'add', '-b', branch, '--', dir, base]);
+        if (hasBranch) await runContained(top, ['worktree', 'add', '--', dir, branch], {}, [top], [commonDir, dir]);
+        else await runContained(top, ['worktree', 'add', '-b', branch, '--', dir, base], {}, [top], [commonDir, dir]);
+        // before the child exists: what the `.git` file says now is what the host made
+        await recordGitDir(dir);
       } catch (err) {
         throw new ToolError(WORKTREE_CODES.failed, `git could not make a worktree for ${childId}: ${messageOf(err)}`, { cause: err, retryable: true });
       }
@@ -118,23 +173,30 @@ export function createGitWorktrees(opts: GitWorktreesOptions): GitWorktrees {
     }),
 
     async worktreeDiff(worktree) {
-      const top = (await run(worktree, ['rev-parse', '--show-toplevel'])).trim();
+      const top = topOf(root, worktree);
+      const gitDir = await gitDirOf(top);
       const base = (await readFile(baseFile(top), 'utf8')).trim();
       // A private index holding the base, then everything in the worktree (new untracked files
       // too, ignored ones not): its diff against the base is the child's work, whatever it
       // committed or staged, and the worktree's own index and branch are left as they are.
-      const index = `${top}.diff-index`;
-      const env = { GIT_INDEX_FILE: index };
+      const indexDir = `${top}.diff`;
+      const env = { GIT_DIR: gitDir, GIT_WORK_TREE: top, GIT_INDEX_FILE: path.join(indexDir, 'index') };
+      const commonDir = await assertSafe([], env);
+      const prefix = path.relative(top, worktree).split(path.sep).join('/');
+      await rm(indexDir, { recursive: true, force: true });
+      await mkdir(indexDir);
+      const contained = (args: string[]): Promise<string> => runContained(top, args, env, [top], [commonDir, indexDir]);
       try {
-        await run(top, ['read-tree', base], env);
+        await contained(['read-tree', base]);
         // mode bits stay the base's: apply_patch takes no mode changes
-        await run(top, ['-c', 'core.fileMode=false', 'add', '--all', '--', '.'], env);
-        const diff = await run(worktree, [
-          'diff', '--cached', '--no-color', '--no-ext-diff', '--no-renames', '--relative', '--src-prefix=a/', '--dst-prefix=b/', base, '--',
-        ], env);
+        await contained(['-c', 'core.fileMode=false', 'add', '--all', '--', '.']);
+        const diff = await contained([
+          'diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', prefix === '' ? '--relative' : `--relative=${prefix}`,
+          '--src-prefix=a/', '--dst-prefix=b/', base, '--',
+        ]);
         return diff.trim() === '' ? null : diff;
       } finally {
-        await rm(index, { force: true });
+        await rm(indexDir, { recursive: true, force: true });
       }
     },
   };
@@ -149,20 +211,57 @@ async function exists(p: string): Promise<boolean> {
   return stat(p).then(() => true, () => false);
 }
 
-/** The environment of git: the given one less git's own variables, and no prompts. */
-function gitEnv(from: Readonly<Record<string, string>>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(from)) {
-    // GIT_DIR, GIT_INDEX_FILE, GIT_WORK_TREE of a hook that started us would point git elsewhere
-    if (!k.startsWith('GIT_')) env[k] = v;
+/** Where the git dir the host made for a worktree is recorded (beside it, outside the checkout). */
+function gitDirFile(dir: string): string {
+  return `${dir}.gitdir`;
+}
+
+/** Records the git dir the fresh worktree `dir`'s `.git` file names. */
+async function recordGitDir(dir: string): Promise<void> {
+  const gitDir = parseGitFile(await readFile(path.join(dir, '.git'), 'utf8'));
+  if (gitDir === null) throw new Error(`${path.join(dir, '.git')} does not name a git dir`);
+  await writeFile(`${gitDirFile(dir)}.tmp`, `${gitDir}\n`);
+  await rename(`${gitDirFile(dir)}.tmp`, gitDirFile(dir));
+}
+
+/**
+ * The git dir the host made for worktree `dir`, once its `.git` is still the plain file that
+ * names it; a ToolError when the child replaced, removed or rewrote it (then git, run from the
+ * worktree, would find the child's repository and run what its configuration names).
+ */
+async function gitDirOf(dir: string): Promise<string> {
+  const recorded = (await readFile(gitDirFile(dir), 'utf8').catch(() => null))?.trim();
+  if (!recorded) throw new ToolError(WORKTREE_CODES.failed, `${dir} is not a worktree made by this runtime (no record of its git dir)`);
+  const dotGit = path.join(dir, '.git');
+  const info = await lstat(dotGit).catch(() => null);
+  const named = info?.isFile() ? parseGitFile(await readFile(dotGit, 'utf8')) : null;
+  if (named !== recorded) {
+    throw new ToolError(WORKTREE_CODES.tampered,
+      `the worktree ${dir} no longer has the .git file the runtime made (it was replaced, removed or rewritten), so no git is run on it and its changes do not come back as a diff`);
   }
-  return { ...env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0' };
+  return recorded;
+}
+
+/** The git dir a `.git` file names (`gitdir: <path>`), or null. */
+function parseGitFile(text: string): string | null {
+  const m = /^gitdir: (.+)\n?$/.exec(text);
+  return m ? m[1]! : null;
+}
+
+/** The worktree top a workspace below `<root>/<childId>` belongs to, from the path alone. */
+function topOf(root: string, worktree: string): string {
+  const rel = path.relative(root, worktree);
+  const first = rel.split(path.sep)[0] ?? '';
+  if (rel === '' || first === '..' || !isInside(root, worktree)) {
+    throw new ToolError(WORKTREE_CODES.failed, `${worktree} is not a worktree under ${root}`);
+  }
+  return path.join(root, first);
 }
 
 /** Runs git with argv, never a shell string. */
 function runGit(git: string, cwd: string, args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(git, ['-C', cwd, ...args], { env, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8' }, (err, stdout, stderr) => {
+    execFile(git, [...ownedGitFlags(), '-C', cwd, ...args], { env, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8' }, (err, stdout, stderr) => {
       if (err) reject(new ToolError(WORKTREE_CODES.failed, `git ${args[0]} failed: ${stderr.trim() || err.message}`, { cause: err }));
       else resolve(stdout);
     });

@@ -26,7 +26,7 @@ import { defaultTooling, staticPolicy, type ToolingPorts } from './tooling.js';
 import { Kvm } from '@nats-io/kv';
 import { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLeaseStore } from '../bus/resource-leases.js';
 import { createMemoryResourceLeases } from '../bus/memory-resource-leases.js';
-import { createGitWorktrees } from './git-worktrees.js';
+import { createGitWorktrees, worktreeSandbox } from './git-worktrees.js';
 
 /** Options of `createRuntime`: where the agents' logs live and what they may use. */
 export interface RuntimeOptions {
@@ -169,7 +169,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
     resourceLeases,
     // worktrees live in the data dir: a throwaway runtime has none to put them in
-    ...(opts.dataDir ? { worktrees: createGitWorktrees({ dataDir: opts.dataDir, env: tooling.env }) } : {}),
+    ...(opts.dataDir ? { worktrees: createGitWorktrees({ dataDir: opts.dataDir, env: tooling.env, sandbox: worktreeSandbox(tooling) }) } : {}),
   });
 
   const handle = (actor: AgentActor, agent: AgentOptions): AgentHandle => ({

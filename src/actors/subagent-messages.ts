@@ -1,3 +1,4 @@
+import { ToolError } from '../protocol/errors.js';
 import { derivedId } from '../protocol/ids.js';
 import type { InboxKind, InboxMessage } from '../protocol/inbox.js';
 import { SubagentNoticeSchema, type SubagentNotice } from '../protocol/subagents.js';
@@ -126,9 +127,12 @@ async function owedNotice(a: EffectContext): Promise<SubagentNotice | null> {
   const answer = owed.answerRef ? await a.outputs.load(owed.answerRef).catch(() => owed.answer) : owed.answer;
   const artifacts: SubagentNotice['artifacts'] = [];
   const ws = a.projection.lastSettings?.workspace;
+  let reason = owed.reason;
   if (a.ports.subagents?.worktreeDiff && ws && link.workspaceMode === 'worktree') {
     const found = await a.ports.subagents.worktreeDiff(ws).catch((err: unknown) => {
       a.logger.warn({ err, worktree: ws }, 'the worktree diff could not be made; the notice goes without it');
+      // a refusal (a worktree the child tampered with) is the parent's to know: it gets no diff
+      if (err instanceof ToolError) reason = [owed.reason, `its worktree gave no diff: ${err.message}`].filter((r) => r !== null).join('; ');
       return null;
     });
     if (found) {
@@ -142,7 +146,7 @@ async function owedNotice(a: EffectContext): Promise<SubagentNotice | null> {
     }
   }
   return SubagentNoticeSchema.parse({
-    childId: a.actorId, name: link.name, turn: owed.turn, outcome: owed.outcome, reason: owed.reason, answer,
+    childId: a.actorId, name: link.name, turn: owed.turn, outcome: owed.outcome, reason, answer,
     artifacts, usage: owed.usage, costUsd: owed.costUsd,
   });
 }

@@ -18,7 +18,7 @@ import { BUCKETS } from '../bus/subjects.js';
 import { createKvLeaseStore, DEFAULT_LEASE_TTL_MS, ensureLeaseBucket, type Lease, type LeaseStore } from '../bus/leases.js';
 import { createKvHostPresence, ensureHostsBucket, type HostPresence } from '../bus/hosts.js';
 import { LeaseKeeper, localHolder } from '../actors/lease-keeper.js';
-import { createGitWorktrees } from '../actors/git-worktrees.js';
+import { createGitWorktrees, worktreeSandbox } from '../actors/git-worktrees.js';
 import { createKvResourceLeases, ensureResourceLeaseBucket } from '../bus/resource-leases.js';
 import { DirectoryStatuses } from '../actors/directory-status.js';
 import { InspectionFeed } from '../actors/inspection-feed.js';
@@ -170,7 +170,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
   }
   // the bucket is made on the first call of a tree that writes: a command that hosts no tree never touches it
   const resourceLeases = createKvResourceLeases({ kv: () => ensureResourceLeaseBucket(new Kvm(bus.js), undefined, logger), logger });
-  const worktrees = createGitWorktrees({ dataDir: config.dataDir, env: tooling.env });
+  const worktrees = createGitWorktrees({ dataDir: config.dataDir, env: tooling.env, sandbox: worktreeSandbox(tooling) });
   const statuses = new DirectoryStatuses(bus.directory, logger);
   const holder = localHolder();
   // The live inspection feed of the agents hosted here: one subscription to watch requests, made

@@ -3,6 +3,7 @@ import picomatch from 'picomatch';
 import { canonicalJson, sha256Digest } from '../protocol/canonical-json.js';
 import type { ApprovalMode } from '../protocol/events.js';
 import { compileRule, describeRule, type CompiledRule, type PolicyRule } from './policy-rules.js';
+import { globNamesProtected, protectedPart, protectedReason } from './protected-paths.js';
 import { commandMayMatch, commandSurelyMatches, type ParsedCommand, type SimpleCommand } from './shell-command.js';
 import type { ExecutionPlan, ResourceKey, SideEffectLevel } from './tool.js';
 
@@ -30,6 +31,10 @@ export { PolicyRuleSchema, type PolicyRule } from './policy-rules.js';
  *    run through sudo/doas/su also needs its privileged wrapper allowed (`command = "sudo"`).
  *    Among matching rules deny beats ask beats allow; the first rule of the winning kind names
  *    the decision (`config:<id>` or `config:<1-based position>`).
+ * 2a. Protected paths (`protected:.git`, `protected:actorloop.toml`; see protected-paths.ts): a call
+ *    that writes inside a `.git` or the workspace's actorloop.toml is denied, in every mode, unless
+ *    an allow rule that matches the call names each such path in its paths (`.git/**` does, `**`
+ *    does not). A deny rule still wins over that allow.
  * 3. No rule matched: defaults by level — read allows, write asks, execute asks, network denies.
  *    `auto-edit` allows writes; `full-auto` allows writes and execute; network stays denied.
  * 3a. Opaque commands fail closed (`shell:opaque`): a shell call with a command whose real work
@@ -92,6 +97,8 @@ export function decide(rules: readonly PolicyRule[], mode: RunMode, facts: Polic
   const compiled = rules.map(compileRule);
   const ruled = fromRules(compiled, facts);
   if (ruled?.decision === 'deny') return ruled;
+  const guarded = protectedRefusal(compiled, facts);
+  if (guarded) return guarded;
   const dynamic = dynamicRefusal(facts.shell);
   if (dynamic) return dynamic;
   let d = failClosed(ruled ?? fromDefaults(mode, facts), compiled, mode, facts);
@@ -103,6 +110,17 @@ export function decide(rules: readonly PolicyRule[], mode: RunMode, facts: Polic
     d = { decision: 'deny', rule: 'mode:deny-all', reason: `run mode deny-all: nobody to ask${why}; do not retry this call`, ...PRIVATE };
   }
   return d;
+}
+
+/** Step 2a: the first written protected path no matching allow rule names. */
+function protectedRefusal(rules: CompiledRule[], facts: PolicyFacts): PolicyDecision | null {
+  const written = facts.plan.paths.filter((p) => p.mode === 'write' && protectedPart(p.path) !== null);
+  if (written.length === 0) return null;
+  const allows = rules.filter((r) => r.decision === 'allow' && r.paths && matchesBase(r, facts));
+  const bare = written.find((p) => !allows.some((r) => r.paths!.some((g) => globNamesProtected(g, p.path))));
+  if (!bare) return null;
+  const part = protectedPart(bare.path)!;
+  return { decision: 'deny', rule: `protected:${part}`, reason: protectedReason(facts.tool, bare.path, part), ...PRIVATE };
 }
 
 function parseRefusal(shell: ParsedCommand | null): PolicyDecision | null {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ToolError } from '../protocol/errors.js';
+import { GIT_DIR_NAME, WORKSPACE_CONFIG_NAME } from './protected-paths.js';
 
 /** PATH used when the environment has none, and for the bubblewrap probe. */
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -119,6 +120,16 @@ export interface BwrapOptions {
   network: boolean;
   /** Existing directories to mask with an empty tmpfs (see DEFAULT_HIDDEN_PATHS). */
   hide?: readonly string[];
+  /** Existing paths inside the workspace bound read-only over it (see protectedInWorkspace). */
+  readOnly?: readonly string[];
+  /** Existing paths bound after all of the above, in order (a later bind covers an earlier one). */
+  binds?: readonly SandboxBind[];
+}
+
+/** A host path bound at the same path in the sandbox. */
+export interface SandboxBind {
+  path: string;
+  writable: boolean;
 }
 
 /**
@@ -150,7 +161,11 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
   // /etc/resolv.conf often points into /run (systemd-resolved): name resolution needs it back.
   if (opts.network && (opts.hide ?? []).includes('/run')) args.push('--ro-bind-try', '/run/systemd/resolve', '/run/systemd/resolve');
   // Last, so masks and the private /tmp cannot cover a workspace that lives below them.
-  args.push('--bind', opts.workspace, opts.workspace, '--chdir', opts.cwd);
+  args.push('--bind', opts.workspace, opts.workspace);
+  // after the workspace, so they cover its writable bind
+  for (const p of opts.readOnly ?? []) args.push('--ro-bind', p, p);
+  for (const b of opts.binds ?? []) args.push(b.writable ? '--bind' : '--ro-bind', b.path, b.path);
+  args.push('--chdir', opts.cwd);
   return args;
 }
 
@@ -162,6 +177,8 @@ export interface ProcessSandbox {
   network: boolean;
   /** Directories to mask besides DEFAULT_HIDDEN_PATHS (the runtime's data dir, ~/.ssh, ...). */
   hide?: readonly string[];
+  /** More host paths to bind after the workspace (see BwrapOptions.binds). */
+  binds?: readonly SandboxBind[];
 }
 
 /** Options of `runProcess`. */
@@ -227,7 +244,8 @@ export async function runProcess(argv: readonly string[], opts: RunProcessOption
       await swept;
       tmpDir = await mkdtemp(path.join(tmpdir(), `${TMP_PREFIX}${process.pid}-`));
       const hide = await realDirectories([...DEFAULT_HIDDEN_PATHS, ...(opts.sandbox.hide ?? [])]);
-      const sandboxArgs = bwrapArgs({ workspace, cwd: opts.cwd, tmpDir, network: opts.sandbox.network, hide });
+      const readOnly = await protectedInWorkspace(workspace);
+      const sandboxArgs = bwrapArgs({ workspace, cwd: opts.cwd, tmpDir, network: opts.sandbox.network, hide, readOnly, binds: opts.sandbox.binds ?? [] });
       file = opts.sandbox.bwrapPath;
       args = [...sandboxArgs, '--', ...argv];
     }
@@ -446,6 +464,22 @@ function emptyOutcome(): ProcessOutcome {
     stray: false,
     durationMs: 0,
   };
+}
+
+/**
+ * The protected paths of a workspace (protected-paths.ts) that exist at its root, resolved: its
+ * repository's `.git` (a directory, or a worktree's `.git` file) and its actorloop.toml. One a link
+ * leads out of the workspace is read-only in the sandbox anyway. A `.git` made by a command in
+ * the sandbox is writable for the rest of that command; the host refuses to run git on a
+ * repository whose config names programs (src/actors/git-safety.ts), so that is no way out either.
+ */
+export async function protectedInWorkspace(workspace: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of [GIT_DIR_NAME, WORKSPACE_CONFIG_NAME]) {
+    const real = await realpath(path.join(workspace, name)).catch(() => null);
+    if (real !== null && real !== workspace && real.startsWith(workspace + path.sep) && !out.includes(real)) out.push(real);
+  }
+  return out;
 }
 
 // Only real directories can be masked: a symlink (/var/run -> /run) is masked through its target.

@@ -2,11 +2,18 @@ import { constants, type Stats } from 'node:fs';
 import { type FileHandle, lstat, open, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../protocol/errors.js';
+import { protectedPart } from './protected-paths.js';
 
 /** Options of `resolveInWorkspace`. */
 export interface ResolveOptions {
   /** Fail with `tool.not_found` when the target does not exist. */
   mustExist?: boolean;
+  /**
+   * The call writes the target: refuse one that symbolic links lead into a protected path
+   * (protected-paths.ts) its name does not show. The policy judged the name; a protected name
+   * it let through was allowed by a rule that names it.
+   */
+  write?: boolean;
 }
 
 // C0 controls and DEL: NUL truncates paths in C APIs, newlines forge log lines and prompts.
@@ -40,6 +47,15 @@ export async function resolveInWorkspace(workspace: string, requested: string, o
       'tool.path_outside',
       `path ${JSON.stringify(requested)} is outside the workspace; only paths inside the workspace root are allowed (use a relative path such as "src/a.ts", without "..")`,
     );
+  }
+  if (opts.write) {
+    const via = protectedPart(relative(root, target));
+    if (via !== null && protectedPart(relative(path.resolve(workspace), path.resolve(workspace, requested))) === null) {
+      throw new ToolError(
+        'tool.path_protected',
+        `path ${JSON.stringify(requested)} leads through a symbolic link into ${via}, which the runtime protects; write files of the workspace itself`,
+      );
+    }
   }
   if (opts.mustExist) {
     try {
@@ -138,6 +154,11 @@ export async function openForRead(workspace: string, requested: string, tool: st
     await handle.close();
     throw err;
   }
+}
+
+/** `candidate` relative to `root`, with `/` separators. */
+function relative(root: string, candidate: string): string {
+  return path.relative(root, candidate).split(path.sep).join('/');
 }
 
 function fileKind(info: Stats): string {

@@ -203,6 +203,36 @@ describe('worktree subagents', () => {
     expect(Buffer.from((await rt.blobs.get(art.digest))!).toString('utf8')).toContain('+++ b/made.txt');
   });
 
+  it('tells the parent why a worktree whose .git the child replaced gives no diff', async () => {
+    repo = await realpath(await tempDir('repo'));
+    await writeFile(join(repo, 'a.txt'), 'alpha\n');
+    git(repo, 'init', '-q');
+    git(repo, 'add', '.');
+    git(repo, 'commit', '-q', '-m', 'init');
+    const rt = await world.rts.open({
+      modelFor: treeModels(() => ({
+        main: [call('spawn_agent', { task: 'edit', name: 'w', workspace: 'worktree', mode: 'foreground' }), answer('saw it')],
+        w: [call('write_file', { path: 'a.txt', content: 'beta\n' }), answer('edited')],
+      })),
+    });
+    const real = createGitWorktrees({ dataDir: rt.dataDir });
+    // a child that got past its sandbox: its worktree's .git is now a repository of its own
+    const tampered = { ...real, worktreeDiff: async (ws: string) => {
+      await rm(join(ws, '.git'), { force: true });
+      git(ws, 'init', '-q');
+      return real.worktreeDiff(ws);
+    } };
+    const sup = rt.supervisor({ extra: { worktrees: tampered } });
+    const { actor, ended } = await startTurn(sup, 'go', turnRequest(repo, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const notice = SubagentNoticeSchema.parse(JSON.parse(ofType(log, 'inbox/received').find((e) => e.data.kind === 'subagent_completed')!.data.content));
+    expect(notice).toMatchObject({ outcome: 'completed', artifacts: [] });
+    expect(notice.reason).toMatch(/^its worktree gave no diff: the worktree .* no longer has the \.git file the runtime made/);
+    // the model reads it where it reads the child's answer
+    expect(ofType(log, 'tool/result').at(-1)!.data.output).toMatch(/ended its turn: completed \(its worktree gave no diff/);
+  });
+
   it('is refused, before anything is spawned, for a workspace that is not a git repository', async () => {
     const rt = await world.rts.open({
       modelFor: treeModels(() => ({

@@ -119,6 +119,42 @@ describe('config rules', () => {
   });
 });
 
+describe('protected paths: .git and the workspace config', () => {
+  const write = (tool: string, ...paths: string[]): PolicyFacts => call(tool, 'write', { plan: plan(tool, paths) });
+
+  it('denies a write inside any .git, and to actorloop.toml, in every mode, naming the rule a user would add', () => {
+    for (const mode of MODES) {
+      for (const p of ['.git/config', '.git/info/attributes', '.git', 'vendor/lib/.git/hooks/post-checkout', '.GIT/config']) {
+        expect(decide([], mode, write('write_file', p)), `${mode} ${p}`).toMatchObject({ decision: 'deny', rule: 'protected:.git' });
+      }
+      expect(decide([], mode, write('apply_patch', 'src/a.ts', 'actorloop.toml'))).toMatchObject({ decision: 'deny', rule: 'protected:actorloop.toml' });
+    }
+    expect(decide([], 'full-auto', write('write_file', '.git/config')).reason).toMatch(
+      /\.git\/config is inside \.git\/, which the runtime protects .*tool = "write_file", paths = \[".git\/\*\*"\], decision = "allow".*do not retry/,
+    );
+    // reading is not writing, and names that only look alike are plain files
+    expect(decide([], 'ask', call('read_file', 'read', { plan: plan('read_file', ['.git/config'], 'read') })).decision).toBe('allow');
+    for (const p of ['.gitignore', '.github/workflows/ci.yml', 'src/.gitkeep', 'docs/actorloop.toml']) {
+      expect(decide([], 'auto-edit', write('write_file', p)).decision, p).toBe('allow');
+    }
+  });
+
+  it('lets an allow rule that names the path through, and no broader one; a deny rule still wins', () => {
+    const named = rules({ tool: 'write_file', paths: ['.git/**'], decision: 'allow' });
+    expect(decide(named, 'ask', write('write_file', '.git/info/exclude'))).toMatchObject({ decision: 'allow', rule: 'config:1' });
+    // the rule names .git/**, not the nested repository's, nor another tool
+    expect(decide(named, 'ask', write('write_file', 'sub/.git/config')).rule).toBe('protected:.git');
+    expect(decide(named, 'ask', write('apply_patch', '.git/config')).rule).toBe('protected:.git');
+    for (const broad of [['**'], ['*'], ['**/*']]) {
+      const r = rules({ paths: broad, decision: 'allow' });
+      expect(decide(r, 'full-auto', write('write_file', '.git/config')).rule, broad[0]).toBe('protected:.git');
+    }
+    expect(decide(rules({ paths: ['actorloop.toml'], decision: 'allow' }), 'ask', write('write_file', 'actorloop.toml')).decision).toBe('allow');
+    const denied = rules({ tool: 'write_file', paths: ['.git/**'], decision: 'allow' }, { paths: ['.git/hooks/**'], decision: 'deny' });
+    expect(decide(denied, 'full-auto', write('write_file', '.git/hooks/pre-commit')).rule).toBe('config:2');
+  });
+});
+
 describe('shell commands', () => {
   it('denies what cannot be parsed or chains too many commands, before any rule', () => {
     const allowAll = rules({ tool: '*', decision: 'allow' });

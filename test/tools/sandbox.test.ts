@@ -120,6 +120,9 @@ describe('bwrapArgs', () => {
     expect(s.indexOf('--bind /tmp/private /tmp')).toBeLessThan(s.indexOf('--bind /tmp/w'));
     expect(s.indexOf('--tmpfs /run')).toBeLessThan(s.indexOf('--bind /tmp/w'));
     expect(args).not.toContain('--setenv');
+    // read-only paths cover the workspace's writable bind
+    const ro = bwrapArgs({ ...opts, readOnly: ['/tmp/w/.git'] });
+    expect(ro.slice(-8)).toEqual(['--bind', '/tmp/w', '/tmp/w', '--ro-bind', '/tmp/w/.git', '/tmp/w/.git', '--chdir', '/tmp/w/src']);
   });
 
   it('shares the network and name resolution only when granted', () => {
@@ -247,6 +250,30 @@ describe.skipIf(!bwrap)('runProcess under bubblewrap', () => {
     ac.abort();
     expect((await running).aborted).toBe(true);
     expect(await sleepers(m)).toEqual([]);
+  });
+
+  it('keeps .git (a directory or a worktree\'s file) and actorloop.toml read-only, the rest of the workspace writable', async () => {
+    await mkdir(path.join(ws, '.git', 'hooks'), { recursive: true });
+    await writeFile(path.join(ws, '.git', 'config'), '[core]\n');
+    await writeFile(path.join(ws, 'actorloop.toml'), '');
+    const r = await run([
+      'echo x > .git/hooks/post-checkout || echo hook refused',
+      'echo "[filter \\"x\\"]" >> .git/config || echo config refused',
+      'mv .git .git-old || echo rename refused',
+      'echo x >> actorloop.toml || echo toml refused',
+      'echo ok > work.txt && cat work.txt',
+    ].join('; '));
+    expect(text(r.stdout)).toBe('hook refused\nconfig refused\nrename refused\ntoml refused\nok\n');
+    expect(text(r.stderr)).toMatch(/Read-only file system/);
+    expect(await readdir(path.join(ws, '.git', 'hooks'))).toEqual([]);
+
+    const worktree = path.join(base, 'wt');
+    await mkdir(worktree);
+    await writeFile(path.join(worktree, '.git'), 'gitdir: /elsewhere\n');
+    const w = await runProcess(['bash', '-c', 'rm -f .git || echo rm refused; echo gitdir: /mine > .git || echo write refused; cat .git'], {
+      cwd: worktree, env, sandbox: box({ workspace: worktree }),
+    });
+    expect(text(w.stdout)).toBe('rm refused\nwrite refused\ngitdir: /elsewhere\n');
   });
 
   it('refuses a workspace that is the filesystem root', async () => {

@@ -160,3 +160,22 @@ describe('files inside by name only', () => {
     await expect(lstat(path.join(outside, 'not-yet.txt'))).rejects.toThrow();
   });
 });
+
+describe('writes that links lead into protected paths', () => {
+  it('refuses a write whose name shows no .git or actorloop.toml but whose real path is one', async () => {
+    const repo = path.join(base, 'linked');
+    await mkdir(path.join(repo, '.git', 'hooks'), { recursive: true });
+    await writeFile(path.join(repo, 'actorloop.toml'), '');
+    await symlink(path.join(repo, '.git'), path.join(repo, 'innocent'));
+    await symlink(path.join(repo, '.git', 'hooks', 'post-checkout'), path.join(repo, 'dangling-hook'));
+    await symlink(path.join(repo, 'actorloop.toml'), path.join(repo, 'settings.toml'));
+    for (const p of ['innocent/config', 'innocent/hooks/post-checkout', 'dangling-hook', 'settings.toml']) {
+      const err = await resolveInWorkspace(repo, p, { write: true }).then((r) => new Error(`resolved to ${r}`), (e: unknown) => e);
+      expect(err, p).toMatchObject({ code: 'tool.path_protected', message: expect.stringMatching(/leads through a symbolic link into/) });
+      // reading through them is the policy's and read_file's business, not this check's
+      expect(await resolveInWorkspace(repo, p)).toMatch(/\.git|actorloop\.toml/);
+    }
+    // the protected name itself passed the policy (a rule named it): the tool writes it
+    expect(await resolveInWorkspace(repo, '.git/config', { write: true })).toBe(path.join(repo, '.git', 'config'));
+  });
+});

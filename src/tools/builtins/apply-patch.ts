@@ -54,7 +54,7 @@ export const applyPatchTool: ToolDefinition<ApplyPatchInput> = {
     const files = new Map<string, FileState>();
     for (const section of sections) {
       ctx.signal.throwIfAborted();
-      const file = await resolveInWorkspace(ctx.workspace, section.path);
+      const file = await resolveInWorkspace(ctx.workspace, section.path, { write: true });
       let state = files.get(file);
       if (!state) {
         state = await loadFile(file, section.path, displayPath(root, file));

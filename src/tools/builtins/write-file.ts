@@ -38,7 +38,7 @@ export const writeFileTool: ToolDefinition<WriteFileInput> = {
   timeoutMs: 30_000,
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();
-    const file = await resolveInWorkspace(ctx.workspace, input.path);
+    const file = await resolveInWorkspace(ctx.workspace, input.path, { write: true });
     // Checked before mkdir, so a refused write creates no directory either.
     const existing = await writeTarget(file, input.path, 'write_file');
     // The resolved path is real up to its deepest existing ancestor, so what mkdir creates is inside.
