@@ -88,7 +88,9 @@ describe('a secret in a task', () => {
     const runsJson = await cli.run(['runs', '--json', ...common]);
     const events = await cli.run(['events', agentId, '--json', ...common]);
     const human = await cli.run(['events', agentId, ...common]);
-    for (const r of [run, sent, runs, runsJson, events, human]) {
+    const tree = await cli.run(['tree', agentId, ...common]);
+    expectExit(expect, tree, 0);
+    for (const r of [run, sent, runs, runsJson, events, human, tree]) {
       expect(r.stdout + r.stderr).not.toContain(TASK_SECRET);
       expect(r.stdout + r.stderr).not.toContain(SENT_SECRET);
     }
