@@ -3,7 +3,7 @@
 // the receipt and the erase leaves it to the next incarnation, which erases it when the message
 // comes again. A stream that refuses deletes costs a warning, never the turn.
 import { Writable } from 'node:stream';
-import { StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { expect, it } from 'vitest';
 import type { TurnEnded } from '../../src/actors/agent-actor.js';
@@ -113,11 +113,7 @@ it('a stream that denies deletes: the message stays, a warning says so, and the 
     });
     rt = await openTestRuntime({ natsUrl: nats.url, script: [{ content: 'done' }] });
     // an INBOX made by an operator with deny_delete: actorloop leaves that setting as it is
-    await rt.bus.jsm.streams.update(STREAMS.inbox, { ...(await rt.bus.jsm.streams.info(STREAMS.inbox)).config, deny_delete: true, storage: StorageType.File })
-      .catch(async () => {
-        await rt!.bus.jsm.streams.delete(STREAMS.inbox);
-        await rt!.bus.jsm.streams.add({ name: STREAMS.inbox, subjects: ['inbox.>'], storage: StorageType.File, deny_delete: true });
-      });
+    await rt.bus.jsm.streams.update(STREAMS.inbox, { deny_delete: true });
     expect((await rt.bus.jsm.streams.info(STREAMS.inbox)).config.deny_delete).toBe(true);
     const secret = 'ghp_DenyT0kenAbCdEfGhIjKlMnOpQrStUvWxY5432';
     const sup = rt.supervisor({ extra: { logger: pino({ level: 'warn' }, sink) } });
