@@ -294,17 +294,15 @@ export class AgentActor {
       this.ports.logger.warn({ messageId: msg.id, from: msg.from }, `subagent task refused: ${taskRefused}`);
       return this.commitReceived(this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: taskRefused, kind: msg.kind, from: msg.from } }));
     }
-    const redacted = verdict.admit ? redactedContent(msg.kind, msg.content, this.ports.tooling.redactor) : null;
-    const e = verdict.admit
-      ? this.stage({
-        type: 'inbox/received',
-        data: {
-          messageId: msg.id, kind: msg.kind, from: verdict.from, content: redacted!.content, request: msg.request,
-          ...(redacted!.redactions > 0 ? { redactions: redacted!.redactions } : {}),
-        },
-      })
-      : this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: verdict.reason, kind: msg.kind, from: msg.from } });
-    return this.commitReceived(e);
+    if (!verdict.admit) {
+      return this.commitReceived(this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: verdict.reason, kind: msg.kind, from: msg.from } }));
+    }
+    // a secret in what a person or a parent sent is redacted before the log holds it, as tool output is
+    const { content, redactions } = redactedContent(msg.kind, msg.content, this.ports.tooling.redactor);
+    return this.commitReceived(this.stage({
+      type: 'inbox/received',
+      data: { messageId: msg.id, kind: msg.kind, from: verdict.from, content, request: msg.request, ...(redactions > 0 ? { redactions } : {}) },
+    }));
   }
 
   /**
