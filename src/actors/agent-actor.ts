@@ -13,7 +13,8 @@ import type { MachineEffect } from './machine-effects.js';
 import { performEffect, type QueuedEffect } from './agent-effects.js';
 import { ToolRunner } from './tool-runner.js';
 import { PersonWatch } from './person-watch.js';
-import { expireDueQuestions, keepsOutOfLog, sealText, SENSITIVE } from './questions.js';
+import { expireDueQuestions, keepsOutOfLog, SENSITIVE } from './questions.js';
+import { sealText } from './sealed-text.js';
 import { snapshotDue } from './commit-batch.js';
 import { CommitPipeline } from './commit-pipeline.js';
 import { settleOrphans } from './budget.js';
@@ -23,6 +24,7 @@ import { ActorEffectContext } from './actor-effect-context.js';
 import { NOTICE_KINDS } from '../protocol/subagents.js';
 import { onChildMessage, sendOwedNotice, storeCarriedArtifacts } from './subagent-messages.js';
 import { refusedTask } from './child-task.js';
+import { redactedContent } from './task-redaction.js';
 import { createAgentLogic, type AgentActorRef, type AgentLogic, type InspectObserver, type PersistedAgentSnapshot } from './agent-logic.js';
 
 export type { AgentPorts } from './agent-ports.js';
@@ -292,13 +294,25 @@ export class AgentActor {
       this.ports.logger.warn({ messageId: msg.id, from: msg.from }, `subagent task refused: ${taskRefused}`);
       return this.commitReceived(this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: taskRefused, kind: msg.kind, from: msg.from } }));
     }
-    const e = verdict.admit
-      ? this.stage({
-        type: 'inbox/received',
-        data: { messageId: msg.id, kind: msg.kind, from: verdict.from, content: msg.content, request: msg.request },
-      })
-      : this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: verdict.reason, kind: msg.kind, from: msg.from } });
-    return this.commitReceived(e);
+    if (!verdict.admit) {
+      return this.commitReceived(this.stage({ type: 'inbox/cancelled', data: { messageId: msg.id, reason: verdict.reason, kind: msg.kind, from: msg.from } }));
+    }
+    // a secret in what a person or a parent sent is redacted before the log holds it, as tool output is
+    const { content, redactions } = redactedContent(msg.kind, msg.content, this.ports.tooling.redactor);
+    return this.commitReceived(this.stage({
+      type: 'inbox/received',
+      data: { messageId: msg.id, kind: msg.kind, from: verdict.from, content, request: msg.request, ...(redactions > 0 ? { redactions } : {}) },
+    }));
+  }
+
+  /**
+   * True when a received message must not stay in the inbox's store: the log keeps its content
+   * out (a sensitive answer) or holds it redacted. Read from the log, so a delivery that comes
+   * again after a crash between the receipt and the erase is erased then.
+   */
+  erasesFromInbox(messageId: string): boolean {
+    const item = this.projection.inbox[messageId];
+    return item !== undefined && (item.contentRef !== undefined || (item.redactions ?? 0) > 0);
   }
 
   /**

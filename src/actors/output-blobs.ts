@@ -3,6 +3,7 @@ import { ModelError, StoreError, STORE_CODES } from '../protocol/errors.js';
 import type { ModelErrorClass, TurnSettings } from '../protocol/events.js';
 import type { BlobRef, HistoryItem, ToolCallRequest } from '../protocol/history.js';
 import type { BlobStore } from '../store/blob-port.js';
+import { sealedText } from './sealed-text.js';
 
 // Model output too big for the log (design §4): the whole text goes to the blob store before the
 // event that names it is committed, the event keeps a preview and a reference, and whoever needs
@@ -174,7 +175,7 @@ export class OutputTexts {
 
   /** A tool item whose observation the log keeps out (a sensitive answer): the model reads the blob. */
   private async resolveTool(item: Extract<HistoryItem, { role: 'tool' }>, ref: BlobRef): Promise<HistoryItem> {
-    const resolved: HistoryItem = { role: 'tool', callId: item.callId, name: item.name, content: await this.load(ref) };
+    const resolved: HistoryItem = { role: 'tool', callId: item.callId, name: item.name, content: sealedText(await this.load(ref)) };
     this.items.set(item, resolved);
     return resolved;
   }

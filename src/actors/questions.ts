@@ -1,13 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { derivedId } from '../protocol/ids.js';
-import type { BlobRef } from '../protocol/history.js';
-import type { BlobStore } from '../store/blob-port.js';
 import { pendingQuestions, questionById, type Projection, type QuestionRecord } from '../store/projection.js';
 import { questionOf, type AskUserInput } from '../tools/builtins/ask-user.js';
 import type { EffectContext } from './effect-context.js';
 import type { RuntimeTool, RuntimeToolRun } from './runtime-tools.js';
 import { CLIENT_SENDER } from './tool-policy.js';
 import { abortReason } from './effect-helpers.js';
+import { sealText, unsealText } from './sealed-text.js';
 
 // Questions a person answers (design §6): `ask_user` commits `ask/asked` and its call stays
 // started, with no end, until `ask/answered` and the call's end are committed together — by an
@@ -77,22 +75,6 @@ export function keepsOutOfLog(p: Projection, content: string): boolean {
   return q === undefined || q.sensitive;
 }
 
-/**
- * Stores a text that must stay out of the log in the blob store, salted: the blob's digest is in
- * the log, and the digest of a short secret alone could be guessed by hashing candidates.
- */
-export async function sealText(blobs: BlobStore, text: string): Promise<BlobRef> {
-  const body = JSON.stringify({ salt: randomBytes(16).toString('hex'), text });
-  return { digest: await blobs.put(body), bytes: Buffer.byteLength(body) };
-}
-
-/** The text `sealText` stored; undefined when the blob is gone. */
-async function unsealText(blobs: BlobStore, ref: BlobRef): Promise<string | undefined> {
-  const body = await blobs.getText(ref.digest);
-  if (body === undefined) return undefined;
-  return (JSON.parse(body) as { text: string }).text;
-}
-
 /** What the model reads of an answer. */
 function observationOf(q: QuestionRecord, a: QuestionAnswer): string {
   const lines: string[] = [];
@@ -151,7 +133,7 @@ export async function answerQuestion(a: EffectContext, messageId: string, from: 
   if (q.sensitive) {
     // stored before the events that name them are committed: the log never points at a missing blob
     const answerRef = await sealText(a.ports.blobs, answerText(answer));
-    const outputRef = { digest: await a.ports.blobs.put(observation), bytes: Buffer.byteLength(observation) };
+    const outputRef = await sealText(a.ports.blobs, observation);
     a.stage({
       type: 'ask/answered', ...ids,
       data: { questionId: answer.questionId, messageId, by: from, outcome: 'answered', optionId: null, answer: SENSITIVE, answerRef },

@@ -232,7 +232,7 @@ export const spawnAgentRuntime: RuntimeTool = {
       });
       await port.spawn({
         actorId: childId, kind: 'subagent', parentId: a.actorId, rootId: a.rootId,
-        title: `${asked.name}: ${asked.task.trim().slice(0, 100)}`, workspace, labels: { name: asked.name },
+        title: `${asked.name}: ${a.ports.tooling.redactor.redact(asked.task.trim()).text.slice(0, 100)}`, workspace, labels: { name: asked.name },
       }, task, { fresh });
       if (a.halted) return;
       a.stage({ type: 'subagent/spawned', ...r.ids, data: { requestId, childId, messageId: requestId, ...(worktree ? { worktree } : {}) } });

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { DirectoryEntry } from '../bus/directory.js';
-import type { Inbox, InboxConsumerOptions, InboxWatch } from '../bus/inbox-port.js';
+import type { Inbox, InboxConsumerOptions, InboxDelivery, InboxWatch } from '../bus/inbox-port.js';
 import { liveSubject } from '../bus/subjects.js';
-import { agentNotFound } from '../protocol/errors.js';
+import { ActorloopError, agentNotFound } from '../protocol/errors.js';
 import type { TurnSettings } from '../protocol/events.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import type { ModelAdapter, ModelStreamEvent } from '../model/model-port.js';
@@ -354,6 +354,12 @@ export class Supervisor {
         // Include before ack: a crash between the two redelivers, and the message ID dedupes it.
         await actor.receive(delivery.message, delivery.channel);
         taken = true;
+        // Erased after its receipt is committed, before the ack: a crash before the erase
+        // redelivers it, the receipt in the log says it must go, and this erases it then.
+        if (actor.erasesFromInbox(delivery.message.id)) {
+          actor.ports.faults.hit('before:inbox-erase', actor.actorId);
+          await this.erase(actor.actorId, delivery);
+        }
         actor.ports.faults.hit('before:inbox-ack', actor.actorId);
         // a child's notice or report is in the parent's log, its ack not yet sent: it comes again and is deduped
         if (delivery.message.kind === 'subagent_completed' || delivery.message.kind === 'subagent_report') {
@@ -371,6 +377,20 @@ export class Supervisor {
         this.lookAgain(h, REDELIVERY_CHECK_MS);
         return;
       }
+    }
+  }
+
+  /**
+   * Erases a received message whose content held a secret from the inbox's store. A failure (a
+   * stream that denies deletes, a timeout) is logged and the delivery is acked all the same: the
+   * log holds its receipt, and holding the message back would make it a dead letter, copied whole.
+   */
+  private async erase(actorId: string, delivery: InboxDelivery): Promise<void> {
+    try {
+      await delivery.erase();
+    } catch (err) {
+      this.opts.logger.warn({ actorId, messageId: delivery.message.id, code: err instanceof ActorloopError ? err.code : undefined, err },
+        'inbox message holding a secret was not erased from the INBOX stream; it stays there until the stream drops it');
     }
   }
 

@@ -65,6 +65,12 @@ export interface InboxDelivery {
   settledBefore: number;
   /** Acknowledges and waits for the inbox to confirm. */
   ack(): Promise<void>;
+  /**
+   * Removes the message from the inbox's store, its stored bytes overwritten (a message whose
+   * content held a secret, once the log holds its receipt); the delivery is still to be settled.
+   * Throws BusError `bus.erase_failed` (retryable unless the server refused it).
+   */
+  erase(): Promise<void>;
   /** Asks for redelivery, after `delayMs` when given (a bare nak ignores the backoff). */
   nak(delayMs?: number): void;
   /** Never deliver this message again. */

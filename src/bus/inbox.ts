@@ -94,6 +94,7 @@ export interface OpenInboxOptions {
 /** What settling a failed take needs to know about the inbox. */
 interface InboxContext {
   js: JetStreamClient;
+  jsm: JetStreamManager;
   actorId: string;
   /** The consumer's max_deliver; 0 or less: unlimited. */
   maxDeliver: number;
@@ -108,7 +109,7 @@ export async function openInbox(
   if (!opts.ensured) await ensureInboxConsumer(jsm, actorId, opts.consumer);
   const consumer: Consumer = await js.consumers.get(STREAMS.inbox, inboxConsumerName(actorId));
   // `get` fetched the consumer's info: its max_deliver tells which delivery is the last
-  const ctx: InboxContext = { js, actorId, maxDeliver: (await consumer.info(true)).config.max_deliver ?? -1, logger };
+  const ctx: InboxContext = { js, jsm, actorId, maxDeliver: (await consumer.info(true)).config.max_deliver ?? -1, logger };
   return {
     async next({ expiresMs }) {
       // the client refuses pulls shorter than 1 s
@@ -160,6 +161,16 @@ async function decodeDelivery(m: JsMsg, ctx: InboxContext): Promise<InboxDeliver
         // harmless if it is lost: the message comes again and its ID is already in the log
         throw new BusError('bus.ack_unknown', `ack of ${message.id} was not confirmed: ${(err as Error).message}`,
           { cause: err, retryable: true });
+      }
+    },
+    async erase() {
+      try {
+        // erase (not no_erase): the server overwrites the message's bytes in its file store
+        await ctx.jsm.streams.deleteMessage(STREAMS.inbox, m.seq, true);
+      } catch (err) {
+        const refused = err instanceof JetStreamApiError;
+        throw new BusError('bus.erase_failed', `inbox message ${message.id} (seq ${m.seq}) was not erased: ${(err as Error).message}`,
+          { cause: err, retryable: !refused });
       }
     },
     nak(delayMs) {

@@ -124,6 +124,12 @@ export function createMemoryInboxes(opts: { now?: () => number } = {}): MemoryIn
         settle(finish);
         await Promise.resolve();
       },
+      async erase() {
+        const at = box.items.indexOf(m);
+        if (at !== -1) box.items.splice(at, 1);
+        m.done = true;
+        await Promise.resolve();
+      },
       nak(delayMs) {
         settle(() => {
           m.dueAtMs = now() + (delayMs ?? 0);

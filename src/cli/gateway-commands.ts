@@ -113,7 +113,7 @@ export function gatewayCommands(rt: Runtime): GatewayCommands {
         content: p.task, request, sentAt: new Date().toISOString(),
       };
       await submitToHosts(rt, {
-        actorId, kind: 'agent', parentId: null, rootId: actorId, title: p.task.trim().slice(0, 120), workspace: request.workspace, labels: {},
+        actorId, kind: 'agent', parentId: null, rootId: actorId, title: rt.tooling.redactor.redact(p.task.trim()).text.slice(0, 120), workspace: request.workspace, labels: {},
       }, message);
       // the turn's ID is the host's to make when it takes the message: the log's turn/start names it
       return { agentId: actorId, messageId: message.id, turnId: null };

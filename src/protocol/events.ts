@@ -349,6 +349,11 @@ export const EventDataSchemas = {
      * `[sensitive]` and the runtime reads the message from this blob.
      */
     contentRef: BlobRefSchema.optional(),
+    /**
+     * Secrets redacted from the content before it was committed (absent: none). A message that
+     * held one, or whose content the log keeps out, is erased from the inbox once received.
+     */
+    redactions: z.number().int().positive().optional(),
   }),
   /**
    * An inbox message that was refused (e.g. an approval that did not come from a client). One

@@ -8,8 +8,9 @@ import { z } from 'zod';
  * Named places in the code where a fault can be injected (design §7), each reached by a clean
  * run of a scenario (chaos sweeps them). Points only a recovery reaches besides
  * `during:recovery` are not listed but can be named: `during:reconcile` (a reconciling tool has
- * answered, its verdict not yet staged). Points only a tree of agents reaches are in
- * `TREE_FAULT_POINTS`.
+ * answered, its verdict not yet staged); nor is `before:inbox-erase`, which only a message that
+ * held a secret reaches (received, not yet erased from the inbox's store). Points only a tree of
+ * agents reaches are in `TREE_FAULT_POINTS`.
  */
 export const FAULT_POINTS = [
   'after:turn/start',

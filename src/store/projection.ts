@@ -24,6 +24,8 @@ export interface InboxItem {
   request: TurnRequest | null;
   /** Where content kept out of the log is (a sensitive answer). */
   contentRef?: BlobRef;
+  /** Secrets redacted from the content before it was committed. */
+  redactions?: number;
 }
 
 /** A tool call of the open step. */
@@ -307,6 +309,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
       if (e.data.contentRef) p.inbox[e.data.messageId]!.contentRef = e.data.contentRef;
+      if (e.data.redactions) p.inbox[e.data.messageId]!.redactions = e.data.redactions;
       if (NEXT_STEP_KINDS.has(e.data.kind)) (p.nextStep ??= []).push(e.data.messageId);
       break;
     case 'turn/start':

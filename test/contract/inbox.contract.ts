@@ -29,7 +29,8 @@ function firstOf<T>(register: (cb: (v: T) => void) => void, ms = 5_000): Promise
 /**
  * What every `InboxPort` implementation must do (design §6): dedupe by message ID, delivery in
  * publish order carrying the channel it came in on, each delivery settled once (ack: gone; nak:
- * again; term: gone; fail: again after the backoff, a dead letter on the last delivery), counts,
+ * again; term: gone; fail: again after the backoff, a dead letter on the last delivery; erase:
+ * gone from the store), counts,
  * and the mail and claim signals a host listens to. `inboxes()` gives the implementation under test.
  */
 export function inboxContract(name: string, inboxes: () => InboxPort): void {
@@ -67,6 +68,22 @@ export function inboxContract(name: string, inboxes: () => InboxPort): void {
       const inbox = await opened(actorId);
       expect(await inbox.counts()).toEqual({ undelivered: 1, unacked: 0 });
       await (await next(inbox)).ack();
+      expect(await inbox.next({ expiresMs: 1_000 })).toBeNull();
+    });
+
+    it('erases a delivered message: it is gone from the inbox, never delivered again, and the ack after it settles', async () => {
+      const actorId = newId('agent');
+      const inbox = await opened(actorId);
+      await inboxes().publish(msg(actorId, 'secret'), 'person');
+      await inboxes().publish(msg(actorId, 'plain'), 'person');
+      const d = await next(inbox);
+      expect(d.message.content).toBe('secret');
+      await d.erase();
+      await d.ack();
+      expect(await inbox.counts()).toEqual({ undelivered: 1, unacked: 0 });
+      const plain = await next(inbox);
+      expect(plain.message.content).toBe('plain');
+      await plain.ack();
       expect(await inbox.next({ expiresMs: 1_000 })).toBeNull();
     });
 

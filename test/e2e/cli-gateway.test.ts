@@ -279,3 +279,20 @@ test('answer exits with the same code through the gateway as locally: an unknown
   await both([agentId, qid, '--option', 'red'], 2, new RegExp(`question ${qid} is already answered`));
   expect(existsSync(a.dataDir)).toBe(false);
 }, 90_000);
+
+test('a secret in a task sent through the gateway is redacted before the log and the directory hold it', async ({ onTestFinished }) => {
+  const a = await setup(onTestFinished);
+  const secret = 'ghp_GatewayT0kenAbCdEfGhIjKlMnOpQrStUv2468';
+  const script = join(a.ws, 'one.json');
+  await writeFile(script, JSON.stringify({ responses: [{ content: 'done' }] }));
+  const run = await a.cli.run(['run', `deploy with ${secret}`, '--model', `scripted:${script}`, '--cwd', a.ws, ...a.gw]);
+  expectExit(expect, run, 0);
+  const agentId = lines(run.stdout)[0]!;
+  // read past the gateway (which redacts what it serves): the log and the directory as stored
+  const runs = await a.cli.run(['runs', '--json', ...a.local]);
+  const row = lines(runs.stdout).map((l) => JSON.parse(l) as { actorId: string; title: string; lastTask: string }).find((r) => r.actorId === agentId);
+  expect(row).toMatchObject({ title: 'deploy with [REDACTED:github_token]', lastTask: 'deploy with [REDACTED:github_token]' });
+  const events = await a.cli.run(['events', agentId, '--json', ...a.local]);
+  expect(events.stdout).toContain('[REDACTED:github_token]');
+  expect(events.stdout).not.toContain(secret);
+}, 60_000);

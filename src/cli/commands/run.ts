@@ -353,7 +353,8 @@ export async function runCommand(
       kind: 'agent' as const,
       parentId: null,
       rootId: actorId,
-      title: task.trim().slice(0, 120),
+      // redacted before it is cut: a secret cut in two would no longer be recognised
+      title: rt.tooling.redactor.redact(task.trim()).text.slice(0, 120),
       workspace: request.workspace,
       labels: {},
     };
