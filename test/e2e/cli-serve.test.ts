@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { CliPool, REPO_ROOT, cliEnv } from '../helpers/cli.js';
 import { tempDir } from '../helpers/nats.js';
-import { processesWith, waitUntil } from '../helpers/processes.js';
+import { killMarked, processesWith, waitUntil } from '../helpers/processes.js';
 import { ownerAuth, servedPageUrl } from '../helpers/serve-output.js';
 import { gatewayTokenPath } from '../../src/server/gateway-token.js';
 
@@ -17,6 +17,8 @@ const pool = new CliPool();
 
 afterAll(async () => {
   await pool.killAll();
+  // a serve SIGKILLed by a failing test leaves its embedded nats-server behind
+  await killMarked(dirs.map((d) => join(d, 'nats')));
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
