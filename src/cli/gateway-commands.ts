@@ -94,7 +94,7 @@ export interface GatewayCommandOptions {
  * setting the call carries (no policy rules, sandbox or model endpoint travel in it; budgets and
  * tools only narrow what the config allows).
  */
-export function checkNotLooser(p: RpcParams<'turn.submit'>, config: Pick<Runtime['config'], 'approvalMode'>, o: GatewayCommandOptions): void {
+function checkNotLooser(p: RpcParams<'turn.submit'>, config: Pick<Runtime['config'], 'approvalMode'>, o: GatewayCommandOptions): void {
   if (o.allowLooserPolicy || p.approve === undefined) return;
   if (stricterMode(p.approve, config.approvalMode) === p.approve) return;
   throw new ConfigError('gateway.looser_policy', `approve "${p.approve}" is looser than this gateway's approval_mode "${config.approvalMode}"`, {
