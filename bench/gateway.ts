@@ -8,6 +8,7 @@
  * that one connection carried. Then the tool loop at each A with the gateway running and no
  * client, against without it, runs interleaved. Prints tables; never asserts.
  */
+import { randomBytes } from 'node:crypto';
 import { GatewayClient } from '../src/client/gateway-client.js';
 import { machineDefinitions } from '../src/client/machine-definitions.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
@@ -27,11 +28,14 @@ const NO_COMMANDS: GatewayCommands = new Proxy({} as GatewayCommands, {
   },
 });
 
-/** The gateway on the bench's runtime, on a free loopback port, redacting as `serve` does. */
+/** The bench gateway's token: every request is checked, as `serve` checks them. */
+const BENCH_TOKEN = randomBytes(32).toString('base64url');
+
+/** The gateway on the bench's runtime, on a free loopback port, redacting and checking the token as `serve` does. */
 function startBenchGateway(rt: BenchRuntime): Promise<Gateway> {
   const redactor = createRedactor();
   return startGateway({
-    host: '127.0.0.1', port: 0, token: null, corsOrigins: [], allowFaults: false,
+    host: '127.0.0.1', port: 0, token: BENCH_TOKEN, corsOrigins: [], allowFaults: false,
     reader: createLogReader({ js: rt.bus.js, jsm: rt.bus.jsm }), directory: rt.bus.directory,
     redact: (text) => redactor.redact(text).text, machines: machineDefinitions().machines, commands: NO_COMMANDS, logger: rt.logger,
   });
@@ -67,7 +71,7 @@ async function runStreamed(rt: BenchRuntime, agents: number, script: ScriptRespo
     },
   });
   const gateway = await startBenchGateway(rt);
-  const client = await GatewayClient.connect({ url: gateway.url, token: null });
+  const client = await GatewayClient.connect({ url: gateway.url, token: BENCH_TOKEN });
   const arrivals: { key: string; at: number }[] = [];
   try {
     const actors = await createAgents(sup, rt, agents);

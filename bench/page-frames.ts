@@ -12,6 +12,7 @@
  * records a CPU profile of the page over the first run (CDP Profiler) and prints its heaviest
  * functions.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -25,6 +26,9 @@ import { createRedactor } from '../src/tools/redact.js';
 import type { BenchRuntime, Cleanup } from './harness.js';
 import { fmtMs, median, nowMs, percentile, table } from './stats.js';
 import { writePageTree } from './page-tree.js';
+
+/** The bench gateway's token, checked on every request as `serve` checks it. */
+const PAGE_TOKEN = randomBytes(32).toString('base64url');
 
 const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'web');
 const TARGET_MS = 50;
@@ -116,7 +120,7 @@ export interface PageBenchOptions {
 function startPageGateway(rt: BenchRuntime): Promise<Gateway> {
   const redactor = createRedactor();
   return startGateway({
-    host: '127.0.0.1', port: 0, token: null, corsOrigins: [], allowFaults: false,
+    host: '127.0.0.1', port: 0, token: PAGE_TOKEN, corsOrigins: [], allowFaults: false,
     reader: createLogReader({ js: rt.bus.js, jsm: rt.bus.jsm }), directory: rt.bus.directory,
     redact: (text) => redactor.redact(text).text, machines: machineDefinitions().machines, commands: NO_COMMANDS, logger: rt.logger,
     pageDir: PAGE_DIR,
@@ -146,7 +150,8 @@ async function runOnce(rt: BenchRuntime, browser: Browser, o: PageBenchOptions, 
     await page.addInitScript(MEASURE_SCRIPT);
     await blank.setContent('<!doctype html><title>blank</title><p>a page that does nothing</p>');
     await blank.evaluate(MEASURE_SCRIPT);
-    await page.goto(`${gateway.url}/?actor=${tree.rootId}`);
+    // opened as a person opens the URL serve prints: the token once, then the cookie
+    await page.goto(`${gateway.url}/?actor=${tree.rootId}&token=${PAGE_TOKEN}`);
     // the page replays the tree's logs and lists its actors: live once it holds them all
     await until('the page to hold the tree', async () => (await eventsInPage(page)) >= tree.initialEvents &&
       (await page.$eval('[data-testid="tree-total"]', (el) => el.textContent ?? '')).includes(`${o.actors} actors`), 120_000);

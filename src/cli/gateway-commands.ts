@@ -9,6 +9,7 @@ import { approvalById, pendingApprovals } from '../store/projection.js';
 import type { GatewayCommands } from '../server/gateway.js';
 import { noHostError, RpcError } from '../server/rpc.js';
 import { RPC_ERRORS } from '../protocol/gateway.js';
+import { stricterMode } from '../protocol/turn-settings.js';
 import { FAULT_NOW } from '../protocol/fault-points.js';
 import { sendFaultOrder } from '../bus/fault-order-channel.js';
 import { approvalMessage } from './commands/approvals.js';
@@ -81,11 +82,32 @@ function withGatewaySettings(request: TurnRequest, p: RpcParams<'turn.submit'>):
   return request;
 }
 
+/** How far a gateway lets its clients go. */
+export interface GatewayCommandOptions {
+  /** `serve --allow-looser-policy`: a `turn.submit` may ask for a looser run mode than the config's. */
+  allowLooserPolicy: boolean;
+}
+
+/**
+ * Refuses a `turn.submit` that asks for a looser policy than the gateway owner's config: a
+ * client speaks for the owner, not over the owner's config. The run mode is the one such
+ * setting the call carries (no policy rules, sandbox or model endpoint travel in it; budgets and
+ * tools only narrow what the config allows).
+ */
+function checkNotLooser(p: RpcParams<'turn.submit'>, config: Pick<Runtime['config'], 'approvalMode'>, o: GatewayCommandOptions): void {
+  if (o.allowLooserPolicy || p.approve === undefined) return;
+  if (stricterMode(p.approve, config.approvalMode) === p.approve) return;
+  throw new ConfigError('gateway.looser_policy', `approve "${p.approve}" is looser than this gateway's approval_mode "${config.approvalMode}"`, {
+    hint: 'leave approve out, or start the gateway with `actorloop serve --allow-looser-policy` to let clients loosen it',
+  });
+}
+
 /** The gateway's commands over an open runtime. */
-export function gatewayCommands(rt: Runtime): GatewayCommands {
+export function gatewayCommands(rt: Runtime, o: GatewayCommandOptions = { allowLooserPolicy: false }): GatewayCommands {
   const line = lineFor(rt.config);
   return {
     async submit(p) {
+      checkNotLooser(p, rt.config, o);
       const opts = runOptionsOf(p);
       if (p.agentId !== undefined || p.last === true) {
         const entry = p.agentId !== undefined ? await entryOf(rt, p.agentId) : await latestAgent(rt, p.cwd ?? '.');

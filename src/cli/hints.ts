@@ -26,11 +26,15 @@ export type WhereConfig = Pick<EffectiveConfig, 'sources' | 'dataDir' | 'natsUrl
   gateway?: { url: string; tokenFile: string | null };
 };
 
-/** The flags that take a pasted command where this one went: `--data-dir` unless it is the built-in default, `--nats` when a server was named (or `--gateway`). */
+/** The flags that take a pasted command where this one went: `--data-dir` unless it is the built-in default, `--nats` when a server was named (or `--gateway`, with the token file or the data dir it reads the token from). */
 export function whereFlags(config: WhereConfig): string[] {
-  if (config.gateway) return ['--gateway', config.gateway.url, ...(config.gateway.tokenFile !== null ? ['--gateway-token-file', config.gateway.tokenFile] : [])];
   const flags: string[] = [];
-  if ((config.sources.data_dir ?? 'default') !== 'default') flags.push('--data-dir', config.dataDir);
+  const dataDir = (config.sources.data_dir ?? 'default') !== 'default' ? ['--data-dir', config.dataDir] : [];
+  if (config.gateway) {
+    // without a token file the pasted command reads the gateway's token from the same data dir
+    return ['--gateway', config.gateway.url, ...(config.gateway.tokenFile !== null ? ['--gateway-token-file', config.gateway.tokenFile] : dataDir)];
+  }
+  flags.push(...dataDir);
   if (config.natsUrl !== null) flags.push('--nats', config.natsUrl);
   return flags;
 }

@@ -248,13 +248,16 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
   common(program.command('serve'))
     .description('the gateway: an HTTP + WebSocket server over this bus (the protocol /v1 and the page); until SIGTERM or Ctrl-C')
     .option('--port <n>', 'the port (default 7420; 0: any free one)', wholeNumber('--port', 0))
-    .option('--host <address>', 'the address to bind (default 127.0.0.1; any other needs --token-file)')
-    .option('--token-file <file>', 'a file holding the bearer token every request must carry')
+    .option('--host <address>', 'the address to bind (default 127.0.0.1)')
+    .option('--token-file <file>', "a file holding the bearer token every request must carry (default: the data dir's gateway/token, made on first start)")
+    .option('--no-auth', 'loopback only: answer any local connection without the token (any user of this machine could then run tasks as you)')
+    .option('--allow-looser-policy', "let clients ask for a looser run mode (turn.submit's approve) than this config's approval_mode")
     .option('--allow-faults', 'let clients kill the host process of an actor (fault.kill)')
     .option('--cors-origin <origin>', 'an origin besides its own that may call it from a browser (repeatable)', collect, [])
     .action(act(async (o) => {
       ownsStopSignals();
-      return serveCommand(o, load(o), out);
+      // commander keeps `--no-auth` as `auth: false`
+      return serveCommand({ ...o, noAuth: o.auth === false }, load(o), out);
     }));
 
   remote(common(program.command('events').argument('<agentId>', 'the agent', idArgument('agent'))))
@@ -263,7 +266,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--follow', 'keep printing new events until Ctrl-C')
     .option('--json', 'NDJSON, one event per line')
     .option('--tree', 'every log of its tree in the order committed, each line led by the agent\'s name')
-    .action(act(async (id: string, o) => (o.gateway ? remoteEventsCommand(id, o, out) : eventsCommand(id, o, load(o), out))));
+    .action(act(async (id: string, o) => (o.gateway ? remoteEventsCommand(id, o, load(o), out) : eventsCommand(id, o, load(o), out))));
 
   common(program.command('runs'))
     .description('list the agents of this data dir, newest first: status, turns, workspace, last task')

@@ -23,8 +23,10 @@ export type StreamedEvent = z.infer<typeof StreamedEventSchema>;
 export interface GatewayTarget {
   /** Its base URL, e.g. `http://127.0.0.1:7420`. */
   url: string;
-  /** The bearer token; null: none (a loopback gateway without `--token-file`). */
+  /** The bearer token; null: none found (a gateway started with `--no-auth` takes none). */
   token: string | null;
+  /** Where the token was read from, or (none found) looked for: a refusal names it. */
+  tokenFile?: string;
 }
 
 const UNREACHABLE_HINT = 'start it with `actorloop serve` (same --data-dir and --nats as the host), or pass the URL it prints to --gateway';
@@ -47,14 +49,20 @@ function unreachable(url: string, why: string): ConfigError {
   return new ConfigError('gateway.unreachable', `cannot reach the gateway at ${url}: ${why}`, { hint: UNREACHABLE_HINT });
 }
 
-function refusedLogin(url: string, status: number): ActorloopError {
+const TOKEN_HINT = "run this command as the user who started `actorloop serve`, with its --data-dir (the CLI reads gateway/token there), or pass --gateway-token-file <that file, or the one given to serve --token-file>";
+
+function refusedLogin(target: GatewayTarget, status: number): ActorloopError {
+  const { url } = target;
   if (status === 401) {
-    return new ConfigError('gateway.unauthorized', `the gateway at ${url} refused the token (401)`, {
-      hint: 'pass --gateway-token-file <the file given to `actorloop serve --token-file`>',
-    });
+    if (target.token === null) {
+      const where = target.tokenFile !== undefined ? `: no token this user can read at ${target.tokenFile}` : '';
+      return new ConfigError('gateway.unauthorized', `the gateway at ${url} needs its token (401)${where}`, { hint: TOKEN_HINT });
+    }
+    const from = target.tokenFile !== undefined ? ` from ${target.tokenFile}` : '';
+    return new ConfigError('gateway.unauthorized', `the gateway at ${url} refused the token${from} (401): it is not this gateway's`, { hint: TOKEN_HINT });
   }
   return new ConfigError('gateway.refused', `the gateway at ${url} refused the connection (${status})`, {
-    hint: status === 403 ? 'a gateway without a token answers loopback names only: use http://127.0.0.1:<port>' : UNREACHABLE_HINT,
+    hint: status === 403 ? 'a gateway started with --no-auth answers loopback names only: use http://127.0.0.1:<port>' : UNREACHABLE_HINT,
   });
 }
 
@@ -106,7 +114,7 @@ export class GatewayClient {
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('unexpected-response', (_req, res) => {
-        reject(refusedLogin(target.url, res.statusCode ?? 0));
+        reject(refusedLogin(target, res.statusCode ?? 0));
         res.resume();
         ws.terminate();
       });
@@ -218,7 +226,7 @@ export async function* sseEvents(o: SseOptions): AsyncGenerator<StreamedEvent> {
     throw unreachable(o.url, ((err as Error).cause as NodeJS.ErrnoException | undefined)?.code ?? (err as Error).message);
   }
   if (res.status === 404) throw new NotFoundError('actor.not_found', `no agent ${o.agentId} at the gateway ${o.url}`, { hint: 'list agents with `actorloop tree --gateway <url>` or `actorloop runs` where the host runs' });
-  if (!res.ok || !res.body) throw refusedLogin(o.url, res.status);
+  if (!res.ok || !res.body) throw refusedLogin(o, res.status);
   const decoder = new TextDecoder();
   let buf = '';
   try {

@@ -1,12 +1,24 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
-// Who may talk to the gateway (design §11): loopback by default; on any other address every
-// request and WebSocket upgrade carries the bearer token. A browser page passes it once as
-// `/?token=…`, which sets an HttpOnly, SameSite=Strict cookie its later requests carry.
+// Who may talk to the gateway (design §11): every request under /v1 and every WebSocket upgrade
+// carries the bearer token, also on loopback, since another user of the machine reaches loopback
+// too. A browser page passes it once as `/?token=…`, which sets an HttpOnly, SameSite=Strict
+// cookie its later requests carry (the page's script never sees the token).
 
-/** The cookie a page visit with `?token=` sets. */
-export const TOKEN_COOKIE = 'actorloop_token';
+/**
+ * The cookie a page visit with `?token=` sets, named for the gateway's port: cookies do not tell
+ * ports apart, and two gateways of one machine (two data dirs, two tokens) must not overwrite
+ * each other's.
+ */
+export function tokenCookie(port: number): string {
+  return `actorloop_token_${port}`;
+}
+
+/** The `Set-Cookie` value that keeps the token for the page: sent back only to this host, never to a script. */
+export function tokenCookieHeader(port: number, token: string): string {
+  return `${tokenCookie(port)}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict`;
+}
 
 /** True for an address only this machine can reach. */
 export function isLoopback(host: string): boolean {
@@ -14,8 +26,8 @@ export function isLoopback(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127(?:\.\d{1,3}){3}$/.test(h);
 }
 
-/** The bearer token of a request: the Authorization header, else `token` in the query, else the cookie. */
-export function tokenOf(headers: IncomingHttpHeaders | Headers, url: URL): string | null {
+/** The bearer token of a request: the Authorization header, else `token` in the query, else the cookie named `cookieName`. */
+export function tokenOf(headers: IncomingHttpHeaders | Headers, url: URL, cookieName: string): string | null {
   const get = (name: string): string | null => {
     if (headers instanceof Headers) return headers.get(name);
     const v = headers[name];
@@ -29,7 +41,7 @@ export function tokenOf(headers: IncomingHttpHeaders | Headers, url: URL): strin
   const cookie = get('cookie');
   for (const part of cookie?.split(';') ?? []) {
     const [k, ...v] = part.trim().split('=');
-    if (k === TOKEN_COOKIE) return decodeURIComponent(v.join('='));
+    if (k === cookieName) return decodeURIComponent(v.join('='));
   }
   return null;
 }

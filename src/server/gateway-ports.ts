@@ -34,7 +34,7 @@ export interface GatewayOptions {
   host: string;
   /** The port (0: any free one). */
   port: number;
-  /** The bearer token every request needs; null: none (loopback only). */
+  /** The bearer token every /v1 request and WebSocket upgrade needs; null: none (`--no-auth`, loopback only). */
   token: string | null;
   /** Origins besides its own that may use it from a browser (CORS and WebSocket); default none. */
   corsOrigins: readonly string[];

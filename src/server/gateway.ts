@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { ActorloopError, ConfigError, NotFoundError } from '../protocol/errors.js';
 import { ActorsQuerySchema, EventsQuerySchema, gatewaySchemas, GATEWAY_PROTOCOL_VERSION } from '../protocol/gateway.js';
 import { parseId } from '../protocol/ids.js';
-import { hostAllowed, isLoopback, originAllowed, TOKEN_COOKIE, tokenMatches, tokenOf } from './access.js';
+import { hostAllowed, isLoopback, originAllowed, tokenCookie, tokenCookieHeader, tokenMatches, tokenOf } from './access.js';
 import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
 import type { GatewayOptions } from './gateway-ports.js';
@@ -44,9 +44,29 @@ function statusOf(err: unknown): 400 | 404 | 500 {
   return 500;
 }
 
-/** The Hono app of the gateway: access checks, the `/v1` reads and event stream, the page. */
-function buildApp(o: GatewayOptions, reads: ActorReadPorts): Hono {
+/** Whether a path is the protocol's (everything there needs the token). */
+function isApiPath(path: string): boolean {
+  return path === `/${GATEWAY_PROTOCOL_VERSION}` || path.startsWith(`/${GATEWAY_PROTOCOL_VERSION}/`);
+}
+
+/** The answer to a request without the gateway's token. */
+function unauthorized(c: Context): Response {
+  c.header('WWW-Authenticate', 'Bearer realm="actorloop"');
+  return c.json({
+    error: {
+      code: 'gateway.unauthorized',
+      message: "this gateway needs its token: open the page at the URL `actorloop serve` printed (…/?token=…), or send Authorization: Bearer <the token in gateway/token of serve's data dir>",
+    },
+  }, 401);
+}
+
+/**
+ * The Hono app of the gateway: access checks, the `/v1` reads and event stream, the page. `port`
+ * is the port it listens on, known once it does (the token cookie is named for it).
+ */
+function buildApp(o: GatewayOptions, reads: ActorReadPorts, port: () => number): Hono {
   const app = new Hono();
+  const cookieName = (): string => tokenCookie(port());
   const heartbeatMs = o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
 
   app.onError((err, c) => {
@@ -61,17 +81,24 @@ function buildApp(o: GatewayOptions, reads: ActorReadPorts): Hono {
     if (!hostAllowed(c.req.header('host') ?? null, o.token !== null)) {
       return c.json({ error: { code: 'gateway.host_refused', message: 'this gateway answers only loopback names (localhost, 127.0.0.1, [::1])' } }, 403);
     }
-    if (o.token !== null) {
-      const url = new URL(c.req.url);
-      if (!tokenMatches(tokenOf(c.req.raw.headers, url), o.token)) {
-        c.header('WWW-Authenticate', 'Bearer realm="actorloop"');
-        return c.json({ error: { code: 'gateway.unauthorized', message: 'a bearer token is needed: Authorization: Bearer <token>, or open /?token=<token> once' } }, 401);
-      }
-      // the page is opened once with ?token=; its own requests then carry the cookie
-      if (url.searchParams.has('token')) {
-        c.header('Set-Cookie', `${TOKEN_COOKIE}=${encodeURIComponent(o.token)}; Path=/; HttpOnly; SameSite=Strict`);
-      }
+    if (o.token === null) return next();
+    const url = new URL(c.req.url);
+    const cookie = cookieName();
+    if (!isApiPath(url.pathname) && (c.req.method === 'GET' || c.req.method === 'HEAD')) {
+      // the page's files are the package's build and hold no data: served to anyone, so a page
+      // opened from a link elsewhere (whose first request carries no SameSite=Strict cookie) still
+      // loads and then reads /v1 with the cookie
+      if (!url.searchParams.has('token')) return next();
+      if (!tokenMatches(url.searchParams.get('token'), o.token)) return unauthorized(c);
+      // opened once with ?token=: the cookie keeps it, and the address bar, history and the page's
+      // own URLs lose it
+      url.searchParams.delete('token');
+      c.header('Set-Cookie', tokenCookieHeader(port(), o.token));
+      c.header('Cache-Control', 'no-store');
+      // one leading slash: `//host/` would send the browser to another host
+      return c.redirect(`/${url.pathname.replace(/^\/+/, '')}${url.search}`, 303);
     }
+    if (!tokenMatches(tokenOf(c.req.raw.headers, url, cookie), o.token)) return unauthorized(c);
     return next();
   });
 
@@ -159,11 +186,11 @@ function refuseUpgrade(socket: Duplex, status: number, text: string): void {
   socket.destroy();
 }
 
-/** Refuses (ConfigError) to bind a non-loopback address without a token. */
+/** Refuses (ConfigError) to bind a non-loopback address without a token (`--no-auth` is for loopback alone). */
 export function checkBind(host: string, token: string | null): void {
   if (!isLoopback(host) && token === null) {
-    throw new ConfigError('gateway.token_required', `binding ${host} (not a loopback address) needs a token`, {
-      hint: 'pass --token-file <file> (a file holding the bearer token every request must carry), or bind 127.0.0.1',
+    throw new ConfigError('gateway.token_required', `binding ${host} (not a loopback address) needs the token: --no-auth is for loopback only`, {
+      hint: 'leave --no-auth out (every request then needs the token), or bind 127.0.0.1',
     });
   }
 }
@@ -182,15 +209,19 @@ export function checkListenAddress(host: string, port: number): void {
 }
 
 /**
- * Starts the gateway. A non-loopback address without a token is refused (ConfigError): the
- * gateway speaks for a person, and anyone who can reach it could.
+ * Starts the gateway; `token` null answers anyone on loopback (`--no-auth`). A non-loopback
+ * address without a token is refused (ConfigError): the gateway speaks for a person, and anyone
+ * who can reach it could.
  */
 export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   checkListenAddress(o.host, o.port);
   checkBind(o.host, o.token);
   // one set of tree folds for every request and connection: each tree is folded once, then moved on
   const reads: ActorReadPorts = { folds: new TreeFolds(o.reader), directory: o.directory, redact: o.redact, ...(o.liveness ? { liveness: o.liveness } : {}) };
-  const app = buildApp(o, reads);
+  // the port is known once it listens (0: any free one): the token cookie is named for it
+  let listening: AddressInfo | null = null;
+  const listeningPort = (): number => listening?.port ?? o.port;
+  const app = buildApp(o, reads, listeningPort);
   const server = createAdaptorServer({ fetch: app.fetch }) as Server;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -198,7 +229,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     const host = req.headers.host ?? null;
     if (url.pathname !== `/${GATEWAY_PROTOCOL_VERSION}/rpc`) return refuseUpgrade(socket, 404, 'Not Found');
     if (!hostAllowed(host, o.token !== null)) return refuseUpgrade(socket, 403, 'Forbidden');
-    if (o.token !== null && !tokenMatches(tokenOf(req.headers, url), o.token)) return refuseUpgrade(socket, 401, 'Unauthorized');
+    if (o.token !== null && !tokenMatches(tokenOf(req.headers, url, tokenCookie(listeningPort())), o.token)) return refuseUpgrade(socket, 401, 'Unauthorized');
     if (!originAllowed(req.headers.origin ?? null, host, o.corsOrigins)) return refuseUpgrade(socket, 403, 'Forbidden');
     wss.handleUpgrade(req, socket, head, (ws) => serveRpc(ws, o, reads));
   });
@@ -215,6 +246,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     });
   });
   const addr = server.address() as AddressInfo;
+  listening = addr;
   const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${shown}:${addr.port}`,

@@ -29,4 +29,12 @@ describe('cliLine', () => {
     expect(shellQuote('/tmp/plain-dir_1.x')).toBe('/tmp/plain-dir_1.x');
     expect(cliLine({ ...defaults, sources: { data_dir: 'flag' }, dataDir: '/tmp/my data' }, 'resume', 'agt_1')).toBe("actorloop resume agt_1 --data-dir '/tmp/my data'");
   });
+
+  it('through a gateway: --gateway with its token file, or with the data dir the token is read from when it is not the default', () => {
+    const gw = { url: 'http://127.0.0.1:7420', tokenFile: null };
+    expect(whereFlags({ ...defaults, gateway: gw })).toEqual(['--gateway', 'http://127.0.0.1:7420']);
+    expect(whereFlags({ ...defaults, sources: { data_dir: 'env' }, dataDir: '/d', gateway: gw })).toEqual(['--gateway', 'http://127.0.0.1:7420', '--data-dir', '/d']);
+    expect(whereFlags({ ...defaults, sources: { data_dir: 'env' }, dataDir: '/d', natsUrl: 'nats://h:1', gateway: { ...gw, tokenFile: '/t' } }))
+      .toEqual(['--gateway', 'http://127.0.0.1:7420', '--gateway-token-file', '/t']);
+  });
 });

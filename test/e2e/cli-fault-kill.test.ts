@@ -17,6 +17,7 @@ import { readEmbeddedAuth } from '../../src/bus/nats-auth.js';
 import { faultSubject } from '../../src/bus/subjects.js';
 import { CliPool, REPO_ROOT, cliEnv, demoWorkspace, parseEvents, show } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { ownerAuth } from '../helpers/serve-output.js';
 import { RpcClient, until } from '../server/gateway-fixture.js';
 
 const usage = { input_tokens: 40, output_tokens: 4 };
@@ -79,7 +80,7 @@ test('fault.kill at after:tool/start: host A dies at that point of the next turn
   const serve = start(['serve', '--port', '0', '--allow-faults'], dataDir);
   await until('serve to print its URL', () => serve.out().includes('\n'), 30_000);
   const url = serve.out().split('\n')[0]!;
-  const rpc = await RpcClient.open(`${url.replace('http', 'ws')}v1/rpc`);
+  const rpc = await RpcClient.open(`${url.replace('http', 'ws')}v1/rpc`, ownerAuth(dataDir));
   onTestFinished(() => rpc.close());
   const inspect = () => rpc.call('actor.inspect', { agentId });
 
@@ -133,7 +134,7 @@ test('a host killed the instant a follow-up turn starts (after:turn/start): anot
   await until('host A to start', () => a.err().includes('hosting agents'), 30_000);
   const serve = start(['serve', '--port', '0', '--allow-faults'], dataDir);
   await until('serve to print its URL', () => serve.out().includes('\n'), 30_000);
-  const rpc = await RpcClient.open(`${serve.out().split('\n')[0]!.replace('http', 'ws')}v1/rpc`);
+  const rpc = await RpcClient.open(`${serve.out().split('\n')[0]!.replace('http', 'ws')}v1/rpc`, ownerAuth(dataDir));
   onTestFinished(() => rpc.close());
   const { agentId } = await rpc.call('turn.submit', { task: 'Get ready.', model: `scripted:${model}`, cwd: ws });
   const inspect = () => rpc.call('actor.inspect', { agentId });
@@ -197,7 +198,7 @@ test('an agent hosted in a command\'s own process (run --in-process) takes no fa
   const run = start(['run', 'answer slowly', '--model', `scripted:${model}`, '--cwd', ws, '--in-process'], dataDir);
   await until('the run to print its agent', () => /^agt_/m.test(run.out()), 30_000);
   const agentId = /^(agt_\S+)$/m.exec(run.out())![1]!;
-  const rpc = await RpcClient.open(`${url.replace('http', 'ws')}v1/rpc`);
+  const rpc = await RpcClient.open(`${url.replace('http', 'ws')}v1/rpc`, ownerAuth(dataDir));
   try {
     await until('the run to hold the agent', async () => (await rpc.call('actor.inspect', { agentId })).openAttempt !== null, 30_000);
     const refused = await rpc.answer('fault.kill', { agentId });

@@ -36,7 +36,8 @@ function spawnCli(args: string[], dataDir: string): Proc {
 }
 
 async function startServe(port: number): Promise<{ proc: Proc; url: string }> {
-  const proc = spawnCli(['serve', '--port', String(port), '--nats', nats.url, '--data-dir', serveDir], serveDir);
+  // the turns here run full-auto, looser than the default config's `ask`
+  const proc = spawnCli(['serve', '--port', String(port), '--allow-looser-policy', '--nats', nats.url, '--data-dir', serveDir], serveDir);
   const up = await waitUntil(() => proc.out().includes('\n') || proc.child.exitCode !== null, 30_000);
   if (!up || proc.child.exitCode !== null) throw new Error(`the gateway did not start:\n${proc.err()}`);
   return { proc, url: proc.out().split('\n')[0]!.replace(/\/$/, '') };
@@ -76,11 +77,12 @@ test('run, events --follow and tree --follow through a gateway killed mid-turn a
     responses: [{ tool_calls: [{ name: 'shell', arguments: { command: 'while [ ! -f go ]; do sleep 0.1; done; echo slept-well' } }] }, { content: 'done sleeping' }],
   }));
   const gw = ['--gateway', first.url];
-  const run = spawnCli(['run', 'sleep a while', '--model', `scripted:${script}`, '--approve', 'full-auto', '--cwd', ws, ...gw], cliDir);
+  // the owner's commands, on serve's data dir: they find the token there, the same after the restart
+  const run = spawnCli(['run', 'sleep a while', '--model', `scripted:${script}`, '--approve', 'full-auto', '--cwd', ws, ...gw], serveDir);
   expect(await waitUntil(() => AGENT_ID.test(lines(run.out())[0] ?? ''), 30_000), run.err()).toBe(true);
   const agentId = lines(run.out())[0]!;
-  const events = spawnCli(['events', agentId, '--follow', ...gw], cliDir);
-  const tree = spawnCli(['tree', agentId, '--follow', ...gw], cliDir);
+  const events = spawnCli(['events', agentId, '--follow', ...gw], serveDir);
+  const tree = spawnCli(['tree', agentId, '--follow', ...gw], serveDir);
   // the tool runs: every command is connected and has printed something
   expect(await waitUntil(() => events.out().includes('tool/start') && tree.out().includes('main'), 30_000),
     `${run.out()}\n${events.out()}\n${tree.out()}`).toBe(true);
@@ -125,7 +127,7 @@ test('Ctrl-C during run --gateway interrupts the turn through the gateway: it en
   await writeFile(script, JSON.stringify({
     responses: [{ tool_calls: [{ name: 'shell', arguments: { command: 'sleep 20' } }] }, { content: 'never' }],
   }));
-  const run = spawnCli(['run', 'sleep long', '--model', `scripted:${script}`, '--approve', 'full-auto', '--cwd', ws, '--json', '--gateway', serve.url], cliDir);
+  const run = spawnCli(['run', 'sleep long', '--model', `scripted:${script}`, '--approve', 'full-auto', '--cwd', ws, '--json', '--gateway', serve.url], serveDir);
   expect(await waitUntil(() => run.out().includes('"type":"tool/start"'), 30_000), run.err()).toBe(true);
   run.child.kill('SIGINT');
   expect(await run.exited, `${run.out()}\n${run.err()}`).toEqual({ code: 130, signal: null });

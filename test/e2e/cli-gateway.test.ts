@@ -40,7 +40,8 @@ beforeAll(async () => {
   await writeFile(tokenFile, `${TOKEN}\n`);
   spawnCli(['host', '--name', 'gw-host', '--nats', nats.url, '--data-dir', hostDir], hostDir, undefined, (s) => (hostErr += s));
   let serveOut = '';
-  spawnCli(['serve', '--port', '0', '--token-file', tokenFile, '--nats', nats.url, '--data-dir', serveDir], serveDir, (s) => (serveOut += s), (s) => (serveErr += s));
+  // the runs here compare auto-edit runs through the gateway with local ones: looser than the default config's `ask`
+  spawnCli(['serve', '--port', '0', '--token-file', tokenFile, '--allow-looser-policy', '--nats', nats.url, '--data-dir', serveDir], serveDir, (s) => (serveOut += s), (s) => (serveErr += s));
   const up = await waitUntil(() => hostErr.includes('hosting agents') && serveOut.includes('\n'), 30_000);
   if (!up) throw new Error(`host or gateway did not start:\n${hostErr}\n${serveErr}`);
   url = serveOut.split('\n')[0]!.replace(/\/$/, '');
@@ -180,9 +181,13 @@ test('a wrong token, an unreachable gateway and an unknown agent: one line each,
   const refused = await a.cli.run(['events', 'agt_01J0000000000000000000000A', '--gateway', url, '--gateway-token-file', wrong]);
   expectExit(expect, refused, 2);
   expect(lines(refused.stderr)).toHaveLength(1);
-  expect(refused.stderr).toContain('refused the token (401)');
+  expect(refused.stderr).toContain(`refused the token from ${wrong} (401)`);
+  expect(refused.stderr).toContain('--gateway-token-file');
+  // no token file, and none in this CLI's data dir: the gateway needs its token, and says where it was looked for
   const none = await a.cli.run(['tree', 'agt_01J0000000000000000000000A', '--gateway', url]);
   expectExit(expect, none, 2);
+  expect(lines(none.stderr)).toHaveLength(1);
+  expect(none.stderr).toContain(`needs its token (401): no token this user can read at ${join(a.dataDir, 'gateway', 'token')}`);
   const unreachable = await a.cli.run(['run', 'hello', '--model', `scripted:${DEMO_SCRIPT}`, '--gateway', 'http://127.0.0.1:9']);
   expectExit(expect, unreachable, 2);
   expect(lines(unreachable.stderr)).toHaveLength(1);

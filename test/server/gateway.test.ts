@@ -6,6 +6,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { STREAMS } from '../../src/bus/subjects.js';
+import { gatewayCommands } from '../../src/cli/gateway-commands.js';
 import type { Gateway } from '../../src/server/gateway.js';
 import { DEMO_SCRIPT, demoWorkspace } from '../helpers/cli.js';
 import { tempDir } from '../helpers/nats.js';
@@ -23,7 +24,8 @@ let scripts: string;
 beforeAll(async () => {
   fx = await openGatewayFixture();
   host = await fx.host('gateway-host-a');
-  gw = await fx.gateway();
+  // a tree below runs auto-edit, looser than the fixture config's `ask`
+  gw = await fx.gateway({ commands: gatewayCommands(fx.rt, { allowLooserPolicy: true }) });
   rpc = await RpcClient.open(`${gw.url.replace('http', 'ws')}/v1/rpc`);
   ws = await demoWorkspace();
   scripts = await tempDir('scripts');

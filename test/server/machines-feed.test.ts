@@ -16,6 +16,7 @@ import { inspectSubject } from '../../src/bus/subjects.js';
 import { InspectionReportSchema, type InspectionReport } from '../../src/protocol/inspection.js';
 import { CliPool, REPO_ROOT, cliEnv, lines, show } from '../helpers/cli.js';
 import { tempDir } from '../helpers/nats.js';
+import { ownerAuth } from '../helpers/serve-output.js';
 import { RpcClient, until } from './gateway-fixture.js';
 
 const usage = { input_tokens: 30, output_tokens: 5 };
@@ -92,7 +93,7 @@ test('machines.subscribe relays the host\'s live transitions of the watched acto
   const serve = start(dataDir, ['serve', '--port', '0']);
   await until('serve to print its URL', () => serve.out().includes('\n'), 30_000);
   const url = serve.out().split('\n')[0]!.replace(/\/$/, '');
-  const rpc = await RpcClient.open(`${url.replace(/^http/, 'ws')}/v1/rpc`);
+  const rpc = await RpcClient.open(`${url.replace(/^http/, 'ws')}/v1/rpc`, ownerAuth(dataDir));
   onTestFinished(() => rpc.close());
 
   const { subscription } = await rpc.call('machines.subscribe', { agentIds: [agentId] });

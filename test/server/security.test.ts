@@ -1,10 +1,12 @@
 // Who may use the gateway, over real HTTP and WebSocket: a non-loopback bind without a token is
-// refused at start; with a token every request and upgrade needs it; a WebSocket from another
-// origin is refused; a page that rebinds its DNS name to loopback is not answered; no CORS unless
-// configured.
+// refused at start; with a token every /v1 request and upgrade needs it, and the page opened once
+// with `?token=` keeps it in an HttpOnly cookie and loses it from its address; a WebSocket from
+// another origin is refused; a page that rebinds its DNS name to loopback is not answered; no CORS
+// unless configured; a turn.submit asking for a looser run mode than the config's is refused.
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
+import { gatewayCommands } from '../../src/cli/gateway-commands.js';
 import type { Gateway } from '../../src/server/gateway.js';
 import { openGatewayFixture, RpcClient, type GatewayFixture } from './gateway-fixture.js';
 
@@ -81,30 +83,97 @@ describe('the token', () => {
     await g.close();
   });
 
-  test('a request without it, or with another, gets 401', async () => {
-    for (const path of ['/v1/actors', '/v1/machines', '/v1/schema', '/', '/v1/actors/agt_x/events']) {
+  test('a /v1 request without it, or with another, gets 401', async () => {
+    for (const path of ['/v1/actors', '/v1/machines', '/v1/schema', '/v1/actors/agt_x', '/v1/actors/agt_x/events', '/v1/nothing']) {
       const res = await fetch(`${g.url}${path}`);
       expect(res.status, path).toBe(401);
       expect(res.headers.get('www-authenticate')).toContain('Bearer');
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('gateway.unauthorized');
     }
     expect((await fetch(`${g.url}/v1/actors`, { headers: { authorization: 'Bearer wrong-token-0123456789abc' } })).status).toBe(401);
+    expect((await fetch(`${g.url}/v1/actors`, { method: 'POST' })).status).toBe(401);
   });
 
-  test('the bearer header, the query and the cookie the query sets each let a request in', async () => {
-    expect((await fetch(`${g.url}/v1/actors`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
-    const page = await fetch(`${g.url}/?token=${TOKEN}`);
+  test('the page itself (the package\'s build, no data) is served without it, so a page opened from a link loads and then reads /v1 with its cookie', async () => {
+    const page = await fetch(`${g.url}/`);
     expect(page.status).toBe(200);
-    const cookie = page.headers.get('set-cookie')!;
+    expect(page.headers.get('set-cookie')).toBeNull();
+    expect(await page.text()).not.toContain('agt_');
+  });
+
+  test('the bearer header and the query each let a request in', async () => {
+    expect((await fetch(`${g.url}/v1/actors`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    expect((await fetch(`${g.url}/v1/actors?token=${TOKEN}`)).status).toBe(200);
+  });
+
+  test('the page opened with ?token= sets an HttpOnly, SameSite=Strict cookie for this port and sends the browser on without the token; the cookie lets /v1 and the WebSocket in', async () => {
+    const opened = await fetch(`${g.url}/?actor=agt_x&token=${TOKEN}`, { redirect: 'manual' });
+    expect(opened.status).toBe(303);
+    expect(opened.headers.get('location')).toBe('/?actor=agt_x');
+    const cookie = opened.headers.get('set-cookie')!;
+    expect(cookie.split(';')[0]).toBe(`actorloop_token_${g.port}=${TOKEN}`);
     expect(cookie).toContain('HttpOnly');
     expect(cookie).toContain('SameSite=Strict');
-    expect((await fetch(`${g.url}/v1/actors`, { headers: { cookie: cookie.split(';')[0]! } })).status).toBe(200);
+    const jar = cookie.split(';')[0]!;
+    expect((await fetch(`${g.url}/v1/actors`, { headers: { cookie: jar } })).status).toBe(200);
+    expect(await upgrade(`${g.url.replace('http', 'ws')}/v1/rpc`, { cookie: jar })).toBe('open');
+    // another gateway's cookie (another port) is not this one's
+    expect((await fetch(`${g.url}/v1/actors`, { headers: { cookie: `actorloop_token_1=${TOKEN}` } })).status).toBe(401);
+    // a wrong token in the page's URL sets nothing
+    const wrong = await fetch(`${g.url}/?token=wrong-token-0123456789abc`, { redirect: 'manual' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+    // the redirect stays on this gateway whatever the path says
+    const sly = await fetch(`${g.url}//evil.example/?token=${TOKEN}`, { redirect: 'manual' });
+    expect(sly.headers.get('location')).toBe('/evil.example/');
   });
 
   test('a WebSocket upgrade without it is refused with 401', async () => {
     const url = `${g.url.replace('http', 'ws')}/v1/rpc`;
     expect(await upgrade(url, {})).toBe(401);
+    expect(await upgrade(url, { authorization: 'Bearer wrong-token-0123456789abc' })).toBe(401);
     expect(await upgrade(url, { authorization: `Bearer ${TOKEN}` })).toBe('open');
     expect(await upgrade(`${url}?token=${TOKEN}`, {})).toBe('open');
+  });
+});
+
+describe('run modes', () => {
+  test('turn.submit asking for a looser run mode than the config\'s is refused, naming the flag; as strict or stricter goes on', async () => {
+    const g = await fx.gateway();
+    const rpc = await RpcClient.open(`${g.url.replace('http', 'ws')}/v1/rpc`);
+    try {
+      expect(fx.rt.config.approvalMode).toBe('ask');
+      for (const approve of ['full-auto', 'auto-edit']) {
+        const a = await rpc.answer('turn.submit', { task: 'anything', approve, model: 'scripted:/nonexistent.json' });
+        expect(a.error!.code, approve).toBe(1);
+        expect(a.error!.data.code).toBe('gateway.looser_policy');
+        expect(a.error!.message).toContain(`approve "${approve}" is looser than this gateway's approval_mode "ask"`);
+        expect(a.error!.message).toContain('actorloop serve --allow-looser-policy');
+      }
+      // the next turn of an agent is checked the same way
+      const next = await rpc.answer('turn.submit', { task: 'anything', agentId: 'agt_01J0000000000000000000000A', approve: 'full-auto' });
+      expect(next.error!.data.code).toBe('gateway.looser_policy');
+      for (const approve of ['ask', 'deny-all']) {
+        const a = await rpc.answer('turn.submit', { task: 'anything', approve, model: 'scripted:/nonexistent.json' });
+        expect(a.error!.data.code, approve).toBe('gateway.no_host');
+      }
+      expect((await rpc.call('actors.list')).actors).toEqual([]);
+    } finally {
+      await rpc.close();
+      await g.close();
+    }
+  });
+
+  test('a gateway started allowing it takes a looser run mode', async () => {
+    const g = await fx.gateway({ commands: gatewayCommands(fx.rt, { allowLooserPolicy: true }) });
+    const rpc = await RpcClient.open(`${g.url.replace('http', 'ws')}/v1/rpc`);
+    try {
+      const a = await rpc.answer('turn.submit', { task: 'anything', approve: 'full-auto', model: 'scripted:/nonexistent.json' });
+      expect(a.error!.data.code).toBe('gateway.no_host');
+    } finally {
+      await rpc.close();
+      await g.close();
+    }
   });
 });
 

@@ -30,9 +30,7 @@ test('live, the statecharts flash the states a host reports its machines enterin
   await writeFile(script, JSON.stringify(SCRIPT));
   const host = start(['host', '--name', 'flash-host', '--lease-ttl', '10000']);
   await until('the host to start', () => host.err().includes('hosting agents'));
-  const serve = start(['serve', '--port', '0']);
-  await until('serve to print its URL', () => serve.out().includes('\n'));
-  const url = serve.out().split('\n')[0]!;
+  const serve = await stack.serve();
   const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
   const run = await cli.run(['run', 'write notes.txt', '--model', `scripted:${script}`, '--approve', 'ask', '--cwd', ws, '--nats', stack.nats.url, '--data-dir', stack.dataDir]);
   const agentId = lines(run.stdout)[0]!;
@@ -41,7 +39,7 @@ test('live, the statecharts flash the states a host reports its machines enterin
   const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`${url}?actor=${agentId}`);
+  await page.goto(`${serve.pageUrl}&actor=${agentId}`);
   // every state that flashes, by machine, recorded as it appears (a flash lasts a second)
   // (a script string: the tests compile without the DOM's types)
   await page.evaluate(`(() => {

@@ -5,8 +5,9 @@
 // completes; the investigators demo shows its three children, their turns overlapping on the
 // timeline, and their notices; a steer typed in the page is included in the agent's next step;
 // a host SIGKILLed from the page shows its agent killed, recovering, then running on a second
-// host. Screenshots are saved under each test's temp
-// dir (their paths printed).
+// host. The page is opened once with the URL serve printed (its token), and no URL it asks for
+// after that carries the token. Screenshots are saved under each test's temp dir (their paths
+// printed).
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
@@ -33,9 +34,8 @@ test('a child\'s approval in the page: the tree shows it waiting, its call light
   await writeFile(script, JSON.stringify(TREE));
   const host = start(['host', '--name', 'page-host', '--lease-ttl', '10000']);
   await until('the host to start', () => host.err().includes('hosting agents'));
-  const serve = start(['serve', '--port', '0']);
-  await until('serve to print its URL', () => serve.out().includes('\n'));
-  const url = serve.out().split('\n')[0]!;
+  const serve = await stack.serve();
+  const { url } = serve;
   // handed to the host; without a terminal the run stops (exit 5) once the tree waits for a person
   const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
   const run = await cli.run(['run', 'have a writer write notes.txt', '--model', `scripted:${script}`, '--approve', 'ask', '--cwd', ws, '--nats', stack.nats.url, '--data-dir', stack.dataDir]);
@@ -44,9 +44,26 @@ test('a child\'s approval in the page: the tree shows it waiting, its call light
   const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`${url}?actor=${rootId}`);
+  // every URL the page asks for after the first: the token must be in none (it rides in the cookie)
+  const asked: string[] = [];
+  page.on('request', (r) => asked.push(r.url()));
+  page.on('websocket', (w) => asked.push(w.url()));
+  await page.goto(`${serve.pageUrl}&actor=${rootId}`);
   // the tree: the root, and its child waiting for approval
   await page.getByText('writer', { exact: true }).first().waitFor({ timeout: 30_000 });
+  expect(page.url()).toBe(`${url}?actor=${rootId}`);
+  expect(asked[0]).toContain('?token=');
+  expect(asked.slice(1).filter((u) => u.includes('token')), 'a URL of the page carries the token').toEqual([]);
+  expect(asked.some((u) => u.includes('/v1/actors/') && u.includes('/events'))).toBe(true);
+  expect(asked.some((u) => u.startsWith('ws://') && u.endsWith('/v1/rpc'))).toBe(true);
+  // the token is out of the page's reach: the cookie is HttpOnly
+  expect(await page.evaluate('document.cookie')).toBe('');
+  // a browser that never had the token gets the page and no data, and is told what to open
+  const stranger = await stack.browser.newPage();
+  await stranger.goto(`${url}?actor=${rootId}`);
+  await until('the stranger\'s page to say it needs the token', async () => (await stranger.textContent('body'))!.includes('this gateway needs its token'));
+  expect(await stranger.textContent('body')).not.toContain('writer');
+  await stranger.close();
   await until('the child to show as waiting for approval', async () => (await page.textContent('body'))!.includes('waiting approval'));
   await page.screenshot({ path: join(shots, 'waiting.png'), fullPage: true });
   console.log(`screenshot: ${join(shots, 'waiting.png')}`);
@@ -57,7 +74,7 @@ test('a child\'s approval in the page: the tree shows it waiting, its call light
   await approve.click();
   await until('the file to be written', async () => (await readFile(join(ws, 'notes.txt'), 'utf8').catch(() => '')) === 'hello\n');
   const done = async (): Promise<boolean> => {
-    const res = await fetch(`${url}v1/actors`);
+    const res = await fetch(`${url}v1/actors`, { headers: serve.auth });
     const { actors } = (await res.json()) as { actors: Array<{ id: string; status: string }> };
     return actors.length === 2 && actors.every((a) => a.status === 'completed');
   };
@@ -78,9 +95,7 @@ async function eventsOf(cli: ReturnType<CliPool['forTest']>, id: string): Promis
 
 test('the investigators demo in the page: the root and its three children, each done, their notices in the root\'s events', async ({ onTestFinished }) => {
   const shots = await tempDir('page-gw-shots');
-  const serve = start(['serve', '--port', '0']);
-  await until('serve to print its URL', () => serve.out().includes('\n'));
-  const url = serve.out().split('\n')[0]!;
+  const serve = await stack.serve();
   const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
   const demo = await cli.run(['demo', 'investigators', '--nats', stack.nats.url, '--data-dir', stack.dataDir]);
   expect(demo.code).toBe(0);
@@ -88,7 +103,7 @@ test('the investigators demo in the page: the root and its three children, each 
   const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`${url}?actor=${rootId}`);
+  await page.goto(`${serve.pageUrl}&actor=${rootId}`);
   for (const name of ['failure-reader', 'change-reader', 'reproducer']) await page.getByText(name, { exact: true }).first().waitFor({ timeout: 30_000 });
   await until('the tree to read 4 actors', async () => (await page.textContent('body'))!.includes('tree: 4 actors'));
   // the three children ran in parallel: on the timeline, each child's turn started before any ended
@@ -128,15 +143,13 @@ test('a steer typed in the page is included in the agent\'s next step', async ({
   ] }));
   const host = start(['host', '--name', 'steer-host', '--lease-ttl', '10000']);
   await until('the host to start', () => host.err().includes('hosting agents'));
-  const serve = start(['serve', '--port', '0']);
-  await until('serve to print its URL', () => serve.out().includes('\n'));
-  const url = serve.out().split('\n')[0]!;
+  const serve = await stack.serve();
   const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
   const run = start(['run', 'list the workspace', '--model', `scripted:${script}`, '--cwd', ws]);
   await until('the run to print its agent', () => /^agt_/m.test(run.out()));
   const agentId = /^(agt_\S+)$/m.exec(run.out())![1]!;
   const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  await page.goto(`${url}?actor=${agentId}`);
+  await page.goto(`${serve.pageUrl}&actor=${agentId}`);
   const input = page.locator('form.steer input');
   await input.waitFor({ timeout: 30_000 });
   await until('the page to be live', async () => !(await page.locator('form.steer button').isDisabled()));
@@ -172,16 +185,14 @@ test('kill from the page SIGKILLs the host, and the page shows the takeover by a
   await writeFile(script, JSON.stringify({ responses: [{ content: 'survived the kill', delay_ms: 12_000, usage }] }));
   const a = start(['host', '--name', 'kill-host-a', '--lease-ttl', '2000', '--allow-faults']);
   await until('host A to start', () => a.err().includes('hosting agents'));
-  const serve = start(['serve', '--port', '0', '--allow-faults']);
-  await until('serve to print its URL', () => serve.out().includes('\n'));
-  const url = serve.out().split('\n')[0]!;
+  const serve = await stack.serve(['--allow-faults']);
   const cli = pool.forTest({ onTestFinished }, cliEnv(stack.dataDir));
   const run = start(['run', 'answer slowly', '--model', `scripted:${script}`, '--cwd', ws]);
   await until('the run to print its agent', () => /^agt_/m.test(run.out()));
   const agentId = /^(agt_\S+)$/m.exec(run.out())![1]!;
   await until('host A to take the agent', async () => (await eventsOf(cli, agentId)).some((e) => e.type === 'attempt/start'));
   const page = await stack.browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  await page.goto(`${url}?actor=${agentId}`);
+  await page.goto(`${serve.pageUrl}&actor=${agentId}`);
   const kill = page.locator('button.kill');
   await kill.waitFor({ timeout: 30_000 });
   await until('the page to be live', async () => !(await kill.isDisabled()));

@@ -6,12 +6,13 @@ import { WebSocketServer } from 'ws';
 import { z } from 'zod';
 import { machineDefinitions } from '../../src/client/machine-definitions.js';
 import { gatewaySchemas } from '../../src/protocol/gateway.js';
+import { tokenCookie, tokenCookieHeader, tokenMatches, tokenOf } from '../../src/server/access.js';
 import { readTreeView } from '../../src/client/tree.js';
 import type { LogReader } from '../../src/store/log-port.js';
 import { emptyProjection, foldEvent, pendingApprovals, pendingQuestions } from '../../src/store/projection.js';
 
 // A stand-in for the gateway, for the page's browser tests while the gateway is built apart: it
-// serves dist/web and answers the `/v1` reads the page makes from a real run's logs (the tree
+// takes the token by the gateway's own rules (src/server/access.ts), serves dist/web and answers the `/v1` reads the page makes from a real run's logs (the tree
 // view, the machines, the tree's events as SSE, live), and takes JSON-RPC over a real WebSocket,
 // recording each request and handing it to the test.
 
@@ -28,7 +29,7 @@ export interface PageServerOptions {
   rootId: string;
   /** The page's directory (dist/web). */
   webDir: string;
-  /** Required as `Authorization: Bearer` or `?token=` when set. */
+  /** Required as the gateway requires it when set (its own access rules: the bearer header, `?token=`, or the cookie opening `/?token=` sets). */
   token?: string;
   /** Answers a request (its result); the default answers `{accepted: true}`. */
   onRpc?: (r: RpcRequest) => Promise<unknown>;
@@ -58,9 +59,10 @@ export async function startPageServer(o: PageServerOptions): Promise<PageServer>
   const refused: string[] = [];
   const resumedFrom: Array<string | null> = [];
   const streams = new Set<AbortController>();
+  const portNow = (): number => (server.address() as AddressInfo).port;
   const authorized = (req: IncomingMessage, url: URL): boolean => {
     if (o.token === undefined) return true;
-    const ok = req.headers.authorization === `Bearer ${o.token}` || url.searchParams.get('token') === o.token;
+    const ok = tokenMatches(tokenOf(req.headers, url, tokenCookie(portNow())), o.token);
     if (!ok) refused.push(url.pathname);
     return ok;
   };
@@ -77,6 +79,14 @@ export async function startPageServer(o: PageServerOptions): Promise<PageServer>
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (!url.pathname.startsWith('/v1/')) {
+      // the page opened once with ?token=: the cookie keeps it, and the browser goes on without it
+      if (o.token !== undefined && url.searchParams.has('token')) {
+        if (!authorized(req, url)) return json(res, { error: 'unauthorized' }, 401);
+        url.searchParams.delete('token');
+        res.writeHead(303, { location: `${url.pathname}${url.search}`, 'set-cookie': tokenCookieHeader(portNow(), o.token) });
+        res.end();
+        return;
+      }
       const file = url.pathname === '/' ? 'index.html' : normalize(url.pathname).replace(/^[/\\]+/, '');
       const body = await readFile(join(o.webDir, file)).catch(() => null);
       if (body === null) return json(res, { error: 'not found' }, 404);

@@ -83,7 +83,7 @@ afterAll(async () => {
 });
 
 describe('the visualizer page', () => {
-  it('shows the tree with each agent\'s status, tokens and cost, sending the token with every request', async () => {
+  it('shows the tree with each agent\'s status, tokens and cost, its requests carrying the token in the cookie and none in a URL', async () => {
     const main = page.locator('li.actor[data-name="main"]');
     const reader = page.locator('li.actor[data-name="reader"]');
     await expect.poll(() => main.getAttribute('data-status')).toBe('waiting_approval');
@@ -92,6 +92,9 @@ describe('the visualizer page', () => {
     expect(await page.getByTestId('tree-total').textContent()).toContain('2 actors');
     await shot('tree');
     expect(server.refused).toEqual([]);
+    // opened once with ?token=: the address bar and every later request (fetch, EventSource, WebSocket) are without it
+    expect(page.url()).toBe(`${server.url}/`);
+    expect(requests.slice(1).filter((u) => u.includes('token='))).toEqual([]);
   });
 
   it('draws the selected agent\'s statecharts from the machine definitions, with the call parked for approval lit', async () => {

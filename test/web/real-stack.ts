@@ -7,6 +7,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import { CliPool, REPO_ROOT, cliEnv } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { ownerAuth, servedPageUrl, servedUrl } from '../helpers/serve-output.js';
 
 /** A process the stack started, with what it printed so far. */
 export interface Started {
@@ -26,6 +27,22 @@ export interface RealStack {
   dirs: string[];
   /** Starts `actorloop <args> --nats … --data-dir …`. */
   start(args: string[]): Started;
+  /**
+   * Starts `actorloop serve --port 0 <args>` and waits for what it prints: its URL (stdout), the
+   * page's URL with the token (stderr, what its owner opens once in a browser), and the header
+   * the owner's programs send (the token in the data dir).
+   */
+  serve(args?: string[]): Promise<Served>;
+}
+
+/** A running `actorloop serve` of the stack. */
+export interface Served extends Started {
+  /** `http://127.0.0.1:<port>/`. */
+  url: string;
+  /** `http://127.0.0.1:<port>/?token=…`: a person opens it once; the page keeps the token in a cookie. */
+  pageUrl: string;
+  /** `Authorization: Bearer <the data dir's token>`, for the test's own requests. */
+  auth: Record<string, string>;
 }
 
 /** Polls `ok` every 100 ms until it holds; fails after `ms` naming `what`. */
@@ -53,6 +70,11 @@ export function useRealStack(prefix: string): RealStack {
       proc.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
       procs.push(proc);
       return { proc, out: () => out, err: () => err, exited: new Promise((r) => proc.once('exit', r)) };
+    },
+    async serve(args: string[] = []): Promise<Served> {
+      const s = stack.start(['serve', '--port', '0', ...args]);
+      await until('serve to print its URLs', () => servedUrl(s.out()) !== null && servedPageUrl(s.err()) !== null);
+      return { ...s, url: `${servedUrl(s.out())!}/`, pageUrl: servedPageUrl(s.err())!, auth: ownerAuth(stack.dataDir) };
     },
   } as RealStack;
   beforeAll(async () => {

@@ -4,25 +4,17 @@ import type { StreamEvent } from './stream-event.js';
 
 // The page's one door to the gateway (design §11): the `/v1` HTTP reads, the tree's event stream
 // (SSE, resumed from the last stream sequence by the browser's EventSource with Last-Event-ID)
-// and the JSON-RPC WebSocket every command goes through. A bearer token given as `?token=` in
-// the page's URL goes with each: a header on fetches, a query parameter where a browser can set
-// no header (EventSource, WebSocket).
+// and the JSON-RPC WebSocket every command goes through. The gateway's token is in an HttpOnly
+// cookie (set when the page was opened once with `?token=`), which each of them carries by
+// itself: no URL of the page holds the token, and no script of it can read it.
 
-/** The token the page was opened with (`?token=`), or null. */
-export function pageToken(): string | null {
-  return new URLSearchParams(location.search).get('token');
-}
-
-function withToken(path: string): string {
-  const token = pageToken();
-  if (token === null) return path;
-  return `${path}${path.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}`;
-}
+/** What the page says when the gateway refuses it for want of its token. */
+export const NEEDS_TOKEN = 'this gateway needs its token: open the page at the URL `actorloop serve` printed (…/?token=…)';
 
 /** GET a `/v1` JSON resource. */
 export async function getJson<T>(path: string): Promise<T> {
-  const token = pageToken();
-  const res = await fetch(path, { headers: token === null ? {} : { authorization: `Bearer ${token}` } });
+  const res = await fetch(path);
+  if (res.status === 401) throw new Error(NEEDS_TOKEN);
   if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
   return (await res.json()) as T;
 }
@@ -63,7 +55,7 @@ export type { StreamEvent } from './stream-event.js';
 export function followEvents(rootId: string, onEvent: (e: StreamEvent) => void, onState: (open: boolean) => void): () => void {
   // one commit may hold several events: an event is known by its actor and seq, not its stream sequence
   const seen = new Set<string>();
-  const source = new EventSource(withToken(`/v1/actors/${encodeURIComponent(rootId)}/events?after=0&tree=1`));
+  const source = new EventSource(`/v1/actors/${encodeURIComponent(rootId)}/events?after=0&tree=1`);
   const take = (m: MessageEvent<string>): void => {
     const streamSeq = Number(m.lastEventId) || 0;
     let event: ActorEvent;
@@ -98,7 +90,7 @@ export class Rpc {
   private open(): Promise<WebSocket> {
     if (this.ws && this.ws.readyState === WebSocket.OPEN) return Promise.resolve(this.ws);
     if (this.opening) return this.opening;
-    const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${withToken('/v1/rpc')}`;
+    const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/rpc`;
     this.opening = new Promise((resolve, reject) => {
       const ws = new WebSocket(url);
       ws.onopen = () => {

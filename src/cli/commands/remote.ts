@@ -17,6 +17,7 @@ import { terminalText } from '../terminal-text.js';
 import { answerFromArgs } from './answer.js';
 import { promptFor } from './resume.js';
 import { readToken } from './serve.js';
+import { findGatewayToken } from '../../server/gateway-token.js';
 import { readAll, validateSend, type SendOptions } from './send.js';
 import { checkTask, goalOfFlags, settingsOfFlags, type RunOptions } from './run.js';
 import { answerLines, drawTreeViews, treeLines } from './tree.js';
@@ -32,9 +33,14 @@ export interface GatewayFlags {
   gatewayTokenFile?: string;
 }
 
-/** Where the gateway is, from the flags; a token file that cannot be read is one line, exit 2. */
-export function gatewayTarget(o: GatewayFlags): GatewayTarget {
-  return { url: o.gateway!, token: o.gatewayTokenFile !== undefined ? readToken(o.gatewayTokenFile) : null };
+/**
+ * Where the gateway is and its token: `--gateway-token-file`'s (a file that cannot be read is one
+ * line, exit 2), else the one `actorloop serve` keeps in this data dir, when this user can read it.
+ */
+export function gatewayTarget(o: GatewayFlags, config: Pick<EffectiveConfig, 'dataDir'>): GatewayTarget {
+  if (o.gatewayTokenFile !== undefined) return { url: o.gateway!, token: readToken(o.gatewayTokenFile), tokenFile: o.gatewayTokenFile };
+  const found = findGatewayToken(config.dataDir);
+  return { url: o.gateway!, token: found.token, tokenFile: found.file };
 }
 
 /**
@@ -62,8 +68,8 @@ function sessionNotices(o: GatewayFlags, out: Out): SessionNotices {
   };
 }
 
-async function withSession(o: GatewayFlags, out: Out, f: (session: GatewaySession) => Promise<number>): Promise<number> {
-  const session = await GatewaySession.open(gatewayTarget(o), sessionNotices(o, out));
+async function withSession(o: GatewayFlags, config: Pick<EffectiveConfig, 'dataDir'>, out: Out, f: (session: GatewaySession) => Promise<number>): Promise<number> {
+  const session = await GatewaySession.open(gatewayTarget(o, config), sessionNotices(o, out));
   try {
     return await f(session);
   } finally {
@@ -126,7 +132,7 @@ export async function remoteRunCommand(task: string, opts: RunOptions & GatewayF
   const parsed = spec !== undefined ? parseModelSpec(spec) : null;
   const model = parsed?.provider === 'scripted' ? `scripted:${resolve(parsed.file)}` : spec;
   const settings = await submitSettings(opts, config);
-  return withSession(opts, out, async (session) => {
+  return withSession(opts, config, out, async (session) => {
     const json = opts.json === true;
     const submitted = await session.client.call('turn.submit', {
       task,
@@ -157,7 +163,7 @@ export async function remoteApproveCommand(
   config: EffectiveConfig, out: Out,
 ): Promise<number> {
   refuseInProcess(decision, opts);
-  return withSession(opts, out, async (session) => {
+  return withSession(opts, config, out, async (session) => {
     const { seq } = await stateOf(session.client, agentId);
     const { messageId } = await session.client.call('approval.respond', {
       agentId, approvalId, decision, ...(opts.always ? { always: true } : {}), ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
@@ -177,7 +183,7 @@ export async function remoteAnswerCommand(
   refuseInProcess('answer', opts);
   // the same checks as a local answer: the same mistake exits with the same code
   const answer = answerFromArgs(text, opts);
-  return withSession(opts, out, async (session) => {
+  return withSession(opts, config, out, async (session) => {
     const { seq } = await stateOf(session.client, agentId);
     const { messageId } = await session.client.call('ask.answer', { agentId, questionId, ...(answer.optionId !== undefined ? { optionId: answer.optionId } : { text: answer.text! }) });
     const json = opts.json === true;
@@ -195,7 +201,7 @@ export async function remoteSendCommand(
   // `-`: the text is stdin's, read here and sent as it is
   const text = textArg === '-' ? await readAll(out.stdin) : textArg;
   const kind = validateSend(text, opts);
-  return withSession(opts, out, async (session) => {
+  return withSession(opts, config, out, async (session) => {
     const { seq, open } = await stateOf(session.client, agentId);
     const sent = kind === null || kind === 'user_message' ? (open ? 'steer' : 'follow_up') : kind;
     const { messageId } = await session.client.call('inbox.send', { agentId, kind: sent, content: text });
@@ -213,7 +219,7 @@ export async function remoteSendCommand(
  */
 export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags & { json?: boolean; inProcess?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
   refuseInProcess('interrupt', opts);
-  return withSession(opts, out, async (session) => {
+  return withSession(opts, config, out, async (session) => {
     const d = await session.client.call('actor.inspect', { agentId });
     if (d.openTurn === null) {
       const last = d.lastTurn ? ` (its last turn ended ${d.lastTurn.outcome})` : '';
@@ -234,15 +240,15 @@ export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags
  * `actor.inspect` saw it when the command started.
  */
 export async function remoteEventsCommand(
-  agentId: string, opts: GatewayFlags & { after?: number; follow?: boolean; json?: boolean; tree?: boolean }, out: Out,
+  agentId: string, opts: GatewayFlags & { after?: number; follow?: boolean; json?: boolean; tree?: boolean }, config: EffectiveConfig, out: Out,
 ): Promise<number> {
   if (opts.tree && opts.after !== undefined) {
     throw new ConfigError('cli.tree_after', '--after counts one agent\'s events, and --tree merges many', {
       hint: `drop --tree to read one agent's log after a seq, or --after to read the whole tree`,
     });
   }
-  const target = gatewayTarget(opts);
-  const end = await withSession(opts, out, async (session) => {
+  const target = gatewayTarget(opts, config);
+  const end = await withSession(opts, config, out, async (session) => {
     const d = await session.client.call('actor.inspect', { agentId });
     return opts.tree ? d.actor.streamSeq : d.seq;
   });
@@ -325,7 +331,7 @@ export async function remoteEventsCommand(
  * `events.subscribe` over the tree tells when) until it is settled.
  */
 export async function remoteTreeCommand(agentId: string, opts: GatewayFlags & { json?: boolean; follow?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
-  return withSession(opts, out, async (session) => {
+  return withSession(opts, config, out, async (session) => {
     const { actors } = await session.client.call('actors.list', undefined);
     const me = actors.find((a) => a.id === agentId);
     if (!me) throw new NotFoundError('actor.not_found', `no agent ${agentId} at the gateway`, { hint: 'pass an agent ID that `actorloop runs` lists where the host runs' });
