@@ -3,7 +3,7 @@ import { childIdOf, spawnRequestId, type ChildTask, type CarvedBudget, type Chil
 import type { InboxMessage } from '../protocol/inbox.js';
 import { childOfRequest, runningChildren, type SpawnRequestRecord } from '../store/subagent-projection.js';
 import { CHILD_TOOLS, PARENT_TOOLS, type SpawnAgentInput } from '../tools/builtins/subagent-tools.js';
-import { turnRoom, type Room } from './budget.js';
+import { turnCountRoom, turnRoom, type Room } from './budget.js';
 import { costOf } from '../model/pricing.js';
 import { forkTranscript } from './child-task.js';
 import type { EffectContext } from './effect-context.js';
@@ -27,7 +27,7 @@ export function carveReservationId(requestId: string): string {
 
 type Plan =
   | { error: string; code: string }
-  | { permissions: ChildPermissions; budget: CarvedBudget; depth: number; name: string; clamped: string[]; reserve: { tokens: number; costUsd: number | null } | null };
+  | { permissions: ChildPermissions; budget: CarvedBudget; depth: number; name: string; clamped: string[]; reserve: CarveReserve | null };
 
 /**
  * Checks a spawn against the limits and the parent's permissions and budget; what the child gets,
@@ -81,23 +81,36 @@ export function planSpawn(a: EffectContext, input: SpawnAgentInput, treeRunning:
   };
 }
 
+/** What a carve reserves in the parent's log: null where the parent has no limit of that key. */
+export interface CarveReserve {
+  tokens: number | null;
+  costUsd: number | null;
+  steps: number | null;
+  calls: number | null;
+}
+
 /**
- * The child's budget, carved out of what the parent's turn has left: tokens and cost are reserved
- * in the parent's log (a tree never spends past its root's budget), the deadline is the parent's
- * at the latest. A key asked for above what is left gets what is left, and says so; a limited key
- * with nothing left is refused.
+ * The child's budget, carved out of what the parent's turn has left (design §6b): tokens, cost,
+ * steps and tool calls are reserved in the parent's log in the spawn's commit, so what running
+ * children hold is no longer the parent's to give (a tree never spends past its root's budget);
+ * the deadline is the parent's at the latest. A key asked for above what is left gets what is
+ * left, and says so; a limited key with nothing left is refused. A step and a tool call are kept
+ * for the parent's own next step (it reads what its children say), and a step or tool-call key
+ * the child does not name gets a share of what is left: the parent's default steps would
+ * otherwise all go to its first child.
  */
-function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code: string } | { budget: CarvedBudget; clamped: string[]; reserve: { tokens: number; costUsd: number | null } | null } {
+function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code: string } | { budget: CarvedBudget; clamped: string[]; reserve: CarveReserve | null } {
   const p = a.projection;
   const turn = p.openTurn!;
   const b = turn.settings.budgets;
   const want = input.budget ?? {};
   const clamped: string[] = [];
   const room = keepForParent(a, turnRoom(p));
-  const fit = (key: string, asked: number | undefined, left: number | null): number | null | { error: string; code: string } => {
+  const counts = turnCountRoom(p);
+  const fit = (key: string, asked: number | undefined, left: number | null, share = false): number | null | { error: string; code: string } => {
     if (left === null) return asked ?? null;
     if (left <= 0) return { code: 'subagent.budget', error: `you have no ${key} left to give a subagent: your turn's budget is spent, given to running subagents, or kept for your own next step` };
-    if (asked === undefined) return left;
+    if (asked === undefined) return share ? Math.ceil(left / (spawnsToPlan(a) + 1)) : left;
     if (asked > left) {
       clamped.push(`${key}: asked ${asked}, got ${left} (what you had left)`);
       return left;
@@ -108,8 +121,10 @@ function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code:
   if (typeof tokens === 'object' && tokens !== null) return tokens;
   const cost = fit('costUsd', want.costUsd, room.costUsd);
   if (typeof cost === 'object' && cost !== null) return cost;
-  const toolCallsLeft = b.maxToolCalls === null ? null : b.maxToolCalls - turn.toolCalls;
-  const toolCalls = fit('toolCalls', want.toolCalls, toolCallsLeft === null ? null : Math.max(0, toolCallsLeft));
+  // the parent's own next step and a call of it (a wait) stay the parent's
+  const steps = fit('steps', want.steps, counts.steps === null ? null : counts.steps - 1, true);
+  if (typeof steps === 'object' && steps !== null) return steps;
+  const toolCalls = fit('toolCalls', want.toolCalls, counts.calls === null ? null : counts.calls - 1, true);
   if (typeof toolCalls === 'object' && toolCalls !== null) return toolCalls;
   const nowMs = a.ports.clock.nowMs();
   const asked = want.seconds === undefined ? null : Math.round(nowMs + want.seconds * 1000);
@@ -121,19 +136,30 @@ function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code:
       deadlineAt = b.deadlineAt;
     }
   }
-  const limited = room.tokens !== null || room.costUsd !== null;
+  const reserve: CarveReserve = {
+    tokens: room.tokens === null ? null : (tokens as number),
+    costUsd: room.costUsd === null ? null : (cost as number),
+    steps: counts.steps === null ? null : (steps as number),
+    calls: counts.calls === null ? null : (toolCalls as number),
+  };
   return {
     budget: {
-      maxSteps: want.steps ?? TURN_DEFAULTS.maxSteps,
+      maxSteps: (steps as number | null) ?? want.steps ?? TURN_DEFAULTS.maxSteps,
       maxToolCalls: toolCalls as number | null,
       maxTokens: tokens as number | null,
       maxCostUsd: cost as number | null,
       deadlineAt,
     },
     clamped,
-    // only a parent with a token or cost limit reserves: there is nothing to protect otherwise
-    reserve: limited ? { tokens: room.tokens === null ? 0 : (tokens as number), costUsd: room.costUsd === null ? null : (cost as number) } : null,
+    // only a parent with a limit reserves: there is nothing to protect otherwise
+    reserve: Object.values(reserve).some((v) => v !== null) ? reserve : null,
   };
+}
+
+/** Spawn calls of the open step whose request is not in the log yet, this one among them. */
+function spawnsToPlan(a: EffectContext): number {
+  const p = a.projection;
+  return Math.max(1, p.pending.calls.filter((c) => c.name === 'spawn_agent' && c.status === 'valid' && !p.children?.[childIdOf(spawnRequestId(c.callId))]).length);
 }
 
 /**
@@ -206,7 +232,10 @@ export const spawnAgentRuntime: RuntimeTool = {
       if (plan.reserve) {
         a.stage({
           type: 'budget/reserved', ...r.ids,
-          data: { reservationId: carveReservationId(requestId), scope: 'turn', kind: 'subagent', tokens: plan.reserve.tokens, costUsd: plan.reserve.costUsd },
+          data: {
+            reservationId: carveReservationId(requestId), scope: 'turn', kind: 'subagent', tokens: plan.reserve.tokens ?? 0, costUsd: plan.reserve.costUsd,
+            ...(plan.reserve.calls !== null ? { calls: plan.reserve.calls } : {}), ...(plan.reserve.steps !== null ? { steps: plan.reserve.steps } : {}),
+          },
         });
       }
       // committed before anything of the child exists: a kill after it finds the same child

@@ -144,6 +144,7 @@ async function owedNotice(a: EffectContext): Promise<SubagentNotice | null> {
   return SubagentNoticeSchema.parse({
     childId: a.actorId, name: link.name, turn: owed.turn, outcome: owed.outcome, reason: owed.reason, answer,
     artifacts, usage: owed.usage, costUsd: owed.costUsd,
+    ...(owed.steps !== undefined ? { steps: owed.steps } : {}), ...(owed.toolCalls !== undefined ? { toolCalls: owed.toolCalls } : {}),
   });
 }
 
@@ -183,7 +184,12 @@ export function onChildMessage(a: EffectContext, messageId: string): void {
         type: 'budget/settled',
         ...(a.projection.openTurn?.id === rsv.turn ? { turn: rsv.turn } : {}),
         // what the child spent, within its carve (a child never spends past it)
-        data: { reservationId: c.reservationId, tokens: Math.min(spent, rsv.tokens || spent), costUsd: rsv.costUsd === null ? null : Math.min(n.data.costUsd ?? rsv.costUsd, rsv.costUsd), outcome: 'charged' },
+        data: {
+          reservationId: c.reservationId, tokens: Math.min(spent, rsv.tokens || spent), costUsd: rsv.costUsd === null ? null : Math.min(n.data.costUsd ?? rsv.costUsd, rsv.costUsd), outcome: 'charged',
+          // a notice from before steps and calls were carved says nothing of them: the carve is charged whole
+          ...(rsv.calls !== undefined ? { calls: Math.min(n.data.toolCalls ?? rsv.calls, rsv.calls) } : {}),
+          ...(rsv.steps !== undefined ? { steps: Math.min(n.data.steps ?? rsv.steps, rsv.steps) } : {}),
+        },
       });
     }
   }

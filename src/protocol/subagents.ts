@@ -105,6 +105,9 @@ export const SubagentNoticeSchema = z.object({
   })),
   usage: UsageSchema,
   costUsd: z.number().nonnegative().nullable(),
+  /** Steps and tool calls the turn took: what its carve of its parent's is settled with (absent from older children). */
+  steps: z.number().int().nonnegative().optional(),
+  toolCalls: z.number().int().nonnegative().optional(),
 });
 export type SubagentNotice = z.infer<typeof SubagentNoticeSchema>;
 

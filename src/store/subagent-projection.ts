@@ -64,6 +64,9 @@ export interface NoticeOwed {
   answerRef?: BlobRef;
   usage: Usage;
   costUsd: number | null;
+  /** Steps and tool calls of the turn (absent in older snapshots). */
+  steps?: number;
+  toolCalls?: number;
 }
 
 /** Running children: asked for or spawned, and not ended or let go. */
@@ -169,6 +172,7 @@ export function foldSubagents(p: Projection, e: ActorEvent): void {
       if (e.data.noticeOwed === true) {
         p.noticeOwed = {
           turn: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer, usage: e.data.usage, costUsd: e.data.costUsd ?? null,
+          steps: e.data.steps, toolCalls: e.data.toolCalls,
           ...(e.data.answerRef ? { answerRef: e.data.answerRef } : {}),
         };
       }
