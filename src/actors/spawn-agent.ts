@@ -1,6 +1,6 @@
-import { derivedId } from '../protocol/ids.js';
-import { childIdOf, spawnRequestId, type ChildTask, type CarvedBudget, type ChildPermissions } from '../protocol/subagents.js';
+import { carveReservationId, childIdOf, spawnRequestId, stricterLimits, type ChildTask, type CarvedBudget, type ChildPermissions, type SubagentLimits } from '../protocol/subagents.js';
 import type { InboxMessage } from '../protocol/inbox.js';
+import type { TreeLimits } from '../protocol/turn-settings.js';
 import { childOfRequest, runningChildren, type SpawnRequestRecord } from '../store/subagent-projection.js';
 import { CHILD_TOOLS, PARENT_TOOLS, type SpawnAgentInput } from '../tools/builtins/subagent-tools.js';
 import { turnCountRoom, turnRoom, type Room } from './budget.js';
@@ -18,27 +18,28 @@ import { armWait, callFailed, callSucceeded } from './child-waits.js';
 // in its inbox under the request's ID — and `subagent/spawned`. Every ID is derived from the call,
 // so a kill anywhere in between finds the same child when the call runs again.
 
-export { childIdOf, spawnRequestId } from '../protocol/subagents.js';
+export { carveReservationId, childIdOf, spawnRequestId } from '../protocol/subagents.js';
 
-/** The reservation of a child's carve in its parent's log. */
-export function carveReservationId(requestId: string): string {
-  return derivedId('reservation', 'subagent', requestId);
-}
 
 type Plan =
   | { error: string; code: string }
   | { permissions: ChildPermissions; budget: CarvedBudget; depth: number; name: string; clamped: string[]; reserve: CarveReserve | null };
+
+/** The tree's limits this agent spawns under: the stricter of its host's and those its turn recorded (the run's, handed down the tree). */
+export function limitsOf(a: EffectContext): SubagentLimits {
+  return stricterLimits(a.ports.subagents!.limits, settings(a).treeLimits);
+}
 
 /**
  * Checks a spawn against the limits and the parent's permissions and budget; what the child gets,
  * or why not. Synchronous on purpose: the spawns of one step run at once, and each must see the
  * carves and children the ones before it staged (the tree's count, read before, is the only await).
  */
-export function planSpawn(a: EffectContext, input: SpawnAgentInput, treeRunning: number): Plan {
+export function planSpawn(a: EffectContext, input: SpawnAgentInput): Plan {
   const port = a.ports.subagents!;
   const p = a.projection;
   const s = settings(a);
-  const { limits } = port;
+  const limits = limitsOf(a);
   const depth = (p.parentLink?.depth ?? 0) + 1;
   if (depth > limits.maxDepth) {
     return { code: 'subagent.depth', error: `you are at depth ${depth - 1} of your tree, and subagents go ${limits.maxDepth} deep at most (max_depth): do this part yourself` };
@@ -56,11 +57,6 @@ export function planSpawn(a: EffectContext, input: SpawnAgentInput, treeRunning:
   const tools = [...new Set([...asked.filter((t) => depth < limits.maxDepth || !PARENT_TOOLS.has(t)), 'report'])];
   if (input.workspace === 'worktree' && !port.worktree) {
     return { code: 'subagent.worktree', error: 'this runtime makes no git worktrees for subagents: use workspace "shared" or "readonly"' };
-  }
-  // the directory's count leaves this agent's children out: its log has them all, created or not
-  const tree = treeRunning + running;
-  if (tree >= limits.maxChildrenPerTree) {
-    return { code: 'subagent.tree_width', error: `the tree has ${tree} subagents running, the most a tree may have (max_children_per_tree = ${limits.maxChildrenPerTree}): wait for some to end` };
   }
   const carved = carve(a, input);
   if ('error' in carved) return carved;
@@ -215,11 +211,21 @@ export const spawnAgentRuntime: RuntimeTool = {
         if (a.halted) return;
         if (problem) return callFailed(a, r, 'subagent.worktree', problem);
       }
-      const treeRunning = await port.treeRunning(a.rootId, a.actorId);
+      // the tree's place first, under the request's ID: a rerun after a crash takes the same one
+      const max = limitsOf(a).maxChildrenPerTree;
+      const slot = await port.takeSlot(a.rootId, childIdOf(requestId), requestId, max);
       if (a.halted) return;
+      if (!slot.taken) {
+        return callFailed(a, r, 'subagent.tree_width', `the tree already runs ${slot.running} of its ${max} subagents (max_children_per_tree): wait_agents first, or do this part yourself`);
+      }
       // from here to the staging nothing awaits: a spawn beside this one plans after it
-      const plan = planSpawn(a, input, treeRunning);
-      if ('error' in plan) return callFailed(a, r, plan.code, plan.error);
+      const plan = planSpawn(a, input);
+      if ('error' in plan) {
+        await port.releaseSlot(a.rootId, childIdOf(requestId), [requestId]).catch((err: unknown) =>
+          a.logger.warn({ err, requestId }, 'place in the tree of a refused spawn not given back; a full tree frees it later'));
+        if (a.halted) return;
+        return callFailed(a, r, plan.code, plan.error);
+      }
       childId = childIdOf(requestId);
       clamped = plan.clamped;
       a.stage({
@@ -258,6 +264,8 @@ export const spawnAgentRuntime: RuntimeTool = {
         model: settings(a).model,
         baseUrl: settings(a).baseUrl,
         instructions: null,
+        // the limits travel down the tree: a child's host applies them with its own
+        treeLimits: treeLimitsOf(limitsOf(a)),
       });
       await port.spawn({
         actorId: childId, kind: 'subagent', parentId: a.actorId, rootId: a.rootId,
@@ -295,4 +303,8 @@ function requestOf(a: EffectContext, requestId: string): SpawnRequestRecord {
   const r = a.projection.spawnRequests?.[requestId];
   if (!r) throw new Error(`spawn request ${requestId} is not in the log`);
   return r;
+}
+
+function treeLimitsOf(l: SubagentLimits): TreeLimits {
+  return { maxDepth: l.maxDepth, maxChildrenPerParent: l.maxChildrenPerParent, maxChildrenPerTree: l.maxChildrenPerTree };
 }

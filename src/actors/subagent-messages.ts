@@ -8,6 +8,7 @@ import type { BlobStore } from '../store/blob-port.js';
 import type { EffectContext } from './effect-context.js';
 import { armWait, callFailed, callSucceeded, settleWaits } from './child-waits.js';
 import type { RuntimeTool, RuntimeToolRun } from './runtime-tools.js';
+import { limitsOf } from './spawn-agent.js';
 
 // What parent and child say to each other (design §6b), always through the recipient's inbox on
 // the actors' channel: the runtime names the sender (the running actor) and checks the relation.
@@ -48,6 +49,13 @@ export const sendMessageRuntime: RuntimeTool = {
     if (childId === null) return;
     const id = derivedId('message', 'send', r.ids.call);
     const kind = input.follow_up ? 'follow_up' : 'steer';
+    if (input.follow_up) {
+      // a follow-up is a turn more: the child holds a place in the tree for it, under the message's ID
+      const max = limitsOf(a).maxChildrenPerTree;
+      const slot = await a.ports.subagents.takeSlot(a.rootId, childId, id, max);
+      if (a.halted) return;
+      if (!slot.taken) return callFailed(a, r, 'subagent.tree_width', `the tree already runs ${slot.running} of its ${max} subagents (max_children_per_tree): wait_agents first`);
+    }
     const text = `Message from your parent agent (${a.actorId}):\n${input.content}`;
     await a.ports.subagents.send(message(a, id, childId, kind, text, input.follow_up ? 'next_turn' : 'next_step'));
     if (a.halted) return;
@@ -159,6 +167,12 @@ export async function sendOwedNotice(a: EffectContext): Promise<void> {
   if (!port || !link || !a.projection.noticeOwed) return;
   const notice = await owedNotice(a);
   if (!notice || a.halted) return;
+  // the turn is over: its place in the tree goes back before the notice is marked sent, so a
+  // crash in between gives it back again (a release is idempotent) and none is kept forever
+  const tokens = a.projection.noticeOwed.messageIds ?? null;
+  await port.releaseSlot(a.rootId, a.actorId, tokens).catch((err: unknown) =>
+    a.logger.warn({ err }, 'place in the tree not given back; a full tree frees it later'));
+  if (a.halted) return;
   const id = derivedId('message', 'notice', a.actorId, notice.turn);
   await port.send(message(a, id, link.parentId, 'subagent_completed', JSON.stringify(notice), 'next_step'));
   if (a.halted || a.projection.noticeOwed?.turn !== notice.turn) return;
