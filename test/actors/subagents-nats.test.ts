@@ -109,5 +109,7 @@ describe('the tree\'s width on JetStream', () => {
     }
     const v = verifyTree(read, actor.rootId, { order, limits: { maxChildrenPerTree: 4 } });
     expect(v.tree.map((t) => `${t.code}: ${t.message}`)).toEqual([]);
+    // every child's turn ended and gave its place back: the tree holds none
+    expect(await rt.ports.treeSlots!.take(actor.rootId, 'agt_PROBE', 'msg_probe', 1, Date.now())).toEqual({ taken: true });
   });
 });
