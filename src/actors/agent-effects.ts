@@ -285,7 +285,9 @@ async function dispatchCalls(a: EffectContext, calls: ToolCallRequest[], budget:
 function toolBudgetReason(a: EffectContext): string {
   const max = settings(a).budgets.maxToolCalls;
   const left = toolReservation(a)?.calls ?? 0;
-  return `tool_budget: not run. The turn may start ${max ?? 0} tool calls in all (--max-tool-calls ${max ?? 0}), `
+  // what running children were given is the turn's too: say so, or the count reads wrong
+  const held = Object.values(a.projection.reservations ?? {}).reduce((n, r) => n + (r.kind === 'subagent' ? (r.calls ?? 0) : 0), 0);
+  return `tool_budget: not run. The turn may start ${max ?? 0} tool calls in all (--max-tool-calls ${max ?? 0}${held > 0 ? `, ${held} of them given to your running subagents` : ''}), `
     + `and the ${left} this step had left went to the calls before this one`;
 }
 
