@@ -61,7 +61,8 @@ export function checkPermissions(facts: Map<string, ActorFacts>, report: TreeRep
 /**
  * The tree's spend (every attempt of every actor) is within its root's limits: each root turn
  * that set `maxTokens` or `maxCostUsd` pays for its own attempts and for those of every child
- * spawned in it, and of their children in turn. Unknown costs (null) count as nothing: a limit in
+ * spawned in it, and of their children in turn; its steps and tool calls, with those of each
+ * child's first turn (the one its carve paid for), are within `maxSteps` and `maxToolCalls`. Unknown costs (null) count as nothing: a limit in
  * dollars cannot be checked against a price nobody knows.
  */
 export function checkTreeBudget(facts: Map<string, ActorFacts>, rootId: string, report: TreeReport): void {
@@ -80,14 +81,21 @@ export function checkTreeBudget(facts: Map<string, ActorFacts>, rootId: string, 
       queue.push({ actor: child, rootTurn: () => turn });
     }
   }
-  const spend = new Map<string, { tokens: number; costUsd: number }>();
+  const spend = new Map<string, { tokens: number; costUsd: number; steps: number; calls: number }>();
   const add = (turn: string | undefined, f: ActorFacts) => {
     if (turn === undefined) return;
-    const s = spend.get(turn) ?? { tokens: 0, costUsd: 0 };
+    const s = spend.get(turn) ?? { tokens: 0, costUsd: 0, steps: 0, calls: 0 };
     for (const a of f.attempts) {
       if (f === root && a.turn !== turn) continue;
       s.tokens += a.data.usage.inputTokens + a.data.usage.outputTokens;
       s.costUsd += a.data.costUsd ?? 0;
+    }
+    // steps and tool calls of the turn a carve paid for: the root's own turn, a child's first
+    const counted = f === root ? turn : f.turnOrder[0];
+    for (const e of f.events) {
+      if (e.turn !== counted) continue;
+      if (e.type === 'step/start') s.steps += 1;
+      else if (e.type === 'tool/start' && !e.data.rerun) s.calls += 1;
     }
     spend.set(turn, s);
   };
@@ -95,8 +103,14 @@ export function checkTreeBudget(facts: Map<string, ActorFacts>, rootId: string, 
   for (const [actorId, turn] of origin) add(turn, facts.get(actorId)!);
   for (const turn of root.turnOrder) {
     const start = root.turns.get(turn)!.start;
-    const { maxTokens, maxCostUsd } = start.data.settings.budgets;
+    const { maxTokens, maxCostUsd, maxSteps, maxToolCalls } = start.data.settings.budgets;
     const s = spend.get(turn)!;
+    if (maxSteps !== null && s.steps > maxSteps) {
+      report('tree.over_budget', rootId, start.seq, `the tree took ${s.steps} steps for turn ${turn}, past its limit of ${maxSteps}`);
+    }
+    if (maxToolCalls !== null && s.calls > maxToolCalls) {
+      report('tree.over_budget', rootId, start.seq, `the tree started ${s.calls} tool calls for turn ${turn}, past its limit of ${maxToolCalls}`);
+    }
     if (maxTokens != null && s.tokens > maxTokens) {
       report('tree.over_budget', rootId, start.seq, `the tree spent ${s.tokens} tokens for turn ${turn}, past its limit of ${maxTokens}`);
     }

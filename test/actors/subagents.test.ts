@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLog, formatViolations } from '../../src/actors/verify.js';
+import { verifyTree } from '../../src/actors/verify-tree.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, message, ofType, only, startTurn, waitForLog } from './harness.js';
@@ -301,6 +302,7 @@ describe('steps and tool calls carved from the parent', () => {
     const carves = ofType(log, 'budget/reserved').filter((e) => e.data.kind === 'subagent');
     expect(carves.reduce((n, e) => n + (e.data.calls ?? 0), 0)).toBeLessThanOrEqual(1);
     expect(results(log).filter((o) => o.includes('no toolCalls left to give a subagent'))).toHaveLength(2);
+    expect(verifyTree(logs, actor.rootId).tree).toEqual([]);
     for (const l of logs.values()) {
       const v = verifyLog(l);
       expect(v, formatViolations(v)).toEqual([]);
@@ -325,6 +327,7 @@ describe('steps and tool calls carved from the parent', () => {
     expect(end.outcome).toBe('completed');
     const steps = [...logs.values()].reduce((n, l) => n + ofType(l, 'step/start').length, 0);
     expect(steps).toBeLessThanOrEqual(3);
+    expect(verifyTree(logs, actor.rootId).tree).toEqual([]);
     const v = verifyLog(log);
     expect(v, formatViolations(v)).toEqual([]);
   });

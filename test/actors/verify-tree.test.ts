@@ -224,6 +224,17 @@ describe('verifyTree', () => {
     expect(spent(verifyTree(l, rootId))).toEqual([]);
   });
 
+  it('fails a tree that started more tool calls or steps than its root turn allowed, counting each child\'s carved turn', () => {
+    const l = copy(logs);
+    const calls = [...l.values()].reduce((n, log) => n + ofType(log, 'tool/start').length, 0);
+    const steps = [...l.values()].reduce((n, log) => n + ofType(log, 'step/start').length, 0);
+    const budgets = first(l.get(rootId)!, 'turn/start').data.settings.budgets;
+    budgets.maxToolCalls = calls - 1;
+    budgets.maxSteps = steps - 1;
+    const over = verifyTree(l, rootId).tree.filter((t) => t.code === 'tree.over_budget').map((t) => t.message);
+    expect(over).toEqual([expect.stringMatching(new RegExp(`took ${steps} steps .* past its limit of ${steps - 1}`)), expect.stringMatching(new RegExp(`started ${calls} tool calls .* past its limit of ${calls - 1}`))]);
+  });
+
   it('fails a carve wider than its parent\'s turn, one its parent did not reserve, and a child turn that runs past its carve', () => {
     const wider = copy(logs);
     const request = ofType(wider.get(rootId)!, 'subagent/spawn_requested').find((r) => r.data.childId === reader)!;
