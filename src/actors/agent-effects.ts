@@ -48,9 +48,13 @@ const EFFECTS: EffectTable = {
     // a child's task carries the settings its parent fixed (recorded in the parent's spawn_requested)
     const task = items.find((x) => x.item?.kind === 'subagent_task');
     const childTask = task?.item ? parseChildTask(task.item.content) : null;
-    const request = childTask ? childRequest(childTask, ctx.ports.clock.nowMs()) : (items.find((x) => x.item?.request)?.item?.request ?? null);
+    const nowMs = ctx.ports.clock.nowMs();
+    const request = childTask ? childRequest(childTask, nowMs) : (items.find((x) => x.item?.request)?.item?.request ?? null);
     const turn = newId('turn');
-    const s = resolveSettings(request, ctx.projection.lastSettings, ctx.ports.clock.nowMs(), ctx.ports.tools.names());
+    const s = resolveSettings(request, ctx.projection.lastSettings, nowMs, ctx.ports.tools.names());
+    // a child's deadline is its parent's carve, to the millisecond (the request carries it in seconds)
+    const carved = childTask?.budget.deadlineAt ?? null;
+    if (carved !== null && (s.budgets.deadlineAt === null || s.budgets.deadlineAt > carved)) s.budgets = { ...s.budgets, deadlineAt: carved };
     ctx.stage({ type: 'turn/start', turn, data: { source: sourceOf(p.source, items.map((x) => x.item?.kind)), messageIds: p.messageIds, settings: s } });
     for (const { id, item } of items) {
       // a forked child reads its parent's history first, then its task as a message of its own
@@ -285,7 +289,9 @@ async function dispatchCalls(a: EffectContext, calls: ToolCallRequest[], budget:
 function toolBudgetReason(a: EffectContext): string {
   const max = settings(a).budgets.maxToolCalls;
   const left = toolReservation(a)?.calls ?? 0;
-  return `tool_budget: not run. The turn may start ${max ?? 0} tool calls in all (--max-tool-calls ${max ?? 0}), `
+  // what running children were given is the turn's too: say so, or the count reads wrong
+  const held = Object.values(a.projection.reservations ?? {}).reduce((n, r) => n + (r.kind === 'subagent' ? (r.calls ?? 0) : 0), 0);
+  return `tool_budget: not run. The turn may start ${max ?? 0} tool calls in all (--max-tool-calls ${max ?? 0}${held > 0 ? `, ${held} of them given to your running subagents` : ''}), `
     + `and the ${left} this step had left went to the calls before this one`;
 }
 

@@ -60,6 +60,30 @@ export function turnRoom(p: Projection): Room {
   };
 }
 
+/** What the open turn may still start of its counted budgets; null where it has no limit. */
+export interface CountRoom {
+  steps: number | null;
+  calls: number | null;
+}
+
+/**
+ * Steps and tool calls the open turn may still start: its limits less its own steps, less the
+ * calls and steps settled reservations charged (its own calls, its children's spend) and those
+ * reserved in flight (a step's calls, a running child's carve).
+ */
+export function turnCountRoom(p: Projection): CountRoom {
+  const turn = p.openTurn!;
+  const { maxSteps, maxToolCalls } = turn.settings.budgets;
+  let steps = turn.steps + (turn.spend?.steps ?? 0);
+  let calls = turn.spend?.calls ?? 0;
+  for (const r of Object.values(p.reservations ?? {})) {
+    if (r.turn !== turn.id || r.scope !== 'turn') continue;
+    steps += r.steps ?? 0;
+    calls += r.calls ?? 0;
+  }
+  return { steps: maxSteps === null ? null : maxSteps - steps, calls: maxToolCalls === null ? null : maxToolCalls - calls };
+}
+
 /**
  * What the agent's goal may still spend: its budget less its usage (every attempt's, across its
  * turns) less its reservations in flight. Null when there is no active goal with a token or cost
@@ -242,7 +266,10 @@ export function settleOrphans(a: Pick<EffectContext, 'projection' | 'stage'>, op
       a.stage({
         type: 'budget/settled',
         ...(p.openTurn?.id === r.turn ? { turn: r.turn } : {}),
-        data: { reservationId, tokens: r.tokens, costUsd: r.costUsd, outcome: 'charged' },
+        data: {
+          reservationId, tokens: r.tokens, costUsd: r.costUsd, outcome: 'charged',
+          ...(r.calls !== undefined ? { calls: r.calls } : {}), ...(r.steps !== undefined ? { steps: r.steps } : {}),
+        },
       });
       settled += 1;
       continue;

@@ -46,6 +46,7 @@ export function childRequest(task: ChildTask, nowMs: number): TurnRequest {
     approvalMode: task.permissions.approvalMode,
     agentName: task.name,
     ...(task.permissions.readOnly ? { readOnly: true } : {}),
+    ...(task.treeLimits ? { treeLimits: task.treeLimits } : {}),
   };
 }
 

@@ -1,9 +1,9 @@
-import { derivedId } from '../protocol/ids.js';
-import { childIdOf, spawnRequestId, type ChildTask, type CarvedBudget, type ChildPermissions } from '../protocol/subagents.js';
+import { carveReservationId, childIdOf, spawnRequestId, stricterLimits, type ChildTask, type CarvedBudget, type ChildPermissions, type SubagentLimits } from '../protocol/subagents.js';
 import type { InboxMessage } from '../protocol/inbox.js';
+import type { TreeLimits } from '../protocol/turn-settings.js';
 import { childOfRequest, runningChildren, type SpawnRequestRecord } from '../store/subagent-projection.js';
 import { CHILD_TOOLS, PARENT_TOOLS, type SpawnAgentInput } from '../tools/builtins/subagent-tools.js';
-import { turnRoom, type Room } from './budget.js';
+import { turnCountRoom, turnRoom, type Room } from './budget.js';
 import { costOf } from '../model/pricing.js';
 import { forkTranscript } from './child-task.js';
 import type { EffectContext } from './effect-context.js';
@@ -18,27 +18,28 @@ import { armWait, callFailed, callSucceeded } from './child-waits.js';
 // in its inbox under the request's ID — and `subagent/spawned`. Every ID is derived from the call,
 // so a kill anywhere in between finds the same child when the call runs again.
 
-export { childIdOf, spawnRequestId } from '../protocol/subagents.js';
+export { carveReservationId, childIdOf, spawnRequestId } from '../protocol/subagents.js';
 
-/** The reservation of a child's carve in its parent's log. */
-export function carveReservationId(requestId: string): string {
-  return derivedId('reservation', 'subagent', requestId);
-}
 
 type Plan =
   | { error: string; code: string }
-  | { permissions: ChildPermissions; budget: CarvedBudget; depth: number; name: string; clamped: string[]; reserve: { tokens: number; costUsd: number | null } | null };
+  | { permissions: ChildPermissions; budget: CarvedBudget; depth: number; name: string; clamped: string[]; reserve: CarveReserve | null };
+
+/** The tree's limits this agent spawns under: the stricter of its host's and those its turn recorded (the run's, handed down the tree). */
+export function limitsOf(a: EffectContext): SubagentLimits {
+  return stricterLimits(a.ports.subagents!.limits, settings(a).treeLimits);
+}
 
 /**
  * Checks a spawn against the limits and the parent's permissions and budget; what the child gets,
  * or why not. Synchronous on purpose: the spawns of one step run at once, and each must see the
  * carves and children the ones before it staged (the tree's count, read before, is the only await).
  */
-export function planSpawn(a: EffectContext, input: SpawnAgentInput, treeRunning: number): Plan {
+export function planSpawn(a: EffectContext, input: SpawnAgentInput): Plan {
   const port = a.ports.subagents!;
   const p = a.projection;
   const s = settings(a);
-  const { limits } = port;
+  const limits = limitsOf(a);
   const depth = (p.parentLink?.depth ?? 0) + 1;
   if (depth > limits.maxDepth) {
     return { code: 'subagent.depth', error: `you are at depth ${depth - 1} of your tree, and subagents go ${limits.maxDepth} deep at most (max_depth): do this part yourself` };
@@ -56,11 +57,6 @@ export function planSpawn(a: EffectContext, input: SpawnAgentInput, treeRunning:
   const tools = [...new Set([...asked.filter((t) => depth < limits.maxDepth || !PARENT_TOOLS.has(t)), 'report'])];
   if (input.workspace === 'worktree' && !port.worktree) {
     return { code: 'subagent.worktree', error: 'this runtime makes no git worktrees for subagents: use workspace "shared" or "readonly"' };
-  }
-  // the directory's count leaves this agent's children out: its log has them all, created or not
-  const tree = treeRunning + running;
-  if (tree >= limits.maxChildrenPerTree) {
-    return { code: 'subagent.tree_width', error: `the tree has ${tree} subagents running, the most a tree may have (max_children_per_tree = ${limits.maxChildrenPerTree}): wait for some to end` };
   }
   const carved = carve(a, input);
   if ('error' in carved) return carved;
@@ -81,23 +77,36 @@ export function planSpawn(a: EffectContext, input: SpawnAgentInput, treeRunning:
   };
 }
 
+/** What a carve reserves in the parent's log: null where the parent has no limit of that key. */
+export interface CarveReserve {
+  tokens: number | null;
+  costUsd: number | null;
+  steps: number | null;
+  calls: number | null;
+}
+
 /**
- * The child's budget, carved out of what the parent's turn has left: tokens and cost are reserved
- * in the parent's log (a tree never spends past its root's budget), the deadline is the parent's
- * at the latest. A key asked for above what is left gets what is left, and says so; a limited key
- * with nothing left is refused.
+ * The child's budget, carved out of what the parent's turn has left (design §6b): tokens, cost,
+ * steps and tool calls are reserved in the parent's log in the spawn's commit, so what running
+ * children hold is no longer the parent's to give (a tree never spends past its root's budget);
+ * the deadline is the parent's at the latest. A key asked for above what is left gets what is
+ * left, and says so; a limited key with nothing left is refused. A step and a tool call are kept
+ * for the parent's own next step (it reads what its children say), and a step or tool-call key
+ * the child does not name gets a share of what is left: the parent's default steps would
+ * otherwise all go to its first child.
  */
-function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code: string } | { budget: CarvedBudget; clamped: string[]; reserve: { tokens: number; costUsd: number | null } | null } {
+function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code: string } | { budget: CarvedBudget; clamped: string[]; reserve: CarveReserve | null } {
   const p = a.projection;
   const turn = p.openTurn!;
   const b = turn.settings.budgets;
   const want = input.budget ?? {};
   const clamped: string[] = [];
   const room = keepForParent(a, turnRoom(p));
-  const fit = (key: string, asked: number | undefined, left: number | null): number | null | { error: string; code: string } => {
+  const counts = turnCountRoom(p);
+  const fit = (key: string, asked: number | undefined, left: number | null, share = false): number | null | { error: string; code: string } => {
     if (left === null) return asked ?? null;
     if (left <= 0) return { code: 'subagent.budget', error: `you have no ${key} left to give a subagent: your turn's budget is spent, given to running subagents, or kept for your own next step` };
-    if (asked === undefined) return left;
+    if (asked === undefined) return share ? Math.ceil(left / (spawnsToPlan(a) + 1)) : left;
     if (asked > left) {
       clamped.push(`${key}: asked ${asked}, got ${left} (what you had left)`);
       return left;
@@ -108,8 +117,10 @@ function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code:
   if (typeof tokens === 'object' && tokens !== null) return tokens;
   const cost = fit('costUsd', want.costUsd, room.costUsd);
   if (typeof cost === 'object' && cost !== null) return cost;
-  const toolCallsLeft = b.maxToolCalls === null ? null : b.maxToolCalls - turn.toolCalls;
-  const toolCalls = fit('toolCalls', want.toolCalls, toolCallsLeft === null ? null : Math.max(0, toolCallsLeft));
+  // the parent's own next step and a call of it (a wait) stay the parent's
+  const steps = fit('steps', want.steps, counts.steps === null ? null : counts.steps - 1, true);
+  if (typeof steps === 'object' && steps !== null) return steps;
+  const toolCalls = fit('toolCalls', want.toolCalls, counts.calls === null ? null : counts.calls - 1, true);
   if (typeof toolCalls === 'object' && toolCalls !== null) return toolCalls;
   const nowMs = a.ports.clock.nowMs();
   const asked = want.seconds === undefined ? null : Math.round(nowMs + want.seconds * 1000);
@@ -121,19 +132,30 @@ function carve(a: EffectContext, input: SpawnAgentInput): { error: string; code:
       deadlineAt = b.deadlineAt;
     }
   }
-  const limited = room.tokens !== null || room.costUsd !== null;
+  const reserve: CarveReserve = {
+    tokens: room.tokens === null ? null : (tokens as number),
+    costUsd: room.costUsd === null ? null : (cost as number),
+    steps: counts.steps === null ? null : (steps as number),
+    calls: counts.calls === null ? null : (toolCalls as number),
+  };
   return {
     budget: {
-      maxSteps: want.steps ?? TURN_DEFAULTS.maxSteps,
+      maxSteps: (steps as number | null) ?? want.steps ?? TURN_DEFAULTS.maxSteps,
       maxToolCalls: toolCalls as number | null,
       maxTokens: tokens as number | null,
       maxCostUsd: cost as number | null,
       deadlineAt,
     },
     clamped,
-    // only a parent with a token or cost limit reserves: there is nothing to protect otherwise
-    reserve: limited ? { tokens: room.tokens === null ? 0 : (tokens as number), costUsd: room.costUsd === null ? null : (cost as number) } : null,
+    // only a parent with a limit reserves: there is nothing to protect otherwise
+    reserve: Object.values(reserve).some((v) => v !== null) ? reserve : null,
   };
+}
+
+/** Spawn calls of the open step whose request is not in the log yet, this one among them. */
+function spawnsToPlan(a: EffectContext): number {
+  const p = a.projection;
+  return Math.max(1, p.pending.calls.filter((c) => c.name === 'spawn_agent' && c.status === 'valid' && !p.children?.[childIdOf(spawnRequestId(c.callId))]).length);
 }
 
 /**
@@ -189,11 +211,21 @@ export const spawnAgentRuntime: RuntimeTool = {
         if (a.halted) return;
         if (problem) return callFailed(a, r, 'subagent.worktree', problem);
       }
-      const treeRunning = await port.treeRunning(a.rootId, a.actorId);
+      // the tree's place first, under the request's ID: a rerun after a crash takes the same one
+      const max = limitsOf(a).maxChildrenPerTree;
+      const slot = await port.takeSlot(a.rootId, childIdOf(requestId), requestId, max);
       if (a.halted) return;
+      if (!slot.taken) {
+        return callFailed(a, r, 'subagent.tree_width', `the tree already runs ${slot.running} of its ${max} subagents (max_children_per_tree): wait_agents first, or do this part yourself`);
+      }
       // from here to the staging nothing awaits: a spawn beside this one plans after it
-      const plan = planSpawn(a, input, treeRunning);
-      if ('error' in plan) return callFailed(a, r, plan.code, plan.error);
+      const plan = planSpawn(a, input);
+      if ('error' in plan) {
+        await port.releaseSlot(a.rootId, childIdOf(requestId), [requestId]).catch((err: unknown) =>
+          a.logger.warn({ err, requestId }, 'place in the tree of a refused spawn not given back; a full tree frees it later'));
+        if (a.halted) return;
+        return callFailed(a, r, plan.code, plan.error);
+      }
       childId = childIdOf(requestId);
       clamped = plan.clamped;
       a.stage({
@@ -206,7 +238,10 @@ export const spawnAgentRuntime: RuntimeTool = {
       if (plan.reserve) {
         a.stage({
           type: 'budget/reserved', ...r.ids,
-          data: { reservationId: carveReservationId(requestId), scope: 'turn', kind: 'subagent', tokens: plan.reserve.tokens, costUsd: plan.reserve.costUsd },
+          data: {
+            reservationId: carveReservationId(requestId), scope: 'turn', kind: 'subagent', tokens: plan.reserve.tokens ?? 0, costUsd: plan.reserve.costUsd,
+            ...(plan.reserve.calls !== null ? { calls: plan.reserve.calls } : {}), ...(plan.reserve.steps !== null ? { steps: plan.reserve.steps } : {}),
+          },
         });
       }
       // committed before anything of the child exists: a kill after it finds the same child
@@ -229,6 +264,8 @@ export const spawnAgentRuntime: RuntimeTool = {
         model: settings(a).model,
         baseUrl: settings(a).baseUrl,
         instructions: null,
+        // the limits travel down the tree: a child's host applies them with its own
+        treeLimits: treeLimitsOf(limitsOf(a)),
       });
       await port.spawn({
         actorId: childId, kind: 'subagent', parentId: a.actorId, rootId: a.rootId,
@@ -266,4 +303,8 @@ function requestOf(a: EffectContext, requestId: string): SpawnRequestRecord {
   const r = a.projection.spawnRequests?.[requestId];
   if (!r) throw new Error(`spawn request ${requestId} is not in the log`);
   return r;
+}
+
+function treeLimitsOf(l: SubagentLimits): TreeLimits {
+  return { maxDepth: l.maxDepth, maxChildrenPerParent: l.maxChildrenPerParent, maxChildrenPerTree: l.maxChildrenPerTree };
 }

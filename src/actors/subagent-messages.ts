@@ -9,6 +9,7 @@ import type { BlobStore } from '../store/blob-port.js';
 import type { EffectContext } from './effect-context.js';
 import { armWait, callFailed, callSucceeded, settleWaits } from './child-waits.js';
 import type { RuntimeTool, RuntimeToolRun } from './runtime-tools.js';
+import { limitsOf } from './spawn-agent.js';
 
 // What parent and child say to each other (design §6b), always through the recipient's inbox on
 // the actors' channel: the runtime names the sender (the running actor) and checks the relation.
@@ -49,6 +50,13 @@ export const sendMessageRuntime: RuntimeTool = {
     if (childId === null) return;
     const id = derivedId('message', 'send', r.ids.call);
     const kind = input.follow_up ? 'follow_up' : 'steer';
+    if (input.follow_up) {
+      // a follow-up is a turn more: the child holds a place in the tree for it, under the message's ID
+      const max = limitsOf(a).maxChildrenPerTree;
+      const slot = await a.ports.subagents.takeSlot(a.rootId, childId, id, max);
+      if (a.halted) return;
+      if (!slot.taken) return callFailed(a, r, 'subagent.tree_width', `the tree already runs ${slot.running} of its ${max} subagents (max_children_per_tree): wait_agents first`);
+    }
     const text = `Message from your parent agent (${a.actorId}):\n${input.content}`;
     await a.ports.subagents.send(message(a, id, childId, kind, text, input.follow_up ? 'next_turn' : 'next_step'));
     if (a.halted) return;
@@ -148,6 +156,7 @@ async function owedNotice(a: EffectContext): Promise<SubagentNotice | null> {
   return SubagentNoticeSchema.parse({
     childId: a.actorId, name: link.name, turn: owed.turn, outcome: owed.outcome, reason, answer,
     artifacts, usage: owed.usage, costUsd: owed.costUsd,
+    ...(owed.steps !== undefined ? { steps: owed.steps } : {}), ...(owed.toolCalls !== undefined ? { toolCalls: owed.toolCalls } : {}),
   });
 }
 
@@ -162,6 +171,12 @@ export async function sendOwedNotice(a: EffectContext): Promise<void> {
   if (!port || !link || !a.projection.noticeOwed) return;
   const notice = await owedNotice(a);
   if (!notice || a.halted) return;
+  // the turn is over: its place in the tree goes back before the notice is marked sent, so a
+  // crash in between gives it back again (a release is idempotent) and none is kept forever
+  const tokens = a.projection.noticeOwed.messageIds ?? null;
+  await port.releaseSlot(a.rootId, a.actorId, tokens).catch((err: unknown) =>
+    a.logger.warn({ err }, 'place in the tree not given back; a full tree frees it later'));
+  if (a.halted) return;
   const id = derivedId('message', 'notice', a.actorId, notice.turn);
   await port.send(message(a, id, link.parentId, 'subagent_completed', JSON.stringify(notice), 'next_step'));
   if (a.halted || a.projection.noticeOwed?.turn !== notice.turn) return;
@@ -187,7 +202,12 @@ export function onChildMessage(a: EffectContext, messageId: string): void {
         type: 'budget/settled',
         ...(a.projection.openTurn?.id === rsv.turn ? { turn: rsv.turn } : {}),
         // what the child spent, within its carve (a child never spends past it)
-        data: { reservationId: c.reservationId, tokens: Math.min(spent, rsv.tokens || spent), costUsd: rsv.costUsd === null ? null : Math.min(n.data.costUsd ?? rsv.costUsd, rsv.costUsd), outcome: 'charged' },
+        data: {
+          reservationId: c.reservationId, tokens: Math.min(spent, rsv.tokens || spent), costUsd: rsv.costUsd === null ? null : Math.min(n.data.costUsd ?? rsv.costUsd, rsv.costUsd), outcome: 'charged',
+          // a notice from before steps and calls were carved says nothing of them: the carve is charged whole
+          ...(rsv.calls !== undefined ? { calls: Math.min(n.data.toolCalls ?? rsv.calls, rsv.calls) } : {}),
+          ...(rsv.steps !== undefined ? { steps: Math.min(n.data.steps ?? rsv.steps, rsv.steps) } : {}),
+        },
       });
     }
   }

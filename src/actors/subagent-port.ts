@@ -23,11 +23,13 @@ export interface SubagentPort {
   /** Publishes to another actor's inbox on the actors' channel; resolves once the inbox accepted it (the PubAck). */
   send(msg: InboxMessage): Promise<void>;
   /**
-   * Children of a tree that are running or waiting, from the directory, less those of `parentId`
-   * (the asking parent counts its own from its log). A listing serves a second; a spawn of another
-   * parent within it is not seen, so a tree can pass its limit by what its parents spawn at once.
+   * Takes a place in the tree for a child under `token` (its spawn request, a follow-up), unless
+   * `max` children of the tree hold one: exact across hosts, and a token taken again is taken once.
+   * Refused: how many hold one.
    */
-  treeRunning(rootId: string, parentId: string): Promise<number>;
+  takeSlot(rootId: string, childId: string, token: string, max: number): Promise<{ taken: true } | { taken: false; running: number }>;
+  /** Gives back a child's place held under `tokens` (null: all of them). Idempotent. */
+  releaseSlot(rootId: string, childId: string, tokens: string[] | null): Promise<void>;
   /** Resolves once the child's log holds the start of its first turn (a `continuable` spawn returns then). */
   firstTurn(rootId: string, childId: string, signal: AbortSignal): Promise<void>;
   /** A git worktree for a child under the data dir (branch `actorloop/<childId>`); null when this runtime makes none. */

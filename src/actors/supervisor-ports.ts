@@ -5,6 +5,8 @@ import type { InboxPort } from '../bus/inbox-port.js';
 import type { LivePublisher } from '../bus/log-publisher.js';
 import { createMemoryDirectory } from '../bus/memory-directory.js';
 import { createMemoryInboxes, type MemoryInboxes } from '../bus/memory-inbox.js';
+import { createMemoryTreeSlots } from '../bus/memory-tree-slots.js';
+import { createKvTreeSlots, type TreeSlotStore } from '../bus/tree-slots.js';
 import { createJetStreamLogs } from '../store/jetstream-log.js';
 import type { ActorLogs } from '../store/log-port.js';
 import { createMemoryLogs, type MemoryLogs } from '../store/memory-log.js';
@@ -16,15 +18,19 @@ export interface SupervisorPorts {
   logs: ActorLogs;
   /** Model deltas for live watchers (never persisted, best effort). */
   live: LivePublisher;
+  /** The places of trees (`max_children_per_tree`), shared by every host; absent: each supervisor counts its own. */
+  treeSlots?: TreeSlotStore;
 }
 
-/** The ports over an open bus: the INBOX stream, KV `actors`, the LOGS stream, core NATS live messages. */
+/** The ports over an open bus: the INBOX stream, KV `actors`, the LOGS stream, core NATS live messages, KV `tree_slots`. */
 export function createJetStreamPorts(bus: Bus): SupervisorPorts {
   return {
     inbox: createJetStreamInboxes({ nc: bus.nc, js: bus.js, jsm: bus.jsm, person: () => bus.person() }),
     directory: bus.directory,
     logs: createJetStreamLogs({ publisher: bus.logJs, js: bus.js, jsm: bus.jsm }),
     live: bus.live,
+    // the bucket is made on the first spawn: a command that hosts no tree never touches it
+    treeSlots: createKvTreeSlots({ js: bus.js }),
   };
 }
 
@@ -45,5 +51,6 @@ export function createMemoryPorts(): MemoryPorts {
     directory: createMemoryDirectory(),
     logs: createMemoryLogs(),
     live: { publish: () => {}, flush: () => {} },
+    treeSlots: createMemoryTreeSlots(),
   };
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { createMemoryTreeSlots } from '../bus/memory-tree-slots.js';
 import type { DirectoryEntry } from '../bus/directory.js';
 import type { Inbox, InboxConsumerOptions, InboxDelivery, InboxWatch } from '../bus/inbox-port.js';
 import { liveSubject } from '../bus/subjects.js';
@@ -114,6 +115,8 @@ export class Supervisor {
       reader: this.reader,
       clock: this.clock,
       limits: opts.subagentLimits ?? DEFAULT_SUBAGENT_LIMITS,
+      // without a shared store the places are this supervisor's own: exact for the trees it hosts alone
+      slots: opts.ports.treeSlots ?? createMemoryTreeSlots(),
       ...(opts.worktrees ? { worktrees: opts.worktrees } : {}),
     });
   }

@@ -1,4 +1,5 @@
-import type { ActorDirectory } from '../bus/directory.js';
+import { NEEDS_HOST, type ActorDirectory } from '../bus/directory.js';
+import type { TreeSlotStore } from '../bus/tree-slot-port.js';
 import type { InboxPort } from '../bus/inbox-port.js';
 import type { SubagentLimits } from '../protocol/subagents.js';
 import type { InboxMessage } from '../protocol/inbox.js';
@@ -26,6 +27,8 @@ export interface TreeHostingDeps {
   reader: LogReader;
   clock: { nowMs(): number };
   limits: SubagentLimits;
+  /** The places of trees, shared by every host that may run one of the tree's agents. */
+  slots: TreeSlotStore;
   worktrees?: Pick<SubagentPort, 'worktree' | 'worktreeDiff' | 'worktreeProblem'>;
 }
 
@@ -39,7 +42,6 @@ export class TreeHosting {
   private adopter: ((actorId: string) => Promise<number | null>) | null = null;
   /** Children being hosted here right now, so a spawn retried at once hosts one. */
   private readonly adopting = new Map<string, Promise<void>>();
-  private readonly treeCounts = new Map<string, { atMs: number; count: Promise<number> }>();
   /** The port every agent of this supervisor shares. */
   readonly port: SubagentPort;
 
@@ -82,13 +84,33 @@ export class TreeHosting {
     return p;
   }
 
+  /**
+   * Gives back the places of a full tree whose children are over by the directory: a place is
+   * given back after its child's turn ends, before its notice is marked sent, so a crash in
+   * between gives it back again; only a place whose child never came to be (a spawn that died
+   * before its request was committed) or whose release was lost is left, and this finds it.
+   * Returns how many were freed.
+   */
+  private async freeStale(rootId: string, holders: Record<string, { atMs: number }>): Promise<number> {
+    const now = this.deps.clock.nowMs();
+    let freed = 0;
+    for (const [childId, h] of Object.entries(holders)) {
+      const entry = await this.deps.directory.get(childId);
+      const over = entry ? !NEEDS_HOST.has(entry.status) && now - h.atMs > STALE_ENDED_MS : now - h.atMs > STALE_UNBORN_MS;
+      if (!over) continue;
+      await this.deps.slots.release(rootId, childId, null);
+      freed += 1;
+    }
+    return freed;
+  }
+
   /** Hands an accepted message to its recipient when it is hosted here; a failure leaves it to the consumer. */
   private handOver(msg: InboxMessage): void {
     this.supervisor.handOver(msg)?.catch(() => {});
   }
 
   private makePort(): SubagentPort {
-    const { directory, inbox, reader, clock, limits, worktrees } = this.deps;
+    const { inbox, reader, clock, limits, slots, worktrees } = this.deps;
     return {
       limits,
       spawn: async (entry, task, opts) => {
@@ -101,19 +123,15 @@ export class TreeHosting {
         await inbox.publish(msg, 'actor');
         this.handOver(msg);
       },
-      treeRunning: (rootId, parentId) => {
-        // One listing of the directory serves the spawns of a moment (a fan-out asks for each
-        // child). The asking parent's own children are left out: its log counts them exactly.
-        const key = `${rootId}\u0000${parentId}`;
-        const now = clock.nowMs();
-        const cached = this.treeCounts.get(key);
-        if (cached && now - cached.atMs < 1_000) return cached.count;
-        const count = directory.list().then((all) =>
-          all.filter((e) => e.rootId === rootId && e.parentId !== parentId && e.kind === 'subagent' && (e.status === 'running' || e.status === 'waiting')).length);
-        this.treeCounts.set(key, { atMs: now, count });
-        count.catch(() => this.treeCounts.delete(key));
-        return count;
+      takeSlot: async (rootId, childId, token, max) => {
+        const first = await slots.take(rootId, childId, token, max, clock.nowMs());
+        if (first.taken) return first;
+        // full: a place whose child is over (its release was lost in a crash) is given back, and the take tried once more
+        if ((await this.freeStale(rootId, first.holders)) === 0) return { taken: false, running: Object.keys(first.holders).length };
+        const again = await slots.take(rootId, childId, token, max, clock.nowMs());
+        return again.taken ? again : { taken: false, running: Object.keys(again.holders).length };
       },
+      releaseSlot: (rootId, childId, tokens) => slots.release(rootId, childId, tokens),
       firstTurn: async (rootId, childId, signal) => {
         for await (const { event } of reader.follow(rootId, childId, { afterSeq: 0, signal })) {
           if (event.type === 'turn/start') return;
@@ -123,3 +141,8 @@ export class TreeHosting {
     };
   }
 }
+
+/** How long a place of a child the directory says is over is kept: its follow-up's mail may not have arrived yet. */
+const STALE_ENDED_MS = 60_000;
+/** How long a place of a child the directory does not know is kept: its spawn may be recovering on another host. */
+const STALE_UNBORN_MS = 600_000;

@@ -30,6 +30,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     ...(req.approvalMode ? { approvalMode: req.approvalMode } : {}),
     ...(req.agentName ? { agentName: req.agentName } : {}),
     ...(req.readOnly ? { readOnly: true } : {}),
+    ...(req.treeLimits ? { treeLimits: req.treeLimits } : {}),
     ...completionOf(req),
     model: req.model,
     baseUrl: req.baseUrl,

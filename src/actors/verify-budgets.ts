@@ -9,14 +9,17 @@ interface Open {
   tokens: number;
   costUsd: number;
   calls: number;
+  steps: number;
 }
 
 interface TurnLedger {
   budgets: Budgets;
   /** What settled reservations charged. */
-  charged: { tokens: number; costUsd: number; calls: number };
+  charged: { tokens: number; costUsd: number; calls: number; steps: number };
   /** Tool calls started (reruns excepted), reserved or not. */
   started: number;
+  /** Steps the turn started itself. */
+  steps: number;
 }
 
 interface GoalLedger {
@@ -63,14 +66,19 @@ export function createBudgetCheck(report: Report): Check {
   function check(turn: string | undefined, seq: number): void {
     const t = turn === undefined ? undefined : turns.get(turn);
     if (!t) return;
-    const reserved = { tokens: 0, costUsd: 0, calls: 0 };
+    const reserved = { tokens: 0, costUsd: 0, calls: 0, steps: 0 };
     for (const o of open.values()) {
       if (o.turn !== turn || o.goal !== undefined) continue;
       reserved.tokens += o.tokens;
       reserved.costUsd += o.costUsd;
       reserved.calls += o.calls;
+      reserved.steps += o.steps;
     }
-    const { maxTokens, maxCostUsd, maxToolCalls } = t.budgets;
+    const { maxTokens, maxCostUsd, maxToolCalls, maxSteps } = t.budgets;
+    // a child's carve of the turn's steps counts with the turn's own (design §6b)
+    if (maxSteps !== null && reserved.steps + t.charged.steps > 0 && t.steps + t.charged.steps + reserved.steps > maxSteps) {
+      report('budget.over_limit', seq, `turn ${turn} has ${t.steps} steps of its own, ${t.charged.steps} charged to its subagents and ${reserved.steps} reserved for them, past its limit of ${maxSteps}`);
+    }
     const tokens = t.charged.tokens + reserved.tokens;
     const cost = t.charged.costUsd + reserved.costUsd;
     const calls = t.charged.calls + reserved.calls;
@@ -92,8 +100,15 @@ export function createBudgetCheck(report: Report): Check {
           goals.set(e.data.goalId, { budget: e.data.budget, charged: { tokens: 0, costUsd: 0 } });
           return;
         case 'turn/start':
-          if (e.turn) turns.set(e.turn, { budgets: e.data.settings.budgets, charged: { tokens: 0, costUsd: 0, calls: 0 }, started: 0 });
+          if (e.turn) turns.set(e.turn, { budgets: e.data.settings.budgets, charged: { tokens: 0, costUsd: 0, calls: 0, steps: 0 }, started: 0, steps: 0 });
           return;
+        case 'step/start': {
+          const t = e.turn === undefined ? undefined : turns.get(e.turn);
+          if (!t) return;
+          t.steps += 1;
+          check(e.turn, e.seq);
+          return;
+        }
         case 'tool/start': {
           const t = e.turn === undefined ? undefined : turns.get(e.turn);
           if (!t || e.data.rerun) return;
@@ -111,7 +126,7 @@ export function createBudgetCheck(report: Report): Check {
           }
           const goal = e.data.scope === 'goal' ? (e.data.goalId ?? '') : undefined;
           if (goal !== undefined && !goals.has(goal)) report('budget.unknown_goal', e.seq, `reservation ${id} counts against goal ${goal || '(none named)'}, which was never created before it`);
-          open.set(id, { seq: e.seq, turn: e.turn, goal, tokens: e.data.tokens, costUsd: e.data.costUsd ?? 0, calls: e.data.calls ?? 0 });
+          open.set(id, { seq: e.seq, turn: e.turn, goal, tokens: e.data.tokens, costUsd: e.data.costUsd ?? 0, calls: e.data.calls ?? 0, steps: e.data.steps ?? 0 });
           if (goal !== undefined) checkGoal(goal, e.seq);
           else check(e.turn, e.seq);
           return;
@@ -141,6 +156,7 @@ export function createBudgetCheck(report: Report): Check {
             t.charged.tokens += e.data.tokens;
             t.charged.costUsd += e.data.costUsd ?? 0;
             t.charged.calls += e.data.calls ?? 0;
+            t.charged.steps += e.data.steps ?? 0;
           }
           check(r.turn, e.seq);
           return;

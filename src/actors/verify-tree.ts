@@ -1,7 +1,9 @@
 import type { ActorEvent } from '../protocol/events.js';
 import { verifyLog, type Violation } from './verify.js';
 import { actorFacts, lastTurn, runningReasons, type ActorFacts } from './verify-tree-facts.js';
-import { checkPermissions, checkTreeBudget } from './verify-tree-limits.js';
+import { checkCarves, checkPermissions, checkTreeBudget } from './verify-tree-limits.js';
+import { checkWidth, type TreeOrder } from './verify-tree-width.js';
+import type { TreeLimits } from '../protocol/turn-settings.js';
 
 /**
  * Every code `verifyTree` reports on top of each log's own (`VIOLATION_CODES`): the invariants of
@@ -24,6 +26,10 @@ export const TREE_VIOLATION_CODES = [
   'tree.mode_looser',
   'tree.readonly_dropped',
   'tree.over_budget',
+  'tree.too_wide',
+  'tree.carve_wider',
+  'tree.carve_unreserved',
+  'tree.carve_exceeded',
 ] as const;
 
 /** One of `TREE_VIOLATION_CODES`. */
@@ -54,6 +60,10 @@ export interface VerifyTreeOptions {
    * complete, one that still runs is reported as running.
    */
   complete?: boolean;
+  /** Where each event is in the tree's stream order (its commit's stream sequence); absent: commit times order the logs. */
+  order?: TreeOrder;
+  /** The tree's limits besides those its root's turns recorded (the config's): the stricter are checked. */
+  limits?: Partial<TreeLimits>;
 }
 
 /** Whether the verdict holds no violation at all. */
@@ -66,7 +76,8 @@ export function treeOk(v: TreeVerdict): boolean {
  * then what links them. Every spawn request has one child whose first task is that request, and
  * every child one request; every spawn ends in the notice of the child's last turn, an interrupt
  * that cancelled it, or a detach; every notice and report enters its parent's history exactly
- * once; permissions only narrow down the tree; the tree spends within its root's budget. Pure.
+ * once; permissions only narrow down the tree; the tree spends within its root's budget; every
+ * child's budget is carved out of its parent's; no more children run at once than the tree allows. Pure.
  */
 export function verifyTree(logs: Map<string, ActorEvent[]>, rootId: string, opts: VerifyTreeOptions = {}): TreeVerdict {
   const tree: TreeViolation[] = [];
@@ -86,10 +97,20 @@ export function verifyTree(logs: Map<string, ActorEvent[]>, rootId: string, opts
   checkInclusion(facts, parentOf, complete, report);
   checkPermissions(facts, report);
   checkTreeBudget(facts, rootId, report);
+  checkCarves(facts, report);
+  const width = treeWidthLimit(facts.get(rootId), opts.limits);
+  if (width !== null) checkWidth(facts, width, opts.order, complete, report);
   // grouped by actor in the order the logs came, each actor's ordered by seq like verifyLog's
   const order = new Map([...facts.keys()].map((id, i) => [id, i]));
   tree.sort((a, b) => (order.get(a.actorId) ?? -1) - (order.get(b.actorId) ?? -1) || (a.seq ?? Infinity) - (b.seq ?? Infinity));
   return { rootId, running: opts.complete === true ? [] : running, actors, tree };
+}
+
+/** The tree's width limit: the stricter of what its root's turns recorded and what the caller gives; null when neither says. */
+function treeWidthLimit(root: ActorFacts | undefined, given: Partial<TreeLimits> | undefined): number | null {
+  const all = [given?.maxChildrenPerTree, ...[...(root?.turns.values() ?? [])].map((t) => t.start.data.settings.treeLimits?.maxChildrenPerTree)]
+    .filter((n): n is number => n !== undefined);
+  return all.length === 0 ? null : Math.min(...all);
 }
 
 /** One child per request: the request's child holds that task first and no other, no child is asked for twice, every spawned child has a log. */

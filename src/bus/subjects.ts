@@ -2,7 +2,7 @@
 export const STREAMS = { logs: 'LOGS', inbox: 'INBOX', dlq: 'DLQ' } as const;
 
 /** KV bucket names (design §6). */
-export const BUCKETS = { actors: 'actors', leases: 'leases', hosts: 'hosts', resourceLeases: 'resource_leases' } as const;
+export const BUCKETS = { actors: 'actors', leases: 'leases', hosts: 'hosts', resourceLeases: 'resource_leases', treeSlots: 'tree_slots' } as const;
 
 /** Subject of one actor's append-only log: `log.<rootId>.<actorId>`. */
 export function logSubject(rootId: string, actorId: string): string {

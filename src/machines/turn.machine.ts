@@ -51,6 +51,44 @@ export interface TurnContext {
   refusal?: CompletionRefusal | null;
   /** What the refusal at the limit does (absent in older snapshots: `fail`). */
   onCompletionExhausted?: OnCompletionExhausted;
+  /**
+   * The children's part of the turn's steps and tool calls: each running child's carve, held until
+   * its settlement, and what settled ones charged (absent in older snapshots: none).
+   */
+  carves?: ChildCarves;
+}
+
+/** Steps and tool calls the turn's children hold (by reservation) and have spent. */
+export interface ChildCarves {
+  held: Record<string, { steps: number; calls: number }>;
+  steps: number;
+  calls: number;
+}
+
+/** Steps and tool calls of the turn's children, held and spent. */
+function childCounts(context: TurnContext): { steps: number; calls: number } {
+  const c = context.carves;
+  if (!c) return { steps: 0, calls: 0 };
+  let { steps, calls } = c;
+  for (const h of Object.values(c.held)) {
+    steps += h.steps;
+    calls += h.calls;
+  }
+  return { steps, calls };
+}
+
+/** The carves after a child's reservation or its settlement; undefined when the event is neither. */
+function nextCarves(context: TurnContext, e: MachineEvent): ChildCarves | undefined {
+  const c = context.carves ?? { held: {}, steps: 0, calls: 0 };
+  if (e.type === 'budget/reserved' && e.data.kind === 'subagent') {
+    return { ...c, held: { ...c.held, [e.data.reservationId]: { steps: e.data.steps ?? 0, calls: e.data.calls ?? 0 } } };
+  }
+  if (e.type === 'budget/settled' && c.held[e.data.reservationId]) {
+    const { [e.data.reservationId]: _gone, ...held } = c.held;
+    const charged = e.data.outcome === 'charged';
+    return { held, steps: c.steps + (charged ? (e.data.steps ?? 0) : 0), calls: c.calls + (charged ? (e.data.calls ?? 0) : 0) };
+  }
+  return undefined;
 }
 
 /** Final answers a turn may have refused (structured output) before it fails. */
@@ -128,9 +166,11 @@ function settle(context: TurnContext, e: Extract<MachineEvent, { type: 'step/end
   // A deadline stops the turn; any other abort (an interrupt, a shutdown) cancels it.
   if (context.abortReason !== null) return end(context, abortOutcome(context.abortReason), context.abortReason);
   const { maxSteps, maxToolCalls, deadlineAt } = context.budgets;
+  // what children hold or spent of the turn's steps and calls is the turn's too (a carve)
+  const children = childCounts(context);
   if (deadlineAt !== null && eventTimeMs(e) >= deadlineAt) return end(context, 'stopped', 'deadline');
-  if (maxSteps !== null && context.steps >= maxSteps) return end(context, 'stopped', 'step_budget');
-  if (maxToolCalls !== null && context.toolCalls >= maxToolCalls) return end(context, 'stopped', 'tool_budget');
+  if (maxSteps !== null && context.steps + children.steps >= maxSteps) return end(context, 'stopped', 'step_budget');
+  if (maxToolCalls !== null && context.toolCalls + children.calls >= maxToolCalls) return end(context, 'stopped', 'tool_budget');
   return null;
 }
 
@@ -174,6 +214,9 @@ export const turnMachine = setup({
     'recovery/started': { guard: ({ context, event }) => changesSteers(context.steers, event), actions: assign({ steers: ({ context, event }) => nextSteers(context.steers, event) }) },
     'attempt/end': { actions: assign({ usage: ({ context, event }) => addUsage(context.usage, event.data.usage) }) },
     'stop/decided': { actions: assign({ stopReason: ({ event }) => event.data.reason }) },
+    // a child's carve holds steps and calls of the turn until it is settled
+    'budget/reserved': { guard: ({ context, event }) => nextCarves(context, event) !== undefined, actions: assign({ carves: ({ context, event }) => nextCarves(context, event)! }) },
+    'budget/settled': { guard: ({ context, event }) => nextCarves(context, event) !== undefined, actions: assign({ carves: ({ context, event }) => nextCarves(context, event)! }) },
     'tool/start': {
       guard: ({ event }) => !event.data.rerun,
       actions: assign({ toolCalls: ({ context }) => context.toolCalls + 1 }),
@@ -251,12 +294,12 @@ export const turnMachine = setup({
 /** True when the turn's budgets allow no further step. */
 function spent(context: TurnContext, e: Extract<MachineEvent, { type: 'step/end' }>): boolean {
   const { maxSteps, deadlineAt } = context.budgets;
-  return (deadlineAt !== null && eventTimeMs(e) >= deadlineAt) || (maxSteps !== null && context.steps >= maxSteps);
+  return (deadlineAt !== null && eventTimeMs(e) >= deadlineAt) || (maxSteps !== null && context.steps + childCounts(context).steps >= maxSteps);
 }
 
 function toolBudgetLeft(context: TurnContext): number | null {
   const max = context.budgets.maxToolCalls;
-  return max === null ? null : Math.max(0, max - context.toolCalls);
+  return max === null ? null : Math.max(0, max - context.toolCalls - childCounts(context).calls);
 }
 
 /** Abort reasons that are a budget running out: the turn is `stopped`, not cancelled. */

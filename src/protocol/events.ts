@@ -299,8 +299,10 @@ export const EventDataSchemas = {
     tokens: z.number().int().nonnegative(),
     /** Worst-case USD; null when the model has no known price (and no cost budget asked for one). */
     costUsd: z.number().nonnegative().nullable(),
-    /** Tool calls reserved (kind `tool_calls`). */
+    /** Tool calls reserved (kind `tool_calls`; kind `subagent`: the child's carve of them). */
     calls: z.number().int().nonnegative().optional(),
+    /** Steps reserved (kind `subagent`: the child's carve of its parent's steps). */
+    steps: z.number().int().nonnegative().optional(),
     /** Of the worst-case tokens, the output's share: streamed output past it cuts the stream. */
     outputTokens: z.number().int().nonnegative().optional(),
   }),
@@ -313,6 +315,7 @@ export const EventDataSchemas = {
     tokens: z.number().int().nonnegative(),
     costUsd: z.number().nonnegative().nullable(),
     calls: z.number().int().nonnegative().optional(),
+    steps: z.number().int().nonnegative().optional(),
     outcome: z.enum(['charged', 'released']),
   }),
   /**

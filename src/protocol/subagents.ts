@@ -1,11 +1,16 @@
 import { z } from 'zod';
 import { UsageSchema } from './history.js';
-import { ApprovalModeSchema, TurnOutcomeSchema } from './turn-settings.js';
+import { ApprovalModeSchema, TreeLimitsSchema, TurnOutcomeSchema, type TreeLimits } from './turn-settings.js';
 import { derivedId } from './ids.js';
 
 /** The stable request ID of a spawn call, which is also its task message's ID. */
 export function spawnRequestId(callId: string): string {
   return derivedId('message', 'spawn', callId);
+}
+
+/** The reservation of a child's carve in its parent's log: derived from the request, so a task delivered twice is carved once. */
+export function carveReservationId(requestId: string): string {
+  return derivedId('reservation', 'subagent', requestId);
 }
 
 /** The child a spawn request names: derived from it, so a retry names the same child. */
@@ -86,6 +91,8 @@ export const ChildTaskSchema = z.object({
   model: z.string(),
   baseUrl: z.string().nullable(),
   instructions: z.string().nullable(),
+  /** The tree's limits its parent ran under (the stricter of its turn's and its host's): the child's turns run under them too. */
+  treeLimits: TreeLimitsSchema.optional(),
 });
 export type ChildTask = z.infer<typeof ChildTaskSchema>;
 
@@ -105,6 +112,9 @@ export const SubagentNoticeSchema = z.object({
   })),
   usage: UsageSchema,
   costUsd: z.number().nonnegative().nullable(),
+  /** Steps and tool calls the turn took: what its carve of its parent's is settled with (absent from older children). */
+  steps: z.number().int().nonnegative().optional(),
+  toolCalls: z.number().int().nonnegative().optional(),
 });
 export type SubagentNotice = z.infer<typeof SubagentNoticeSchema>;
 
@@ -118,6 +128,17 @@ export interface SubagentLimits {
   maxChildrenPerParent: number;
   maxChildrenPerTree: number;
   onParentEnd: 'cancel' | 'detach';
+}
+
+/** The stricter of a host's limits and those a turn recorded (absent: the host's). */
+export function stricterLimits(host: SubagentLimits, recorded: TreeLimits | undefined): SubagentLimits {
+  if (!recorded) return host;
+  return {
+    ...host,
+    maxDepth: Math.min(host.maxDepth, recorded.maxDepth),
+    maxChildrenPerParent: Math.min(host.maxChildrenPerParent, recorded.maxChildrenPerParent),
+    maxChildrenPerTree: Math.min(host.maxChildrenPerTree, recorded.maxChildrenPerTree),
+  };
 }
 
 /** The limits when the config names none. */

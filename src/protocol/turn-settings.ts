@@ -84,8 +84,22 @@ const CompletionFields = {
   onCompletionExhausted: OnCompletionExhaustedSchema.optional(),
 };
 
+/**
+ * The limits of the tree a turn spawns into (`max_subagent_depth`, `max_children_per_parent`,
+ * `max_children_per_tree`), recorded so they travel with the turn to whichever host runs it and
+ * on to its children: a host applies the stricter of these and its own.
+ */
+export const TreeLimitsSchema = z.object({
+  maxDepth: z.number().int().positive(),
+  maxChildrenPerParent: z.number().int().positive(),
+  maxChildrenPerTree: z.number().int().positive(),
+});
+export type TreeLimits = z.infer<typeof TreeLimitsSchema>;
+
 /** What a subagent's turns run with besides the rest: its name, and whether it may change anything. */
 const ChildFields = {
+  /** The tree's limits the run was started with; absent (older logs, embedders): the host's alone. */
+  treeLimits: TreeLimitsSchema.optional(),
   /** The agent's name in its tree (a child's `spawn_agent` name); the scripted model plays `agents.<name>`. Absent: `main`. */
   agentName: z.string().optional(),
   /** Every call with possible effects is denied (a `readonly` child); absent: false. */

@@ -17,6 +17,8 @@ export interface ReservationRecord {
   tokens: number;
   costUsd: number | null;
   calls?: number;
+  /** Steps a child's carve holds (kind `subagent`). */
+  steps?: number;
   outputTokens?: number;
 }
 
@@ -25,6 +27,8 @@ export interface BudgetSpend {
   tokens: number;
   costUsd: number;
   calls: number;
+  /** Steps its children spent (absent in older snapshots: none). */
+  steps?: number;
 }
 
 /** `budget/reserved`: the reservation is open until its settlement. */
@@ -39,6 +43,7 @@ export function foldReserved(p: Projection, e: EventOf<'budget/reserved'>): void
     ...(e.data.goalId ? { goalId: e.data.goalId } : {}),
     ...(e.step ? { step: e.step } : {}),
     ...(e.data.calls !== undefined ? { calls: e.data.calls } : {}),
+    ...(e.data.steps !== undefined ? { steps: e.data.steps } : {}),
     ...(e.data.outputTokens !== undefined ? { outputTokens: e.data.outputTokens } : {}),
   };
 }
@@ -54,5 +59,6 @@ export function foldSettled(p: Projection, e: EventOf<'budget/settled'>): void {
     spend.tokens += e.data.tokens;
     spend.costUsd = Math.round((spend.costUsd + (e.data.costUsd ?? 0)) * 1_000_000) / 1_000_000;
     spend.calls += e.data.calls ?? 0;
+    if (e.data.steps) spend.steps = (spend.steps ?? 0) + e.data.steps;
   }
 }

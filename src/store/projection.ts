@@ -217,6 +217,8 @@ export interface Projection {
   parentLink?: ParentLink;
   /** A child's turn ended and its parent has not had the notice yet. */
   noticeOwed?: NoticeOwed;
+  /** A child's open turn: the messages it took (its place in the tree is held under their IDs). */
+  turnMessages?: string[];
 }
 
 /** The projection of an empty log. */

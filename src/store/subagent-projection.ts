@@ -64,6 +64,11 @@ export interface NoticeOwed {
   answerRef?: BlobRef;
   usage: Usage;
   costUsd: number | null;
+  /** Steps and tool calls of the turn (absent in older snapshots). */
+  steps?: number;
+  toolCalls?: number;
+  /** The messages the turn took (its task, its follow-ups): the tokens its place in the tree is held under. */
+  messageIds?: string[];
 }
 
 /** Running children: asked for or spawned, and not ended or let go. */
@@ -165,10 +170,15 @@ export function foldSubagents(p: Projection, e: ActorEvent): void {
         if (c) c.reservationId = e.data.reservationId;
       }
       break;
+    case 'turn/start':
+      if (p.parentLink) p.turnMessages = e.data.messageIds;
+      break;
     case 'turn/end':
       if (e.data.noticeOwed === true) {
         p.noticeOwed = {
           turn: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer, usage: e.data.usage, costUsd: e.data.costUsd ?? null,
+          steps: e.data.steps, toolCalls: e.data.toolCalls,
+          ...(p.turnMessages ? { messageIds: p.turnMessages } : {}),
           ...(e.data.answerRef ? { answerRef: e.data.answerRef } : {}),
         };
       }

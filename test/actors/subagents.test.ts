@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLog, formatViolations } from '../../src/actors/verify.js';
+import { verifyTree } from '../../src/actors/verify-tree.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, message, ofType, only, startTurn, waitForLog } from './harness.js';
@@ -272,6 +273,61 @@ describe('budgets carved from the parent', () => {
     // every carve settled exactly once
     const settled = ofType(log, 'budget/settled').filter((e) => reserved.some((r) => r.data.reservationId === e.data.reservationId));
     expect(settled.map((e) => e.data.reservationId).sort()).toEqual(reserved.map((e) => e.data.reservationId).sort());
+    const v = verifyLog(log);
+    expect(v, formatViolations(v)).toEqual([]);
+  });
+});
+
+/** Every log of the tree once each spawned child has sent the notice of its turn. */
+async function settledTree(sup: Awaited<ReturnType<typeof runTree>>['sup'], rootId: string, log: Awaited<ReturnType<typeof readLog>>) {
+  const logs = new Map([[rootId, log]]);
+  for (const s of ofType(log, 'subagent/spawned')) {
+    logs.set(s.data.childId, await waitForLog(sup, { rootId, actorId: s.data.childId }, (l) => l.some((e) => e.type === 'subagent/notified')));
+  }
+  return logs;
+}
+
+describe('steps and tool calls carved from the parent', () => {
+  it('three background children under maxToolCalls 5: the whole tree starts at most 5 tool calls, the parent\'s own among them', async () => {
+    const three = ['a', 'b', 'c'].map((n) => ({ name: 'spawn_agent', arguments: { task: `read for ${n}`, name: n } }));
+    const reads = [call('read_file', { path: 'src/a.txt' }), call('read_file', { path: 'src/a.txt' }), call('read_file', { path: 'src/a.txt' }), answer('read')];
+    const { sup, actor, log } = await runTree({
+      main: [{ tool_calls: three, usage: { input_tokens: 10, output_tokens: 10 } }, call('wait_agents', {}), call('wait_agents', {}), call('wait_agents', {}), answer('done')],
+      a: reads, b: reads, c: reads,
+    }, { maxToolCalls: 5 });
+    const logs = await settledTree(sup, actor.rootId, log);
+    const started = [...logs.values()].reduce((n, l) => n + ofType(l, 'tool/start').filter((e) => !e.data.rerun).length, 0);
+    expect(started).toBeLessThanOrEqual(5);
+    // what was given is what the parent had left after its three spawns, less the call it keeps for a wait
+    const carves = ofType(log, 'budget/reserved').filter((e) => e.data.kind === 'subagent');
+    expect(carves.reduce((n, e) => n + (e.data.calls ?? 0), 0)).toBeLessThanOrEqual(1);
+    expect(results(log).filter((o) => o.includes('no toolCalls left to give a subagent'))).toHaveLength(2);
+    expect(verifyTree(logs, actor.rootId).tree).toEqual([]);
+    for (const l of logs.values()) {
+      const v = verifyLog(l);
+      expect(v, formatViolations(v)).toEqual([]);
+    }
+  });
+
+  it('maxSteps 3 and a child asking for 100000 steps: the child gets what is left less the parent\'s next step, and says so', async () => {
+    const { sup, actor, log, end } = await runTree({
+      main: [call('spawn_agent', { task: 'think long', name: 'long', mode: 'foreground', budget: { steps: 100_000 } }), answer('done')],
+      long: [call('read_file', { path: 'src/a.txt' }), call('read_file', { path: 'src/a.txt' }), answer('thought')],
+    }, { maxSteps: 3 });
+    const requested = only(log, 'subagent/spawn_requested');
+    // three steps: the parent's first (spawning), its next (reading the answer), one for the child
+    expect(requested.data.budget.maxSteps).toBe(1);
+    expect(requested.data.clamped?.[0]).toMatch(/^steps: asked 100000, got 1/);
+    expect(only(log, 'budget/reserved').data).toMatchObject({ kind: 'subagent', steps: 1 });
+    const logs = await settledTree(sup, actor.rootId, log);
+    const child = logs.get(requested.data.childId)!;
+    expect(only(child, 'turn/start').data.settings.budgets.maxSteps).toBe(1);
+    expect(only(child, 'turn/end').data).toMatchObject({ outcome: 'stopped', reason: 'step_budget', steps: 1 });
+    // the parent still had its step to read the child's answer in
+    expect(end.outcome).toBe('completed');
+    const steps = [...logs.values()].reduce((n, l) => n + ofType(l, 'step/start').length, 0);
+    expect(steps).toBeLessThanOrEqual(3);
+    expect(verifyTree(logs, actor.rootId).tree).toEqual([]);
     const v = verifyLog(log);
     expect(v, formatViolations(v)).toEqual([]);
   });

@@ -217,9 +217,70 @@ describe('verifyTree', () => {
     expect(rootOnly).toBeLessThan(total - 1);
     // within the limit for the root alone; the children's spend takes the tree past it
     first(l.get(rootId)!, 'turn/start').data.settings.budgets.maxTokens = total - 1;
-    expect(treeCodes(verifyTree(l, rootId))).toEqual(['tree.over_budget']);
+    // (the children's carves are then wider than the root's limit too: that is checked on its own below)
+    const spent = (v: TreeVerdict) => treeCodes(v).filter((c) => c === 'tree.over_budget');
+    expect(spent(verifyTree(l, rootId))).toEqual(['tree.over_budget']);
     first(l.get(rootId)!, 'turn/start').data.settings.budgets.maxTokens = total;
-    expect(treeCodes(verifyTree(l, rootId))).toEqual([]);
+    expect(spent(verifyTree(l, rootId))).toEqual([]);
+  });
+
+  it('fails a tree that started more tool calls or steps than its root turn allowed, counting each child\'s carved turn', () => {
+    const l = copy(logs);
+    const calls = [...l.values()].reduce((n, log) => n + ofType(log, 'tool/start').length, 0);
+    const steps = [...l.values()].reduce((n, log) => n + ofType(log, 'step/start').length, 0);
+    const budgets = first(l.get(rootId)!, 'turn/start').data.settings.budgets;
+    budgets.maxToolCalls = calls - 1;
+    budgets.maxSteps = steps - 1;
+    const over = verifyTree(l, rootId).tree.filter((t) => t.code === 'tree.over_budget').map((t) => t.message);
+    expect(over).toEqual([expect.stringMatching(new RegExp(`took ${steps} steps .* past its limit of ${steps - 1}`)), expect.stringMatching(new RegExp(`started ${calls} tool calls .* past its limit of ${calls - 1}`))]);
+  });
+
+  it('fails a carve wider than its parent\'s turn, one its parent did not reserve, and a child turn that runs past its carve', () => {
+    const wider = copy(logs);
+    const request = ofType(wider.get(rootId)!, 'subagent/spawn_requested').find((r) => r.data.childId === reader)!;
+    request.data.budget.maxSteps = 1_000;
+    expect(treeCodes(verifyTree(wider, rootId))).toContain('tree.carve_wider');
+
+    const unreserved = copy(logs);
+    const root = unreserved.get(rootId)!;
+    const carve = ofType(root, 'budget/reserved').find((e) => e.data.kind === 'subagent')!;
+    delete carve.data.steps;
+    expect(treeCodes(verifyTree(unreserved, rootId))).toContain('tree.carve_unreserved');
+
+    const exceeded = copy(logs);
+    first(exceeded.get(reader)!, 'turn/start').data.settings.budgets.maxSteps = 10_000;
+    expect(treeCodes(verifyTree(exceeded, rootId))).toEqual(['tree.carve_exceeded']);
+    // given one step, the reader ran with more and took two (a read, then its answer)
+    const spent = copy(logs);
+    ofType(spent.get(rootId)!, 'subagent/spawn_requested').find((r) => r.data.childId === reader)!.data.budget.maxSteps = 1;
+    const v = verifyTree(spent, rootId);
+    expect(treeCodes(v)).toEqual(['tree.carve_exceeded', 'tree.carve_exceeded']);
+    expect(v.tree[1]!.message).toMatch(/took 2 steps, past the 1 it was given/);
+  });
+
+  it('fails a tree whose children ran more at once than max_children_per_tree, by their lifetimes in the tree\'s order', () => {
+    // the run's two children overlap: under a limit of one that is a violation, under two it is not
+    const one = copy(logs);
+    first(one.get(rootId)!, 'turn/start').data.settings.treeLimits = { maxDepth: 3, maxChildrenPerParent: 8, maxChildrenPerTree: 1 };
+    const v = verifyTree(one, rootId);
+    expect(treeCodes(v)).toEqual(['tree.too_wide']);
+    expect(v.tree[0]!.message).toMatch(/2 subagents of the tree run at once/);
+    expect(treeCodes(verifyTree(logs, rootId, { limits: { maxChildrenPerTree: 2 } }))).toEqual([]);
+    expect(treeCodes(verifyTree(logs, rootId, { limits: { maxChildrenPerTree: 1 } }))).toEqual(['tree.too_wide']);
+    // in an order where the reader's turn ended before the counter was asked for, one at a time holds
+    const order = new Map<string, Map<number, number>>();
+    let n = 0;
+    const place = (id: string, pred: (e: ActorEvent) => boolean) => {
+      const m = order.get(id) ?? new Map<number, number>();
+      for (const e of logs.get(id)!) if (pred(e) && !m.has(e.seq)) m.set(e.seq, n++);
+      order.set(id, m);
+    };
+    const counterAsked = ofType(logs.get(rootId)!, 'subagent/spawn_requested').find((r) => r.data.childId === counter)!.seq;
+    place(rootId, (e) => e.seq < counterAsked);
+    place(reader, () => true);
+    place(rootId, () => true);
+    place(counter, () => true);
+    expect(treeCodes(verifyTree(logs, rootId, { limits: { maxChildrenPerTree: 1 }, order }))).toEqual([]);
   });
 
   it('names each code it reports in TREE_VIOLATION_CODES', () => {

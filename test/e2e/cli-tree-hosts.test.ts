@@ -256,3 +256,40 @@ test('a tree run in-process and SIGKILLed after its spawn, then `resume <root>` 
   h.child.kill('SIGTERM');
   expect(await h.exited).toEqual({ code: 0, signal: null });
 }, 90_000);
+
+test('a run given -c max_subagent_depth=1 and handed to a host: the host spawns under the run\'s limit, not its own, and a child cannot spawn', async () => {
+  const dir = await tempDir('tree-script');
+  dirs.push(dir);
+  const script = join(dir, 'depth.json');
+  await writeFile(script, JSON.stringify({
+    agents: {
+      main: { responses: [{ tool_calls: [{ name: 'spawn_agent', arguments: { task: 'go deeper', name: 'mid', mode: 'foreground' } }] }, { content: 'parent: done' }] },
+      mid: { responses: [{ tool_calls: [{ name: 'spawn_agent', arguments: { task: 'deeper still', name: 'deep', mode: 'foreground' } }] }, { content: 'mid: could not go deeper' }] },
+      deep: { responses: [{ content: 'deep: here' }] },
+    },
+  }));
+  // the host runs with the default depth (3): only the run says 1
+  const h = await startHost('depth-host');
+  const [ws, dataDir] = [await tempDir('tree-ws'), await tempDir('tree-cli')];
+  dirs.push(ws, dataDir);
+  const run = startCli(['run', 'go deep', '--model', `scripted:${script}`, '--approve', 'auto-edit', '--cwd', ws, '-c', 'max_subagent_depth=1', '--json'], dataDir);
+  const rootId = await until('the root ID', async () => {
+    const id = run.stderr().split('\n')[0]!;
+    return AGENT_ID.test(id) ? id : null;
+  });
+  expect(await run.exited, run.stderr()).toEqual({ code: 0, signal: null });
+  const t = await until('the child\'s notice', async () => {
+    const s = await readTreeState(nats.url, dataDir, rootId);
+    return [...s.logs.values()].some((l) => l.some((e) => e.type === 'subagent/notified')) ? s : null;
+  });
+  const root = t.logs.get(rootId)!;
+  expect(ofType(root, 'turn/start')[0]!.data.settings.treeLimits).toMatchObject({ maxDepth: 1 });
+  // the child at the depth limit got no spawn tools: its spawn_agent is an unknown tool, and nothing deeper exists
+  expect(t.logs.size, describeTree(t)).toBe(2);
+  const midId = ofType(root, 'subagent/spawned')[0]!.data.childId;
+  const mid = t.logs.get(midId)!;
+  expect(ofType(mid, 'turn/start')[0]!.data.settings.tools).not.toContain('spawn_agent');
+  expect(ofType(mid, 'tool/call')[0]!.data.status).toBe('unknown_tool');
+  h.child.kill('SIGTERM');
+  expect(await h.exited).toEqual({ code: 0, signal: null });
+}, 90_000);

@@ -75,7 +75,7 @@ export async function verifyCommand(agentId: string, opts: { json?: boolean; tre
   return withRuntime(config, async (rt) => {
     const rootId = await rootOf(rt, agentId);
     // --tree: the whole tree the agent is in, from its root
-    if (opts.tree) return verifyTreeCommand(rt.reader, rootId, opts, out);
+    if (opts.tree) return verifyTreeCommand(rt.reader, rootId, opts, out, config.subagents);
     const events: ActorEvent[] = [];
     for await (const { event } of rt.reader.read(rootId, agentId, { afterSeq: 0 })) events.push(event);
     const violations = verifyLog(events);

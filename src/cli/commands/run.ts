@@ -84,6 +84,8 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     ...(flags.maxOutputTokens ? { maxOutputTokens: flags.maxOutputTokens } : {}),
     ...(flags.planMode ? { planMode: true } : {}),
     approvalMode: flags.approvalMode ?? config.approvalMode,
+    // the tree's limits travel with the turn: a host that runs it applies the stricter of these and its own
+    treeLimits: { maxDepth: config.subagents.maxDepth, maxChildrenPerParent: config.subagents.maxChildrenPerParent, maxChildrenPerTree: config.subagents.maxChildrenPerTree },
     // the run records the config it was started with; JSON drops the key (not enumerable)
     config: configSnapshot(config),
     model,

@@ -2,6 +2,7 @@ import type { ActorEvent } from '../../protocol/events.js';
 import { formatViolations } from '../../actors/verify.js';
 import { treeOk, verifyTree } from '../../actors/verify-tree.js';
 import type { LogReader } from '../../store/log-port.js';
+import type { TreeLimits } from '../../protocol/turn-settings.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { terminalText } from '../terminal-text.js';
@@ -9,18 +10,26 @@ import { terminalText } from '../terminal-text.js';
 /**
  * `actorloop verify <agent> --tree`: every log of the agent's tree, each against the invariants of
  * its own and the tree against those that link them; exit 1 on any violation. A tree still
- * running passes what it has so far, and says it runs.
+ * running passes what it has so far, and says it runs. `limits`: the config's tree limits, checked
+ * with those the root's turns recorded (the stricter).
  */
-export async function verifyTreeCommand(reader: Pick<LogReader, 'readTree'>, rootId: string, opts: { json?: boolean }, out: Out): Promise<number> {
+export async function verifyTreeCommand(
+  reader: Pick<LogReader, 'readTree'>, rootId: string, opts: { json?: boolean }, out: Out, limits?: Partial<TreeLimits>,
+): Promise<number> {
   const logs = new Map<string, ActorEvent[]>();
-  for await (const { actorId, event } of reader.readTree(rootId)) {
+  // the tree's one order (its commits' stream sequences) times the children's lifetimes, whatever the hosts' clocks say
+  const order = new Map<string, Map<number, number>>();
+  for await (const { actorId, event, streamSeq } of reader.readTree(rootId)) {
     const log = logs.get(actorId) ?? [];
     log.push(event);
     logs.set(actorId, log);
+    const at = order.get(actorId) ?? new Map<number, number>();
+    at.set(event.seq, streamSeq);
+    order.set(actorId, at);
   }
   // each log in seq order: the tree's stream order is commit order, which keeps each actor's
   for (const log of logs.values()) log.sort((a, b) => a.seq - b.seq);
-  const v = verifyTree(logs, rootId);
+  const v = verifyTree(logs, rootId, { order, ...(limits ? { limits } : {}) });
   const names = new Map<string, string>([[rootId, 'main']]);
   for (const log of logs.values()) for (const e of log) if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
   const ok = treeOk(v);
