@@ -2,8 +2,15 @@
 // LMDB and memory factories, the machines, the fold, faults and the log checker. The embedding
 // API is `actorloop`; the agent actor itself is neither's: a host reads it as a HostedAgent.
 
-/** Hosts agents: creates and rehydrates them, serves their inboxes, stops them. */
-export { Supervisor, type SupervisorOptions } from './actors/supervisor.js';
+import { Supervisor as SupervisorClass, type SupervisorOptions } from './actors/supervisor.js';
+import type { HostSupervisor } from './actors/host-supervisor.js';
+
+/** Hosts agents: creates and rehydrates them, serves their inboxes, stops them; what it hosts reads as a HostedAgent. */
+export const Supervisor: new (opts: SupervisorOptions) => HostSupervisor = SupervisorClass;
+/** A supervisor, as a host builder drives it. */
+export type Supervisor = HostSupervisor;
+/** What a supervisor is built with: its ports, tools, tooling, faults, logger, model factory. */
+export type { SupervisorOptions };
 /** What a host reads of an agent the supervisor hosts. */
 export type { HostedAgent } from './actors/hosted-agent.js';
 /** The supervisor's ports (logs, inboxes, directory, leases) over JetStream, or in memory. */

@@ -36,6 +36,9 @@ const HOST = [
   'startNatsServer', 'stepMachine', 'toolCallMachine', 'turnMachine', 'verifyLog',
 ];
 
+/** What a host reads of an agent it hosts (`HostedAgent`). */
+const HOSTED_AGENT = ['actorId', 'idle', 'projection', 'ref', 'rootId', 'whenAwaitingApproval', 'whenAwaitingQuestion', 'whenTurnEnds'];
+
 /** Every name (value or type) the entry file exports, as the compiler sees it. */
 function exportsOf(program: ts.Program, file: string): string[] {
   const checker = program.getTypeChecker();
@@ -65,6 +68,15 @@ describe('the public API', () => {
   test('the agent actor is exported from neither: a host reads it as a HostedAgent', () => {
     for (const file of [root, host]) expect(exportsOf(program, file)).not.toContain('AgentActor');
     expect(exportsOf(program, root)).not.toContain('Supervisor');
+    // what the host kit's Supervisor creates and rehydrates: no staging, recovery or pump in reach
+    const checker = program.getTypeChecker();
+    const source = program.getSourceFile(host)!;
+    const supervisor = checker.getExportsOfModule(checker.getSymbolAtLocation(source)!).find((s) => s.getName() === 'Supervisor')!;
+    const instance = checker.getTypeOfSymbolAtLocation(supervisor, source).getConstructSignatures()[0]!.getReturnType();
+    const returned = (method: string) => checker.getTypeOfSymbolAtLocation(instance.getProperty(method)!, source).getCallSignatures()[0]!.getReturnType();
+    const created = checker.getAwaitedType(returned('create'))!;
+    const hydrated = checker.getTypeOfSymbolAtLocation(checker.getAwaitedType(returned('hydrate'))!.getProperty('actor')!, source);
+    for (const agent of [created, hydrated]) expect(agent.getProperties().map((p) => p.getName()).sort()).toEqual([...HOSTED_AGENT].sort());
   });
 }, 60_000);
 

@@ -19,6 +19,7 @@ import { createToolRegistry } from '../tools/registry.js';
 import type { ToolDefinition } from '../tools/tool.js';
 import type { TurnEnded } from './agent-actor.js';
 import type { HostedAgent } from './hosted-agent.js';
+import type { HostSupervisor } from './host-supervisor.js';
 import { turnRequestWith, type TurnOptions } from './turn-options.js';
 import type { Projection } from '../store/projection.js';
 import type { AgentActorRef, InspectObserver } from './agent-logic.js';
@@ -129,8 +130,8 @@ export interface Runtime {
    * malformed ID is a BadIdError, an ID the directory does not hold a NotFoundError.
    */
   agent(id: string, opts?: Partial<AgentOptions>): Promise<AgentHandle>;
-  /** The supervisor hosting the agents (rehydrate, inbox, reader). */
-  readonly supervisor: Supervisor;
+  /** The supervisor hosting the agents (rehydrate, inbox, `reader` for `followAgent`). */
+  readonly supervisor: HostSupervisor;
   /** Stops the agents (turns left open resume later) and closes what the runtime opened. */
   close(): Promise<void>;
 }
