@@ -54,6 +54,12 @@ test('the README embedding example runs as written from the packed package, inst
   const installed = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], project, process.env, 120_000);
   if (installed.code !== 0 && OFFLINE.test(installed.err)) ctx.skip(`the npm registry is unreachable, so the packed package cannot be installed: ${installed.err.trim().split('\n')[0]}`);
   expect(installed.code, installed.err).toBe(0);
+  // both tiers resolve by name from the installed package; the agent actor from neither
+  const tiers = await run(process.execPath, ['--input-type=module', '-e', `
+    const root = await import('actorloop'); const host = await import('actorloop/host');
+    console.log(typeof root.createRuntime, typeof host.Supervisor, typeof host.createJetStreamPorts, 'AgentActor' in root || 'AgentActor' in host, 'Supervisor' in root);
+  `], project, process.env, 30_000);
+  expect(tiers.out.trim(), tiers.err).toBe('function function function false false');
   await writeFile(join(project, 'example.mjs'), code);
   // its temp dirs go under one of ours, removed after
   const tmp = await tempDir('embed-tmp');
