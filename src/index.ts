@@ -1,58 +1,111 @@
-// The public API of actorloop: explicit named exports, the only barrel.
+// `actorloop`: the embedding API. Explicit named exports, each a name an embedder reads; the kit
+// for building hosts (supervisor, ports, machines) is `actorloop/host`.
 
-// The embedding entry: a runtime, its agents, their turns.
-export {
-  createRuntime, type Runtime, type RuntimeOptions, type AgentHandle, type AgentOptions, type TurnHandle,
-} from './actors/runtime.js';
-export { followAgent, type ClientEvent, type FollowOptions } from './client/follower.js';
-export { followTree, type FollowTreeOptions, type TreeClientEvent } from './client/follower.js';
-export { statusOf, type ClientStatus } from './client/status.js';
-export { readTreeView, TreeFold, treeStatus, watchTree, ROOT_NAME, type TreeAgent, type TreeStatus, type TreeView, type TreeWatchOptions } from './client/tree.js';
-export { createMemoryBlobStore } from './store/memory-blobs.js';
+/** Starts a runtime hosting agents in this process (embedded NATS + LMDB, a NATS of yours, or memory). */
+export { createRuntime } from './actors/runtime.js';
+/** A runtime: `agent()` creates or reopens agents, `close()` stops them. */
+export type { Runtime } from './actors/runtime.js';
+/** What `createRuntime` takes: data dir or memory, NATS, model, tools, tooling, inspection. */
+export type { RuntimeOptions } from './actors/runtime.js';
+/** An agent the runtime hosts: send it tasks, read its state, answer it. */
+export type { AgentHandle } from './actors/runtime.js';
+/** What an agent is created with: workspace, model, run mode, instructions, tools, budgets. */
+export type { AgentOptions } from './actors/runtime.js';
+/** One turn: its committed events and how it ended. */
+export type { TurnHandle } from './actors/runtime.js';
+/** How a turn ended: outcome, reason, answer, usage. */
+export type { TurnEnded } from './actors/agent-actor.js';
+/** Options of one turn, as `actorloop run`'s flags: goal, plan mode, completion policy, budgets, output schema. */
+export type { TurnOptions } from './actors/turn-options.js';
+/** A goal a turn starts, with its budgets. */
+export type { GoalOptions } from './actors/turn-options.js';
 
-export { AgentActor, type AgentPorts, type TurnEnded } from './actors/agent-actor.js';
-export type { AgentActorRef, AgentSnapshot, AgentStatus, InspectObserver } from './actors/agent-logic.js';
-export { Supervisor, type SupervisorOptions } from './actors/supervisor.js';
-export { createJetStreamPorts, createMemoryPorts, type SupervisorPorts, type MemoryPorts } from './actors/supervisor-ports.js';
-export { createFaultInjector, parseFaultSpecs, FAULT_POINTS, TREE_FAULT_POINTS, type FaultSpec, type FaultInjector } from './actors/faults.js';
-export { createFileFaultRecords, createMemoryFaultRecords, type FaultRecord, type FaultRecords } from './actors/fault-records.js';
-export { verifyLog, formatViolations, type Violation } from './actors/verify.js';
-export { openBus, type Bus } from './bus/connection.js';
-export { startNatsServer, type NatsServerHandle } from './bus/nats-server.js';
-export { publishInbox } from './bus/inbox.js';
-export { createMemoryInboxes, type MemoryInboxes } from './bus/memory-inbox.js';
-export { createMemoryDirectory } from './bus/memory-directory.js';
-export { createMemoryLeaseStore } from './bus/memory-leases.js';
-export { createMemoryResourceLeases } from './bus/memory-resource-leases.js';
-export { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLease, type ResourceLeaseStore } from './bus/resource-leases.js';
-export { createGitWorktrees, type GitWorktrees } from './actors/git-worktrees.js';
-export { loadConfig, type EffectiveConfig } from './config/config.js';
-export { agentMachine, type AgentContext, type AgentEvent, type AgentInput } from './machines/agent.machine.js';
-export { turnMachine, type TurnContext, type TurnEvent, type TurnInput } from './machines/turn.machine.js';
-export { stepMachine, type StepContext, type StepEvent, type StepInput } from './machines/step.machine.js';
-export { attemptMachine, type AttemptContext, type AttemptEvent, type AttemptInput } from './machines/attempt.machine.js';
-export { toolCallMachine, type ToolCallContext, type ToolCallEvent, type ToolCallInput } from './machines/tool-call.machine.js';
-export type { ModelAdapter, ModelRequest, PreparedRequest, ModelStreamEvent, ModelOutput } from './model/model-port.js';
-export type { ToolSpec } from './protocol/tool-spec.js';
-export { createScriptedModel, type ScriptedModel } from './model/scripted-model.js';
-export { loadScript, ScriptSchema, type Script, type ScriptResponse } from './model/script.js';
-export { createModelAdapter } from './model/factory.js';
-export { createOpenAIChatModel, type OpenAIChatModel, type OpenAIChatModelOptions } from './model/openai-chat.js';
-export { createOpenAIResponsesModel, type OpenAIResponsesModel } from './model/openai-responses.js';
-export { priceFor, costOf, BUILTIN_PRICES, type Price } from './model/pricing.js';
-export { countTokens } from './model/tokens.js';
-export { EventSchema, parseEvent, type ActorEvent, type EventType, type EventData, type TurnOutcome } from './protocol/events.js';
-export { InboxMessageSchema, type InboxMessage } from './protocol/inbox.js';
-export { newId, derivedId, isId, type Id } from './protocol/ids.js';
-export {
-  ActorloopError, BusError, StoreError, ModelError, ToolError, PolicyError, ConfigError, NotFoundError,
-} from './protocol/errors.js';
-export { createJetStreamLog, createLogReader } from './store/jetstream-log.js';
-export { createMemoryLogs, type MemoryLogs } from './store/memory-log.js';
-export { openLmdbStore } from './store/lmdb-store.js';
-export { createLmdbSnapshots } from './store/snapshots.js';
-export { createLmdbBlobStore, type BlobStore } from './store/blob-port.js';
-export { emptyProjection, foldEvent, type Projection } from './store/projection.js';
-export { createToolRegistry, type ToolRegistry } from './tools/registry.js';
-export { builtinTools } from './tools/builtins/index.js';
-export type { ToolDefinition, ToolResult, ToolContext, ExecutionSemantics, ReconcileContext, ReconcileVerdict } from './tools/tool.js';
+/** Follows one agent's log from a cursor: each event with the state after it and its status. */
+export { followAgent } from './client/follower.js';
+/** What `followAgent` takes: the reader (`runtime.supervisor.reader`), the agent, a cursor, a signal. */
+export type { FollowOptions } from './client/follower.js';
+/** One committed event as a client sees it. */
+export type { ClientEvent } from './client/follower.js';
+/** Follows every agent of a tree (a root and its subagents) in commit order. */
+export { followTree } from './client/follower.js';
+/** What `followTree` takes. */
+export type { FollowTreeOptions } from './client/follower.js';
+/** One committed event of a tree, with the agent it is of. */
+export type { TreeClientEvent } from './client/follower.js';
+/** The status of an agent's state: idle, running, waiting, or how its last turn ended. */
+export { statusOf } from './client/status.js';
+/** What `statusOf` says. */
+export type { ClientStatus } from './client/status.js';
+/** A tree's agents and their status, read once. */
+export { readTreeView } from './client/tree.js';
+/** A tree's agents and their status, as each event commits. */
+export { watchTree } from './client/tree.js';
+/** What `readTreeView` and `watchTree` take. */
+export type { TreeWatchOptions } from './client/tree.js';
+/** A tree of agents as a client draws it. */
+export type { TreeView } from './client/tree.js';
+/** One agent of a tree view. */
+export type { TreeAgent } from './client/tree.js';
+/** An agent's status in a tree (also starting, recovering). */
+export type { TreeStatus } from './client/tree.js';
+
+/** An event of an agent's log (every type, zod-validated at the edges). */
+export type { ActorEvent } from './protocol/events.js';
+/** The `type` of an event. */
+export type { EventType } from './protocol/events.js';
+/** The `data` of an event of the given type. */
+export type { EventData } from './protocol/events.js';
+/** How a turn ends: completed, stopped, failed or cancelled. */
+export type { TurnOutcome } from './protocol/events.js';
+/** What may run without asking: ask, auto-edit, full-auto, deny-all. */
+export type { ApprovalMode } from './protocol/events.js';
+/** What a turn runs with, recorded in its `turn/start` (what `modelFor` receives). */
+export type { TurnSettings } from './protocol/events.js';
+/** A message of an agent's inbox. */
+export type { InboxMessage } from './protocol/inbox.js';
+/** When a final answer completes a turn: answer, code-change, cited. */
+export type { CompleteWhen } from './protocol/completion.js';
+/** An agent's state as its log folds it (`agent.state`). */
+export type { Projection } from './store/projection.js';
+/** An agent as an XState actor (`agent.ref`). */
+export type { AgentActorRef } from './actors/agent-logic.js';
+/** What `agent.ref.getSnapshot()` holds. */
+export type { AgentSnapshot } from './actors/agent-logic.js';
+/** The agent's status in its snapshot. */
+export type { AgentStatus } from './actors/agent-logic.js';
+/** Receives XState's inspection events (`createRuntime({ inspect })`). */
+export type { InspectObserver } from './actors/agent-logic.js';
+
+/** A tool of your own (`createRuntime({ tools })`): schema, semantics, execute, reconcile. */
+export type { ToolDefinition } from './tools/tool.js';
+/** What a tool returns. */
+export type { ToolResult } from './tools/tool.js';
+/** What a tool's `execute` receives. */
+export type { ToolContext } from './tools/tool.js';
+/** Whether a tool's effects may happen and how a crash mid-call is recovered. */
+export type { ExecutionSemantics } from './tools/tool.js';
+/** A model of your own (`createRuntime({ modelFor })`). */
+export type { ModelAdapter } from './model/model-port.js';
+/** A model that plays a script of responses: tests and demos without a provider. */
+export { createScriptedModel } from './model/scripted-model.js';
+/** What `createScriptedModel` returns: the adapter, its recorded calls, `assertComplete()`. */
+export type { ScriptedModel } from './model/scripted-model.js';
+
+/** The root of every actorloop error: a stable `code`, `retryable`, a hint. */
+export { ActorloopError } from './protocol/errors.js';
+/** Bad options or input: what was wrong and what to pass instead. */
+export { ConfigError } from './protocol/errors.js';
+/** An ID that is not of the form its kind has (`runtime.agent(id)` with a malformed ID). */
+export { BadIdError } from './protocol/ids.js';
+/** An agent (or anything named by ID) that is not there. */
+export { NotFoundError } from './protocol/errors.js';
+/** NATS could not be reached or refused. */
+export { BusError } from './protocol/errors.js';
+/** The log or LMDB refused (a gap, a fence, a decode). */
+export { StoreError } from './protocol/errors.js';
+/** The model provider failed. */
+export { ModelError } from './protocol/errors.js';
+/** A tool failed. */
+export { ToolError } from './protocol/errors.js';
+/** The policy denied a call. */
+export { PolicyError } from './protocol/errors.js';

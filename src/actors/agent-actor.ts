@@ -1,5 +1,6 @@
 import { createActor } from 'xstate';
 import type { ActorEvent, EventDraft, TurnOutcome } from '../protocol/events.js';
+import type { HostedAgent } from './hosted-agent.js';
 import { ActorloopError, StoreError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import type { InboxChannel } from '../bus/subjects.js';
@@ -62,7 +63,7 @@ export interface TurnEnded {
  * that is not in the log. That gives about two commits per step. Effect handlers see the narrow
  * `EffectContext` this class builds, never the class.
  */
-export class AgentActor {
+export class AgentActor implements HostedAgent {
   readonly actorId: string;
   readonly rootId: string;
   /** @internal */

@@ -5,9 +5,9 @@ import type { NatsCredentials } from '../bus/nats-auth.js';
 import { createModelAdapter } from '../model/factory.js';
 import type { ModelAdapter } from '../model/model-port.js';
 import { priceFor } from '../model/pricing.js';
-import type { ActorEvent, ApprovalMode, TurnRequest, TurnSettings } from '../protocol/events.js';
+import type { ActorEvent, ApprovalMode, TurnSettings } from '../protocol/events.js';
 import { ConfigError } from '../protocol/errors.js';
-import { newId } from '../protocol/ids.js';
+import { newId, parseId } from '../protocol/ids.js';
 import type { BlobStore } from '../store/blob-port.js';
 import { createLmdbBlobStore } from '../store/blob-port.js';
 import { openLmdbStore, type LmdbStore } from '../store/lmdb-store.js';
@@ -17,7 +17,11 @@ import { approvalById } from '../store/projection.js';
 import { builtinTools } from '../tools/builtins/index.js';
 import { createToolRegistry } from '../tools/registry.js';
 import type { ToolDefinition } from '../tools/tool.js';
-import type { AgentActor, TurnEnded } from './agent-actor.js';
+import type { TurnEnded } from './agent-actor.js';
+import type { HostedAgent } from './hosted-agent.js';
+import type { HostSupervisor } from './host-supervisor.js';
+import { turnRequestWith, type TurnOptions } from './turn-options.js';
+import type { Projection } from '../store/projection.js';
 import type { AgentActorRef, InspectObserver } from './agent-logic.js';
 import { createFaultInjector } from './faults.js';
 import { Supervisor } from './supervisor.js';
@@ -88,8 +92,14 @@ export interface AgentHandle {
   readonly id: string;
   /** The agent as an XState actor: `getSnapshot()`, `subscribe()`. */
   readonly ref: AgentActorRef;
-  /** Sends a task (through the agent's durable inbox) and returns the turn it starts. */
-  send(task: string): Promise<TurnHandle>;
+  /** The agent's state as its log folds it: turns, usage, goal, approvals waiting (read, do not change). */
+  readonly state: Projection;
+  /**
+   * Sends a task (through the agent's durable inbox) and returns the turn it starts; `options`
+   * are `actorloop run`'s flags for this turn (goal, plan mode, completion policy, budgets, output
+   * schema), checked before anything is sent.
+   */
+  send(task: string, options?: TurnOptions): Promise<TurnHandle>;
   /** Approvals the agent waits on, once it can do nothing but wait for a person. */
   whenAwaitingApproval(): Promise<string[]>;
   /** Answers an approval the way `actorloop approve` / `deny` does. */
@@ -111,9 +121,17 @@ export interface AgentHandle {
 
 /** Agents in this process, on the embedded (or a given) NATS server and LMDB, or in memory. */
 export interface Runtime {
+  /** Creates an agent with its own log and inbox. */
   agent(opts: AgentOptions): Promise<AgentHandle>;
-  /** The supervisor hosting the agents (rehydrate, inbox, reader). */
-  readonly supervisor: Supervisor;
+  /**
+   * Reopens the agent of this ID (a runtime before this one, on the same data dir or NATS,
+   * created it): its state from its snapshot and log, a turn a crash left open recovered, its
+   * next turns on its last turn's model, workspace and run mode unless `opts` says otherwise. A
+   * malformed ID is a BadIdError, an ID the directory does not hold a NotFoundError.
+   */
+  agent(id: string, opts?: Partial<AgentOptions>): Promise<AgentHandle>;
+  /** The supervisor hosting the agents (rehydrate, inbox, `reader` for `followAgent`). */
+  readonly supervisor: HostSupervisor;
   /** Stops the agents (turns left open resume later) and closes what the runtime opened. */
   close(): Promise<void>;
 }
@@ -172,18 +190,21 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     ...(opts.dataDir ? { worktrees: createGitWorktrees({ dataDir: opts.dataDir, env: tooling.env, sandbox: worktreeSandbox(tooling) }) } : {}),
   });
 
-  const handle = (actor: AgentActor, agent: AgentOptions): AgentHandle => ({
+  const handle = (actor: HostedAgent, agent: AgentOptions): AgentHandle => ({
     id: actor.actorId,
     ref: actor.ref,
-    async send(task) {
+    get state() {
+      return actor.projection;
+    },
+    async send(task, options) {
       const model = absoluteScript(agent.model ?? opts.model);
       if (!model) throw new ConfigError('runtime.no_model', 'the agent has no model', { hint: 'pass model to createRuntime or to agent()' });
-      const request: TurnRequest = {
+      const request = turnRequestWith({
         model, baseUrl: opts.baseUrl ?? null, workspace: agent.workspace, tools: agent.tools ?? null,
         instructions: agent.instructions ?? null, approvalMode: agent.approvalMode ?? 'ask',
         maxSteps: agent.maxSteps ?? null, maxToolCalls: agent.maxToolCalls ?? null, deadlineSeconds: agent.deadlineSeconds ?? null,
         maxAttempts: null,
-      };
+      }, options);
       const from = actor.projection.seq;
       const outcome = actor.whenTurnEnds();
       await supervisor.send({
@@ -239,13 +260,28 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     },
   });
 
+  // the agents this runtime hosts: a second agent(id) of one of them is the same agent, not a second incarnation
+  const hosted = new Map<string, HostedAgent>();
   return {
     supervisor,
-    async agent(agent) {
+    async agent(agentOrId: AgentOptions | string, given: Partial<AgentOptions> = {}) {
+      if (typeof agentOrId === 'string') {
+        const actorId = parseId('agent', agentOrId);
+        const actor = hosted.get(actorId) ?? (await supervisor.hydrate(actorId)).actor;
+        hosted.set(actorId, actor);
+        const last = actor.projection.lastSettings;
+        const workspace = given.workspace ?? last?.workspace;
+        if (!workspace) throw new ConfigError('runtime.no_workspace', `agent ${actorId} has run no turn, so it has no workspace yet`, { hint: 'pass { workspace } as the second argument of agent(id, …)' });
+        return handle(actor, {
+          ...(last ? { model: last.model } : {}), ...(last?.approvalMode ? { approvalMode: last.approvalMode } : {}), ...given, workspace,
+        });
+      }
+      const agent = agentOrId;
       const actorId = newId('agent');
       const actor = await supervisor.create({
         actorId, kind: 'agent', parentId: null, rootId: actorId, title: agent.title ?? 'agent', workspace: agent.workspace, labels: {},
       });
+      hosted.set(actorId, actor);
       return handle(actor, agent);
     },
     async close() {

@@ -1,7 +1,8 @@
 // The README's embedding example, run exactly as it is written there: a node process importing
-// `actorloop` (the built package, resolved by name) hosts an agent that fixes the demo's test.
+// `actorloop` (the packed package, installed in a project of its own) hosts an agent that fixes
+// the demo's test.
 import { spawn } from 'node:child_process';
-import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { REPO_ROOT } from '../helpers/cli.js';
@@ -21,29 +22,50 @@ async function example(): Promise<string> {
   return m[1]!;
 }
 
-test('the README embedding example runs as written and completes the demo turn', async () => {
-  const code = await example();
-  expect(code.split('\n').filter((l) => l.trim() !== '').length).toBeLessThanOrEqual(25);
-  // a project of its own, where `actorloop` is an installed package (this repository, built)
-  const project = await tempDir('embed');
-  dirs.push(project);
-  await mkdir(join(project, 'node_modules'), { recursive: true });
-  await symlink(REPO_ROOT, join(project, 'node_modules', 'actorloop'));
-  await writeFile(join(project, 'example.mjs'), code);
-  // the example names examples/ relative to where it runs: the repository's
-  // its temp dirs go under one of ours, removed after
-  const tmp = await tempDir('embed-tmp');
-  dirs.push(tmp);
-  const child = spawn(process.execPath, [join(project, 'example.mjs')], {
-    cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: tmp },
-  });
+/** What running `cmd` printed and how it exited; killed after `timeoutMs`. */
+async function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
   child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const code_ = await new Promise<number | null>((r) => child.once('close', (c) => r(c)));
-  clearTimeout(timer);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  try {
+    const code = await new Promise<number | null>((r) => child.once('close', (c) => r(c)));
+    return { code, out, err };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** npm's words for a registry it cannot reach: the test is skipped then, not failed. */
+const OFFLINE = /E(NOTFOUND|AI_AGAIN|CONNREFUSED|CONNRESET|TIMEDOUT|NETUNREACH|NOTCACHED)/;
+
+test('the README embedding example runs as written from the packed package, installed, and completes the demo turn', async (ctx) => {
+  const code = await example();
+  expect(code.split('\n').filter((l) => l.trim() !== '').length).toBeLessThanOrEqual(25);
+  // a project of its own, outside the repository, where `actorloop` is the packed tarball, installed
+  const project = await tempDir('embed');
+  dirs.push(project);
+  const packed = await run('npm', ['pack', '--silent', '--pack-destination', project], REPO_ROOT, process.env, 60_000);
+  expect(packed.code, packed.err).toBe(0);
+  const tarball = join(project, packed.out.trim().split('\n').at(-1)!);
+  await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'embed-example', version: '1.0.0', private: true, type: 'module' }));
+  const installed = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], project, process.env, 120_000);
+  if (installed.code !== 0 && OFFLINE.test(installed.err)) ctx.skip(`the npm registry is unreachable, so the packed package cannot be installed: ${installed.err.trim().split('\n')[0]}`);
+  expect(installed.code, installed.err).toBe(0);
+  // both tiers resolve by name from the installed package; the agent actor from neither
+  const tiers = await run(process.execPath, ['--input-type=module', '-e', `
+    const root = await import('actorloop'); const host = await import('actorloop/host');
+    console.log(typeof root.createRuntime, typeof host.Supervisor, typeof host.createJetStreamPorts, 'AgentActor' in root || 'AgentActor' in host, 'Supervisor' in root);
+  `], project, process.env, 30_000);
+  expect(tiers.out.trim(), tiers.err).toBe('function function function false false');
+  await writeFile(join(project, 'example.mjs'), code);
+  // its temp dirs go under one of ours, removed after
+  const tmp = await tempDir('embed-tmp');
+  dirs.push(tmp);
+  // run where the project is: nothing of the repository is in reach but the installed package
+  const { code: code_, out, err } = await run(process.execPath, [join(project, 'example.mjs')], project, { ...process.env, TMPDIR: tmp }, 60_000);
   expect(code_, `${err}\n${out}`).toBe(0);
   const lines = out.trim().split('\n');
   expect(lines[0]).toMatch(/^\d+ inbox\/received$/);
@@ -64,7 +86,7 @@ test('the README embedding example runs as written and completes the demo turn',
     }
   });
   expect(servers).toEqual([]);
-}, 90_000);
+}, 240_000);
 
 test('the published types leave the agent internals out', async () => {
   const dts = await readFile(join(REPO_ROOT, 'dist', 'actors', 'agent-actor.d.ts'), 'utf8');
@@ -74,5 +96,9 @@ test('the published types leave the agent internals out', async () => {
   expect(dts).toContain('readonly projection: Projection');
   const index = await readFile(join(REPO_ROOT, 'dist', 'index.d.ts'), 'utf8');
   expect(index).toContain('createRuntime');
+  // the actor is reachable through neither entry: a host reads it as a HostedAgent
+  const host = await readFile(join(REPO_ROOT, 'dist', 'host.d.ts'), 'utf8');
+  for (const entry of [index, host]) expect(entry).not.toMatch(/\bAgentActor\b(?!Ref)/);
+  expect(host).toContain('HostedAgent');
 });
 
