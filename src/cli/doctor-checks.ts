@@ -142,7 +142,7 @@ async function authCheck(url: string, embedded: EmbeddedNats | undefined, login:
     return embedded
       ? failed('auth', `the embedded server at ${url} accepts connections without a login`, `stop it (it was started without authorization) and run again`)
       : warning('auth', `${url} accepts connections without a login: anyone who reaches it can approve calls and start tasks`,
-        'give the server users with the permissions in the README (Security model), and set nats_creds or NATS_USER / NATS_PASSWORD');
+        'give the server users with the permissions in docs/security.md, and set nats_creds or NATS_USER / NATS_PASSWORD');
   }
   if (!embedded) {
     return login.kind === 'none'

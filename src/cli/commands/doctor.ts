@@ -82,7 +82,7 @@ async function modelChecks(opts: DoctorOptions, config: EffectiveConfig, apiKey:
         return [ok('model', `script ${file} loads: ${responses.length} response${responses.length === 1 ? '' : 's'}`)];
       } catch (err) {
         return [failed('model', err instanceof Error ? err.message : String(err),
-          (err as { hint?: string }).hint ?? 'pass --model scripted:<path to a JSON script> (see "Script format" in the README)')];
+          (err as { hint?: string }).hint ?? 'pass --model scripted:<path to a JSON script> (see docs/script-format.md)')];
       }
     }
     case 'openai-responses':
