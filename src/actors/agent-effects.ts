@@ -108,7 +108,7 @@ const EFFECTS: EffectTable = {
     for (const c of claimed) ctx.stage({ type: 'user/message', turn, data: c });
     const included = ctx.projection.unsent && ctx.projection.unsent.length > 0 ? [...ctx.projection.unsent] : null;
     // The blob is written off the step's critical path, in the blob store's next batch (a
-    // synced LMDB commit costs ~1 ms of disk). A crash before it lands loses nothing: preparing
+    // synced LMDB commit waits for the disk). A crash before it lands loses nothing: preparing
     // again from the log gives the same bytes, and the digest in request/prepared proves it.
     // A body that continues the last one's is stored as what it adds (`BlobDelta`).
     ctx.ports.blobs.put(prepared.body, prepared.digest, prepared.delta).catch((err: unknown) =>

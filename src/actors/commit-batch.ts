@@ -53,7 +53,7 @@ export const SNAPSHOT_BYTES_PER_EVENT = 2048;
  * history, as the snapshot does). A snapshot writes the whole projection, so with a fixed interval
  * a long turn's snapshots grew quadratic in its length; spaced by its size they stay linear in the
  * log. Spaced by the history's item count instead, a log of 10,000 events in short turns left tails
- * of up to 2,000 events, and rehydrating it cost 3.8× what a 100-event log did: small items make
+ * of thousands of events, and rehydrating it cost several times what a short log did: small items make
  * a small snapshot, which may come often.
  */
 export function snapshotDue(seq: number, lastSnapshotSeq: number, every: number, projection: Pick<Projection, 'lastPrepared'>): boolean {

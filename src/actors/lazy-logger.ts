@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 
 /**
  * A child logger made on first use. A pino child is an object whose prototype is its parent, so
- * each one gets hidden classes of its own (~1.5 KB); a host of a thousand parked agents that
+ * each one gets hidden classes of its own; a host of a thousand parked agents that
  * rarely log should not pay that up front.
  */
 export function lazyChild(parent: Logger, bindings: Record<string, unknown>): Logger {

@@ -124,8 +124,8 @@ export class Supervisor {
   /**
    * One watch of every inbox's mail signals tells the host which hosted actor has mail, and only
    * then is its durable consumer pulled. A parked actor holds no pull request, timer or heartbeat
-   * (a pull loop per actor cost ~8 KB and a request a second each, and missed heartbeats once a
-   * thousand of them shared one event loop). A resync (a reconnect) makes every one look again.
+   * (a pull loop per actor cost memory and a request a second each, and missed heartbeats once
+   * thousands of them shared one event loop). A resync (a reconnect) makes every one look again.
    */
   private async listen(): Promise<void> {
     this.wakeups ??= this.opts.ports.inbox.watch({

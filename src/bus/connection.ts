@@ -107,7 +107,7 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
       maxPingOut: 2,
       timeout: 5_000,
       // Without this every request and publish builds two Error objects with stack traces for
-      // errors that almost never happen: ~7% of the CPU of a busy host. Errors keep their message.
+      // errors that almost never happen, a cost a busy host pays on every call. Errors keep their message.
       noAsyncTraces: true,
     });
   } catch (err) {

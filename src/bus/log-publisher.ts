@@ -22,12 +22,12 @@ interface Waiting {
  * stream listens, `TimeoutError` when no answer came in time and `ClosedConnectionError` when the
  * connection closed first. What it leaves out is nats.js's general request path, which per publish
  * arms a timer, races two promises, builds a `TextDecoder`, and builds an `Error` it throws away
- * once the answer arrived (with or without async traces): about a tenth of a busy host's CPU.
+ * once the answer arrived (with or without async traces): a large share of a busy host's CPU.
  * Timeouts are found by one timer, due at the earliest deadline of the answers awaited. It is not
  * cleared when the last answer arrives: a cleared node timer still wakes the event loop when it
  * was due, so a timer per commit (or a sweep every 100 ms) woke a host whose agents all wait on
- * their models several times a second, at ~0.3 ms of CPU per wake-up on this machine. Now such a
- * host is woken once per deadline (5 s) at most.
+ * their models several times a second, each wake-up paid in CPU. Now such a host is woken once
+ * per deadline at most.
  */
 export function createLogPublisher(nc: NatsConnection, js: JetStreamClient, live?: LivePublisher): LogPublisher {
   const prefix = `${createInbox()}.`;
@@ -134,7 +134,7 @@ export interface LivePublisher {
 /**
  * Live messages, held until the next log commit or `setImmediate`, whichever comes first. nats.js
  * writes to the socket once per microtask checkpoint with something to send; a model delta sent
- * on its own costs a loopback write (30–50 µs here) that the commit right after it pays again.
+ * on its own costs a loopback write that the commit right after it pays again.
  * Held this way they share the commit's write. A delta reaches watchers at most one turn of the
  * event loop later; one that cannot be sent (the connection closed) is dropped, as a live
  * message no one received would be.

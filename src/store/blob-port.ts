@@ -25,7 +25,7 @@ export interface BlobStore {
 /** Options of the LMDB blob store. */
 export interface LmdbBlobOptions {
   /**
-   * Batches start landing at most once per window (default 20 ms): a synced commit costs ~1 ms of
+   * Batches start landing at most once per window (default 20 ms): a synced commit waits for the
    * disk. A put after a quiet spell longer than the window lands at the end of the event loop's turn.
    */
   batchMs?: number;
@@ -67,15 +67,14 @@ function decodeDelta(record: Uint8Array): { header: DeltaHeader; suffix: Uint8Ar
  * Blobs in the LMDB `blobs` sub-database. Writes are grouped: one batch lands at a time, at most
  * one starts per window, and every put made meanwhile joins the next, so a busy host pays one
  * synced commit per window, not one per step. A host whose agents wait on their models is not
- * woken for its blobs (each wake-up of an idle node process costs ~0.3 ms of CPU on this
- * machine): a put after a quiet spell lands at the end of the event loop's turn, with no timer,
- * and a put never reads LMDB to learn whether its blob is stored (a read arms lmdb's 1 ms
- * read-transaction reset): the batch writes each key only if it is absent.
+ * woken for its blobs (each wake-up of an idle node process costs CPU): a put after a quiet spell lands at the end of the event loop's turn, with no timer,
+ * and a put never reads LMDB to learn whether its blob is stored (a read arms lmdb's
+ * read-transaction reset timer): the batch writes each key only if it is absent.
  *
  * A put with a `delta` whose base is stored keeps only the suffix, under `delta:<digest>`: a
  * turn's prepared requests each repeat the whole history before it, so storing every body whole
- * wrote (and first copied into a buffer) bytes quadratic in the turn's length: 360 MB for a
- * 300-step turn of 4 KB tool results, and a tenth of each late step's CPU. Every `maxChain`-th
+ * wrote (and first copied into a buffer) bytes quadratic in the turn's length, and a long
+ * turn's late steps paid for it in CPU. Every `maxChain`-th
  * continuation is stored whole, so a read follows at most that many records. A read rebuilds
  * the bytes and checks them against the digest; a blob that cannot be rebuilt reads as missing.
  */

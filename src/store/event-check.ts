@@ -19,8 +19,8 @@ interface JsonSchemaMember {
  * `src/protocol/events.ts` — the zod schemas, the one definition of a valid event — compiled
  * once to JSON Schema (`z.toJSONSchema`, which refuses anything it cannot represent) and, per
  * event type on first use, to an ajv validator. zod's `safeParse` builds a copy of every event it
- * accepts; with the garbage it made, it cost 4–9 µs an event on a busy host (17–48 µs among a
- * model client's allocations), where ajv's generated code allocates nothing. An event ajv
+ * accepts, and the garbage it made was a visible cost of every commit on a busy host, where
+ * ajv's generated code allocates nothing. An event ajv
  * refuses goes to zod, whose verdict stands and whose issue is reported; readers still parse
  * every event with zod. `test/store/event-check.test.ts` requires both to agree on every event a
  * run writes and on broken variants of them.

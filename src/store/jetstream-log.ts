@@ -78,7 +78,7 @@ function transientApiError(err: JetStreamApiError): boolean {
 export function createJetStreamLog(opts: JetStreamLogOptions): ActorLogWriter {
   const { js, rootId, actorId, epoch } = opts;
   const now = opts.now ?? (() => new Date());
-  // Bound by the caller when it wants (a child per writer would cost every hosted actor ~1 KB).
+  // Bound by the caller when it wants (a child per writer would cost every hosted actor memory).
   const logger = opts.logger ?? pino({ level: 'silent' });
   const subject = logSubject(rootId, actorId);
   const maxAttempts = opts.maxAttempts ?? Infinity;

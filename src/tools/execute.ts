@@ -65,7 +65,7 @@ export async function executeTool<I>(
   const graceMs = Math.max(0, opts.graceMs ?? DEFAULT_CANCEL_GRACE_MS);
 
   // The tool's own signal (the caller's, or the timeout) is made when the tool first reads it:
-  // an AbortSignal costs ~5 µs to make, and most calls end without one being read.
+  // an AbortSignal is costly to make, and most calls end without one being read.
   let inner: AbortController | null = null;
   let abortedWith: { reason: unknown } | null = null;
   const abortInner = (reason: unknown): void => {

@@ -71,7 +71,7 @@ interface Shell {
 let shell: Shell | null = null;
 
 /**
- * `syntax.NodeType` without its ~30 µs bridge call where the GopherJS wrapper carries its Go type
+ * `syntax.NodeType` without its slow bridge call where the GopherJS wrapper carries its Go type
  * name (`mvdan.cc/sh/v3/syntax.*CallExpr`) as a plain property: a parse visits every node.
  */
 function nodeTypeOf(syntax: ShSyntax, node: ShNode): string {
@@ -84,8 +84,8 @@ function nodeTypeOf(syntax: ShSyntax, node: ShNode): string {
 }
 
 /**
- * One parser for the process, made on first use: importing mvdan-sh costs a few hundred ms (1.7 MB
- * of GopherJS) and its first parse ~14 ms, which processes that never parse shell should not pay.
+ * One parser for the process, made on first use: importing mvdan-sh (a large GopherJS bundle)
+ * and its first parse are slow, which processes that never parse shell should not pay.
  */
 function getShell(): Shell {
   if (shell) return shell;
