@@ -11,6 +11,7 @@ import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent, TurnRequest } from '../../src/protocol/events.js';
 import { newId } from '../../src/protocol/ids.js';
 import type { InboxMessage } from '../../src/protocol/inbox.js';
+import { createMemoryBlobStore } from '../../src/store/memory-blobs.js';
 import type { BlobStore } from '../../src/store/blob-port.js';
 import { createMemoryLogs, type MemoryLogs } from '../../src/store/memory-log.js';
 import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
@@ -43,20 +44,9 @@ export const hangTool: ToolDefinition<z.infer<typeof Text>> = {
   execute: (_input, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')))),
 };
 
-/** Blobs kept in a map. */
+/** The in-memory blob store (content-addressed, under the blob contract suite). */
 export function memoryBlobs(): BlobStore {
-  const m = new Map<string, Uint8Array>();
-  return {
-    put: async (body, digest) => {
-      const d = digest ?? `sha256:${m.size}`;
-      m.set(d, typeof body === 'string' ? Buffer.from(body) : body);
-      return d;
-    },
-    get: async (d) => m.get(d),
-    getText: async (d) => (m.has(d) ? Buffer.from(m.get(d)!).toString('utf8') : undefined),
-    has: async (d) => m.has(d),
-    flush: async () => {},
-  };
+  return createMemoryBlobStore();
 }
 
 /** A turn request for the scripted model with the fixture's tools. */

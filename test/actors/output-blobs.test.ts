@@ -3,45 +3,20 @@ import { INLINE_OUTPUT_BYTES, OutputTexts, clipStrings, maxOutputBytesOf, storeO
 import { sha256Digest } from '../../src/protocol/canonical-json.js';
 import type { TurnSettings } from '../../src/protocol/events.js';
 import type { HistoryItem } from '../../src/protocol/history.js';
-import type { BlobStore } from '../../src/store/blob-port.js';
-
-/** A blob store in memory (the LMDB one has its contract suite; these tests are about what is stored). */
-function memoryBlobs(): BlobStore & { map: Map<string, string> } {
-  const map = new Map<string, string>();
-  return {
-    map,
-    async put(content) {
-      const text = typeof content === 'string' ? content : Buffer.from(content).toString('utf8');
-      const digest = sha256Digest(text);
-      map.set(digest, text);
-      return digest;
-    },
-    async get(digest) {
-      const t = map.get(digest);
-      return t === undefined ? undefined : Buffer.from(t);
-    },
-    async getText(digest) {
-      return map.get(digest);
-    },
-    async has(digest) {
-      return map.has(digest);
-    },
-    async flush() {},
-  };
-}
+import { createMemoryBlobStore } from '../../src/store/memory-blobs.js';
 
 const call = (id: string, args: string) => ({ id, name: 'write_file', arguments: args });
 
 describe('storeOutput', () => {
   it('leaves output within the inline budget as it is, and stores nothing', async () => {
-    const blobs = memoryBlobs();
+    const blobs = createMemoryBlobStore();
     const output = { content: 'short', toolCalls: [call('a', '{"path":"x","content":"y"}')] };
     expect(await storeOutput(output, blobs)).toEqual(output);
-    expect(blobs.map.size).toBe(0);
+    expect(blobs.size()).toBe(0);
   });
 
   it('stores the largest parts until the rest fits, each named by the digest of its bytes', async () => {
-    const blobs = memoryBlobs();
+    const blobs = createMemoryBlobStore();
     const big = 'b'.repeat(200_000);
     const mid = 'm'.repeat(40_000);
     const output = { content: mid, toolCalls: [call('a', big), call('b', '{}'), call('c', mid + 'x')] };
@@ -54,7 +29,7 @@ describe('storeOutput', () => {
     expect(stored.contentRef).toBeUndefined();
     const inline = Buffer.byteLength(stored.content ?? '') + stored.toolCalls.reduce((n, c) => n + Buffer.byteLength(c.arguments), 0);
     expect(inline).toBeLessThanOrEqual(INLINE_OUTPUT_BYTES);
-    expect(blobs.map.get(sha256Digest(big))).toBe(big);
+    expect(await blobs.getText(sha256Digest(big))).toBe(big);
     // the output handed in is not changed
     expect(output.toolCalls[0]!.arguments).toBe(big);
   });
@@ -62,7 +37,7 @@ describe('storeOutput', () => {
 
 describe('OutputTexts', () => {
   it('sends the history whole, with the same item objects from one request to the next', async () => {
-    const blobs = memoryBlobs();
+    const blobs = createMemoryBlobStore();
     const text = 'z'.repeat(100_000);
     const stored = await storeOutput({ content: text, toolCalls: [] }, blobs);
     const item: HistoryItem = { role: 'assistant', content: stored.content, toolCalls: [], contentRef: stored.contentRef! };
@@ -76,7 +51,7 @@ describe('OutputTexts', () => {
   });
 
   it('says which blob is missing, as a store error', async () => {
-    const texts = new OutputTexts(memoryBlobs());
+    const texts = new OutputTexts(createMemoryBlobStore());
     await expect(texts.load({ digest: 'sha256:00', bytes: 5 })).rejects.toMatchObject({ code: 'store.blob_missing' });
     expect(() => texts.argumentsOf({ arguments: 'preview', argumentsRef: { digest: 'sha256:00', bytes: 5 } })).toThrow(/was not loaded/);
     expect(texts.argumentsOf({ arguments: '{}' })).toBe('{}');
