@@ -280,4 +280,19 @@ describe('with a host running', () => {
     expect(screen.code, screen.text).toBe(0);
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
   });
+  test('run --continue --in-process while the host is live: never exit 2 for a turn that ran; it exits with that turn\'s code, and the task runs once', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, cli, common } = await setup(onTestFinished);
+    const script = join(dataDir, 'talk.json');
+    await writeFile(script, JSON.stringify({ responses: [{ content: 'first answer' }, { content: 'second answer' }] }));
+    const first = await cli.run(['run', 'say something', '--model', `scripted:${script}`, '--cwd', ws, '--in-process', '--json', ...common]);
+    expectExit(expect, first, 0);
+    const agentId = lines(first.stderr)[0]!;
+    expect(agentId).toMatch(AGENT_ID);
+    const next = await cli.run(['run', '--continue', agentId, 'say more', '--in-process', '--json', ...common]);
+    expectExit(expect, next, 0);
+    const turn2 = parseEvents(next.stdout);
+    expect(turn2.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'second answer' } });
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(log.filter((e) => e.type === 'turn/start')).toHaveLength(2);
+  });
 });

@@ -111,17 +111,25 @@ export async function continueCommand(target: ContinueTarget, task: string, opts
     const msg = nextTaskMessage(agentId, task, request, p.openTurn !== null);
     const place = await placementOf(rt, agentId);
     const here = opts.inProcess === true || config.faults !== null;
-    const elsewhere = place.kind === 'host' || place.kind === 'other' || (place.kind === 'free' && place.hosts.length > 0 && !here);
+    let elsewhere = place.kind === 'host' || place.kind === 'other' || (place.kind === 'free' && place.hosts.length > 0 && !here);
     if (place.kind === 'other' && here) {
       // another command hosts it: the task is mail it takes, and this command follows it there
       out.stderr.write(`${agentId} is hosted by another command; following it there\n`);
     }
     if (elsewhere && place.kind === 'free') await releaseToHosts(rt, entry);
+    // The lease before the mail: a live host claims an agent with mail waiting, so a task sent
+    // first could be taken there while this command finds the lease gone and says nothing ran.
+    // One that is taken anyway (a host got it in between) is followed there: the task still runs.
+    const hosted = elsewhere ? null : await hostExisting(agentId, rt, out, json).catch((err: unknown) => {
+      if (!(err instanceof ConfigError) || err.code !== 'cli.hosted_elsewhere') throw err;
+      elsewhere = true;
+      return null;
+    });
     await sendAsPerson(rt, msg);
     // --quiet: stdout is the answer's alone
     (json || out.quiet ? out.stderr : out.stdout).write(`${agentId}\n`);
     out.stderr.write(`${terminalText(continuing(p))}\n`);
-    const hosted = elsewhere ? null : await hostExisting(agentId, rt, out, json);
+    if (elsewhere && here && place.kind === 'free') out.stderr.write(`${agentId} was taken by a host; following it there\n`);
     const follow = (from: Projection): Promise<number> =>
       hosted
         ? awaitHosted(hosted, entry, from, json, out)
