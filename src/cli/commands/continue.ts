@@ -13,6 +13,7 @@ import { terminalText } from '../terminal-text.js';
 import { cliLine, placeholder } from '../hints.js';
 import { CLI_SENDER } from './approvals.js';
 import { followTurn } from './follow-turn.js';
+import { handOverLeftWork } from '../left-work.js';
 import { afterPlanTurn } from './plan.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
 import { checkCompletion, checkModel, checkPriced, checkTask, completionRequest, configSnapshot, goalOfFlags, settingsOfFlags, type RunOptions } from './run.js';
@@ -148,7 +149,9 @@ export async function continueCommand(target: ContinueTarget, task: string, opts
       const state = p.inbox[msg.id]?.state;
       if (!ended || (state !== undefined && state !== 'pending')) break;
     }
-    return request.planMode ? await afterPlanTurn(rt, entry, code, out, json) : code;
+    if (request.planMode) return await afterPlanTurn(rt, entry, code, out, json);
+    if (hosted) await handOverLeftWork(rt, hosted.supervisor, entry, hosted.actor, out);
+    return code;
   } finally {
     await rt.close();
   }
