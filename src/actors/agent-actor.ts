@@ -52,6 +52,8 @@ export interface TurnEnded {
   answer: string | null;
   /** USD of the turn's attempts; null when the model has no known price. */
   costUsd: number | null;
+  /** Tokens of this turn's attempts (the agent's total is its projection's). */
+  usage?: Extract<ActorEvent, { type: 'turn/end' }>['data']['usage'];
 }
 
 /**
@@ -524,6 +526,7 @@ export class AgentActor {
       reason: e.data.reason,
       answer: e.data.answer,
       costUsd: e.data.costUsd ?? null,
+      usage: e.data.usage,
     };
     // Resolved only once the turn/end is committed: a caller may exit right after.
     const waiters = this.turnWaiters;
