@@ -67,6 +67,8 @@ describe('run --continue and --last', () => {
     expectExit(expect, first, 0);
     const agentId = lines(first.stderr)[0]!;
     expect(agentId).toMatch(AGENT_ID);
+    // a fresh run names itself as send and --continue do
+    expect(ofType(parseEvents(first.stdout), 'inbox/received').map((e) => e.data.from)).toEqual(['client:cli']);
 
     const second = await cli.run(['run', '--continue', agentId, 'And how many people live there?', '--json', ...common]);
     expectExit(expect, second, 0);

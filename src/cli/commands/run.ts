@@ -18,6 +18,7 @@ import { failureOf, printsOnCommit, promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
 import { afterPlanTurn } from './plan.js';
 import { continueCommand } from './continue.js';
+import { CLI_SENDER } from './approvals.js';
 import { handOverLeftWork } from '../left-work.js';
 import { priceFor } from '../../model/pricing.js';
 import { modelName } from '../../actors/turn-settings.js';
@@ -363,7 +364,8 @@ export async function runCommand(
     };
     const message: InboxMessage = {
       id: newId('message'),
-      from: 'cli',
+      // the name every person's command gives itself (`send` too): anything else reads client:unknown
+      from: CLI_SENDER,
       to: actorId,
       kind: 'user_message',
       target: 'next_turn',
