@@ -272,7 +272,8 @@ export class RunPrinter {
         this.line(`killed: ${killedText(e.data, this.epochs)}`, this.out.stderr);
         break;
       case 'recovery/continuation':
-        this.line(`recovered: ${e.data.closed.join('; ') || 'nothing was open'}`, this.out.stderr);
+        // nothing closed is not nothing open: a wait for an approval or a question goes on as it was
+        this.line(`recovered: ${e.data.closed.join('; ') || (e.data.resume === 'none' ? 'nothing was open' : `nothing had to be closed; the open ${e.data.resume} goes on`)}`, this.out.stderr);
         break;
       case 'interrupt/requested':
         this.line(`interrupt requested by ${e.data.by} · follow-ups ${e.data.followUps === 'keep' ? 'kept' : 'cancelled'}`, this.out.stderr);

@@ -33,6 +33,19 @@ describe('RunPrinter: a person\'s messages', () => {
       'interrupt requested by client:cli · follow-ups cancelled',
     ]);
   });
+
+  test('a recovery that closed nothing says what goes on, not that nothing was open', () => {
+    const stdout = Object.assign(new PassThrough(), { isTTY: false });
+    const stderr = new PassThrough();
+    let err = '';
+    stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
+    const p = new RunPrinter({ stdout, stderr }, false);
+    const b = new LogBuilder();
+    b.push('recovery/continuation', { closed: [], resume: 'step' }, { turn: 'turn_1' });
+    b.push('recovery/continuation', { closed: [], resume: 'none' });
+    p.commit(b.events);
+    expect(err.trimEnd().split('\n')).toEqual(['recovered: nothing had to be closed; the open step goes on', 'recovered: nothing was open']);
+  });
 });
 
 /** A printer over captured streams; `tty` makes stdout a terminal. */
