@@ -170,6 +170,20 @@ describe('RunPrinter without a terminal, and --quiet', () => {
     expect(printer.answerShown('The notes say hi.')).toBe(false);
   });
 
+  test('a wait whose child failed says so on its result line, on a terminal or not', () => {
+    for (const tty of [false, true]) {
+      const { printer, got } = capture(tty);
+      const b = new LogBuilder();
+      b.receive('msg_1').startTurn('msg_1').startStep(1);
+      const ids = { turn: b.turn, step: 'step_1', call: 'call_w' };
+      b.push('tool/call', { index: 0, providerId: 'p1', name: 'wait_agents', arguments: '{}', status: 'valid', error: null, effects: 'none', recovery: 'rerun', withinBudget: true }, ids);
+      b.push('subagent/completed', { childId: 'agt_child', messageId: 'msg_n', kind: 'subagent_completed', outcome: 'failed' }, ids);
+      b.push('tool/result', { ok: true, output: 'child ended: failed', error: null, durationMs: 0, artifact: null, source: 'subagent:agt_child', trust: 'untrusted' }, ids);
+      printer.commit(b.events);
+      expect(screen(got.out).join('\n'), tty ? 'terminal' : 'lines').toMatch(/ok · 19 bytes · agt_child failed/);
+    }
+  });
+
   test('--quiet prints nothing as the run goes, on a terminal or not', () => {
     for (const tty of [true, false]) {
       const { printer, got } = capture(tty, { quiet: true });
