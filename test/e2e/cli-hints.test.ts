@@ -108,6 +108,8 @@ describe('printed hints with a non-default --data-dir run as printed', () => {
     const agentId = lines(run.stdout)[0]!;
     const said = lines(run.stderr).find((l) => l.startsWith('fault after:tool/start: killing this process; '));
     expect(said, run.stderr).toBe(`fault after:tool/start: killing this process; actorloop resume ${agentId} --data-dir ${dataDir} carries the turn on`);
+    // a person's line, not the log's JSON
+    expect(run.stderr).not.toMatch(/^\{"level"/m);
     const resume = /; (actorloop .*) carries the turn on$/.exec(said!)![1]!;
 
     const resumed = await paste(resume, await pastingEnv(dataDir), onTestFinished);
