@@ -409,7 +409,8 @@ export class AgentActor {
     if (this.failure) return;
     this.failure = err;
     this.halt('actor stopped');
-    if (err instanceof ActorDropped) this.ports.logger.warn({ actorId: this.actorId }, err.message);
+    // the injector said it fired (to the log, or to a person): a second warning says it again
+    if (err instanceof ActorDropped) this.ports.logger.debug({ actorId: this.actorId }, err.message);
     else if (err instanceof StoreError && err.code === 'store.fenced')
       this.ports.logger.error({ actorId: this.actorId }, 'another writer appended to this log; this incarnation stops');
     else this.ports.logger.error({ err, actorId: this.actorId }, 'actor stopped on an error');
