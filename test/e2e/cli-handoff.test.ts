@@ -126,7 +126,7 @@ describe('with a host running', () => {
     expect(shown(handed.stdout, handedId)).toEqual(shown(local.stdout, localId));
     expect(handed.stderr).toContain(`handed ${handedId} to host ${HOST}`);
     expect(local.stderr).toBe('');
-    expect(lines(local.stdout).at(-1)).toMatch(/^completed · [\d,]+ tokens/);
+    expect(lines(local.stdout).at(-1)).toMatch(/^completed · turn [\d,]+ tokens/);
   });
 
   test('an approval without a TTY: run exits 5 with the approve line; approve answers through the inbox and the host finishes', async ({ expect, onTestFinished }) => {
@@ -173,7 +173,7 @@ describe('with a host running', () => {
     const screen = await onTerminal(cmd, dataDir, onTestFinished);
     expect(screen.text).toContain(`${agentId} is run by ${HOST}; following its events`);
     expect(screen.text).toContain(`write_file (version 1) asks for approval ${approvalId}`);
-    expect(screen.text).toMatch(/completed · [\d,]+ tokens/);
+    expect(screen.text).toMatch(/completed · turn [\d,]+ tokens/);
     expect(screen.code, screen.text).toBe(0);
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
 
@@ -276,7 +276,7 @@ describe('with a host running', () => {
     const screen = await onTerminal(cmd, dataDir, onTestFinished);
     expect(screen.text).toContain(`to host ${HOST}; following its events`);
     expect(screen.text).toContain('write_file (version 1) asks for approval apr_');
-    expect(screen.text).toMatch(/completed · [\d,]+ tokens/);
+    expect(screen.text).toMatch(/completed · turn [\d,]+ tokens/);
     expect(screen.code, screen.text).toBe(0);
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
   });
