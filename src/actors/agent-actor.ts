@@ -53,6 +53,8 @@ export interface TurnEnded {
   answer: string | null;
   /** USD of the turn's attempts; null when the model has no known price. */
   costUsd: number | null;
+  /** Tokens of this turn's attempts (the agent's total is its projection's). */
+  usage?: Extract<ActorEvent, { type: 'turn/end' }>['data']['usage'];
 }
 
 /**
@@ -408,7 +410,8 @@ export class AgentActor implements HostedAgent {
     if (this.failure) return;
     this.failure = err;
     this.halt('actor stopped');
-    if (err instanceof ActorDropped) this.ports.logger.warn({ actorId: this.actorId }, err.message);
+    // the injector said it fired (to the log, or to a person): a second warning says it again
+    if (err instanceof ActorDropped) this.ports.logger.debug({ actorId: this.actorId }, err.message);
     else if (err instanceof StoreError && err.code === 'store.fenced')
       this.ports.logger.error({ actorId: this.actorId }, 'another writer appended to this log; this incarnation stops');
     else this.ports.logger.error({ err, actorId: this.actorId }, 'actor stopped on an error');
@@ -525,6 +528,7 @@ export class AgentActor implements HostedAgent {
       reason: e.data.reason,
       answer: e.data.answer,
       costUsd: e.data.costUsd ?? null,
+      usage: e.data.usage,
     };
     // Resolved only once the turn/end is committed: a caller may exit right after.
     const waiters = this.turnWaiters;

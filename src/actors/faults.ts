@@ -71,6 +71,9 @@ export interface ArmableFaultInjector extends FaultInjector {
   killNow(actorId: string, point: string, epoch?: number): never;
 }
 
+/** Told of every fault as it fires, before `BeforeKill`: a person's line in place of the log's. */
+export type FaultNotice = (hit: { point: string; actorId: string; action: FaultSpec['action'] }) => void;
+
 /** Told of a `kill` fault just before it fires (synchronously: nothing runs after it). */
 export type BeforeKill = (hit: { point: string; actorId: string }) => void;
 
@@ -80,13 +83,17 @@ export type BeforeKill = (hit: { point: string; actorId: string }) => void;
  * `actor/killed` the recovering incarnation commits, and calls `beforeKill` (the CLI says how to
  * carry the turn on; the injector knows no CLI). More specs may be armed while it runs (`arm`).
  */
-export function createFaultInjector(specs: FaultSpec[], logger?: Logger, records?: FaultRecords, beforeKill?: BeforeKill): ArmableFaultInjector {
+export function createFaultInjector(specs: FaultSpec[], logger?: Logger, records?: FaultRecords, beforeKill?: BeforeKill, onFire?: FaultNotice): ArmableFaultInjector {
   // a copy: an armed spec must not show up in the caller's array
   const active = [...specs];
   const counts = new Map<FaultSpec, number>();
   const fire = (spec: Pick<FaultSpec, 'point' | 'action'>, actorId: string, epoch: number | undefined): never => {
     const { point, action } = spec;
-    logger?.warn({ point, actorId, action }, 'fault injected');
+    // a caller that tells a person itself (the CLI) keeps the log line out of their output
+    if (onFire) {
+      logger?.debug({ point, actorId, action }, 'fault injected');
+      onFire({ point, actorId, action });
+    } else logger?.warn({ point, actorId, action }, 'fault injected');
     try {
       records?.add({ actorId, point, action, epoch: epoch ?? null, pid: process.pid, at: new Date().toISOString() });
     } catch (err) {

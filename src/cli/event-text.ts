@@ -21,6 +21,11 @@ export function tokenText(u: Usage): string {
   return `${u.estimated ? '~' : ''}${u.inputTokens.toLocaleString('en-US')}+${u.outputTokens.toLocaleString('en-US')} tok`;
 }
 
+/** `1 step`, `2 steps`: a count with its noun in the number it takes. */
+export function counted(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 /** `$0.0042`, or `cost unknown` for a model with no known price (unknown is never 0). */
 export function costText(usd: number | null | undefined): string {
   return usd === null || usd === undefined ? 'cost unknown' : `$${usd.toFixed(4)}`;
@@ -90,7 +95,7 @@ export class EventDescriber {
       case 'user/message':
         return `${e.data.messageId} ${clip(e.data.content)}`;
       case 'turn/end':
-        return `${e.data.outcome}${reasonText(e.data.reason)} · ${e.data.steps} steps · ${e.data.toolCalls} tool calls · ${tokenText(e.data.usage)} · ${costText(e.data.costUsd)}`;
+        return `${e.data.outcome}${reasonText(e.data.reason)} · ${counted(e.data.steps, 'step')} · ${counted(e.data.toolCalls, 'tool call')} · ${tokenText(e.data.usage)} · ${costText(e.data.costUsd)}`;
       case 'step/start':
         return `step ${e.data.index} · model ${e.data.model}${e.data.effort ? ` · effort ${e.data.effort}` : ''}${e.data.messageIds?.length ? ` · claims ${e.data.messageIds.join(', ')}` : ''}`;
       case 'request/prepared':
@@ -145,7 +150,7 @@ export class EventDescriber {
         return `${clip(e.data.reason)}${e.data.started ? ' · had started' : ''}${e.data.started && e.data.confirmed === false ? ' · not confirmed stopped' : ''}`;
       case 'step/end': {
         const d = e.data;
-        return `${d.outcome}${reasonText(d.reason)} · ${d.toolCalls} tool calls${d.usage ? ` · ${tokenText(d.usage)}` : ''}${d.costUsd !== undefined ? ` · ${costText(d.costUsd)}` : ''}`;
+        return `${d.outcome}${reasonText(d.reason)} · ${counted(d.toolCalls, 'tool call')}${d.usage ? ` · ${tokenText(d.usage)}` : ''}${d.costUsd !== undefined ? ` · ${costText(d.costUsd)}` : ''}`;
       }
       // the kind and ID only: a message's content may be an answer a person marked sensitive
       case 'inbox/received':
@@ -181,12 +186,12 @@ export class EventDescriber {
         return `waiting for ${e.data.waitingFor} ${e.data.ids.join(', ')}`;
       case 'budget/reserved': {
         const d = e.data;
-        const what = d.kind === 'attempt' ? `${d.tokens} tokens${d.costUsd !== null ? ` · $${d.costUsd}` : ''}` : `${d.calls ?? 0} tool calls`;
+        const what = d.kind === 'attempt' ? `${d.tokens} tokens${d.costUsd !== null ? ` · $${d.costUsd}` : ''}` : counted(d.calls ?? 0, 'tool call');
         return `${d.scope} ${d.kind} · ${what}`;
       }
       case 'budget/settled': {
         const d = e.data;
-        return `${d.outcome} · ${d.calls !== undefined ? `${d.calls} tool calls` : `${d.tokens} tokens${d.costUsd !== null ? ` · $${d.costUsd}` : ''}`}`;
+        return `${d.outcome} · ${d.calls !== undefined ? counted(d.calls, 'tool call') : `${d.tokens} tokens${d.costUsd !== null ? ` · $${d.costUsd}` : ''}`}`;
       }
       case 'stop/decided':
         return `${clip(e.data.reason)} · by ${e.data.via}`;

@@ -174,7 +174,7 @@ export async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
         // the turn that was running when the task came: the task's own turn comes after it
         const task = o.taskMessageId !== undefined ? p.inbox[o.taskMessageId] : undefined;
         if (task?.state === 'pending') continue;
-        const ended = { turnId: event.turn!, outcome: event.data.outcome, reason: event.data.reason, answer: event.data.answer, costUsd: event.data.costUsd ?? null };
+        const ended = { turnId: event.turn!, outcome: event.data.outcome, reason: event.data.reason, answer: event.data.answer, costUsd: event.data.costUsd ?? null, usage: event.data.usage };
         key.clear();
         return printTurnEnd(out, { actorId: o.agentId, projection: p }, ended, o.config);
       }

@@ -104,6 +104,19 @@ export class RunPrinter {
     return this.shownAnswer !== null && this.shownAnswer === answer;
   }
 
+  /**
+   * Children a wait saw end other than completed, by the call that waited: its result is `ok`
+   * (the wait worked), so the line says which child failed, or a person reads success.
+   */
+  private readonly childEnds = new Map<string, string[]>();
+
+  /** A result's head, with the children its wait saw fail. */
+  private resultHead(e: Extract<ActorEvent, { type: 'tool/result' }>): string {
+    const ended = e.call ? this.childEnds.get(e.call) : undefined;
+    if (e.call) this.childEnds.delete(e.call);
+    return `${resultBrief(e.data).head}${ended?.length ? ` · ${ended.join(', ')}` : ''}`;
+  }
+
   private track(e: ActorEvent): void {
     noteEpochs(this.epochs, e);
     this.count(e);
@@ -139,6 +152,11 @@ export class RunPrinter {
         break;
       case 'tool/start':
         this.tool = e.data.name;
+        break;
+      case 'subagent/completed':
+        if (e.call && e.data.outcome !== null && e.data.outcome !== 'completed') {
+          this.childEnds.set(e.call, [...(this.childEnds.get(e.call) ?? []), `${e.data.childId} ${e.data.outcome}`]);
+        }
         break;
       case 'tool/result':
       case 'tool/cancelled':
@@ -185,7 +203,7 @@ export class RunPrinter {
       }
       case 'tool/result': {
         const brief = resultBrief(e.data);
-        const lines = [`  └ ${this.whose(e)}${brief.head}`, ...brief.lines.map((l) => `    ${l}`)];
+        const lines = [`  └ ${this.whose(e)}${this.resultHead(e)}`, ...brief.lines.map((l) => `    ${l}`)];
         if (brief.more > 0) lines.push(`    … ${brief.more} more line${brief.more === 1 ? '' : 's'}`);
         this.block(...lines);
         break;
@@ -235,7 +253,7 @@ export class RunPrinter {
         if (e.call) this.calls.set(e.call, callSummary(e.data.name, e.data.arguments));
         break;
       case 'tool/result':
-        this.line(`${at} ▸ ${this.callOf(e)} → ${resultBrief(e.data).head}`);
+        this.line(`${at} ▸ ${this.callOf(e)} → ${this.resultHead(e)}`);
         break;
       case 'tool/denied':
       case 'tool/cancelled':
@@ -272,7 +290,8 @@ export class RunPrinter {
         this.line(`killed: ${killedText(e.data, this.epochs)}`, this.out.stderr);
         break;
       case 'recovery/continuation':
-        this.line(`recovered: ${e.data.closed.join('; ') || 'nothing was open'}`, this.out.stderr);
+        // nothing closed is not nothing open: a wait for an approval or a question goes on as it was
+        this.line(`recovered: ${e.data.closed.join('; ') || (e.data.resume === 'none' ? 'nothing was open' : `nothing had to be closed; the open ${e.data.resume} goes on`)}`, this.out.stderr);
         break;
       case 'interrupt/requested':
         this.line(`interrupt requested by ${e.data.by} · follow-ups ${e.data.followUps === 'keep' ? 'kept' : 'cancelled'}`, this.out.stderr);

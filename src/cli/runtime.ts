@@ -139,6 +139,9 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
   const faults = createFaultInjector(parseFaultSpecs(config.faults), logger, faultRecords, ({ point, actorId }) => {
     // written at once (writeSync): the SIGKILL comes right after, before any stream could flush
     writeSync(2, `fault ${point}: killing this process; ${cliLine(config, 'resume', actorId)} carries the turn on\n`);
+  }, ({ point, actorId, action }) => {
+    // a kill says its own line just before it fires
+    if (action !== 'kill') writeSync(2, `fault ${point}: ${action} injected into ${actorId}\n`);
   });
   const bus = await openBus(busOptions(config, logger, 'actorloop', opts.role ?? 'host', opts.person ?? true));
   let lmdb: LmdbStore;

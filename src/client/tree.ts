@@ -30,7 +30,7 @@ export interface TreeAgent {
   depth: number;
   status: TreeStatus;
   /** While `waiting`: what for, and the approvals or questions it waits on. */
-  waitingFor: { kind: 'approval' | 'question'; ids: string[] } | null;
+  waitingFor: { kind: 'approval' | 'question'; ids: string[]; options?: Record<string, string[]> } | null;
   /** Index of the open step (null: none open). */
   step: number | null;
   /** The tool of the open step running now (the first started and not ended), null: none. */
@@ -158,7 +158,7 @@ export class TreeFold {
       parentId,
       depth,
       status: p ? treeStatus(p, facts!.lastType) : 'starting',
-      waitingFor: p?.parked ? { kind: p.parked.waitingFor, ids: [...p.parked.ids] } : null,
+      waitingFor: p?.parked ? waitingFor(p.parked, p.questions) : null,
       step: p?.openStep?.index ?? null,
       tool: running?.name ?? null,
       tokens: p ? p.usage.inputTokens + p.usage.outputTokens : 0,
@@ -215,4 +215,11 @@ export async function* watchTree(o: TreeWatchOptions & { signal: AbortSignal }):
     fold.apply(e);
     yield { view: fold.view(), event: e };
   }
+}
+
+/** What a parked agent waits on; for questions, the option IDs each offers (none: free text only). */
+function waitingFor(parked: NonNullable<Projection['parked']>, questions: Projection['questions']): NonNullable<TreeAgent['waitingFor']> {
+  if (parked.waitingFor !== 'question') return { kind: parked.waitingFor, ids: [...parked.ids] };
+  const options = Object.fromEntries(parked.ids.map((id) => [id, (questions?.[id]?.options ?? []).map((o) => o.id)]));
+  return { kind: 'question', ids: [...parked.ids], options };
 }

@@ -39,6 +39,15 @@ describe('EventDescriber: key fields', () => {
     expect(byType.get('turn/start')).toBe('user_message · model scripted · ask · max 10 steps');
   });
 
+  test('counts take the noun in the number they are: 1 tool call, 2 steps', () => {
+    const b = new LogBuilder();
+    b.receive('msg_1').startTurn('msg_1').startStep(1).endStep('tool_calls', 1).endTurn();
+    const d = new EventDescriber();
+    const byType = new Map(b.events.map((e) => [e.type, fields(d.describe(e))]));
+    expect(byType.get('step/end')).toBe('tool_calls · 1 tool call');
+    expect(byType.get('turn/end')).toMatch(/^completed · 2 steps · 1 tool call · /);
+  });
+
   test('an incarnation is numbered from the log: 1, then 2 after a kill and its recovery, also from --after', () => {
     const b = new LogBuilder();
     b.epoch = 37;

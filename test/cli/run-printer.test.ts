@@ -33,6 +33,19 @@ describe('RunPrinter: a person\'s messages', () => {
       'interrupt requested by client:cli · follow-ups cancelled',
     ]);
   });
+
+  test('a recovery that closed nothing says what goes on, not that nothing was open', () => {
+    const stdout = Object.assign(new PassThrough(), { isTTY: false });
+    const stderr = new PassThrough();
+    let err = '';
+    stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
+    const p = new RunPrinter({ stdout, stderr }, false);
+    const b = new LogBuilder();
+    b.push('recovery/continuation', { closed: [], resume: 'step' }, { turn: 'turn_1' });
+    b.push('recovery/continuation', { closed: [], resume: 'none' });
+    p.commit(b.events);
+    expect(err.trimEnd().split('\n')).toEqual(['recovered: nothing had to be closed; the open step goes on', 'recovered: nothing was open']);
+  });
 });
 
 /** A printer over captured streams; `tty` makes stdout a terminal. */
@@ -155,6 +168,20 @@ describe('RunPrinter without a terminal, and --quiet', () => {
     ]);
     expect(got.out).not.toContain('\x1b');
     expect(printer.answerShown('The notes say hi.')).toBe(false);
+  });
+
+  test('a wait whose child failed says so on its result line, on a terminal or not', () => {
+    for (const tty of [false, true]) {
+      const { printer, got } = capture(tty);
+      const b = new LogBuilder();
+      b.receive('msg_1').startTurn('msg_1').startStep(1);
+      const ids = { turn: b.turn, step: 'step_1', call: 'call_w' };
+      b.push('tool/call', { index: 0, providerId: 'p1', name: 'wait_agents', arguments: '{}', status: 'valid', error: null, effects: 'none', recovery: 'rerun', withinBudget: true }, ids);
+      b.push('subagent/completed', { childId: 'agt_child', messageId: 'msg_n', kind: 'subagent_completed', outcome: 'failed' }, ids);
+      b.push('tool/result', { ok: true, output: 'child ended: failed', error: null, durationMs: 0, artifact: null, source: 'subagent:agt_child', trust: 'untrusted' }, ids);
+      printer.commit(b.events);
+      expect(screen(got.out).join('\n'), tty ? 'terminal' : 'lines').toMatch(/ok · 19 bytes · agt_child failed/);
+    }
   });
 
   test('--quiet prints nothing as the run goes, on a terminal or not', () => {

@@ -201,7 +201,7 @@ describe('approvals from the CLI', () => {
     for (const line of DIFF_LINES) expect(shown, atPrompt).toContain(line);
     expect(shown).toContain(`scope: write path:${ws}/src/slug.js`);
     expect(atPrompt).toMatch(/expires: \d{4}-\d\d-\d\dT[\d:.]+Z \(in 2[34] h/);
-    expect(screen).toMatch(/completed · [\d,]+ tokens/);
+    expect(screen).toMatch(/completed · turn [\d,]+ tokens/);
     expect(code).toBe(0);
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
   });

@@ -67,6 +67,8 @@ describe('run --continue and --last', () => {
     expectExit(expect, first, 0);
     const agentId = lines(first.stderr)[0]!;
     expect(agentId).toMatch(AGENT_ID);
+    // a fresh run names itself as send and --continue do
+    expect(ofType(parseEvents(first.stdout), 'inbox/received').map((e) => e.data.from)).toEqual(['client:cli']);
 
     const second = await cli.run(['run', '--continue', agentId, 'And how many people live there?', '--json', ...common]);
     expectExit(expect, second, 0);
@@ -165,6 +167,30 @@ describe('run --continue and --last', () => {
     expect(ends).toEqual(['first answer', 'second answer']);
     expect(ofType(events, 'turn/start').at(-1)!.data.source).toBe('follow_up');
     expectExit(expect, await running, 0);
+  });
+
+  test('a follow-up sent with --no-follow while run hosts the turn: run ends with turn 1 and says resume carries the next on; resume does', async ({ expect, onTestFinished }) => {
+    const { ws, cli, model, common } = await setup(onTestFinished, {
+      // turn 2 is slow too, so it is still open when the run that hosts it stops
+      responses: [{ content: 'first answer', delay_ms: 6_000 }, { content: 'second answer', delay_ms: 4_000 }],
+    });
+    const running = cli.run(['run', 'slow question', '--model', model, '--cwd', ws, ...common]);
+    let agentId = '';
+    for (let i = 0; i < 100 && !agentId; i++) {
+      const runs = parseRuns((await cli.run(['runs', '--json', ...common])).stdout);
+      agentId = runs.find((r) => r.workspace === ws && r.status === 'running')?.actorId ?? '';
+      if (!agentId) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(agentId).toMatch(AGENT_ID);
+    const sent = await cli.run(['send', agentId, 'and then?', '--follow-up', '--no-follow', ...common]);
+    expectExit(expect, sent, 0);
+    const run = await running;
+    expectExit(expect, run, 0);
+    // the turn it left is named, with the command that carries it on
+    expect(run.stderr).toContain(`${agentId}: turn 2 (a follow-up) started as this command ended; nothing runs it now: actorloop resume ${agentId}`);
+    const resumed = await cli.run(['resume', agentId, '--json', ...common]);
+    expectExit(expect, resumed, 0);
+    expect(parseEvents(resumed.stdout).at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'second answer' } });
   });
 
   test('mistakes are one line each: an unknown agent, no agent in the workspace, resume with nothing to name', async ({ expect, onTestFinished }) => {

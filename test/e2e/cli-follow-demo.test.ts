@@ -84,7 +84,7 @@ test('demo runs on the embedded nats-server, prints where the data is, and stops
   expect(agentId, show(r)).toBeDefined();
   expect(r.stdout).toContain(`data dir: ${dataDir}`);
   expect(r.stdout).toContain(`npx actorloop verify ${agentId}`);
-  expect(r.stdout).toMatch(/\ncompleted · [\d,]+ tokens · cost unknown\n/);
+  expect(r.stdout).toMatch(/\ncompleted · turn [\d,]+ tokens · cost unknown\n/);
   const serverLog = await readFile(join(dataDir, 'nats', 'server.log'), 'utf8');
   const pid = Number(/\[(\d+)\]/.exec(serverLog)?.[1]);
   expect(pid).toBeGreaterThan(0);

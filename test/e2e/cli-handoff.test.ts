@@ -126,7 +126,7 @@ describe('with a host running', () => {
     expect(shown(handed.stdout, handedId)).toEqual(shown(local.stdout, localId));
     expect(handed.stderr).toContain(`handed ${handedId} to host ${HOST}`);
     expect(local.stderr).toBe('');
-    expect(lines(local.stdout).at(-1)).toMatch(/^completed · [\d,]+ tokens/);
+    expect(lines(local.stdout).at(-1)).toMatch(/^completed · turn [\d,]+ tokens/);
   });
 
   test('an approval without a TTY: run exits 5 with the approve line; approve answers through the inbox and the host finishes', async ({ expect, onTestFinished }) => {
@@ -173,7 +173,7 @@ describe('with a host running', () => {
     const screen = await onTerminal(cmd, dataDir, onTestFinished);
     expect(screen.text).toContain(`${agentId} is run by ${HOST}; following its events`);
     expect(screen.text).toContain(`write_file (version 1) asks for approval ${approvalId}`);
-    expect(screen.text).toMatch(/completed · [\d,]+ tokens/);
+    expect(screen.text).toMatch(/completed · turn [\d,]+ tokens/);
     expect(screen.code, screen.text).toBe(0);
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
 
@@ -276,8 +276,23 @@ describe('with a host running', () => {
     const screen = await onTerminal(cmd, dataDir, onTestFinished);
     expect(screen.text).toContain(`to host ${HOST}; following its events`);
     expect(screen.text).toContain('write_file (version 1) asks for approval apr_');
-    expect(screen.text).toMatch(/completed · [\d,]+ tokens/);
+    expect(screen.text).toMatch(/completed · turn [\d,]+ tokens/);
     expect(screen.code, screen.text).toBe(0);
     expect(await readFile(join(ws, 'src', 'slug.js'), 'utf8')).not.toBe(buggySlug);
+  });
+  test('run --continue --in-process while the host is live: never exit 2 for a turn that ran; it exits with that turn\'s code, and the task runs once', async ({ expect, onTestFinished }) => {
+    const { ws, dataDir, cli, common } = await setup(onTestFinished);
+    const script = join(dataDir, 'talk.json');
+    await writeFile(script, JSON.stringify({ responses: [{ content: 'first answer' }, { content: 'second answer' }] }));
+    const first = await cli.run(['run', 'say something', '--model', `scripted:${script}`, '--cwd', ws, '--in-process', '--json', ...common]);
+    expectExit(expect, first, 0);
+    const agentId = lines(first.stderr)[0]!;
+    expect(agentId).toMatch(AGENT_ID);
+    const next = await cli.run(['run', '--continue', agentId, 'say more', '--in-process', '--json', ...common]);
+    expectExit(expect, next, 0);
+    const turn2 = parseEvents(next.stdout);
+    expect(turn2.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'second answer' } });
+    const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
+    expect(log.filter((e) => e.type === 'turn/start')).toHaveLength(2);
   });
 });

@@ -98,6 +98,17 @@ describe('printed hints with a non-default --data-dir run as printed', () => {
     expect(events.stdout).toContain('"approval/granted"');
   });
 
+  test('a dropped fault is said in a person\'s words on stderr, never as the log\'s JSON', async ({ onTestFinished }) => {
+    const ws = await demoWorkspace();
+    const dataDir = await tempDir('hints-drop');
+    dirs.push(ws, dataDir);
+    const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+    const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--approve', 'auto-edit', '--data-dir', dataDir, '--fault', 'after:tool/start=drop']);
+    expect(run.code, show(run)).toBe(1);
+    expect(run.stderr).toMatch(/^fault after:tool\/start: drop injected into agt_/m);
+    expect(run.stderr, run.stderr).not.toMatch(/^\{"level"/m);
+  });
+
   test('the resume line a fault-killed run prints (embedded nats-server, only --data-dir) carries the turn on', async ({ onTestFinished }) => {
     const ws = await demoWorkspace();
     const dataDir = await tempDir('hints-fault');
@@ -108,6 +119,8 @@ describe('printed hints with a non-default --data-dir run as printed', () => {
     const agentId = lines(run.stdout)[0]!;
     const said = lines(run.stderr).find((l) => l.startsWith('fault after:tool/start: killing this process; '));
     expect(said, run.stderr).toBe(`fault after:tool/start: killing this process; actorloop resume ${agentId} --data-dir ${dataDir} carries the turn on`);
+    // a person's line, not the log's JSON
+    expect(run.stderr).not.toMatch(/^\{"level"/m);
     const resume = /; (actorloop .*) carries the turn on$/.exec(said!)![1]!;
 
     const resumed = await paste(resume, await pastingEnv(dataDir), onTestFinished);

@@ -9,12 +9,15 @@ import { pidAlive } from '../../src/bus/embedded.js';
 import { natsServerVersion } from '../../src/bus/nats-server.js';
 import { AGENT_ID, CliPool, cliEnv, lines, parseEvents, show } from '../helpers/cli.js';
 import { tempDir } from '../helpers/nats.js';
+import { killMarked } from '../helpers/processes.js';
 
 const dirs: string[] = [];
 const pool = new CliPool();
 
 afterAll(async () => {
   await pool.killAll();
+  // the embedded nats-server a killed or failed CLI left (its parent gone): nothing of this file may outlive it
+  await killMarked(dirs.map((d) => join(d, 'nats')));
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 

@@ -174,7 +174,7 @@ describe('run with openai-responses:<model>, cost and frozen capabilities', () =
     expect(step.data.capabilities!.contextWindow).toBeGreaterThan(100_000);
     const human = await cli.run(['run', 'again', '--model', 'openai:unpriced-model', '--base-url', (await fake([{ content: 'ok' }])).baseURL, '--cwd', ws, ...common]);
     expect(human.code, show(human)).toBe(0);
-    expect(human.stdout).toMatch(/completed · [\d,]+ tokens · cost unknown/);
+    expect(human.stdout).toMatch(/completed · turn [\d,]+ tokens · cost unknown/);
   });
 });
 

@@ -79,7 +79,7 @@ describe('on a terminal', () => {
     const elapsed = [...screen.matchAll(/tokens(?: · (?:cost unknown|\$[\d.]+))? · (\d+\.\d)s/g)].map((m) => Number(m[1]));
     expect(elapsed.length).toBeGreaterThan(5);
     expect(Math.max(...elapsed), screen).toBeLessThan(WAIT_MS / 1000);
-    expect(lines(screen.replace(/\r/g, '')).at(-1)).toMatch(/^completed · [\d,]+ tokens · cost unknown$/);
+    expect(lines(screen.replace(/\r/g, '')).at(-1)).toMatch(/^completed · turn [\d,]+ tokens · cost unknown$/);
   });
 });
 

@@ -98,7 +98,7 @@ describe('config show', () => {
       workspace: 'model = "openai:from-workspace"\ninstructions = "Answer in haiku."\n',
       user: 'approval_mode = "auto-edit"\nmax_parallel_calls = 2\n',
     }, { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' });
-    const args = ['config', 'show', '--cwd', ws, '-c', 'max_parallel_calls=3', '-c', 'ask_ttl_seconds=60'];
+    const args = ['config', 'show', '--cwd', ws, '-c', 'max_parallel_calls=3', '-c', 'ask_ttl_seconds=60', '-c', 'max_children_per_tree=5'];
     const r = await cli.run(args);
     expectExit(r, 0);
     const out = lines(r.stdout);
@@ -113,6 +113,11 @@ describe('config show', () => {
     expect(line('ask_ttl_seconds')).toBe('ask_ttl_seconds: 60 (flag)');
     expect(line('approval_ttl_seconds')).toBe('approval_ttl_seconds: 86400 (default)');
     expect(line('policy rules')).toBe('policy rules: 0 (default)');
+    // the subagent keys too, with where each came from
+    expect(line('max_subagent_depth')).toBe('max_subagent_depth: 3 (default)');
+    expect(line('max_children_per_parent')).toBe('max_children_per_parent: 8 (default)');
+    expect(line('max_children_per_tree')).toBe('max_children_per_tree: 5 (flag)');
+    expect(line('on_parent_end')).toBe('on_parent_end: cancel (default)');
     // the other lines stay: trust, the files read
     expect(r.stdout).toMatch(/^workspace: .* \(not trusted: its actorloop\.toml may only tighten\)$/m);
     expect(line('files read')).toContain(join(ws, 'actorloop.toml'));

@@ -7,11 +7,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { AGENT_ID, CliPool, REPO_ROOT, cliEnv, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/nats.js';
+import { killMarked } from '../helpers/processes.js';
 
 const dirs: string[] = [];
 const pool = new CliPool();
 afterAll(async () => {
   await pool.killAll();
+  // the embedded nats-server a killed or failed CLI left (its parent gone): nothing of this file may outlive it
+  await killMarked(dirs.map((d) => join(d, 'nats')));
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 

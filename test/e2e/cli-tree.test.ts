@@ -132,6 +132,9 @@ describe('a tree of agents on a host', () => {
       ['main', rootId, 'running', null],
       ['writer', childId, 'waiting', { kind: 'approval', ids: [approvalId] }],
     ]);
+    // `runs` lists the run as waiting: it goes on when a person answers, not by itself
+    const runsWaiting = parseRuns((await cli.run(['runs', '--json', ...common])).stdout);
+    expect(runsWaiting.find((r) => r.actorId === rootId)?.status).toBe('waiting');
     const waitingText = await cli.run(['tree', rootId, ...common]);
     expect(lines(waitingText.stdout)).toEqual([
       `main  ${rootId}  running · step 1 · ▸ spawn_agent · 44 tokens · cost unknown`,

@@ -39,6 +39,10 @@ export function configShowCommand(opts: { json?: boolean }, config: EffectiveCon
   lines.push(`approval_ttl_seconds: ${config.approvalTtlMs / 1000}${from('approval_ttl_seconds')}`);
   lines.push(`interrupt_follow_ups: ${config.interruptFollowUps}${from('interrupt_follow_ups')}`);
   lines.push(`max_idle_turns: ${config.maxIdleTurns}${from('max_idle_turns')}`);
+  lines.push(`max_subagent_depth: ${config.subagents.maxDepth}${from('max_subagent_depth')}`);
+  lines.push(`max_children_per_parent: ${config.subagents.maxChildrenPerParent}${from('max_children_per_parent')}`);
+  lines.push(`max_children_per_tree: ${config.subagents.maxChildrenPerTree}${from('max_children_per_tree')}`);
+  lines.push(`on_parent_end: ${config.subagents.onParentEnd}${from('on_parent_end')}`);
   lines.push(`ask_ttl_seconds: ${config.askTtlMs / 1000}${from('ask_ttl_seconds')}`);
   lines.push(`max_parallel_calls: ${config.maxParallelCalls}${from('max_parallel_calls')}`);
   lines.push(`observation_budget_bytes: ${config.observationBudgetBytes}${from('observation_budget_bytes')}`);

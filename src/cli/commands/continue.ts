@@ -13,6 +13,7 @@ import { terminalText } from '../terminal-text.js';
 import { cliLine, placeholder } from '../hints.js';
 import { CLI_SENDER } from './approvals.js';
 import { followTurn } from './follow-turn.js';
+import { handOverLeftWork } from '../left-work.js';
 import { afterPlanTurn } from './plan.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
 import { checkCompletion, checkModel, checkPriced, checkTask, completionRequest, configSnapshot, goalOfFlags, settingsOfFlags, type RunOptions } from './run.js';
@@ -111,17 +112,25 @@ export async function continueCommand(target: ContinueTarget, task: string, opts
     const msg = nextTaskMessage(agentId, task, request, p.openTurn !== null);
     const place = await placementOf(rt, agentId);
     const here = opts.inProcess === true || config.faults !== null;
-    const elsewhere = place.kind === 'host' || place.kind === 'other' || (place.kind === 'free' && place.hosts.length > 0 && !here);
+    let elsewhere = place.kind === 'host' || place.kind === 'other' || (place.kind === 'free' && place.hosts.length > 0 && !here);
     if (place.kind === 'other' && here) {
       // another command hosts it: the task is mail it takes, and this command follows it there
       out.stderr.write(`${agentId} is hosted by another command; following it there\n`);
     }
     if (elsewhere && place.kind === 'free') await releaseToHosts(rt, entry);
+    // The lease before the mail: a live host claims an agent with mail waiting, so a task sent
+    // first could be taken there while this command finds the lease gone and says nothing ran.
+    // One that is taken anyway (a host got it in between) is followed there: the task still runs.
+    const hosted = elsewhere ? null : await hostExisting(agentId, rt, out, json).catch((err: unknown) => {
+      if (!(err instanceof ConfigError) || err.code !== 'cli.hosted_elsewhere') throw err;
+      elsewhere = true;
+      return null;
+    });
     await sendAsPerson(rt, msg);
     // --quiet: stdout is the answer's alone
     (json || out.quiet ? out.stderr : out.stdout).write(`${agentId}\n`);
     out.stderr.write(`${terminalText(continuing(p))}\n`);
-    const hosted = elsewhere ? null : await hostExisting(agentId, rt, out, json);
+    if (elsewhere && here && place.kind === 'free') out.stderr.write(`${agentId} was taken by a host; following it there\n`);
     const follow = (from: Projection): Promise<number> =>
       hosted
         ? awaitHosted(hosted, entry, from, json, out)
@@ -140,7 +149,9 @@ export async function continueCommand(target: ContinueTarget, task: string, opts
       const state = p.inbox[msg.id]?.state;
       if (!ended || (state !== undefined && state !== 'pending')) break;
     }
-    return request.planMode ? await afterPlanTurn(rt, entry, code, out, json) : code;
+    if (request.planMode) return await afterPlanTurn(rt, entry, code, out, json);
+    if (hosted) await handOverLeftWork(rt, hosted.supervisor, entry, hosted.actor, out);
+    return code;
   } finally {
     await rt.close();
   }

@@ -212,7 +212,7 @@ async function withWholeAnswer(rt: Runtime, ended: TurnEnded, e: Extract<ActorEv
 }
 
 function turnEnded(e: Extract<ActorEvent, { type: 'turn/end' }>): TurnEnded {
-  return { turnId: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer, costUsd: e.data.costUsd ?? null };
+  return { turnId: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer, costUsd: e.data.costUsd ?? null, usage: e.data.usage };
 }
 
 /**

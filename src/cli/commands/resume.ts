@@ -14,6 +14,7 @@ import { approvalById, continuationPending, pendingApprovals, type ApprovalRecor
 import { terminalText } from '../terminal-text.js';
 import { interruptMessage } from '../interrupt-key.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
+import { handOverLeftWork } from '../left-work.js';
 
 /** A person to ask on this terminal, or null (not a TTY, or stdout belongs to `--json`). */
 export function promptFor(out: Out, json: boolean): Prompt | null {
@@ -150,7 +151,9 @@ export async function resumeCommand(agentArg: string | undefined, opts: ResumeOp
     if (!hasWork(logged) && (await inboxPending(rt, agentId)) === 0) return noOpenTurn(agentId, logged, out);
     const h = await hostExisting(agentId, rt, out, json);
     if (!hasWork(logged) && !(await mailStartsTurn(h, agentId))) return noOpenTurn(agentId, h.actor.projection, out);
-    return await awaitHosted(h, entry, logged, json, out);
+    const code = await awaitHosted(h, entry, logged, json, out);
+    await handOverLeftWork(rt, h.supervisor, entry, h.actor, out);
+    return code;
   } finally {
     await rt.close();
   }

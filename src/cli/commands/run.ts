@@ -18,6 +18,8 @@ import { failureOf, printsOnCommit, promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
 import { afterPlanTurn } from './plan.js';
 import { continueCommand } from './continue.js';
+import { CLI_SENDER } from './approvals.js';
+import { handOverLeftWork } from '../left-work.js';
 import { priceFor } from '../../model/pricing.js';
 import { modelName } from '../../actors/turn-settings.js';
 
@@ -362,7 +364,8 @@ export async function runCommand(
     };
     const message: InboxMessage = {
       id: newId('message'),
-      from: 'cli',
+      // the name every person's command gives itself (`send` too): anything else reads client:unknown
+      from: CLI_SENDER,
       to: actorId,
       kind: 'user_message',
       target: 'next_turn',
@@ -401,7 +404,9 @@ export async function runCommand(
       rt, entry, from: emptyProjection(actorId), directory: rt.bus.directory, printer, out, json,
       prompt: promptFor(out, json), hosting: { kind: 'here', failed }, echo: !echo,
     });
-    return request.planMode ? await afterPlanTurn(rt, entry, code, out, json) : code;
+    if (request.planMode) return await afterPlanTurn(rt, entry, code, out, json);
+    await handOverLeftWork(rt, supervisor, { ...entry, status: 'running', createdAt: '', updatedAt: '' }, actor, out);
+    return code;
   } finally {
     await rt.close();
   }

@@ -2,7 +2,7 @@ import { homedir } from 'node:os';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import { statusOf, type ClientStatus } from '../../client/status.js';
 import { environmentOf, type EffectiveConfig } from '../../config/config.js';
-import { emptyProjection, foldEvent } from '../../store/projection.js';
+import { emptyProjection, foldEvent, type Projection } from '../../store/projection.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
@@ -56,9 +56,25 @@ export async function listRuns(rt: Runtime, limit: number | null): Promise<{ row
     }
     // a task handed over and not taken yet is the task it is about to run
     lastTask ??= e.title;
-    return { ...e, status: statusOf(p), turns: p.turns + (p.openTurn ? 1 : 0), lastTask, children: children.get(e.actorId) ?? 0 };
+    const tree = all.filter((c) => c.rootId === e.actorId && c.actorId !== e.actorId);
+    return { ...e, status: await runStatus(rt, p, tree), turns: p.turns + (p.openTurn ? 1 : 0), lastTask, children: children.get(e.actorId) ?? 0 };
   }));
   return { rows, total: tops.length };
+}
+
+/**
+ * A run's status: its root's, but `waiting` when the root only waits on its children and one of
+ * them waits on a person: the run goes on when someone answers, not by itself.
+ */
+async function runStatus(rt: Runtime, root: Projection, tree: DirectoryEntry[]): Promise<ClientStatus> {
+  const status = statusOf(root);
+  if (status !== 'running' || Object.keys(root.waits ?? {}).length === 0 || root.openAttempt) return status;
+  for (const c of tree) {
+    const p = emptyProjection(c.actorId);
+    for await (const { event } of rt.reader.read(c.rootId, c.actorId, { afterSeq: 0 })) foldEvent(p, event);
+    if (statusOf(p) === 'waiting') return 'waiting';
+  }
+  return status;
 }
 
 /** A path for people: the home directory as `~`. */

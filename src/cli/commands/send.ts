@@ -11,6 +11,7 @@ import { terminalText } from '../terminal-text.js';
 import { cliLine } from '../hints.js';
 import { followTurn } from './follow-turn.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
+import { handOverLeftWork } from '../left-work.js';
 
 /** Options of `actorloop send`, as commander parsed them (the three kind flags exclude each other there). */
 export interface SendOptions {
@@ -110,7 +111,9 @@ export async function sendCommand(agentId: string, textArg: string, opts: SendOp
     }
     // nobody runs it: hosted here, it takes the mail in (recovering an open turn first)
     const h = await hostExisting(agentId, rt, out, json);
-    return await awaitHosted(h, entry, from, json, out);
+    const code = await awaitHosted(h, entry, from, json, out);
+    await handOverLeftWork(rt, h.supervisor, entry, h.actor, out);
+    return code;
   } finally {
     await rt.close();
   }

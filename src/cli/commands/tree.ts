@@ -79,10 +79,15 @@ export function answerLines(config: WhereConfig, v: TreeView): string[] {
     for (const id of a.waitingFor?.ids ?? []) {
       lines.push(a.waitingFor!.kind === 'approval'
         ? `approve: ${answerCommands(config, a.actorId, id).approve}`
-        : `answer:  ${cliLine(config, 'answer', a.actorId, id, placeholder('"<text>" | --option <id>'))}`);
+        : `answer:  ${cliLine(config, 'answer', a.actorId, id, placeholder(answerForm(a.waitingFor!.options?.[id] ?? [])))}`);
     }
   }
   return lines;
+}
+
+/** How a question is answered: an option is offered only when it has some. */
+function answerForm(options: string[]): string {
+  return options.length > 0 ? `"<text>" | --option <${options.join('|')}>` : '"<text>"';
 }
 
 /** What of an agent a line per change reports: not every attempt's tokens. */

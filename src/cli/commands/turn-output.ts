@@ -41,8 +41,9 @@ export async function printTurnEnd(o: TurnOutput, agent: TurnSubject, ended: Tur
   await setStatus(o.directory, agent.actorId, STATUS[ended.outcome]);
   o.printer.endLine();
   if (!o.json) {
-    const usage = agent.projection.usage;
-    const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
+    // the turn's own tokens, named so: the agent's total over its turns is `inspect`'s to show
+    const usage = ended.usage ?? agent.projection.usage;
+    const tokens = `${ended.usage ? 'turn ' : 'agent '}${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens${usage.estimated ? ' (estimated)' : ''}`;
     const cost = ended.costUsd === null ? 'cost unknown' : `$${ended.costUsd.toFixed(4)}`;
     const outcome = `${ended.outcome}${ended.reason ? ` (${terminalText(ended.reason)})` : ''} · ${tokens} · ${cost}\n${personAsked(config, agent, ended)}`;
     if (out.quiet) {

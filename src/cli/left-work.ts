@@ -1,0 +1,34 @@
+import type { DirectoryEntry } from '../bus/directory.js';
+import type { Supervisor } from '../actors/supervisor.js';
+import type { Projection } from '../store/projection.js';
+import { releaseToHosts } from './hand-off.js';
+import { cliLine } from './hints.js';
+import type { Out } from './output.js';
+import type { Runtime } from './runtime.js';
+
+// A command that hosts an agent in-process follows one turn. A follow-up sent while that turn ran
+// starts the next turn the moment it ends, before the command lets go: work the command claimed
+// and will not run. It must not be left as a silent `running`: a live host is handed it now, or
+// the person is told which command carries it on.
+
+/**
+ * Stops hosting here and, when the agent was left in a turn this command did not follow (or with
+ * mail it did not take), hands it to a live host or prints on stderr that `resume` carries it on.
+ */
+export async function handOverLeftWork(rt: Runtime, supervisor: Supervisor, entry: DirectoryEntry, agent: { projection: Projection }, out: Out): Promise<void> {
+  // stopped first: a turn the agent starts after a look would be left as silently as before
+  await supervisor.stop('the command that hosted it ended after the turn it followed');
+  const p = agent.projection;
+  const open = p.openTurn !== null;
+  const mail = Object.values(p.inbox).some((m) => m.state === 'pending');
+  if (!open && !mail) return;
+  const what = open ? `turn ${p.turns + 1} (a follow-up) started as this command ended` : 'a follow-up waits in its inbox';
+  await rt.unpin(entry.actorId);
+  const hosts = await rt.hosts.live(Date.now());
+  if (hosts.length > 0) {
+    await releaseToHosts(rt, (await rt.bus.directory.get(entry.actorId)) ?? entry);
+    out.stderr.write(`${entry.actorId}: ${what}; handed to a live host: follow it with ${cliLine(rt.config, 'events', entry.actorId, '--follow')}\n`);
+    return;
+  }
+  out.stderr.write(`${entry.actorId}: ${what}; nothing runs it now: ${cliLine(rt.config, 'resume', entry.actorId)} carries it on\n`);
+}
