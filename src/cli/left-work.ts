@@ -1,6 +1,7 @@
 import type { DirectoryEntry } from '../bus/directory.js';
 import type { Supervisor } from '../actors/supervisor.js';
 import type { Projection } from '../store/projection.js';
+import { EXIT } from './exit-codes.js';
 import { releaseToHosts } from './hand-off.js';
 import { cliLine } from './hints.js';
 import type { Out } from './output.js';
@@ -14,10 +15,13 @@ import type { Runtime } from './runtime.js';
 /**
  * Stops hosting here and, when the agent was left in a turn this command did not follow (or with
  * mail it did not take), hands it to a live host or prints on stderr that `resume` carries it on.
+ * `code` is the command's exit code for the turn it followed: with `waiting` that turn is still
+ * open, parked for a person, and the lines already printed say which command answers it.
  */
-export async function handOverLeftWork(rt: Runtime, supervisor: Supervisor, entry: DirectoryEntry, agent: { projection: Projection }, out: Out): Promise<void> {
+export async function handOverLeftWork(rt: Runtime, supervisor: Supervisor, entry: DirectoryEntry, agent: { projection: Projection }, out: Out, code: number): Promise<void> {
   // stopped first: a turn the agent starts after a look would be left as silently as before
   await supervisor.stop('the command that hosted it ended after the turn it followed');
+  if (code === EXIT.waiting) return;
   const p = agent.projection;
   const open = p.openTurn !== null;
   const mail = Object.values(p.inbox).some((m) => m.state === 'pending');

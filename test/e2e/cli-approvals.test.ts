@@ -47,6 +47,8 @@ describe('approvals from the CLI', () => {
     expectExit(expect, run, 5);
     const agentId = lines(run.stderr)[0]!;
     expect(agentId).toMatch(AGENT_ID);
+    // the turn it followed is parked for a person, not work it left: no "resume carries it on"
+    expect(run.stderr, show(run)).not.toMatch(/nothing runs it now|handed to a live host/);
     const requested = parseEvents(run.stdout).find((e) => e.type === 'approval/requested');
     expect(requested?.type === 'approval/requested' && requested.data.tool).toBe('write_file');
     const approvalId = requested?.type === 'approval/requested' ? requested.data.approvalId : '';

@@ -150,7 +150,7 @@ export async function continueCommand(target: ContinueTarget, task: string, opts
       if (!ended || (state !== undefined && state !== 'pending')) break;
     }
     if (request.planMode) return await afterPlanTurn(rt, entry, code, out, json);
-    if (hosted) await handOverLeftWork(rt, hosted.supervisor, entry, hosted.actor, out);
+    if (hosted) await handOverLeftWork(rt, hosted.supervisor, entry, hosted.actor, out, code);
     return code;
   } finally {
     await rt.close();

@@ -152,7 +152,7 @@ export async function resumeCommand(agentArg: string | undefined, opts: ResumeOp
     const h = await hostExisting(agentId, rt, out, json);
     if (!hasWork(logged) && !(await mailStartsTurn(h, agentId))) return noOpenTurn(agentId, h.actor.projection, out);
     const code = await awaitHosted(h, entry, logged, json, out);
-    await handOverLeftWork(rt, h.supervisor, entry, h.actor, out);
+    await handOverLeftWork(rt, h.supervisor, entry, h.actor, out, code);
     return code;
   } finally {
     await rt.close();

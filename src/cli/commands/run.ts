@@ -405,7 +405,7 @@ export async function runCommand(
       prompt: promptFor(out, json), hosting: { kind: 'here', failed }, echo: !echo,
     });
     if (request.planMode) return await afterPlanTurn(rt, entry, code, out, json);
-    await handOverLeftWork(rt, supervisor, { ...entry, status: 'running', createdAt: '', updatedAt: '' }, actor, out);
+    await handOverLeftWork(rt, supervisor, { ...entry, status: 'running', createdAt: '', updatedAt: '' }, actor, out, code);
     return code;
   } finally {
     await rt.close();

@@ -112,7 +112,7 @@ export async function sendCommand(agentId: string, textArg: string, opts: SendOp
     // nobody runs it: hosted here, it takes the mail in (recovering an open turn first)
     const h = await hostExisting(agentId, rt, out, json);
     const code = await awaitHosted(h, entry, from, json, out);
-    await handOverLeftWork(rt, h.supervisor, entry, h.actor, out);
+    await handOverLeftWork(rt, h.supervisor, entry, h.actor, out, code);
     return code;
   } finally {
     await rt.close();
