@@ -1,6 +1,6 @@
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import { newId } from '../src/protocol/ids.js';
-import type { Supervisor } from '../src/actors/supervisor.js';
+import type { Supervisor } from '../src/actors/hosting/supervisor.js';
 import { benchTurnRequest, type BenchRuntime } from './harness.js';
 import { fmtMs, nowMs, percentile, settleGc, table } from './stats.js';
 import { toolLoopScript } from './workload.js';

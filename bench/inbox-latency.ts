@@ -1,4 +1,4 @@
-import type { Supervisor } from '../src/actors/supervisor.js';
+import type { Supervisor } from '../src/actors/hosting/supervisor.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ModelAdapter } from '../src/model/model-port.js';
 import type { ScriptResponse } from '../src/model/script.js';

@@ -13,7 +13,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionMessageToolCall, ChatCompletionTool } from 'openai/resources/chat/completions';
-import { DEFAULT_INSTRUCTIONS } from '../src/actors/agent-effects.js';
+import { DEFAULT_INSTRUCTIONS } from '../src/actors/agent/turn-settings.js';
 import { createOpenAIChatModel } from '../src/model/openai-chat.js';
 import { newId } from '../src/protocol/ids.js';
 import { createToolRegistry } from '../src/tools/registry.js';

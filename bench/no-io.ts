@@ -1,7 +1,7 @@
-import { defaultTooling } from '../src/actors/tooling.js';
+import { defaultTooling } from '../src/actors/agent/tooling.js';
 import { pino } from 'pino';
-import { AgentActor } from '../src/actors/agent-actor.js';
-import { createFaultInjector } from '../src/actors/faults.js';
+import { AgentActor } from '../src/actors/actor/agent-actor.js';
+import { createFaultInjector } from '../src/actors/faults/faults.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';
 import type { ActorEvent } from '../src/protocol/events.js';

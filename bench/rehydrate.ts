@@ -1,6 +1,6 @@
-import { createFaultInjector } from '../src/actors/faults.js';
-import { Supervisor } from '../src/actors/supervisor.js';
-import { createJetStreamPorts } from '../src/actors/supervisor-ports.js';
+import { createFaultInjector } from '../src/actors/faults/faults.js';
+import { Supervisor } from '../src/actors/hosting/supervisor.js';
+import { createJetStreamPorts } from '../src/actors/hosting/supervisor-ports.js';
 import type { ModelAdapter } from '../src/model/model-port.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';

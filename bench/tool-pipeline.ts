@@ -8,9 +8,9 @@
  */
 import { pino } from 'pino';
 import { z } from 'zod';
-import { AgentActor } from '../src/actors/agent-actor.js';
-import { createFaultInjector } from '../src/actors/faults.js';
-import { defaultTooling } from '../src/actors/tooling.js';
+import { AgentActor } from '../src/actors/actor/agent-actor.js';
+import { createFaultInjector } from '../src/actors/faults/faults.js';
+import { defaultTooling } from '../src/actors/agent/tooling.js';
 import type { ModelAdapter } from '../src/model/model-port.js';
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';

@@ -1,8 +1,8 @@
 import { createScriptedModel } from '../src/model/scripted-model.js';
 import type { ScriptResponse } from '../src/model/script.js';
 import { newId } from '../src/protocol/ids.js';
-import type { AgentActor } from '../src/actors/agent-actor.js';
-import type { Supervisor } from '../src/actors/supervisor.js';
+import type { AgentActor } from '../src/actors/actor/agent-actor.js';
+import type { Supervisor } from '../src/actors/hosting/supervisor.js';
 import { benchTurnRequest, pool, type BenchRuntime } from './harness.js';
 import { cpuMeter, settleGc, nowMs, sampleRss, type CpuUse } from './stats.js';
 

@@ -2,8 +2,8 @@
 // LMDB and memory factories, the machines, the fold, faults and the log checker. The embedding
 // API is `actorloop`; the agent actor itself is neither's: a host reads it as a HostedAgent.
 
-import { Supervisor as SupervisorClass, type SupervisorOptions } from './actors/supervisor.js';
-import type { HostSupervisor } from './actors/host-supervisor.js';
+import { Supervisor as SupervisorClass, type SupervisorOptions } from './actors/hosting/supervisor.js';
+import type { HostSupervisor } from './actors/hosting/host-supervisor.js';
 
 /** Hosts agents: creates and rehydrates them, serves their inboxes, stops them; what it hosts reads as a HostedAgent. */
 export const Supervisor: new (opts: SupervisorOptions) => HostSupervisor = SupervisorClass;
@@ -12,16 +12,16 @@ export type Supervisor = HostSupervisor;
 /** What a supervisor is built with: its ports, tools, tooling, faults, logger, model factory. */
 export type { SupervisorOptions };
 /** What a host reads of an agent the supervisor hosts. */
-export type { HostedAgent } from './actors/hosted-agent.js';
+export type { HostedAgent } from './actors/actor/hosted-agent.js';
 /** The supervisor's ports (logs, inboxes, directory, leases) over JetStream, or in memory. */
-export { createJetStreamPorts, createMemoryPorts, type SupervisorPorts, type MemoryPorts } from './actors/supervisor-ports.js';
+export { createJetStreamPorts, createMemoryPorts, type SupervisorPorts, type MemoryPorts } from './actors/hosting/supervisor-ports.js';
 /** Injected faults (kill, drop, delay at named points) and their records across incarnations. */
-export { createFaultInjector, parseFaultSpecs, FAULT_POINTS, TREE_FAULT_POINTS, type FaultSpec, type FaultInjector } from './actors/faults.js';
-export { createFileFaultRecords, createMemoryFaultRecords, type FaultRecord, type FaultRecords } from './actors/fault-records.js';
+export { createFaultInjector, parseFaultSpecs, FAULT_POINTS, TREE_FAULT_POINTS, type FaultSpec, type FaultInjector } from './actors/faults/faults.js';
+export { createFileFaultRecords, createMemoryFaultRecords, type FaultRecord, type FaultRecords } from './actors/faults/fault-records.js';
 /** The log checker behind `actorloop verify`. */
-export { verifyLog, formatViolations, type Violation } from './actors/verify.js';
+export { verifyLog, formatViolations, type Violation } from './verify/verify.js';
 /** Git worktrees of `worktree` subagents. */
-export { createGitWorktrees, type GitWorktrees } from './actors/git-worktrees.js';
+export { createGitWorktrees, type GitWorktrees } from './actors/tree/git-worktrees.js';
 
 /** NATS: the connection, the embedded nats-server, inboxes, the directory, leases. */
 export { openBus, type Bus } from './bus/connection.js';

@@ -14,11 +14,11 @@ export type { AgentOptions } from './actors/runtime.js';
 /** One turn: its committed events and how it ended. */
 export type { TurnHandle } from './actors/runtime.js';
 /** How a turn ended: outcome, reason, answer, usage. */
-export type { TurnEnded } from './actors/agent-actor.js';
+export type { TurnEnded } from './actors/actor/hosted-agent.js';
 /** Options of one turn, as `actorloop run`'s flags: goal, plan mode, completion policy, budgets, output schema. */
-export type { TurnOptions } from './actors/turn-options.js';
+export type { TurnOptions } from './actors/agent/turn-options.js';
 /** A goal a turn starts, with its budgets. */
-export type { GoalOptions } from './actors/turn-options.js';
+export type { GoalOptions } from './actors/agent/turn-options.js';
 
 /** Follows one agent's log from a cursor: each event with the state after it and its status. */
 export { followAgent } from './client/follower.js';
@@ -68,13 +68,13 @@ export type { CompleteWhen } from './protocol/completion.js';
 /** An agent's state as its log folds it (`agent.state`). */
 export type { Projection } from './store/projection.js';
 /** An agent as an XState actor (`agent.ref`). */
-export type { AgentActorRef } from './actors/agent-logic.js';
+export type { AgentActorRef } from './actors/actor/agent-logic.js';
 /** What `agent.ref.getSnapshot()` holds. */
-export type { AgentSnapshot } from './actors/agent-logic.js';
+export type { AgentSnapshot } from './actors/actor/agent-logic.js';
 /** The agent's status in its snapshot. */
-export type { AgentStatus } from './actors/agent-logic.js';
+export type { AgentStatus } from './actors/actor/agent-logic.js';
 /** Receives XState's inspection events (`createRuntime({ inspect })`). */
-export type { InspectObserver } from './actors/agent-logic.js';
+export type { InspectObserver } from './actors/actor/agent-logic.js';
 
 /** A tool of your own (`createRuntime({ tools })`): schema, semantics, execute, reconcile. */
 export type { ToolDefinition } from './tools/tool.js';

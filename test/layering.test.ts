@@ -17,10 +17,14 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   store: ['protocol', 'bus'],
   bus: ['protocol'],
   actors: ['protocol', 'machines', 'store', 'bus', 'model', 'tools'],
+  jobs: ['protocol', 'machines', 'store', 'bus', 'tools'],
+  verify: ['protocol', 'store'],
   model: ['protocol'],
   tools: ['protocol'],
   context: ['protocol', 'model'],
   knowledge: ['protocol', 'store'],
+  extensions: ['protocol', 'tools', 'model', 'config'],
+  telemetry: ['protocol', 'store'],
   server: ['protocol', 'bus', 'store', 'client'],
   config: ['protocol'],
   // machines: `machine-definitions.ts` reads the machines' definitions for clients to draw
@@ -38,6 +42,20 @@ const PACKAGES: Record<string, readonly string[]> = {
   protocol: ['zod', 'node:crypto'],
   machines: ['xstate', 'zod'],
 };
+
+/**
+ * The rooms of `src/actors`, top first: a room imports only the rooms after it, so the agent's
+ * parts stack without a cycle. `hosting` runs actors (supervisor, host, leases); `actor` is the
+ * agent actor itself (its machines, commit pipeline, effect dispatch); `effects` carries out what
+ * the machines ask (model calls, tools, the runtime's own tools); `tree` spawns and waits on
+ * children; `goals` keeps goals and budgets; `agent` is the ground they all stand on (ports, turn
+ * settings, the effect context, output blobs); `faults` is fault injection. `src/actors/*.ts`
+ * (the embedding runtime) may import every room.
+ */
+const ACTOR_ROOMS = ['hosting', 'actor', 'effects', 'tree', 'goals', 'agent', 'faults'] as const;
+
+/** Files one folder of `src/` may hold directly (design §2: "none over ~30 files"). */
+const MAX_FILES_PER_FOLDER = 30;
 
 /** Folders of `src/` that may read `process.env`: config loading, the one reader (STYLE, §2). */
 const ENV_READERS = ['config'];
@@ -138,6 +156,96 @@ function webViolations(): string[] {
   return found;
 }
 
+/** The room of `src/actors` a file lies in, or null (outside `src/actors`, or directly in it). */
+function actorRoomOf(file: string): string | null {
+  const parts = relative(SRC, file).split(sep);
+  return parts[0] === 'actors' && parts.length > 2 ? parts[1]! : null;
+}
+
+/** Imports between rooms of `src/actors` that go up the stack (or to a room not in the list). */
+function roomViolations(): string[] {
+  const found: string[] = [];
+  for (const file of tsFiles(join(SRC, 'actors'))) {
+    const from = actorRoomOf(file);
+    const name = relative(SRC, file);
+    if (from === null) continue;
+    const rank = ACTOR_ROOMS.indexOf(from as (typeof ACTOR_ROOMS)[number]);
+    if (rank < 0) {
+      found.push(`${name}: room ${from} is not in ACTOR_ROOMS`);
+      continue;
+    }
+    for (const spec of importsOf(readFileSync(file, 'utf8'))) {
+      if (!spec.startsWith('.')) continue;
+      const target = resolve(dirname(file), spec);
+      const to = actorRoomOf(target);
+      if (to === null && folderOf(target) === 'actors') found.push(`${name}: ${spec} (a room imports the embedding runtime)`);
+      if (to === null || to === from) continue;
+      if (ACTOR_ROOMS.indexOf(to as (typeof ACTOR_ROOMS)[number]) <= rank) found.push(`${name}: ${spec} (${from} may import only ${ACTOR_ROOMS.slice(rank + 1).join(', ') || 'nothing'})`);
+    }
+  }
+  return found;
+}
+
+/** Every file's relative imports as resolved `.ts` paths; `types` counts `import type` too. */
+function importGraph(types: boolean): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  const files = new Set(tsFiles(SRC));
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8');
+    const typeOnly = new Set([...text.matchAll(/^(?:import|export)\s+type\b[^;]*?\bfrom\s*['"]([^'"]+)['"]/gm)].map((m) => m[1]!));
+    const deps = importsOf(text)
+      .filter((spec) => spec.startsWith('.') && (types || !typeOnly.has(spec)))
+      .map((spec) => resolve(dirname(file), spec).replace(/\.js$/, '.ts'))
+      .filter((t) => files.has(t));
+    graph.set(file, deps);
+  }
+  return graph;
+}
+
+/** The import cycles of a graph: its strongly connected components of more than one file (Tarjan). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const c: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        c.push(relative(SRC, w));
+      } while (w !== v);
+      if (c.length > 1) found.push(c.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+/**
+ * Folders whose files may import each other's types in a circle: the projection's folds
+ * (`store/projection.ts` and the sub-folds that take the `Projection` they fold into). Value
+ * imports never form a cycle anywhere.
+ */
+const TYPE_CYCLES_ALLOWED = ['store'];
+
+/** Commands that still import each other; the commands' shared parts move out of them next. */
+const CLI_COMMAND_CYCLES = ['cli/commands/continue.ts cli/commands/run.ts', 'cli/commands/remote.ts cli/commands/tree.ts'];
+
 describe('layering (design §2)', () => {
   it('reads the import forms the code uses', () => {
     const text = [
@@ -159,6 +267,39 @@ describe('layering (design §2)', () => {
   it('web/ imports protocol types, the projection fold, preact and elkjs only', () => {
     expect(readdirSync(WEB).length).toBeGreaterThan(5);
     expect(webViolations()).toEqual([]);
+  });
+
+  it('the rooms of src/actors stack: each imports only the rooms below it', () => {
+    expect(tsFiles(join(SRC, 'actors')).filter((f) => actorRoomOf(f) !== null).length).toBeGreaterThan(40);
+    expect(roomViolations()).toEqual([]);
+  });
+
+  it(`no folder of src/ holds more than ${MAX_FILES_PER_FOLDER} files directly`, () => {
+    const crowded: string[] = [];
+    const walk = (dir: string): void => {
+      const entries = readdirSync(dir, { withFileTypes: true });
+      const files = entries.filter((e) => e.isFile() && e.name.endsWith('.ts')).length;
+      if (files > MAX_FILES_PER_FOLDER) crowded.push(`${relative(SRC, dir) || 'src'}: ${files} files`);
+      for (const e of entries) if (e.isDirectory()) walk(join(dir, e.name));
+    };
+    walk(SRC);
+    expect(crowded).toEqual([]);
+  });
+
+  it('finds a cycle when there is one', () => {
+    const g = new Map([['/a', ['/b']], ['/b', ['/c']], ['/c', ['/a']], ['/d', ['/a']]]);
+    expect(cycles(g).map((c) => c.length)).toEqual([3]);
+  });
+
+  it('no file imports a value from a file that imports it back, directly or around a circle', () => {
+    expect(cycles(importGraph(false)).filter((c) => !CLI_COMMAND_CYCLES.includes(c.join(' ')))).toEqual([]);
+  });
+
+  it(`no import cycle at all, type imports included, outside ${TYPE_CYCLES_ALLOWED.join(', ')}`, () => {
+    const found = cycles(importGraph(true))
+      .filter((c) => !c.every((f) => TYPE_CYCLES_ALLOWED.includes(f.split(sep)[0]!)))
+      .filter((c) => !CLI_COMMAND_CYCLES.includes(c.join(' ')));
+    expect(found).toEqual([]);
   });
 
   it('only src/config reads process.env', () => {

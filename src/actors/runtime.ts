@@ -17,20 +17,20 @@ import { approvalById } from '../store/projection.js';
 import { builtinTools } from '../tools/builtins/index.js';
 import { createToolRegistry } from '../tools/registry.js';
 import type { ToolDefinition } from '../tools/tool.js';
-import type { TurnEnded } from './agent-actor.js';
-import type { HostedAgent } from './hosted-agent.js';
-import type { HostSupervisor } from './host-supervisor.js';
-import { turnRequestWith, type TurnOptions } from './turn-options.js';
+import type { TurnEnded } from './actor/hosted-agent.js';
+import type { HostedAgent } from './actor/hosted-agent.js';
+import type { HostSupervisor } from './hosting/host-supervisor.js';
+import { turnRequestWith, type TurnOptions } from './agent/turn-options.js';
 import type { Projection } from '../store/projection.js';
-import type { AgentActorRef, InspectObserver } from './agent-logic.js';
-import { createFaultInjector } from './faults.js';
-import { Supervisor } from './supervisor.js';
-import { createJetStreamPorts, createMemoryPorts, type SupervisorPorts } from './supervisor-ports.js';
-import { defaultTooling, staticPolicy, type ToolingPorts } from './tooling.js';
+import type { AgentActorRef, InspectObserver } from './actor/agent-logic.js';
+import { createFaultInjector } from './faults/faults.js';
+import { Supervisor } from './hosting/supervisor.js';
+import { createJetStreamPorts, createMemoryPorts, type SupervisorPorts } from './hosting/supervisor-ports.js';
+import { defaultTooling, staticPolicy, type ToolingPorts } from './agent/tooling.js';
 import { Kvm } from '@nats-io/kv';
 import { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLeaseStore } from '../bus/resource-leases.js';
 import { createMemoryResourceLeases } from '../bus/memory-resource-leases.js';
-import { createGitWorktrees, worktreeSandbox } from './git-worktrees.js';
+import { createGitWorktrees, worktreeSandbox } from './tree/git-worktrees.js';
 
 /** Options of `createRuntime`: where the agents' logs live and what they may use. */
 export interface RuntimeOptions {

@@ -1,4 +1,4 @@
-import { deadLocalHolder } from '../actors/lease-keeper.js';
+import { deadLocalHolder } from '../actors/hosting/lease-keeper.js';
 import type { DirectoryEntry } from '../bus/directory.js';
 import type { HostRecord } from '../bus/hosts.js';
 import { ensureInboxConsumer, openInbox, publishInbox } from '../bus/inbox.js';

@@ -1,5 +1,5 @@
 import type { DirectoryEntry } from '../bus/directory.js';
-import type { Supervisor } from '../actors/supervisor.js';
+import type { Supervisor } from '../actors/hosting/supervisor.js';
 import type { Projection } from '../store/projection.js';
 import { EXIT } from './exit-codes.js';
 import { releaseToHosts } from './hand-off.js';

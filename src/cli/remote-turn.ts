@@ -11,7 +11,8 @@ import { EXIT } from './exit-codes.js';
 import { cliLine } from './hints.js';
 import { InterruptKey } from './interrupt-key.js';
 import type { WhereConfig } from './hints.js';
-import type { Out, RunPrinter } from './output.js';
+import type { Out } from './output.js';
+import type { RunPrinter } from './run-printer.js';
 
 // `followTurn` for a runtime reached through the gateway: the agent's events come from an
 // `events.subscribe` over the gateway's WebSocket, are folded into the projection every client

@@ -3,7 +3,7 @@ import type { Budgets, TurnOutcome } from '../protocol/events.js';
 import { addUsage, ZERO_USAGE, type BlobRef, type Usage } from '../protocol/history.js';
 import { eventTimeMs, slot, type MachineEvent } from './machine-event.js';
 import { changesSteers, nextSteers, type SteerQueue } from './steer-queue.js';
-import { DEFAULT_MAX_COMPLETION_REJECTIONS, type OnCompletionExhausted } from '../protocol/completion.js';
+import { COMPLETION_BLOCK_PREFIX, COMPLETION_EXHAUSTED, COMPLETION_EXHAUSTED_STOP, DEFAULT_MAX_COMPLETION_REJECTIONS, type OnCompletionExhausted } from '../protocol/completion.js';
 
 /** Input of the turn machine, taken from `turn/start`. */
 export interface TurnInput {
@@ -314,19 +314,10 @@ function completionLimit(context: TurnContext): number {
   return context.maxCompletionRejections ?? DEFAULT_MAX_COMPLETION_REJECTIONS;
 }
 
-/** Prefix of the reason a turn fails with when its completion policy refused every answer it allows. */
-export const COMPLETION_EXHAUSTED = 'completion policy';
-
 /** Why the turn failed: the policy, how many answers it refused, what the last one lacked, and that a person decides. */
 function exhaustedReason(r: CompletionRefusal, refused: number): string {
   return `${COMPLETION_EXHAUSTED} "${r.policy}" refused ${refused} answer${refused === 1 ? '' : 's'} (the limit): ${r.missing.join('; ')} — a person must decide how to go on`;
 }
-
-/** The reason a turn stops with when, under `block`, the refusal at the limit blocked its goal. */
-export const COMPLETION_EXHAUSTED_STOP = 'completion_exhausted';
-
-/** Prefix of the reason a goal is blocked with by the completion policy: `completion:<policy>: <what was missing>`. */
-export const COMPLETION_BLOCK_PREFIX = 'completion:';
 
 /** Why the goal is blocked: the policy and what the last refused answer lacked. */
 function blockReason(r: CompletionRefusal): string {

@@ -33,3 +33,9 @@ export function parseModelSpec(spec: string): ModelSpec {
 function specError(message: string): ConfigError {
   return new ConfigError('config.model_spec', `${message}; accepted forms: ${ACCEPTED}`);
 }
+
+/** The model name a spec sends to its provider: `openai:gpt-4.1` → `gpt-4.1`; a script's spec as is. */
+export function modelName(spec: string): string {
+  const parsed = parseModelSpec(spec);
+  return parsed.provider === 'scripted' ? spec : parsed.model;
+}

@@ -128,3 +128,12 @@ function startsWith(argv: readonly string[], words: readonly string[]): boolean 
   const head = words[0]!.includes('/') ? program === words[0] : program === words[0] || program.endsWith(`/${words[0]}`);
   return head && words.every((w, i) => i === 0 || argv[i] === w);
 }
+
+/** Prefix of the reason a turn fails with when its completion policy refused every answer it allows. */
+export const COMPLETION_EXHAUSTED = 'completion policy';
+
+/** The reason a turn stops with when, under `block`, the refusal at the limit blocked its goal. */
+export const COMPLETION_EXHAUSTED_STOP = 'completion_exhausted';
+
+/** Prefix of the reason a goal is blocked with by the completion policy: `completion:<policy>: <what was missing>`. */
+export const COMPLETION_BLOCK_PREFIX = 'completion:';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 // The named fault points are protocol: a client (the gateway's `fault.kill`) names one in a fault
-// order a host arms, and both sides must read the same list. The injector (src/actors/faults.ts)
+// order a host arms, and both sides must read the same list. The injector (src/actors/faults/faults.ts)
 // re-exports them.
 
 /**

@@ -471,7 +471,7 @@ function emptyOutcome(): ProcessOutcome {
  * repository's `.git` (a directory, or a worktree's `.git` file) and its actorloop.toml. One a link
  * leads out of the workspace is read-only in the sandbox anyway. A `.git` made by a command in
  * the sandbox is writable for the rest of that command; the host refuses to run git on a
- * repository whose config names programs (src/actors/git-safety.ts), so that is no way out either.
+ * repository whose config names programs (src/actors/tree/git-safety.ts), so that is no way out either.
  */
 export async function protectedInWorkspace(workspace: string): Promise<string[]> {
   const out: string[] = [];

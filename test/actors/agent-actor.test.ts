@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { verifyLog } from '../../src/actors/verify.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { readLog, runTurn, turnRequest } from '../helpers/runtime.js';
 import { captureModels, ofType, only, actorTestWorld } from './harness.js';

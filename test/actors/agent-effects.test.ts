@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { performEffect } from '../../src/actors/agent-effects.js';
-import { abortReason, estimateUsage, scope } from '../../src/actors/effect-helpers.js';
+import { performEffect } from '../../src/actors/actor/agent-effects.js';
+import { abortReason, scope } from '../../src/actors/agent/effect-context.js';
+import { estimateUsage } from '../../src/actors/agent/model-request.js';
 import { fakeContext, openTurnAndStep, type FakeContext } from './fake-effect-context.js';
 import { turnRequest } from './agent-fixture.js';
 

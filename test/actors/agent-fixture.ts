@@ -1,11 +1,11 @@
 import { pino } from 'pino';
 import { z } from 'zod';
-import { AgentActor } from '../../src/actors/agent-actor.js';
-import type { AgentPorts } from '../../src/actors/agent-ports.js';
-import type { InspectObserver } from '../../src/actors/agent-logic.js';
-import { createFaultInjector } from '../../src/actors/faults.js';
-import type { MachineSnapshots } from '../../src/actors/machine-set.js';
-import { defaultTooling } from '../../src/actors/tooling.js';
+import { AgentActor } from '../../src/actors/actor/agent-actor.js';
+import type { AgentPorts } from '../../src/actors/agent/agent-ports.js';
+import type { InspectObserver } from '../../src/actors/actor/agent-logic.js';
+import { createFaultInjector } from '../../src/actors/faults/faults.js';
+import type { MachineSnapshots } from '../../src/actors/actor/machine-set.js';
+import { defaultTooling } from '../../src/actors/agent/tooling.js';
 import { createScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent, TurnRequest } from '../../src/protocol/events.js';

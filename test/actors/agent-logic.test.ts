@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
-import type { AgentSnapshot, PersistedAgentSnapshot } from '../../src/actors/agent-logic.js';
-import { MachineSet, type EngineSnapshot, type MachineEngine, type MachineEngines, type MachineStates } from '../../src/actors/machine-set.js';
+import type { AgentSnapshot, PersistedAgentSnapshot } from '../../src/actors/actor/agent-logic.js';
+import { MachineSet, type EngineSnapshot, type MachineEngine, type MachineEngines, type MachineStates } from '../../src/actors/actor/machine-set.js';
 import { agentMachine } from '../../src/machines/agent.machine.js';
 import { attemptMachine } from '../../src/machines/attempt.machine.js';
 import type { MachineEvent } from '../../src/machines/machine-event.js';

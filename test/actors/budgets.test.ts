@@ -1,8 +1,8 @@
 // Budgets that cannot be overspent (issue 17, part 4) and the model's stop decision (part 5),
 // through a real agent actor on the scripted model: every budget fact is read back from the log.
 import { describe, expect, it } from 'vitest';
-import { stopInAnswer } from '../../src/actors/stop-decision.js';
-import { verifyLog } from '../../src/actors/verify.js';
+import { stopInAnswer } from '../../src/actors/effects/stop-decision.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { readLog, runTurn, turnRequest } from '../helpers/runtime.js';

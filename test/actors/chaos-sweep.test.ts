@@ -5,9 +5,10 @@
 import { cp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
-import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
+import type { TurnEnded } from '../../src/actors/actor/hosted-agent.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { loadScript } from '../../src/model/script.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { tempDir } from '../helpers/nats.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ActorloopError } from '../../src/protocol/errors.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
-import { CommitPipeline } from '../../src/actors/commit-pipeline.js';
+import { CommitPipeline } from '../../src/actors/actor/commit-pipeline.js';
 import { createMemoryLogs } from '../../src/store/memory-log.js';
 import { emptyProjection } from '../../src/store/projection.js';
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { performEffect } from '../../src/actors/agent-effects.js';
-import { callModel } from '../../src/actors/model-call.js';
-import { reconcileCall, settleReconciled } from '../../src/actors/reconcile.js';
-import { ToolRunner } from '../../src/actors/tool-runner.js';
-import { answerQuestion } from '../../src/actors/questions.js';
-import { answerApproval, decideCall } from '../../src/actors/tool-policy.js';
+import { performEffect } from '../../src/actors/actor/agent-effects.js';
+import { callModel } from '../../src/actors/effects/model-call.js';
+import { reconcileCall, settleReconciled } from '../../src/actors/effects/reconcile.js';
+import { ToolRunner } from '../../src/actors/effects/tool-runner.js';
+import { answerQuestion } from '../../src/actors/effects/questions.js';
+import { answerApproval, decideCall } from '../../src/actors/effects/tool-policy.js';
 import { fakeContext, openTurnAndStep, type FakeContext } from './fake-effect-context.js';
 
 // model-call, tool-policy, tool-runner and reconcile, each run alone on a fake EffectContext.

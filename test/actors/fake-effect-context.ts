@@ -1,9 +1,9 @@
 import { pino } from 'pino';
 import type { StateValue } from 'xstate';
-import type { EffectContext, EffectPorts } from '../../src/actors/effect-context.js';
-import { createFaultInjector } from '../../src/actors/faults.js';
-import { OutputTexts } from '../../src/actors/output-blobs.js';
-import { defaultTooling } from '../../src/actors/tooling.js';
+import type { EffectContext, EffectPorts } from '../../src/actors/agent/effect-context.js';
+import { createFaultInjector } from '../../src/actors/faults/faults.js';
+import { OutputTexts } from '../../src/actors/agent/output-blobs.js';
+import { defaultTooling } from '../../src/actors/agent/tooling.js';
 import { createScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { MachineEvent } from '../../src/machines/machine-event.js';
@@ -12,7 +12,7 @@ import { emptyProjection, foldEvent } from '../../src/store/projection.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import type { ToolDefinition } from '../../src/tools/tool.js';
 import { echoTool, hangTool, memoryBlobs, turnRequest } from './agent-fixture.js';
-import { resolveSettings } from '../../src/actors/turn-settings.js';
+import { resolveSettings } from '../../src/actors/agent/turn-settings.js';
 
 /** An EffectContext with no actor behind it: what a handler staged, flushed and asked for is recorded. */
 export interface FakeContext extends EffectContext {

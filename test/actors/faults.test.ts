@@ -6,9 +6,9 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, test } from 'vitest';
-import { faultOrderTaker } from '../../src/actors/fault-order-taker.js';
-import { createMemoryFaultRecords } from '../../src/actors/fault-records.js';
-import { ActorDropped, createFaultInjector, parseFaultSpecs, type ArmableFaultInjector, type FaultSpec } from '../../src/actors/faults.js';
+import { faultOrderTaker } from '../../src/actors/faults/fault-order-taker.js';
+import { createMemoryFaultRecords } from '../../src/actors/faults/fault-records.js';
+import { ActorDropped, createFaultInjector, parseFaultSpecs, type ArmableFaultInjector, type FaultSpec } from '../../src/actors/faults/faults.js';
 import { ConfigError } from '../../src/protocol/errors.js';
 import { FaultOrderSchema } from '../../src/protocol/fault-orders.js';
 import { REPO_ROOT } from '../helpers/cli.js';
@@ -69,8 +69,8 @@ describe('arming at runtime', () => {
       const dir = await tempDir('faults-kill');
       dirs.push(dir);
       const code = [
-        `import { createFaultInjector } from './src/actors/faults.ts';`,
-        `import { createFileFaultRecords } from './src/actors/fault-records.ts';`,
+        `import { createFaultInjector } from './src/actors/faults/faults.ts';`,
+        `import { createFileFaultRecords } from './src/actors/faults/fault-records.ts';`,
         `const f = createFaultInjector([], undefined, createFileFaultRecords(${JSON.stringify(dir)}), () => process.stderr.write('before kill\\n'));`,
         how === 'armed'
           ? `f.arm({ point: 'after:tool/start', actorId: '${A}', nth: 1, action: 'kill' }); f.hit('after:tool/start', '${A}', 2);`

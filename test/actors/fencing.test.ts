@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { verifyLog } from '../../src/actors/verify.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import { hasCode } from '../../src/protocol/errors.js';
 import { newId } from '../../src/protocol/ids.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';

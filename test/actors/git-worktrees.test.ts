@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, realpath, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGitWorktrees } from '../../src/actors/git-worktrees.js';
+import { createGitWorktrees } from '../../src/actors/tree/git-worktrees.js';
 import { applyPatchTool } from '../../src/tools/builtins/apply-patch.js';
 import { executeTool } from '../../src/tools/execute.js';
 import { tempDir } from '../helpers/nats.js';

@@ -2,9 +2,9 @@
 // attempt reserves its worst case against the goal too, across the goal's turns, and the attempt
 // that does not fit is never sent. Every fact is read back from the log, through a real agent actor.
 import { describe, expect, it } from 'vitest';
-import type { AgentActor } from '../../src/actors/agent-actor.js';
-import { goalReservationId } from '../../src/actors/budget.js';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
+import { goalReservationId } from '../../src/actors/goals/budget.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent, GoalRequest } from '../../src/protocol/events.js';
 import { continuationPending } from '../../src/store/projection.js';

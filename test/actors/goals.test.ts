@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { AgentActor } from '../../src/actors/agent-actor.js';
-import { verifyLog } from '../../src/actors/verify.js';
+import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { EventDraft, GoalRequest } from '../../src/protocol/events.js';
 import { newId } from '../../src/protocol/ids.js';
 import { continuationPending } from '../../src/store/projection.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, ofType, startTurn } from './harness.js';
-import { formatViolations } from '../../src/actors/verify.js';
-import { resolveSettings } from '../../src/actors/turn-settings.js';
+import { formatViolations } from '../../src/verify/verify.js';
+import { resolveSettings } from '../../src/actors/agent/turn-settings.js';
 
 const world = actorTestWorld();
 

@@ -1,8 +1,9 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
-import type { Supervisor } from '../../src/actors/supervisor.js';
+import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
+import type { TurnEnded } from '../../src/actors/actor/hosted-agent.js';
+import type { Supervisor } from '../../src/actors/hosting/supervisor.js';
 import { createScriptedModel, type ScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent, EventOf, EventType, TurnRequest, TurnSettings } from '../../src/protocol/events.js';
@@ -10,7 +11,7 @@ import type { InboxKind, InboxMessage } from '../../src/protocol/inbox.js';
 import { newId } from '../../src/protocol/ids.js';
 import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
-import { createMemoryPorts, type MemoryPorts } from '../../src/actors/supervisor-ports.js';
+import { createMemoryPorts, type MemoryPorts } from '../../src/actors/hosting/supervisor-ports.js';
 import { openTestRuntime, readLog, type NatsTestRuntime, type TestRuntime, type TestRuntimeOptions } from '../helpers/runtime.js';
 
 /** Scripted models built for the turns of a runtime, in the order they were built. */

@@ -3,7 +3,7 @@
 // its turn, as `actorloop host` does on JetStream.
 import { pino } from 'pino';
 import { afterEach, expect, it } from 'vitest';
-import { Host } from '../../src/actors/host.js';
+import { Host } from '../../src/actors/hosting/host.js';
 import { createMemoryLeaseStore } from '../../src/bus/memory-leases.js';
 import { newId } from '../../src/protocol/ids.js';
 import { turnRequest, type TestRuntime } from '../helpers/runtime.js';

@@ -5,8 +5,8 @@ import { pino } from 'pino';
 import { afterEach, expect, test } from 'vitest';
 import type { ActorDirectory, ActorStatus, DirectoryEntry } from '../../src/bus/directory.js';
 import type { Lease, LeaseStore } from '../../src/bus/leases.js';
-import { CLAIMS_IN_FLIGHT, Host } from '../../src/actors/host.js';
-import type { Supervisor } from '../../src/actors/supervisor.js';
+import { CLAIMS_IN_FLIGHT, Host } from '../../src/actors/hosting/host.js';
+import type { Supervisor } from '../../src/actors/hosting/supervisor.js';
 import { BusError } from '../../src/protocol/errors.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

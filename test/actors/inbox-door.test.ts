@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { admit, PERSON_ONLY_KINDS } from '../../src/actors/inbox-door.js';
+import { admit, PERSON_ONLY_KINDS } from '../../src/actors/actor/inbox-door.js';
 import { InboxKindSchema, type InboxMessage } from '../../src/protocol/inbox.js';
 import { newId } from '../../src/protocol/ids.js';
 import { turnRequest } from '../helpers/runtime.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { publishInbox } from '../../src/bus/inbox.js';
 import { inboxConsumerName, STREAMS } from '../../src/bus/subjects.js';

@@ -3,8 +3,8 @@
 // actor, a hello reports its states at once, each transition is reported with the event that
 // made it, and once the watch lapses the observer lets go.
 import { describe, expect, it } from 'vitest';
-import { InspectionFeed } from '../../src/actors/inspection-feed.js';
-import type { AgentActor } from '../../src/actors/agent-actor.js';
+import { InspectionFeed } from '../../src/actors/hosting/inspection-feed.js';
+import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
 import { InspectionReportSchema, type InspectionReport } from '../../src/protocol/inspection.js';
 import { openAgent, task } from './agent-fixture.js';
 

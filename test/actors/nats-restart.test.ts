@@ -2,7 +2,7 @@ import { appendFile, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
-import { verifyLog } from '../../src/actors/verify.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent, EventType } from '../../src/protocol/events.js';
 import type { ToolDefinition } from '../../src/tools/tool.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { INLINE_OUTPUT_BYTES, OutputTexts, clipStrings, maxOutputBytesOf, storeOutput } from '../../src/actors/output-blobs.js';
+import { INLINE_OUTPUT_BYTES, OutputTexts, clipStrings, maxOutputBytesOf, storeOutput } from '../../src/actors/agent/output-blobs.js';
 import { sha256Digest } from '../../src/protocol/canonical-json.js';
 import type { TurnSettings } from '../../src/protocol/events.js';
 import type { HistoryItem } from '../../src/protocol/history.js';

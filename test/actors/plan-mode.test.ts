@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
-import { acceptedPlanText, PLAN_MODE_INSTRUCTIONS, requestAfterPlan } from '../../src/actors/plan-mode.js';
-import { DEFAULT_INSTRUCTIONS, resolveSettings } from '../../src/actors/turn-settings.js';
-import { verifyLog } from '../../src/actors/verify.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
+import { acceptedPlanText, PLAN_MODE_INSTRUCTIONS, requestAfterPlan } from '../../src/actors/agent/plan-mode.js';
+import { DEFAULT_INSTRUCTIONS, resolveSettings } from '../../src/actors/agent/turn-settings.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, captureModels, message, ofType, startTurn, waitForLog } from './harness.js';

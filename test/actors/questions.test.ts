@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { TurnEnded } from '../../src/actors/agent-actor.js';
-import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
-import { answerContent, questionIdOf, type QuestionAnswer } from '../../src/actors/questions.js';
-import { defaultTooling } from '../../src/actors/tooling.js';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import type { TurnEnded } from '../../src/actors/actor/hosted-agent.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
+import { answerContent, questionIdOf, type QuestionAnswer } from '../../src/actors/effects/questions.js';
+import { defaultTooling } from '../../src/actors/agent/tooling.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { interruptMessage } from '../../src/cli/interrupt-key.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';

@@ -1,10 +1,11 @@
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
-import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
-import type { Supervisor } from '../../src/actors/supervisor.js';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
+import type { TurnEnded } from '../../src/actors/actor/hosted-agent.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
+import type { Supervisor } from '../../src/actors/hosting/supervisor.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { tempDir } from '../helpers/nats.js';

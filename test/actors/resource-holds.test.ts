@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { holdResources, inTree, leaseResources } from '../../src/actors/resource-holds.js';
+import { holdResources, inTree, leaseResources } from '../../src/actors/effects/resource-holds.js';
 import { createMemoryResourceLeases } from '../../src/bus/memory-resource-leases.js';
 import { emptyProjection } from '../../src/store/projection.js';
 

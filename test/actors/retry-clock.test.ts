@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { verifyLog } from '../../src/actors/verify.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import { readLog, runTurn, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, ofType } from './harness.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sealedText, sealText, unsealText } from '../../src/actors/sealed-text.js';
+import { sealedText, sealText, unsealText } from '../../src/actors/agent/sealed-text.js';
 import { sha256Digest } from '../../src/protocol/canonical-json.js';
 import { createMemoryBlobStore } from '../../src/store/memory-blobs.js';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLeaseStore } from '../../src/bus/resource-leases.js';
 import { treeModels } from '../helpers/scripted-tree.js';
 import type { ScriptResponse } from '../../src/model/script.js';

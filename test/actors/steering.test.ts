@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { AgentActor } from '../../src/actors/agent-actor.js';
-import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
-import { defaultTooling } from '../../src/actors/tooling.js';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
+import { defaultTooling } from '../../src/actors/agent/tooling.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { InboxKind } from '../../src/protocol/inbox.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { verifyLog } from '../../src/actors/verify.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import { checkAnswer } from '../../src/model/output-schema.js';
 import { readLog, runTurn, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, captureModels, ofType } from './harness.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
-import { verifyTree } from '../../src/actors/verify-tree.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
+import { verifyTree } from '../../src/verify/tree.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, ofType, startTurn, waitForLog } from './harness.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { verifyLog, formatViolations } from '../../src/actors/verify.js';
-import { verifyTree } from '../../src/actors/verify-tree.js';
+import { verifyLog, formatViolations } from '../../src/verify/verify.js';
+import { verifyTree } from '../../src/verify/tree.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, message, ofType, only, startTurn, waitForLog } from './harness.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactedContent } from '../../src/actors/task-redaction.js';
+import { redactedContent } from '../../src/actors/agent/task-redaction.js';
 import { createRedactor } from '../../src/tools/redact.js';
 
 const redactor = createRedactor(['configured-value-42']);

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defaultTooling } from '../../src/actors/tooling.js';
-import { verifyLog } from '../../src/actors/verify.js';
+import { defaultTooling } from '../../src/actors/agent/tooling.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { ToolError } from '../../src/protocol/errors.js';

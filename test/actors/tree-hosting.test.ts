@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryDirectory } from '../../src/bus/memory-directory.js';
 import { createMemoryTreeSlots } from '../../src/bus/memory-tree-slots.js';
 import type { ActorStatus } from '../../src/bus/directory.js';
-import { TreeHosting, type TreeHost } from '../../src/actors/tree-hosting.js';
+import { TreeHosting, type TreeHost } from '../../src/actors/tree/tree-hosting.js';
 import { DEFAULT_SUBAGENT_LIMITS } from '../../src/protocol/subagents.js';
 
 const NOW = 1_700_000_000_000;

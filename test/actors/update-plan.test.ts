@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { updatePlanRuntime } from '../../src/actors/update-plan.js';
-import { verifyLog } from '../../src/actors/verify.js';
+import { updatePlanRuntime } from '../../src/actors/effects/update-plan.js';
+import { verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { updatePlanTool } from '../../src/tools/builtins/update-plan.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';

@@ -3,8 +3,8 @@
 // becomes a dead letter (never dropped silently), and a dead letter can be sent again.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFaultInjector, type FaultInjector } from '../../src/actors/faults.js';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import { createFaultInjector, type FaultInjector } from '../../src/actors/faults/faults.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { openBus, type Bus } from '../../src/bus/connection.js';
 import { listDeadLetters, redriveDeadLetter, type DeadLetter } from '../../src/bus/dead-letters.js';
 import { openInbox, publishInbox } from '../../src/bus/inbox.js';

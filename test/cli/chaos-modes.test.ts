@@ -2,9 +2,9 @@
 // and how often a clean run of it reaches its point. No
 // processes: the e2e test (test/e2e/cli-chaos.test.ts) drives them through the CLI.
 import { describe, expect, test } from 'vitest';
-import { pendingQuestions } from '../../src/cli/chaos-child.js';
-import { CHAOS_MAX_TOKENS, INTERRUPT_DELAY_MS, MODES, QUESTION_OPTION, modeFor, responsesFor, runsScriptAsIs, scriptFor } from '../../src/cli/chaos-modes.js';
-import { CHAOS_POINTS, occurrences, planRuns } from '../../src/cli/chaos-plan.js';
+import { pendingQuestions } from '../../src/cli/chaos/child.js';
+import { CHAOS_MAX_TOKENS, INTERRUPT_DELAY_MS, MODES, QUESTION_OPTION, modeFor, responsesFor, runsScriptAsIs, scriptFor } from '../../src/cli/chaos/modes.js';
+import { CHAOS_POINTS, occurrences, planRuns } from '../../src/cli/chaos/plan.js';
 import { ScriptSchema, type ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 

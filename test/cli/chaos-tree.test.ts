@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { TREE_FAULT_POINTS } from '../../src/actors/faults.js';
-import { CHAOS_POINTS, occurrences, parsePoints } from '../../src/cli/chaos-plan.js';
-import { childViolations } from '../../src/cli/chaos-tree.js';
+import { TREE_FAULT_POINTS } from '../../src/actors/faults/faults.js';
+import { CHAOS_POINTS, occurrences, parsePoints } from '../../src/cli/chaos/plan.js';
+import { childViolations } from '../../src/cli/chaos/tree.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { LogBuilder } from '../actors/log-builder.js';
 

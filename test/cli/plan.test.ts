@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { PLAN_MODE_INSTRUCTIONS } from '../../src/actors/plan-mode.js';
-import { resolveSettings } from '../../src/actors/turn-settings.js';
+import { PLAN_MODE_INSTRUCTIONS } from '../../src/actors/agent/plan-mode.js';
+import { resolveSettings } from '../../src/actors/agent/turn-settings.js';
 import { acceptMessage, describePlan } from '../../src/cli/commands/plan.js';
 import { lineFor } from '../../src/cli/hints.js';
 import { ConfigError } from '../../src/protocol/errors.js';

@@ -4,7 +4,7 @@
 // go to stderr as the log commits each delivery state (stdout keeps the run's own lines).
 import { PassThrough } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import { RunPrinter } from '../../src/cli/output.js';
+import { RunPrinter } from '../../src/cli/run-printer.js';
 import { LogBuilder } from '../actors/log-builder.js';
 import { emptyProjection, foldEvent } from '../../src/store/projection.js';
 

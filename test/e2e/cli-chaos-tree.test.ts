@@ -9,7 +9,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { pidAlive } from '../../src/bus/embedded.js';
-import type { ChaosSummary, PointReport } from '../../src/cli/chaos-report.js';
+import type { ChaosSummary, PointReport } from '../../src/cli/chaos/report.js';
 import { CliPool, REPO_ROOT, cliEnv, lines, show } from '../helpers/cli.js';
 import { tempDir } from '../helpers/nats.js';
 import { killMarked } from '../helpers/processes.js';

@@ -5,7 +5,7 @@
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, type TestContext } from 'vitest';
-import type { FaultInjector } from '../../src/actors/faults.js';
+import type { FaultInjector } from '../../src/actors/faults/faults.js';
 import { listDeadLetters } from '../../src/bus/dead-letters.js';
 import { message } from '../actors/harness.js';
 import { AGENT_ID, CliPool, cliEnv, lines, parseEvents, show, type CliProcesses, type CliResult } from '../helpers/cli.js';

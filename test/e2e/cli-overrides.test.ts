@@ -4,8 +4,8 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PLAN_MODE_INSTRUCTIONS } from '../../src/actors/plan-mode.js';
-import { DEFAULT_INSTRUCTIONS } from '../../src/actors/turn-settings.js';
+import { PLAN_MODE_INSTRUCTIONS } from '../../src/actors/agent/plan-mode.js';
+import { DEFAULT_INSTRUCTIONS } from '../../src/actors/agent/turn-settings.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';

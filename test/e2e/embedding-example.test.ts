@@ -90,7 +90,7 @@ test('the README embedding example runs as written from the packed package, inst
 
 test('the published types leave the agent internals out', async () => {
   const dts = await readFile(join(REPO_ROOT, 'dist', 'actors', 'agent-actor.d.ts'), 'utf8');
-  // members marked @internal in src/actors/agent-actor.ts: staging, the pump's abort, the machines
+  // members marked @internal in src/actors/agent/agent-actor.ts: staging, the pump's abort, the machines
   for (const member of ['stage(d', 'turnAbort', 'get machines()', 'replay(events']) expect(dts).not.toContain(member);
   // what an embedder reads stays
   expect(dts).toContain('readonly projection: Projection');

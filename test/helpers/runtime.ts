@@ -1,11 +1,12 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import type { AgentActor, TurnEnded } from '../../src/actors/agent-actor.js';
-import { createFaultInjector, type FaultInjector } from '../../src/actors/faults.js';
-import { createFileFaultRecords, type FaultRecords } from '../../src/actors/fault-records.js';
-import { Supervisor, type SupervisorOptions } from '../../src/actors/supervisor.js';
-import { createJetStreamPorts, createMemoryPorts, type MemoryPorts, type SupervisorPorts } from '../../src/actors/supervisor-ports.js';
+import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
+import type { TurnEnded } from '../../src/actors/actor/hosted-agent.js';
+import { createFaultInjector, type FaultInjector } from '../../src/actors/faults/faults.js';
+import { createFileFaultRecords, type FaultRecords } from '../../src/actors/faults/fault-records.js';
+import { Supervisor, type SupervisorOptions } from '../../src/actors/hosting/supervisor.js';
+import { createJetStreamPorts, createMemoryPorts, type MemoryPorts, type SupervisorPorts } from '../../src/actors/hosting/supervisor-ports.js';
 import { openBus, type Bus } from '../../src/bus/connection.js';
 import type { ModelAdapter } from '../../src/model/model-port.js';
 import { createScriptedModel } from '../../src/model/scripted-model.js';

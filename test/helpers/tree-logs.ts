@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { openBus } from '../../src/bus/connection.js';
 import type { DirectoryEntry } from '../../src/bus/directory.js';
 import { actorOfInboxConsumer, STREAMS } from '../../src/bus/subjects.js';
-import { formatViolations, verifyLog } from '../../src/actors/verify.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { createLogReader } from '../../src/store/jetstream-log.js';
 

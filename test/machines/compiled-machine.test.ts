@@ -7,7 +7,7 @@ import { stepMachine } from '../../src/machines/step.machine.js';
 import { toolCallMachine } from '../../src/machines/tool-call.machine.js';
 import { turnMachine } from '../../src/machines/turn.machine.js';
 // seeded, so a failing sequence can be replayed from its seed
-import { mulberry32 as prng } from '../../src/cli/chaos-plan.js';
+import { mulberry32 as prng } from '../../src/cli/chaos/plan.js';
 
 type Rand = () => number;
 const pick = <T,>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;

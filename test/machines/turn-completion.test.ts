@@ -4,7 +4,8 @@
 // (fold of the same events, or a restored snapshot) decides the same.
 import { describe, expect, it } from 'vitest';
 import { initialTransition, type SnapshotFrom } from 'xstate';
-import { COMPLETION_EXHAUSTED, COMPLETION_EXHAUSTED_STOP, turnMachine, type TurnEvent, type TurnInput } from '../../src/machines/turn.machine.js';
+import { turnMachine, type TurnEvent, type TurnInput } from '../../src/machines/turn.machine.js';
+import { COMPLETION_EXHAUSTED, COMPLETION_EXHAUSTED_STOP } from '../../src/protocol/completion.js';
 import type { Budgets, EventData } from '../../src/protocol/events.js';
 import { effects, ev, feed, send } from './events.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mulberry32 } from '../../src/cli/chaos-plan.js';
+import { mulberry32 } from '../../src/cli/chaos/plan.js';
 import type { ModelAdapter, ModelRequest } from '../../src/model/model-port.js';
 import { createOpenAIChatModel, prepareOpenAIChat } from '../../src/model/openai-chat.js';
 import { createOpenAIResponsesModel, prepareOpenAIResponses } from '../../src/model/openai-responses.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mulberry32 } from '../../src/cli/chaos-plan.js';
+import { mulberry32 } from '../../src/cli/chaos/plan.js';
 import { canonicalJson } from '../../src/protocol/canonical-json.js';
 
 /** What canonicalJson wrote before it was written in one pass: JSON.stringify of a key-sorted copy. */

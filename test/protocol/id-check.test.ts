@@ -2,7 +2,7 @@
 // drawn or derived (children of children, questions, messages), and refuses anything else with
 // one line naming the prefix, the characters and the length — before it can become a subject.
 import { describe, expect, it } from 'vitest';
-import { questionIdOf } from '../../src/actors/questions.js';
+import { questionIdOf } from '../../src/actors/effects/questions.js';
 import { hasCode } from '../../src/protocol/errors.js';
 import { BadIdError, derivedId, ID_CODES, ID_PREFIXES, idProblem, idString, newId, parseId, type IdKind } from '../../src/protocol/ids.js';
 import { childIdOf, spawnRequestId } from '../../src/protocol/subagents.js';

@@ -2,7 +2,7 @@ import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_TASK } from '../../src/cli/commands/demo.js';
-import { MachineSet } from '../../src/actors/machine-set.js';
+import { MachineSet } from '../../src/actors/actor/machine-set.js';
 import { createScriptedModel } from '../../src/model/scripted-model.js';
 import { loadScript, type ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';

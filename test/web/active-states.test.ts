@@ -3,7 +3,7 @@ import { machineDefinitions, type StateDefinition } from '../../src/client/machi
 import { turnRequest } from '../helpers/runtime.js';
 import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 import { actorTestWorld, startTurn } from '../actors/harness.js';
-import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
 import { machinesOf } from '../../web/src/active-states.js';
 import { foldTree, statusOf } from '../../web/src/fold.js';
 import type { StreamEvent } from '../../web/src/stream-event.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
 import { tempDir } from '../helpers/nats.js';
 import { turnRequest } from '../helpers/runtime.js';
 import { answer, call } from '../helpers/scripted-tree.js';

@@ -1,11 +1,12 @@
-import { answerMismatch } from '../../actors/questions.js';
+import { answerMismatch } from '../../actors/effects/questions.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { publishInbox } from '../../bus/inbox.js';
 import { ConfigError, NotFoundError } from '../../protocol/errors.js';
 import { lineFor, type CommandLine } from '../hints.js';
 import { questionById, type Projection, type QuestionRecord } from '../../store/projection.js';
 import { entryOf, foldLog, placementOf, releaseToHosts } from '../hand-off.js';
-import { RunPrinter, type Out } from '../output.js';
+import { type Out } from '../output.js';
+import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { followTurn } from './follow-turn.js';
 import { questionAnswerMessage, type PersonAnswer } from './questions.js';

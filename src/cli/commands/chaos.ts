@@ -7,8 +7,8 @@ import { environmentOf, type EffectiveConfig } from '../../config/config.js';
 import { loadScriptFile, type Script } from '../../model/script.js';
 import { ConfigError } from '../../protocol/errors.js';
 import { createLogReader } from '../../store/jetstream-log.js';
-import { scriptPaths } from '../chaos-modes.js';
-import { modeFor, occurrences, parsePoints, planRuns, type ChaosMode, type ChaosPoint } from '../chaos-plan.js';
+import { scriptPaths } from '../chaos/modes.js';
+import { modeFor, occurrences, parsePoints, planRuns, type ChaosMode, type ChaosPoint } from '../chaos/plan.js';
 import {
   pointReports,
   printReport,
@@ -17,8 +17,8 @@ import {
   type BaselineReport,
   type ChaosSummary,
   type RunReport,
-} from '../chaos-report.js';
-import { runScenario, type ChaosContext, type ScenarioResult } from '../chaos-run.js';
+} from '../chaos/report.js';
+import { runScenario, type ChaosContext, type ScenarioResult } from '../chaos/run.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { busOptions, createLogger } from '../runtime.js';

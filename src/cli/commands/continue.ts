@@ -1,4 +1,4 @@
-import { requestFromSettings } from '../../actors/plan-mode.js';
+import { requestFromSettings } from '../../actors/agent/plan-mode.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { ConfigError } from '../../protocol/errors.js';
 import type { TurnRequest, TurnSettings } from '../../protocol/events.js';
@@ -6,7 +6,8 @@ import { newId } from '../../protocol/ids.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import type { Projection } from '../../store/projection.js';
 import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';
-import { RunPrinter, type Out } from '../output.js';
+import { type Out } from '../output.js';
+import { RunPrinter } from '../run-printer.js';
 import { sendAsPerson } from '../person-messages.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';

@@ -1,4 +1,4 @@
-import type { TurnEnded } from '../../actors/agent-actor.js';
+import type { TurnEnded } from '../../actors/actor/hosted-agent.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import { publishInbox } from '../../bus/inbox.js';
 import type { ActorEvent } from '../../protocol/events.js';

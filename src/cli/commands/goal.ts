@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import type { GoalControl } from '../../actors/goals.js';
+import type { GoalControl } from '../../actors/goals/goals.js';
 import { publishInbox } from '../../bus/inbox.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import type { EffectiveConfig } from '../../config/config.js';

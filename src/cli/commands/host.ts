@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
-import { localHolder } from '../../actors/lease-keeper.js';
+import { localHolder } from '../../actors/hosting/lease-keeper.js';
 import type { EffectiveConfig } from '../../config/config.js';
-import { Host } from '../../actors/host.js';
-import { faultOrderTaker } from '../../actors/fault-order-taker.js';
+import { Host } from '../../actors/hosting/host.js';
+import { faultOrderTaker } from '../../actors/faults/fault-order-taker.js';
 import { listenForFaultOrders } from '../../bus/fault-order-channel.js';
 import { EXIT } from '../exit-codes.js';
 import { eventLine, type Out } from '../output.js';

@@ -1,6 +1,6 @@
 import type { EffectiveConfig } from '../../config/config.js';
 import type { ActorEvent } from '../../protocol/events.js';
-import { formatViolations, verifyLog } from '../../actors/verify.js';
+import { formatViolations, verifyLog } from '../../verify/verify.js';
 import { EXIT } from '../exit-codes.js';
 import { EventDescriber, eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';

@@ -1,4 +1,4 @@
-import { acceptedPlanText, requestAfterPlan } from '../../actors/plan-mode.js';
+import { acceptedPlanText, requestAfterPlan } from '../../actors/agent/plan-mode.js';
 import { publishInbox } from '../../bus/inbox.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import type { EffectiveConfig } from '../../config/config.js';
@@ -9,7 +9,8 @@ import type { PlanRecord, Projection } from '../../store/projection.js';
 import { formatPlan } from '../../tools/builtins/update-plan.js';
 import { EXIT } from '../exit-codes.js';
 import { entryOf, foldLog, placementOf, releaseToHosts } from '../hand-off.js';
-import { RunPrinter, type Out } from '../output.js';
+import { type Out } from '../output.js';
+import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { lineFor, type CommandLine } from '../hints.js';

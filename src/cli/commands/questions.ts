@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline/promises';
-import { answerContent, type QuestionAnswer } from '../../actors/questions.js';
+import { answerContent, type QuestionAnswer } from '../../actors/effects/questions.js';
 import { newId } from '../../protocol/ids.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import type { Projection, QuestionRecord } from '../../store/projection.js';

@@ -1,11 +1,13 @@
-import type { AgentActor, TurnEnded } from '../../actors/agent-actor.js';
+import type { AgentActor } from '../../actors/actor/agent-actor.js';
+import type { TurnEnded } from '../../actors/actor/hosted-agent.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { ConfigError, NotFoundError } from '../../protocol/errors.js';
 import { EXIT, exitCodeFor } from '../exit-codes.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
-import { RunPrinter, type Out } from '../output.js';
+import { type Out } from '../output.js';
+import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
-import type { Supervisor } from '../../actors/supervisor.js';
+import type { Supervisor } from '../../actors/hosting/supervisor.js';
 import { approvalMessage, ttyPrompt, type ApprovalAnswer, type Prompt } from './approvals.js';
 import { followTurn } from './follow-turn.js';
 import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';

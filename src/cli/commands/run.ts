@@ -9,7 +9,8 @@ import { ReasoningEffortSchema, type ApprovalMode, type GoalRequest, type TurnRe
 import { newId } from '../../protocol/ids.js';
 import { CompleteWhenSchema, DEFAULT_MAX_COMPLETION_REJECTIONS, RETRIEVING_TOOLS } from '../../protocol/completion.js';
 import { createLogger, openRuntime } from '../runtime.js';
-import { RunPrinter, type Out } from '../output.js';
+import { type Out } from '../output.js';
+import { RunPrinter } from '../run-printer.js';
 import { followTurn } from './follow-turn.js';
 import { submitToHosts } from '../hand-off.js';
 import { emptyProjection } from '../../store/projection.js';
@@ -21,7 +22,7 @@ import { continueCommand } from './continue.js';
 import { CLI_SENDER } from './approvals.js';
 import { handOverLeftWork } from '../left-work.js';
 import { priceFor } from '../../model/pricing.js';
-import { modelName } from '../../actors/turn-settings.js';
+import { modelName } from '../../model/model-spec.js';
 
 /** Options of `actorloop run`, as commander parsed them. */
 export interface RunOptions {

@@ -1,14 +1,15 @@
-import type { TurnEnded } from '../../actors/agent-actor.js';
+import type { TurnEnded } from '../../actors/actor/hosted-agent.js';
 import { STATUS_AFTER_TURN, type ActorDirectory, type ActorStatus } from '../../bus/directory.js';
 import type { TurnOutcome } from '../../protocol/events.js';
 import type { Projection } from '../../store/projection.js';
 import { exitCodeFor, EXIT } from '../exit-codes.js';
-import type { Out, RunPrinter } from '../output.js';
+import type { Out } from '../output.js';
+import type { RunPrinter } from '../run-printer.js';
 import { terminalText } from '../terminal-text.js';
 import { describeApproval } from './approvals.js';
 import { answerCommandsFor, describeQuestion } from './questions.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
-import { COMPLETION_EXHAUSTED, COMPLETION_EXHAUSTED_STOP } from '../../machines/turn.machine.js';
+import { COMPLETION_EXHAUSTED, COMPLETION_EXHAUSTED_STOP } from '../../protocol/completion.js';
 
 const STATUS: Record<TurnOutcome, ActorStatus> = STATUS_AFTER_TURN;
 

@@ -1,6 +1,6 @@
 import type { ActorEvent } from '../../protocol/events.js';
-import { formatViolations } from '../../actors/verify.js';
-import { treeOk, verifyTree } from '../../actors/verify-tree.js';
+import { formatViolations } from '../../verify/verify.js';
+import { treeOk, verifyTree } from '../../verify/tree.js';
 import type { LogReader } from '../../store/log-port.js';
 import type { TreeLimits } from '../../protocol/turn-settings.js';
 import { EXIT } from '../exit-codes.js';

@@ -49,7 +49,7 @@ export function questionOf(input: AskUserInput): AskedQuestion {
 
 /**
  * `ask_user {question, options?, allow_free_text?, sensitive?}`: asks a person and waits for the
- * answer (design §6). The runtime runs it in the actor (`src/actors/ask-user.ts`): the question
+ * answer (design §6). The runtime runs it in the actor (`src/actors/runtime-tools/questions.ts`): the question
  * is a fact in the log, the wait survives restarts, and the answer arrives through the inbox, so
  * it has no timeout of its own, only the question's expiry (`ask_ttl_seconds`).
  */

@@ -23,7 +23,7 @@ const runtimeOnly = (name: string) => async (): Promise<never> => {
 
 /**
  * `get_goal {}`: the agent's goal — objective, phase, revision, budget and what it spent. Run by
- * the runtime (src/actors/goals.ts), which reads it from the agent's log.
+ * the runtime (src/actors/goals/goals.ts), which reads it from the agent's log.
  */
 export const getGoalTool: ToolDefinition<GetGoalInput> = {
   name: 'get_goal',
@@ -39,7 +39,7 @@ export const getGoalTool: ToolDefinition<GetGoalInput> = {
 /**
  * `update_goal {phase, reason, expected_revision}`: changes the agent's goal at the next revision;
  * a stale revision is refused (a tool error the model sees). It changes only the agent's own
- * log, so it is a read-level tool with no effects, run by the runtime (src/actors/goals.ts).
+ * log, so it is a read-level tool with no effects, run by the runtime (src/actors/goals/goals.ts).
  */
 export const updateGoalTool: ToolDefinition<UpdateGoalInput> = {
   name: 'update_goal',
@@ -55,3 +55,6 @@ export const updateGoalTool: ToolDefinition<UpdateGoalInput> = {
   resources: () => [{ key: 'goal', mode: 'write' }],
   execute: runtimeOnly('update_goal'),
 };
+
+/** The goal tools: a turn sees them only when its agent has a goal (design §5). */
+export const GOAL_TOOLS: ReadonlySet<string> = new Set(['get_goal', 'update_goal']);

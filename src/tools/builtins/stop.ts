@@ -17,7 +17,7 @@ export type StopInput = z.infer<typeof StopInput>;
  * `stop {reason}`: the model's stop decision (seed 004 §3.1). The turn ends `stopped` with the
  * reason once the step's calls end, not `completed`: for when the task cannot be done as asked.
  * It changes only the agent's own log, so it is a read-level tool with no effects, run by the
- * runtime (src/actors/stop-decision.ts), which commits `stop/decided`.
+ * runtime (src/actors/runtime-tools/stop-decision.ts), which commits `stop/decided`.
  */
 export const stopTool: ToolDefinition<StopInput> = {
   name: 'stop',

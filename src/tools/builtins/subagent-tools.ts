@@ -4,7 +4,7 @@ import { ChildBudgetSchema, ChildNameSchema, SpawnContextSchema, SpawnModeSchema
 import type { ToolDefinition } from '../tool.js';
 
 // The tools a parent and its children talk with (design §6b). Each is run by the runtime
-// (src/actors/spawn-agent.ts, subagent-messages.ts, child-waits.ts): they commit facts to the
+// (src/actors/tree/spawn-agent.ts, subagent-messages.ts, child-waits.ts): they commit facts to the
 // agent's log and write to inboxes, never act on the world themselves, so they are read-level with
 // no effects; the children they make have at most the parent's permissions.
 

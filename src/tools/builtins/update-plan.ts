@@ -44,7 +44,7 @@ export function formatPlan(plan: Plan): string {
 /**
  * `update_plan {items, explanation?, expected_version?}`: replaces the agent's plan. It changes
  * only the agent's own log, so it is a read-level tool with no effects, and it is run by the
- * runtime (src/actors/update-plan.ts), which commits `plan/replaced` with the next version.
+ * runtime (src/actors/runtime-tools/update-plan.ts), which commits `plan/replaced` with the next version.
  */
 export const updatePlanTool: ToolDefinition<UpdatePlanInput> = {
   name: 'update_plan',
