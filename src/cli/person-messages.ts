@@ -66,7 +66,7 @@ export async function sendAsPerson(rt: Pick<Runtime, 'bus'>, msg: InboxMessage):
   await publishInbox(await rt.bus.person(), msg, 'person');
 }
 
-/** Who the CLI's answers come from: only client commands may answer approvals. */
+/** Who every message of a person's command comes from: only client commands may answer approvals. */
 export const CLI_SENDER = 'client:cli';
 
 /**
