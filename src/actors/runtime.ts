@@ -1,18 +1,11 @@
 import { resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { openBus, type Bus } from '../bus/connection.js';
 import type { NatsCredentials } from '../bus/nats-auth.js';
-import { createModelAdapter } from '../model/factory.js';
 import type { ModelAdapter } from '../model/model-port.js';
 import { priceFor } from '../model/pricing.js';
 import type { ActorEvent, ApprovalMode, TurnSettings } from '../protocol/events.js';
 import { ConfigError } from '../protocol/errors.js';
 import { newId, parseId } from '../protocol/ids.js';
-import type { BlobStore } from '../store/blob-port.js';
-import { createLmdbBlobStore } from '../store/blob-port.js';
-import { openLmdbStore, type LmdbStore } from '../store/lmdb-store.js';
-import { createMemoryBlobStore } from '../store/memory-blobs.js';
-import { createLmdbSnapshots } from '../store/snapshots.js';
 import { approvalById } from '../store/projection.js';
 import { builtinTools } from '../tools/builtins/index.js';
 import { createToolRegistry } from '../tools/registry.js';
@@ -25,12 +18,8 @@ import type { Projection } from '../store/projection.js';
 import type { AgentActorRef, InspectObserver } from './actor/agent-logic.js';
 import { createFaultInjector } from './faults/faults.js';
 import { Supervisor } from './hosting/supervisor.js';
-import { createJetStreamPorts, createMemoryPorts, type SupervisorPorts } from './hosting/supervisor-ports.js';
+import { compose, modelsFromSpecs } from './composition.js';
 import { defaultTooling, staticPolicy, type ToolingPorts } from './agent/tooling.js';
-import { Kvm } from '@nats-io/kv';
-import { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLeaseStore } from '../bus/resource-leases.js';
-import { createMemoryResourceLeases } from '../bus/memory-resource-leases.js';
-import { createGitWorktrees, worktreeSandbox } from './tree/git-worktrees.js';
 
 /** Options of `createRuntime`: where the agents' logs live and what they may use. */
 export interface RuntimeOptions {
@@ -147,48 +136,23 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     throw new ConfigError('runtime.no_data_dir', 'createRuntime needs a dataDir (where the logs live), or memory: true',
       { hint: 'pass { dataDir: "/path" } for agents that survive a restart, { memory: true } for a throwaway runtime' });
   }
-  let bus: Bus | null = null;
-  let lmdb: LmdbStore | null = null;
-  let ports: SupervisorPorts;
-  let blobs: BlobStore;
-  let resourceLeases: ResourceLeaseStore;
-  if (opts.memory) {
-    ports = createMemoryPorts();
-    blobs = createMemoryBlobStore();
-    resourceLeases = createMemoryResourceLeases();
-  } else {
-    bus = await openBus({
+  const tooling = defaultTooling({ policy: staticPolicy(), ...opts.tooling });
+  const composition = await compose({
+    bus: opts.memory ? null : {
       natsUrl: opts.natsUrl ?? null, dataDir: opts.dataDir!, logger, name: 'actorloop-embedded', role: 'host',
       ...(opts.natsCredentials ? { credentials: opts.natsCredentials } : {}), ...(opts.pathEnv ? { pathEnv: opts.pathEnv } : {}),
-    });
-    try {
-      lmdb = openLmdbStore(opts.dataDir!);
-    } catch (err) {
-      await bus.close();
-      throw err;
-    }
-    ports = createJetStreamPorts(bus);
-    blobs = createLmdbBlobStore(lmdb);
-    const js = bus.js;
-    resourceLeases = createKvResourceLeases({ kv: () => ensureResourceLeaseBucket(new Kvm(js), undefined, logger), logger });
-  }
-  const tooling = defaultTooling({ policy: staticPolicy(), ...opts.tooling });
-  const supervisor = new Supervisor({
-    ports,
-    blobs,
-    snapshots: lmdb ? createLmdbSnapshots(lmdb, logger) : null,
+    },
+    // worktrees live in the data dir: a throwaway runtime has none to put them in
+    ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
+    logger,
     tools: createToolRegistry([...builtinTools(), ...(opts.tools ?? [])]),
     tooling,
     faults: createFaultInjector([]),
-    logger,
     pricing: (model) => priceFor(model, {}),
-    modelFor: opts.modelFor ?? ((settings, cursor) =>
-      createModelAdapter(settings.model, { cursor, ...(settings.agentName ? { agentName: settings.agentName } : {}), baseUrl: settings.baseUrl, apiKey: opts.apiKey ?? '', capabilities: {} })),
+    modelFor: opts.modelFor ?? modelsFromSpecs(opts.apiKey ?? '', {}),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
-    resourceLeases,
-    // worktrees live in the data dir: a throwaway runtime has none to put them in
-    ...(opts.dataDir ? { worktrees: createGitWorktrees({ dataDir: opts.dataDir, env: tooling.env, sandbox: worktreeSandbox(tooling) }) } : {}),
   });
+  const supervisor = new Supervisor(composition.supervisorOptions());
 
   const handle = (actor: HostedAgent, agent: AgentOptions): AgentHandle => ({
     id: actor.actorId,
@@ -286,9 +250,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     },
     async close() {
       await supervisor.stop();
-      await bus?.close();
-      await blobs.flush();
-      await lmdb?.close();
+      await composition.close();
     },
   };
 }

@@ -2,9 +2,8 @@ import { followTree } from '../client/follower.js';
 import type { LogReader } from '../store/log-port.js';
 import type { Projection } from '../store/projection.js';
 import type { ActorEvent } from '../protocol/events.js';
-import { describeApproval } from './commands/approvals.js';
-import { answerCommands } from './commands/pending-approvals.js';
-import { answerCommandsFor, describeQuestion } from './commands/questions.js';
+import { answerCommands, describeApproval } from './turn/approval-prompt.js';
+import { answerCommandsFor, describeQuestion } from './turn/question-prompt.js';
 import type { WhereConfig } from './hints.js';
 import { terminalText } from './terminal-text.js';
 

@@ -12,15 +12,13 @@ import { RPC_ERRORS } from '../protocol/gateway.js';
 import { stricterMode } from '../protocol/turn-settings.js';
 import { FAULT_NOW } from '../protocol/fault-points.js';
 import { sendFaultOrder } from '../bus/fault-order-channel.js';
-import { approvalMessage } from './commands/approvals.js';
-import { answerFromArgs, questionToAnswer } from './commands/answer.js';
-import { questionAnswerMessage } from './commands/questions.js';
-import { continueRequest, nextTaskMessage } from './commands/continue.js';
-import { validateRun, type RunOptions } from './commands/run.js';
+import { approvalMessage } from './turn/approval-prompt.js';
+import { answerFromArgs, questionAnswerMessage, questionToAnswer } from './turn/question-prompt.js';
+import { continueRequest, validateRun, type RunOptions } from './turn/turn-flags.js';
 import { entryOf, foldLog, latestAgent, placementOf, releaseToHosts, submitToHosts } from './hand-off.js';
 import { lineFor } from './hints.js';
 import { interruptMessage } from './interrupt-key.js';
-import { sendAsPerson, textMessage } from './person-messages.js';
+import { nextTaskMessage, sendAsPerson, textMessage } from './person-messages.js';
 import type { Runtime } from './runtime.js';
 
 // The gateway's commands (`actorloop serve`): each is the inbox message the CLI command of the

@@ -3,8 +3,7 @@ import { debugEnabled, loadConfig, type ConfigFlags, type EffectiveConfig } from
 import { trustCommand } from './commands/trust.js';
 import { configShowCommand } from './commands/config-show.js';
 import { ActorloopError, BusError, ConfigError, NotFoundError } from '../protocol/errors.js';
-import { demoCommand } from './commands/demo.js';
-import { demoScenarioOf, investigatorsDemoCommand } from './commands/demo-investigators.js';
+import { demoCommand, demoScenarioOf, investigatorsDemoCommand } from './commands/demo.js';
 import { doctorCommand } from './commands/doctor.js';
 import { eventsCommand, verifyCommand } from './commands/inspect.js';
 import { RUNS_DEFAULT_LIMIT, runsCommand } from './commands/runs.js';
@@ -14,13 +13,13 @@ import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
 import { planCommand } from './commands/plan.js';
 import { sendCommand } from './commands/send.js';
-import { remoteAnswerCommand, remoteApproveCommand, remoteEventsCommand, remoteInterruptCommand, remoteRunCommand, remoteSendCommand } from './commands/remote.js';
+import { remoteAnswerCommand, remoteApproveCommand, remoteEventsCommand, remoteInterruptCommand, remoteRunCommand, remoteSendCommand, remoteTreeCommand } from './commands/remote.js';
 import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
 import { serveCommand } from './commands/serve.js';
 import { registerDlqCommand } from './commands/dlq.js';
 import { registerApprovalsCommand } from './commands/pending-approvals.js';
-import { registerTreeCommand } from './commands/tree.js';
+import { treeCommand } from './commands/tree.js';
 import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
 import { idArgument } from './id-arguments.js';
@@ -317,7 +316,13 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
 
   registerDlqCommand(program, { common, flags, act, out });
   registerApprovalsCommand(program, { common, flags, act, out });
-  registerTreeCommand(program, { common, flags, act, out });
+  common(program.command('tree').argument('<rootId>', 'the top agent of the tree (a subagent: its tree is shown)', idArgument('agent')))
+    .description('show an agent and its subagents: name, ID, status, step or tool, tokens and cost of each, and the sums')
+    .option('--follow', 'redraw as the tree changes, until no agent runs or waits (Ctrl-C stops)')
+    .option('--json', 'the tree as one JSON object (with --follow: NDJSON, one snapshot per change)')
+    .option('--gateway <url>', 'read the tree from this gateway (`actorloop serve`): no NATS, no LMDB here')
+    .option('--gateway-token-file <file>', "with --gateway: a file holding the gateway's bearer token (its first line)")
+    .action(act(async (id: string, o) => (o.gateway ? remoteTreeCommand(id, o, loadConfig(flags(o)), out) : treeCommand(id, o, loadConfig(flags(o)), out))));
 
   return program;
 }

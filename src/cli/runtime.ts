@@ -1,10 +1,10 @@
 import { pino, type Logger } from 'pino';
-import { openBus, type Bus, type OpenBusOptions } from '../bus/connection.js';
+import type { Bus, OpenBusOptions } from '../bus/connection.js';
 import type { NatsCredentials, NatsRole } from '../bus/nats-auth.js';
 import { createFaultInjector, parseFaultSpecs, type ArmableFaultInjector } from '../actors/faults/faults.js';
 import { createFileFaultRecords } from '../actors/faults/fault-records.js';
 import { Supervisor, type SupervisorOptions } from '../actors/hosting/supervisor.js';
-import { createJetStreamPorts } from '../actors/hosting/supervisor-ports.js';
+import { compose, modelsFromSpecs } from '../actors/composition.js';
 import { environmentOf, redactedValues, secretOf, type EffectiveConfig } from '../config/config.js';
 import { writeSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -13,25 +13,19 @@ import type { ToolingPorts } from '../actors/agent/tooling.js';
 import { createRedactor } from '../tools/redact.js';
 import { createPolicySource } from '../config/turn-policy.js';
 import { findBubblewrap } from '../tools/sandbox.js';
-import { Kvm } from '@nats-io/kv';
-import { BUCKETS } from '../bus/subjects.js';
-import { createKvLeaseStore, DEFAULT_LEASE_TTL_MS, ensureLeaseBucket, type Lease, type LeaseStore } from '../bus/leases.js';
-import { createKvHostPresence, ensureHostsBucket, type HostPresence } from '../bus/hosts.js';
+import type { Lease, LeaseStore } from '../bus/leases.js';
+import type { HostPresence } from '../bus/hosts.js';
 import { LeaseKeeper, localHolder } from '../actors/hosting/lease-keeper.js';
-import { createGitWorktrees, worktreeSandbox } from '../actors/tree/git-worktrees.js';
-import { createKvResourceLeases, ensureResourceLeaseBucket } from '../bus/resource-leases.js';
 import { DirectoryStatuses } from '../actors/hosting/directory-status.js';
 import { InspectionFeed } from '../actors/hosting/inspection-feed.js';
 import { listenForWatches, type Closable } from '../bus/inspection.js';
 import { ConfigError, agentNotFound } from '../protocol/errors.js';
-import { createModelAdapter } from '../model/factory.js';
-import { modelName } from '../model/model-spec.js';
 import { priceFor } from '../model/pricing.js';
-import { createLmdbBlobStore, type BlobStore } from '../store/blob-port.js';
+import type { BlobStore } from '../store/blob-port.js';
 import { createLogReader } from '../store/jetstream-log.js';
 import type { LogReader } from '../store/log-port.js';
-import { openLmdbStore, type LmdbStore } from '../store/lmdb-store.js';
-import { createLmdbSnapshots, type SnapshotStore } from '../store/snapshots.js';
+import type { LmdbStore } from '../store/lmdb-store.js';
+import type { SnapshotStore } from '../store/snapshots.js';
 import { builtinTools } from '../tools/builtins/index.js';
 import { cliLine } from './hints.js';
 import { createToolRegistry, type ToolRegistry } from '../tools/registry.js';
@@ -143,37 +137,25 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     // a kill says its own line just before it fires
     if (action !== 'kill') writeSync(2, `fault ${point}: ${action} injected into ${actorId}\n`);
   });
-  const bus = await openBus(busOptions(config, logger, 'actorloop', opts.role ?? 'host', opts.person ?? true));
-  let lmdb: LmdbStore;
-  try {
-    lmdb = openLmdbStore(config.dataDir);
-  } catch (err) {
-    await bus.close();
-    throw err;
-  }
-  const blobs = createLmdbBlobStore(lmdb);
-  const snapshots = createLmdbSnapshots(lmdb, logger);
   const tooling = await toolingFor(config);
   const tools = createToolRegistry(builtinTools({ redactor: tooling.redactor }));
+  const composition = await compose({
+    bus: busOptions(config, logger, 'actorloop', opts.role ?? 'host', opts.person ?? true),
+    dataDir: config.dataDir,
+    logger,
+    tools,
+    tooling,
+    faults,
+    faultRecords,
+    snapshotEvery: config.snapshotEvery,
+    pricing: (model) => priceFor(model, config.pricing),
+    modelFor: modelsFromSpecs(secretOf(config, 'OPENAI_API_KEY'), config.capabilities),
+    subagentLimits: config.subagents,
+    leases: opts.leaseTtlMs ? { ttlMs: opts.leaseTtlMs } : {},
+  });
+  const { bus, lmdb, blobs, snapshots, leases, hosts } = composition;
   const reader = createLogReader({ js: bus.js, jsm: bus.jsm });
   const supervisors: Supervisor[] = [];
-  let leases: LeaseStore;
-  let hosts: HostPresence;
-  try {
-    // Only a host sets the buckets' TTL; every other command reads it (the bus created the buckets).
-    const kvm = new Kvm(bus.js);
-    const kv = opts.leaseTtlMs ? await ensureLeaseBucket(kvm, opts.leaseTtlMs, logger) : await kvm.open(BUCKETS.leases);
-    const ttlMs = opts.leaseTtlMs ?? ((await kv.status()).ttl || DEFAULT_LEASE_TTL_MS);
-    leases = createKvLeaseStore(kv, { ttlMs, logger });
-    hosts = createKvHostPresence(opts.leaseTtlMs ? await ensureHostsBucket(kvm, opts.leaseTtlMs, logger) : await kvm.open(BUCKETS.hosts), logger);
-  } catch (err) {
-    await bus.close();
-    await lmdb.close();
-    throw err;
-  }
-  // the bucket is made on the first call of a tree that writes: a command that hosts no tree never touches it
-  const resourceLeases = createKvResourceLeases({ kv: () => ensureResourceLeaseBucket(new Kvm(bus.js), undefined, logger), logger });
-  const worktrees = createGitWorktrees({ dataDir: config.dataDir, env: tooling.env, sandbox: worktreeSandbox(tooling) });
   const statuses = new DirectoryStatuses(bus.directory, logger);
   const holder = localHolder();
   // The live inspection feed of the agents hosted here: one subscription to watch requests, made
@@ -229,30 +211,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     },
     statuses,
     supervisor(extra = {}) {
-      const s = new Supervisor({
-        ports: createJetStreamPorts(bus),
-        blobs,
-        snapshots,
-        tools,
-        tooling,
-        faults,
-        faultRecords,
-        logger,
-        snapshotEvery: config.snapshotEvery,
-        pricing: (model) => priceFor(model, config.pricing),
-        modelFor: (settings, cursor) =>
-          createModelAdapter(settings.model, {
-            cursor,
-            ...(settings.agentName ? { agentName: settings.agentName } : {}),
-            baseUrl: settings.baseUrl,
-            apiKey: secretOf(config, 'OPENAI_API_KEY'),
-            capabilities: config.capabilities[modelName(settings.model)] ?? {},
-          }),
-        subagentLimits: config.subagents,
-        worktrees,
-        resourceLeases,
-        ...extra,
-      });
+      const s = new Supervisor(composition.supervisorOptions(extra));
       listenForWatchers();
       // the children its agents spawn run here too, under leases this command keeps until it closes
       s.setAdopter(async (actorId) => (await keeper.take(actorId))?.epoch ?? null);
@@ -265,9 +224,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
       for (const s of supervisors) await s.stop();
       await statuses.settled();
       await keeper.releaseAll();
-      await bus.close();
-      await blobs.flush();
-      await lmdb.close();
+      await composition.close();
     },
   };
 }

@@ -2,7 +2,7 @@
 // the agent never asked is not found (exit 3 either way), also when its ID is a name every object
 // has; one answered already is a usage error (exit 2).
 import { describe, expect, it } from 'vitest';
-import { questionToAnswer } from '../../src/cli/commands/answer.js';
+import { questionToAnswer } from '../../src/cli/turn/question-prompt.js';
 import { ConfigError, NotFoundError } from '../../src/protocol/errors.js';
 import { emptyProjection, type QuestionRecord } from '../../src/store/projection.js';
 

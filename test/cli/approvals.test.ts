@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeApproval, fromNow } from '../../src/cli/commands/approvals.js';
+import { describeApproval, fromNow } from '../../src/cli/turn/approval-prompt.js';
 import type { ApprovalRecord } from '../../src/store/projection.js';
 
 const NOW = Date.parse('2030-01-01T00:00:00.000Z');

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { defaultTooling } from '../../src/actors/agent/tooling.js';
 import { treeOk, verifyTree } from '../../src/verify/tree.js';
-import { demoScenarioOf, INVESTIGATORS_TASK, investigatorsDir, treeLine } from '../../src/cli/commands/demo-investigators.js';
+import { demoScenarioOf, INVESTIGATORS_TASK, investigatorsDir, treeLine } from '../../src/cli/commands/demo.js';
 import { loadScript, loadScriptFile } from '../../src/model/script.js';
 import { createScriptedModel } from '../../src/model/scripted-model.js';
 import { ConfigError } from '../../src/protocol/errors.js';

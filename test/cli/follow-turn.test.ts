@@ -2,7 +2,7 @@
 // committed `actor/parked` naming approvals still pending, and no answer of its own is on the way.
 // Silence proves nothing: without the parked fact nobody is asked.
 import { describe, expect, test } from 'vitest';
-import { awaitingPerson } from '../../src/cli/commands/follow-turn.js';
+import { awaitingPerson } from '../../src/cli/turn/follow-turn.js';
 import { emptyProjection, foldEvent } from '../../src/store/projection.js';
 import { ACTOR, LogBuilder } from '../actors/log-builder.js';
 

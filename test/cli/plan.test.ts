@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { PLAN_MODE_INSTRUCTIONS } from '../../src/actors/agent/plan-mode.js';
 import { resolveSettings } from '../../src/actors/agent/turn-settings.js';
-import { acceptMessage, describePlan } from '../../src/cli/commands/plan.js';
+import { acceptMessage } from '../../src/cli/commands/plan.js';
+import { describePlan } from '../../src/cli/turn/plan-review.js';
 import { lineFor } from '../../src/cli/hints.js';
 import { ConfigError } from '../../src/protocol/errors.js';
 import { turnRequest } from '../helpers/runtime.js';

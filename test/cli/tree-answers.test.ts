@@ -2,7 +2,7 @@
 // for a question that has options; a free-text question is answered with text.
 import { describe, expect, test } from 'vitest';
 import type { TreeAgent, TreeView } from '../../src/client/tree.js';
-import { answerLines } from '../../src/cli/commands/tree.js';
+import { answerLines } from '../../src/cli/tree/tree-view.js';
 import type { WhereConfig } from '../../src/cli/hints.js';
 
 const where: WhereConfig = { sources: { data_dir: 'default' }, dataDir: '/home/me/.local/share/actorloop', natsUrl: null };

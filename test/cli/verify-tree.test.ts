@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { verifyTreeCommand } from '../../src/cli/commands/verify-tree.js';
+import { verifyTreeCommand } from '../../src/cli/tree/verify-tree.js';
 import { EXIT } from '../../src/cli/exit-codes.js';
 import { createScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';

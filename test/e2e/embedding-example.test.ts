@@ -89,8 +89,8 @@ test('the README embedding example runs as written from the packed package, inst
 }, 240_000);
 
 test('the published types leave the agent internals out', async () => {
-  const dts = await readFile(join(REPO_ROOT, 'dist', 'actors', 'agent-actor.d.ts'), 'utf8');
-  // members marked @internal in src/actors/agent/agent-actor.ts: staging, the pump's abort, the machines
+  const dts = await readFile(join(REPO_ROOT, 'dist', 'actors', 'actor', 'agent-actor.d.ts'), 'utf8');
+  // members marked @internal in src/actors/actor/agent-actor.ts: staging, the pump's abort, the machines
   for (const member of ['stage(d', 'turnAbort', 'get machines()', 'replay(events']) expect(dts).not.toContain(member);
   // what an embedder reads stays
   expect(dts).toContain('readonly projection: Projection');

@@ -1,24 +1,14 @@
 import type { Command } from 'commander';
 import { openBus, type Bus } from '../../bus/connection.js';
 import { listDeadLetters, redriveDeadLetter, type DeadLetter } from '../../bus/dead-letters.js';
-import { loadConfig, type ConfigFlags, type EffectiveConfig } from '../../config/config.js';
+import { loadConfig, type EffectiveConfig } from '../../config/config.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { terminalText } from '../terminal-text.js';
 import { busOptions, createLogger } from '../runtime.js';
 import { cliLine } from '../hints.js';
 import { idArgument } from '../id-arguments.js';
-
-/** What `buildProgram` lends a command it does not define itself. */
-export interface CommandKit {
-  /** Adds `--data-dir`, `--nats` and `-c key=value`. */
-  common(cmd: Command): Command;
-  /** The config flags of parsed options. */
-  flags(o: { dataDir?: string; nats?: string; config?: string[] }): ConfigFlags;
-  /** Wraps an action so its resolved number becomes the exit code. */
-  act<A extends unknown[]>(fn: (...args: A) => Promise<number>): (...args: A) => Promise<void>;
-  out: Out;
-}
+import type { CommandKit } from '../command-kit.js';
 
 /** Adds `actorloop dlq list` and `actorloop dlq redrive <messageId>` to the program. */
 export function registerDlqCommand(program: Command, kit: CommandKit): Command {

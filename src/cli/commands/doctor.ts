@@ -11,7 +11,7 @@ import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { terminalText } from '../terminal-text.js';
 import { createLogger } from '../runtime.js';
-import { DEFAULT_OPENAI_MODEL } from './run.js';
+import { DEFAULT_OPENAI_MODEL } from '../turn/turn-flags.js';
 
 /** Flags of `actorloop doctor`. */
 export interface DoctorOptions {

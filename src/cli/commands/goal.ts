@@ -15,8 +15,8 @@ import { lineFor, placeholder } from '../hints.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
-import { CLI_SENDER } from './approvals.js';
-import { hostExisting } from './resume.js';
+import { CLI_SENDER } from '../person-messages.js';
+import { hostExisting } from '../turn/turn-hosting.js';
 
 /** Options of `actorloop goal`. */
 export interface GoalOptions {

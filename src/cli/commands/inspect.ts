@@ -9,8 +9,8 @@ import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { entryOf } from '../hand-off.js';
 import { followAgent } from '../../client/follower.js';
 import { emptyProjection } from '../../store/projection.js';
-import { verifyTreeCommand } from './verify-tree.js';
-import { treeEventsCommand } from './tree-events.js';
+import { verifyTreeCommand } from '../tree/verify-tree.js';
+import { treeEventsCommand } from '../tree/tree-events.js';
 
 async function rootOf(rt: Runtime, agentId: string): Promise<string> {
   return (await entryOf(rt, agentId)).rootId;

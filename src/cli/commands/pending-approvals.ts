@@ -5,9 +5,8 @@ import { EXIT } from '../exit-codes.js';
 import { entryOf, foldLog } from '../hand-off.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime } from '../runtime.js';
-import { describeApproval } from './approvals.js';
-import { cliLine, placeholder, type WhereConfig } from '../hints.js';
-import type { CommandKit } from './dlq.js';
+import { answerCommands, describeApproval } from '../turn/approval-prompt.js';
+import type { CommandKit } from '../command-kit.js';
 import { idArgument } from '../id-arguments.js';
 
 /** Adds `actorloop approvals <agentId>` to the program. */
@@ -17,14 +16,6 @@ export function registerApprovalsCommand(program: Command, kit: CommandKit): Com
     .description("list an agent's pending approvals: what each would allow (a diff, the patch, the command), and how to answer it")
     .option('--json', 'NDJSON, one pending approval per line (with its preview and the commands that answer it)')
     .action(act(async (id: string, o) => approvalsCommand(id, o, loadConfig(flags(o)), out)));
-}
-
-/** The commands that answer an approval, as a person would paste them (with this command's --data-dir / --nats). */
-export function answerCommands(config: WhereConfig, agentId: string, approvalId: string): { approve: string; deny: string } {
-  return {
-    approve: cliLine(config, 'approve', agentId, approvalId),
-    deny: cliLine(config, 'deny', agentId, approvalId, placeholder('[--reason "<why>"]')),
-  };
 }
 
 /**

@@ -5,18 +5,18 @@ import type { EffectiveConfig } from '../../config/config.js';
 import { ConfigError } from '../../protocol/errors.js';
 import { newId } from '../../protocol/ids.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
-import type { PlanRecord, Projection } from '../../store/projection.js';
-import { formatPlan } from '../../tools/builtins/update-plan.js';
+import type { Projection } from '../../store/projection.js';
 import { EXIT } from '../exit-codes.js';
 import { entryOf, foldLog, placementOf, releaseToHosts } from '../hand-off.js';
 import { type Out } from '../output.js';
 import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
-import { terminalText } from '../terminal-text.js';
 import { lineFor, type CommandLine } from '../hints.js';
-import { CLI_SENDER } from './approvals.js';
-import { followTurn } from './follow-turn.js';
-import { awaitHosted, hostExisting, promptFor } from './resume.js';
+import { CLI_SENDER } from '../person-messages.js';
+import { followTurn } from '../turn/follow-turn.js';
+import { promptFor } from '../turn/approval-prompt.js';
+import { acceptCommand, describePlan } from '../turn/plan-review.js';
+import { awaitHosted, hostExisting } from '../turn/turn-hosting.js';
 
 /** Options of `actorloop plan`. */
 export interface PlanOptions {
@@ -25,18 +25,6 @@ export interface PlanOptions {
   accept?: boolean;
   /** With `--accept`: host the agent here even when a host is running. */
   inProcess?: boolean;
-}
-
-/** The command that accepts an agent's plan, as the person would paste it. */
-export function acceptCommand(line: CommandLine, agentId: string, ...more: string[]): string {
-  return line('plan', agentId, '--accept', ...more);
-}
-
-/** A plan for a person: the version, one line a step with its status marker, the explanation. */
-export function describePlan(plan: PlanRecord): string {
-  // the steps are the model's text: their control characters are shown, not sent
-  const body = formatPlan(plan).split('\n').map((l) => `  ${terminalText(l)}`).join('\n');
-  return `plan version ${plan.version} · ${plan.items.filter((i) => i.status === 'completed').length}/${plan.items.length} done\n${body}\n`;
 }
 
 /**
@@ -68,23 +56,6 @@ export async function planCommand(agentId: string, opts: PlanOptions, config: Ef
 /** True when the agent's last turn ran in plan mode, ended, and left a plan: what `--accept` takes. */
 function awaitsAcceptance(p: Projection): boolean {
   return p.plan !== undefined && p.openTurn === null && p.lastSettings?.planMode === true;
-}
-
-/**
- * What `run --plan-mode` does at the end of its turn: a turn that completed with a plan prints it
- * and how to accept it, and ends waiting for the person (exit 5); any other end keeps its code.
- */
-export async function afterPlanTurn(rt: Runtime, entry: Pick<DirectoryEntry, 'actorId' | 'rootId'>, code: number, out: Out, json: boolean): Promise<number> {
-  if (code !== EXIT.completed) return code;
-  const p = await foldLog(rt, entry as DirectoryEntry);
-  if (!p.plan) {
-    out.stderr.write(`plan mode: ${entry.actorId} wrote no plan (update_plan); nothing to accept\n`);
-    return code;
-  }
-  // `--json`: stdout stays the event stream, which holds the plan/replaced events
-  if (!json && !out.quiet) out.stdout.write(`\n${describePlan(p.plan)}`);
-  out.stderr.write(`plan mode: nothing was changed; accept the plan to carry it out: ${acceptCommand(lineFor(rt.config), entry.actorId)}\n`);
-  return EXIT.waiting;
 }
 
 /**

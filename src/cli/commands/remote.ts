@@ -15,13 +15,13 @@ import { RunPrinter } from '../run-printer.js';
 import { followRemoteTurn, resumeAfter } from '../remote-turn.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { terminalText } from '../terminal-text.js';
-import { answerFromArgs } from './answer.js';
-import { promptFor } from './resume.js';
-import { readToken } from './serve.js';
+import { answerFromArgs } from '../turn/question-prompt.js';
+import { promptFor } from '../turn/approval-prompt.js';
+import { readToken } from '../token-file.js';
 import { findGatewayToken } from '../../server/gateway-token.js';
-import { readAll, validateSend, type SendOptions } from './send.js';
-import { checkTask, goalOfFlags, settingsOfFlags, type RunOptions } from './run.js';
-import { answerLines, drawTreeViews, treeLines } from './tree.js';
+import { readAll, validateSend, type SendOptions } from '../person-messages.js';
+import { checkTask, goalOfFlags, settingsOfFlags, type RunOptions } from '../turn/turn-flags.js';
+import { answerLines, drawTreeViews, treeLines } from '../tree/tree-view.js';
 
 // The commands that drive a remote runtime through the gateway (`--gateway URL`): no NATS, no
 // LMDB here, only the gateway's JSON-RPC and SSE (docs/gateway.md). Each prints what the local

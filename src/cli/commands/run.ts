@@ -1,414 +1,118 @@
-import { readFile, stat } from 'node:fs/promises';
-import { outputValidator } from '../../model/output-schema.js';
-import { resolve } from 'node:path';
 import type { EffectiveConfig } from '../../config/config.js';
-import { loadScript } from '../../model/script.js';
-import { parseModelSpec } from '../../model/model-spec.js';
 import { ConfigError } from '../../protocol/errors.js';
-import { ReasoningEffortSchema, type ApprovalMode, type GoalRequest, type TurnRequest } from '../../protocol/events.js';
-import { newId } from '../../protocol/ids.js';
-import { CompleteWhenSchema, DEFAULT_MAX_COMPLETION_REJECTIONS, RETRIEVING_TOOLS } from '../../protocol/completion.js';
-import { createLogger, openRuntime } from '../runtime.js';
+import type { Projection } from '../../store/projection.js';
+import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';
 import { type Out } from '../output.js';
 import { RunPrinter } from '../run-printer.js';
-import { followTurn } from './follow-turn.js';
-import { submitToHosts } from '../hand-off.js';
-import { emptyProjection } from '../../store/projection.js';
-import type { InboxMessage } from '../../protocol/inbox.js';
-import { failureOf, printsOnCommit, promptFor } from './resume.js';
-import { builtinTools } from '../../tools/builtins/index.js';
-import { afterPlanTurn } from './plan.js';
-import { continueCommand } from './continue.js';
-import { CLI_SENDER } from './approvals.js';
+import { nextTaskMessage, sendAsPerson } from '../person-messages.js';
+import { createLogger, openRuntime } from '../runtime.js';
+import { terminalText } from '../terminal-text.js';
+import { cliLine, placeholder } from '../hints.js';
+import { followTurn } from '../turn/follow-turn.js';
 import { handOverLeftWork } from '../left-work.js';
-import { priceFor } from '../../model/pricing.js';
-import { modelName } from '../../model/model-spec.js';
+import { afterPlanTurn } from '../turn/plan-review.js';
+import { promptFor } from '../turn/approval-prompt.js';
+import { startAgent } from '../turn/start-agent.js';
+import { checkTask, continueRequest, type RunOptions } from '../turn/turn-flags.js';
+import { awaitHosted, hostExisting } from '../turn/turn-hosting.js';
 
-/** Options of `actorloop run`, as commander parsed them. */
-export interface RunOptions {
-  model?: string;
-  cwd?: string;
-  json?: boolean;
-  maxSteps?: number;
-  maxToolCalls?: number;
-  deadline?: number;
-  /** `--max-tokens N`: tokens the turn's attempts may use (checked here: a whole number above 0). */
-  maxTokens?: string | number;
-  /** `--max-cost USD`: what the turn's attempts may cost (checked here: a number above 0). */
-  maxCost?: string | number;
-  tools?: string;
-  baseUrl?: string;
-  outputSchema?: string;
-  effort?: string;
-  maxOutputTokens?: number;
-  approve?: ApprovalMode;
-  /** Host the agent in this process even when a host is running. */
-  inProcess?: boolean;
-  /** Run the turn read-only: the agent explores and writes a plan for a person to accept. */
-  planMode?: boolean;
-  /** `--continue <agentId>`: the task is the next turn of this agent (a conversation). */
-  continue?: string;
-  /** `--last`: the task is the next turn of the latest agent of this workspace. */
-  last?: boolean;
-  /** A file holding the system prompt; wins over the config's `instructions`. */
-  instructions?: string;
-  /** `--complete-when`: the completion policy; wins over the config's `complete_when`. */
-  completeWhen?: string;
-  /** `--goal <objective>`: a goal that outlives the turn, created with it. */
-  goal?: string;
-  /** The goal's budgets (`--goal-tokens`, `--goal-cost` USD, `--goal-seconds`), as commander parsed them (checked here). */
-  goalTokens?: string;
-  goalCost?: string;
-  goalSeconds?: string;
-}
-
-/** The model a run uses when none is named but an OpenAI key is configured. */
-export const DEFAULT_OPENAI_MODEL = 'openai:gpt-4.1-mini';
-
-/** Checks a run's inputs before anything is started: each mistake is one line and exit 2. */
-export async function validateRun(task: string, opts: RunOptions, config: EffectiveConfig): Promise<TurnRequest> {
-  checkTask(task);
-  const baseUrl = opts.baseUrl ?? config.openaiBaseUrl;
-  const spec = opts.model ?? config.defaultModel ?? (config.apiKeyEnv || baseUrl ? DEFAULT_OPENAI_MODEL : null);
-  if (!spec) {
-    throw new ConfigError('config.no_model', 'no model to run with', {
-      hint: 'pass --model scripted:<file.json> (a scripted model), or set OPENAI_API_KEY (or ACTORLOOP_MODEL) to use an OpenAI model',
-    });
-  }
-  const model = await checkModel(spec, baseUrl, config);
-  const flags = await settingsOfFlags(opts);
-  checkPriced(model, flags.maxCostUsd, config);
-  const goal = goalOfFlags(opts, config);
-  checkPriced(model, goal?.budget.costUsd, config, '--goal-cost');
-  const request: TurnRequest = {
-    ...(goal ? { goal } : {}),
-    ...(flags.outputSchema ? { outputSchema: flags.outputSchema } : {}),
-    ...(flags.effort ? { effort: flags.effort } : {}),
-    ...(flags.maxOutputTokens ? { maxOutputTokens: flags.maxOutputTokens } : {}),
-    ...(flags.planMode ? { planMode: true } : {}),
-    approvalMode: flags.approvalMode ?? config.approvalMode,
-    // the tree's limits travel with the turn: a host that runs it applies the stricter of these and its own
-    treeLimits: { maxDepth: config.subagents.maxDepth, maxChildrenPerParent: config.subagents.maxChildrenPerParent, maxChildrenPerTree: config.subagents.maxChildrenPerTree },
-    // the run records the config it was started with; JSON drops the key (not enumerable)
-    config: configSnapshot(config),
-    model,
-    baseUrl,
-    workspace: flags.workspace ?? (await checkWorkspace('.')),
-    tools: flags.tools ?? null,
-    // null: the built-in instructions (plan mode appends its paragraph to whichever it is)
-    instructions: flags.instructions ?? config.instructions,
-    maxSteps: flags.maxSteps ?? null,
-    maxToolCalls: flags.maxToolCalls ?? null,
-    deadlineSeconds: flags.deadlineSeconds ?? null,
-    ...(flags.maxTokens ? { maxTokens: flags.maxTokens } : {}),
-    ...(flags.maxCostUsd ? { maxCostUsd: flags.maxCostUsd } : {}),
-    maxAttempts: null,
-    ...completionRequest(flags, config),
-  };
-  checkCompletion(request);
-  return request;
-}
-
-/** The completion settings of a run: its flag's policy over the config's, the config's verify commands, limit and what the limit does. */
-export function completionRequest(flags: Partial<TurnRequest>, config: EffectiveConfig): Pick<TurnRequest, 'completeWhen' | 'verifyCommands' | 'maxCompletionRejections' | 'onCompletionExhausted'> {
-  const policy = flags.completeWhen ?? config.completeWhen;
-  return {
-    ...(policy !== 'answer' ? { completeWhen: policy } : {}),
-    ...(config.verifyCommands.length > 0 ? { verifyCommands: [...config.verifyCommands] } : {}),
-    ...(config.maxCompletionRejections !== DEFAULT_MAX_COMPLETION_REJECTIONS ? { maxCompletionRejections: config.maxCompletionRejections } : {}),
-    ...(config.onCompletionExhausted !== 'fail' ? { onCompletionExhausted: config.onCompletionExhausted } : {}),
-  };
-}
+// A conversation is one agent over many turns (design §6a: a follow-up starts the next turn with
+// the history so far). `run --continue <agent>` and `run --last` send the next task as a
+// follow-up through the agent's inbox, with the settings of its last turn and this command's flags
+// over them, and follow the turn that takes it.
 
 /**
- * Refuses a completion policy the run could never satisfy, before anything starts: `code-change`
- * with no command that verifies, `cited` with no tool that retrieves evidence.
+ * `actorloop run "<task>"`: a new agent on the task (see `startAgent`); with `--continue <agent>`
+ * or `--last`, the next turn of an existing agent.
  */
-export function checkCompletion(request: Pick<TurnRequest, 'completeWhen' | 'verifyCommands' | 'tools'>): void {
-  if (request.completeWhen === 'code-change' && (request.verifyCommands ?? []).length === 0) {
-    throw new ConfigError('config.verify_commands', '--complete-when code-change needs verify_commands, and none is configured', {
-      hint: 'set verify_commands = ["npm test"] in actorloop.toml (or -c \'verify_commands=["npm test"]\'): the commands whose passing run verifies a change',
-    });
-  }
-  if (request.completeWhen === 'cited' && request.tools !== null && !request.tools.some((t) => RETRIEVING_TOOLS.includes(t))) {
-    throw new ConfigError('config.complete_when', `--complete-when cited needs a tool that retrieves evidence, and --tools ${request.tools.join(',') || '(none)'} has none`, {
-      hint: `add ${RETRIEVING_TOOLS.join(', ')} (any of them) to --tools, or leave --tools out`,
-    });
-  }
-}
-
-/**
- * Refuses a cost budget for a model with no known price: its spend could not be counted, and a
- * budget that passes silently is no budget.
- */
-export function checkPriced(model: string, maxCostUsd: number | null | undefined, config: EffectiveConfig, flag: '--max-cost' | '--goal-cost' = '--max-cost'): void {
-  if (maxCostUsd == null) return;
-  const name = modelName(model);
-  if (priceFor(name, config.pricing) !== null) return;
-  const code = flag === '--max-cost' ? 'config.max_cost_unpriced' : 'config.goal_cost_unpriced';
-  throw new ConfigError(code, `${flag} needs the model's price, and ${name} has no known price`, {
-    hint: `set it in the config ([pricing."${name}"] input_per_mtok = … and output_per_mtok = …, or -c 'pricing."${name}".input_per_mtok=…'), or use ${flag === '--max-cost' ? '--max-tokens' : '--goal-tokens'}`,
-  });
-}
-
-/** A goal budget flag's value: a number above 0 (a whole one for tokens); anything else is a usage error. */
-function goalBudgetFlag(name: string, value: string | undefined, whole: boolean): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || (whole && !Number.isInteger(n))) {
-    throw new ConfigError('config.goal_budget', `${name} takes ${whole ? 'a whole number' : 'a number'} above 0, got "${value}"`, {
-      hint: `e.g. --goal-tokens 200000, --goal-cost 0.50, --goal-seconds 600 (leave a budget out for no limit)`,
-    });
-  }
-  return n;
-}
-
-/** The goal `run --goal` asks for, its budgets checked; a budget flag without `--goal` is a usage error. */
-export function goalOfFlags(opts: RunOptions, config: Pick<EffectiveConfig, 'maxIdleTurns'>): GoalRequest | null {
-  const tokens = goalBudgetFlag('--goal-tokens', opts.goalTokens, true);
-  const costUsd = goalBudgetFlag('--goal-cost', opts.goalCost, false);
-  const seconds = goalBudgetFlag('--goal-seconds', opts.goalSeconds, false);
-  if (opts.goal === undefined) {
-    if (tokens !== undefined || costUsd !== undefined || seconds !== undefined) {
-      throw new ConfigError('config.goal_budget', 'a goal budget needs a goal', { hint: 'pass --goal "<objective>" with --goal-tokens, --goal-cost or --goal-seconds' });
-    }
-    return null;
-  }
-  if (opts.planMode) {
-    throw new ConfigError('config.goal_plan_mode', '--goal and --plan-mode do not go together: a goal goes on by itself, a plan waits for you', {
-      hint: 'plan first (run --plan-mode, then plan --accept), or run --goal without --plan-mode',
-    });
-  }
-  if (opts.goal.trim() === '') {
-    throw new ConfigError('config.goal', 'the goal is empty', { hint: 'say what the goal is, e.g. --goal "all tests in test/ pass"' });
-  }
-  return {
-    objective: opts.goal.trim(),
-    budget: { ...(tokens !== undefined ? { tokens } : {}), ...(costUsd !== undefined ? { costUsd } : {}), ...(seconds !== undefined ? { seconds } : {}) },
-    maxIdleTurns: config.maxIdleTurns,
-  };
-}
-
-/** The config a turn records (design §12: each run records the snapshot it ran with); secrets are not enumerable, so not in it. */
-export function configSnapshot(config: EffectiveConfig): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(config)) as Record<string, unknown>;
-}
-
-/** Refuses an empty task. */
-export function checkTask(task: string): void {
-  if (task.trim() === '') {
-    throw new ConfigError('config.task', 'the task is empty', { hint: 'say what the agent should do, e.g. actorloop run "fix the failing test"' });
-  }
-}
-
-/**
- * Checks a model spec (a script that loads; an OpenAI model with a key or an endpoint) and the
- * base URL, and returns the spec the log records: a script's path made absolute, since `resume`
- * may run from another directory.
- */
-export async function checkModel(spec: string, baseUrl: string | null, config: EffectiveConfig): Promise<string> {
-  let model = spec;
-  const parsed = parseModelSpec(spec);
-  if (parsed.provider === 'scripted') {
-    const file = resolve(parsed.file);
-    await loadScript(file);
-    model = `scripted:${file}`;
-  } else if (!config.apiKeyEnv && !baseUrl) {
-    throw new ConfigError('config.no_api_key', `no API key for ${spec}`, {
-      hint: 'set OPENAI_API_KEY, or pass --base-url <an OpenAI-compatible server>/v1 (a local server may need no key)',
-    });
-  }
-  if (baseUrl !== null && !/^https?:\/\/[^\s]+$/.test(baseUrl)) {
-    throw new ConfigError('config.base_url', `base URL "${baseUrl}" is not an http(s) URL`, {
-      hint: 'pass --base-url http://host:port/v1 (or set OPENAI_BASE_URL)',
-    });
-  }
-  return model;
-}
-
-/** A workspace directory made absolute; a ConfigError when it is not a directory. */
-async function checkWorkspace(dir: string): Promise<string> {
-  const workspace = resolve(dir);
-  const st = await stat(workspace).catch(() => null);
-  if (!st?.isDirectory()) {
-    throw new ConfigError('config.cwd', `workspace ${workspace} is not a directory`, { hint: 'pass --cwd <an existing directory>' });
-  }
-  return workspace;
-}
-
-/** The settings `run`'s own flags give, each checked; a key is absent where its flag was not given. */
-export async function settingsOfFlags(opts: RunOptions): Promise<Partial<TurnRequest>> {
-  const s: Partial<TurnRequest> = {};
-  if (opts.cwd !== undefined) s.workspace = await checkWorkspace(opts.cwd);
-  if (opts.tools !== undefined) {
-    const known = builtinTools().map((t) => t.name).sort();
-    const tools = opts.tools.split(',').map((t) => t.trim()).filter(Boolean);
-    const unknown = tools.filter((t) => !known.includes(t));
-    if (unknown.length > 0) {
-      throw new ConfigError('config.tools', `unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`, {
-        hint: `--tools takes a comma-separated list of: ${known.join(', ')}`,
-      });
-    }
-    s.tools = tools;
-  }
-  if (opts.outputSchema !== undefined) s.outputSchema = await readOutputSchema(opts.outputSchema);
-  if (opts.instructions !== undefined) s.instructions = await readInstructions(opts.instructions);
-  if (opts.effort !== undefined) {
-    const effort = ReasoningEffortSchema.safeParse(opts.effort);
-    if (!effort.success) {
-      throw new ConfigError('config.effort', `unknown effort "${opts.effort}"`, { hint: `--effort takes ${ReasoningEffortSchema.options.join(', ')}` });
-    }
-    s.effort = effort.data;
-  }
-  if (opts.maxOutputTokens) s.maxOutputTokens = opts.maxOutputTokens;
-  if (opts.planMode) s.planMode = true;
-  if (opts.completeWhen !== undefined) {
-    const policy = CompleteWhenSchema.safeParse(opts.completeWhen);
-    if (!policy.success) {
-      throw new ConfigError('config.complete_when', `unknown completion policy "${opts.completeWhen}"`, {
-        hint: `--complete-when takes ${CompleteWhenSchema.options.join(', ')}`,
-      });
-    }
-    s.completeWhen = policy.data;
-  }
-  if (opts.approve !== undefined) s.approvalMode = opts.approve;
-  if (opts.maxSteps !== undefined) s.maxSteps = opts.maxSteps;
-  if (opts.maxToolCalls !== undefined) s.maxToolCalls = opts.maxToolCalls;
-  if (opts.deadline !== undefined) s.deadlineSeconds = opts.deadline;
-  if (opts.maxTokens !== undefined) s.maxTokens = budgetFlag('--max-tokens', opts.maxTokens, true);
-  if (opts.maxCost !== undefined) s.maxCostUsd = budgetFlag('--max-cost', opts.maxCost, false);
-  return s;
-}
-
-/** A budget flag's value: a number above 0 (a whole one for tokens); anything else is a usage error. */
-function budgetFlag(flag: '--max-tokens' | '--max-cost', raw: string | number, whole: boolean): number {
-  const text = String(raw).trim();
-  const n = Number(text);
-  if (text === '' || !Number.isFinite(n) || n <= 0 || (whole && !Number.isInteger(n))) {
-    const what = whole ? 'a whole number of tokens above 0' : 'US dollars, a number above 0';
-    throw new ConfigError('config.budget', `${flag} takes ${what}, got "${text}"`, {
-      hint: whole ? `e.g. ${flag} 200000` : `e.g. ${flag} 0.50`,
-    });
-  }
-  return n;
-}
-
-/** Reads `--instructions FILE`: the system prompt, as written; a missing or empty file is a usage error. */
-async function readInstructions(path: string): Promise<string> {
-  let text: string;
-  try {
-    text = await readFile(resolve(path), 'utf8');
-  } catch (err) {
-    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : `not readable (${(err as Error).message})`;
-    throw new ConfigError('config.instructions', `instructions file ${path} is ${why}`, { hint: 'pass --instructions <a text file holding the system prompt>' });
-  }
-  if (text.trim() === '') {
-    throw new ConfigError('config.instructions', `instructions file ${path} is empty`, {
-      hint: 'write the system prompt into it, or leave --instructions out for the configured (or built-in) instructions',
-    });
-  }
-  return text;
-}
-
-/** Reads `--output-schema`: a JSON Schema file the final answer must match. */
-async function readOutputSchema(path: string): Promise<Record<string, unknown>> {
-  let text: string;
-  try {
-    text = await readFile(resolve(path), 'utf8');
-  } catch {
-    throw new ConfigError('config.output_schema', `output schema file not found: ${path}`, { hint: 'pass --output-schema <a JSON Schema file>' });
-  }
-  let schema: unknown;
-  try {
-    schema = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError('config.output_schema', `output schema ${path} is not JSON: ${(err as Error).message}`);
-  }
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
-    throw new ConfigError('config.output_schema', `output schema ${path} is not a JSON Schema object`);
-  }
-  outputValidator(schema as Record<string, unknown>);
-  return schema as Record<string, unknown>;
-}
-
-/**
- * `actorloop run`: starts an agent and sends it the task through its inbox. With a live host
- * (`actorloop host`) it hands the agent over, creating its directory entry and inbox without
- * taking its lease, and follows its events; otherwise, or with `--in-process` or a fault spec
- * (meant for the process that hosts the agent), it hosts the agent here. Either way it prints the
- * same output and exits with the same code at the turn's end.
- */
-export async function runCommand(
-  task: string,
-  opts: RunOptions,
-  config: EffectiveConfig,
-  out: Out,
-  onAgent?: (agentId: string) => void,
-): Promise<number> {
+export async function runCommand(task: string, opts: RunOptions, config: EffectiveConfig, out: Out): Promise<number> {
   if (opts.continue !== undefined || opts.last === true) return continueCommand({ agentId: opts.continue, last: opts.last }, task, opts, config, out);
-  const request = await validateRun(task, opts, config);
-  const logger = createLogger(config);
-  const rt = await openRuntime(config, logger);
+  return startAgent(task, opts, config, out);
+}
+
+/** Where `--continue` / `--last` point. */
+export interface ContinueTarget {
+  agentId?: string;
+  last?: boolean;
+}
+
+/**
+ * `actorloop run --continue <agent> "<task>"` (or `--last`): the next turn of an existing agent,
+ * with its history. The task goes to the agent's inbox on the person channel; an agent in a turn
+ * takes it as a follow-up when that turn ends. Then the command follows the agent as `run` does (on
+ * the host that holds it, on a live host it is handed to, or hosting it here) until the turn that
+ * took the task ends, and exits with that turn's code.
+ */
+export async function continueCommand(target: ContinueTarget, task: string, opts: RunOptions, config: EffectiveConfig, out: Out): Promise<number> {
+  checkTask(task);
+  if (target.agentId !== undefined && target.last) {
+    throw new ConfigError('cli.continue_last', '--continue <agent> and --last name the agent twice', { hint: 'pass one of them' });
+  }
+  const rt = await openRuntime(config, createLogger(config));
   try {
     const json = opts.json === true;
-    const printer = new RunPrinter(out, json);
-    const actorId = newId('agent');
-    const entry = {
-      actorId,
-      kind: 'agent' as const,
-      parentId: null,
-      rootId: actorId,
-      // redacted before it is cut: a secret cut in two would no longer be recognised
-      title: rt.tooling.redactor.redact(task.trim()).text.slice(0, 120),
-      workspace: request.workspace,
-      labels: {},
-    };
-    const message: InboxMessage = {
-      id: newId('message'),
-      // the name every person's command gives itself (`send` too): anything else reads client:unknown
-      from: CLI_SENDER,
-      to: actorId,
-      kind: 'user_message',
-      target: 'next_turn',
-      wakeup: true,
-      content: task,
-      request,
-      sentAt: new Date().toISOString(),
-    };
-    const handOff = opts.inProcess !== true && config.faults === null && (await rt.hosts.live(Date.now())).length > 0;
-    // --quiet: stdout is the answer's alone
-    (json || out.quiet ? out.stderr : out.stdout).write(`${actorId}\n`);
-    onAgent?.(actorId);
-    if (handOff) {
-      const deadlineAt = request.deadlineSeconds === null ? null : Date.now() + request.deadlineSeconds * 1000;
-      await submitToHosts(rt, entry, message);
-      const code = await followTurn({
-        rt, entry, from: emptyProjection(actorId), directory: rt.bus.directory, printer, out, json,
-        prompt: promptFor(out, json), hosting: { kind: 'host', handedOver: true }, deadlineAt,
+    const entry = target.agentId !== undefined ? await entryOf(rt, target.agentId) : await latestAgent(rt, opts.cwd ?? '.');
+    const agentId = entry.actorId;
+    const p = await foldLog(rt, entry);
+    if (!p.lastSettings) {
+      const onItsWay = p.openTurn !== null || (await inboxPending(rt, agentId)) > 0;
+      throw new ConfigError('cli.no_settings', `${agentId} has run no turn yet, so there is nothing to continue`, {
+        hint: onItsWay ? `its first task is on its way: ${cliLine(config, 'resume', agentId)} follows it` : `start an agent with ${cliLine(config, 'run', placeholder('"<task>"'))}`,
       });
-      return request.planMode ? await afterPlanTurn(rt, entry, code, out, json) : code;
     }
-    // hosted here, followed as a host's agent is: the same follower prints it and asks for approvals
-    const echo = printsOnCommit(config);
-    const supervisor = rt.supervisor({
-      onCommit: (id, events) => {
-        // the agent's own status is its follower's to record, the rest of its tree's is kept here
-        if (id !== actorId) rt.statuses.committed(id, events);
-        // the agent's own commits: its children hosted here have logs of their own
-        if (echo && id === actorId) printer.commit(events);
-      },
+    const request = await continueRequest(opts, config, p.lastSettings);
+    const msg = nextTaskMessage(agentId, task, request, p.openTurn !== null);
+    const place = await placementOf(rt, agentId);
+    const here = opts.inProcess === true || config.faults !== null;
+    let elsewhere = place.kind === 'host' || place.kind === 'other' || (place.kind === 'free' && place.hosts.length > 0 && !here);
+    if (place.kind === 'other' && here) {
+      // another command hosts it: the task is mail it takes, and this command follows it there
+      out.stderr.write(`${agentId} is hosted by another command; following it there\n`);
+    }
+    if (elsewhere && place.kind === 'free') await releaseToHosts(rt, entry);
+    // The lease before the mail: a live host claims an agent with mail waiting, so a task sent
+    // first could be taken there while this command finds the lease gone and says nothing ran.
+    // One that is taken anyway (a host got it in between) is followed there: the task still runs.
+    const hosted = elsewhere ? null : await hostExisting(agentId, rt, out, json).catch((err: unknown) => {
+      if (!(err instanceof ConfigError) || err.code !== 'cli.hosted_elsewhere') throw err;
+      elsewhere = true;
+      return null;
     });
-    const actor = await supervisor.create(entry, { epoch: (await rt.pinNew(actorId)).epoch });
-    const failed = failureOf(actor.whenTurnEnds());
-    await supervisor.send(message);
-    const code = await followTurn({
-      rt, entry, from: emptyProjection(actorId), directory: rt.bus.directory, printer, out, json,
-      prompt: promptFor(out, json), hosting: { kind: 'here', failed }, echo: !echo,
-    });
+    await sendAsPerson(rt, msg);
+    // --quiet: stdout is the answer's alone
+    (json || out.quiet ? out.stderr : out.stdout).write(`${agentId}\n`);
+    out.stderr.write(`${terminalText(continuing(p))}\n`);
+    if (elsewhere && here && place.kind === 'free') out.stderr.write(`${agentId} was taken by a host; following it there\n`);
+    const follow = (from: Projection): Promise<number> =>
+      hosted
+        ? awaitHosted(hosted, entry, from, json, out)
+        : followTurn({
+            rt, entry, from, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,
+            prompt: promptFor(out, json), hosting: { kind: 'host', handedOver: place.kind === 'free' },
+          });
+    let code: number;
+    for (;;) {
+      const before = p.lastTurn?.id ?? null;
+      code = await follow(p);
+      // the follower returns at a turn's end, or when the person left or must answer: only a turn
+      // that ended without taking the task (one running when it came) is followed past
+      const ended = (p.lastTurn?.id ?? null) !== before;
+      // (the log may not hold the task yet when that turn ends: received, it is pending)
+      const state = p.inbox[msg.id]?.state;
+      if (!ended || (state !== undefined && state !== 'pending')) break;
+    }
     if (request.planMode) return await afterPlanTurn(rt, entry, code, out, json);
-    await handOverLeftWork(rt, supervisor, { ...entry, status: 'running', createdAt: '', updatedAt: '' }, actor, out, code);
+    if (hosted) await handOverLeftWork(rt, hosted.supervisor, entry, hosted.actor, out, code);
     return code;
   } finally {
     await rt.close();
   }
+}
+
+/** What the person is told on stderr: which turn this is, or that it waits for the running one. */
+function continuing(p: Projection): string {
+  const turn = p.turns + 1;
+  if (p.openTurn) return `${p.actorId} is in turn ${turn}: this task is queued as a follow-up and starts turn ${turn + 1} when that one ends`;
+  const last = p.lastTurn ? `; turn ${p.turns} ended ${p.lastTurn.outcome}${p.lastTurn.reason ? ` (${p.lastTurn.reason})` : ''}` : '';
+  return `continuing ${p.actorId}: turn ${turn}, with the history so far${last}`;
 }

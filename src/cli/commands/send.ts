@@ -6,38 +6,14 @@ import { EXIT } from '../exit-codes.js';
 import { entryOf, foldLog, inboxPending, placementOf, releaseToHosts } from '../hand-off.js';
 import { type Out } from '../output.js';
 import { RunPrinter } from '../run-printer.js';
-import { checkMessageSize, inboxLimitBytes, sendAsPerson, textMessage, type TextKind } from '../person-messages.js';
+import { checkMessageSize, inboxLimitBytes, readAll, sendAsPerson, textMessage, validateSend, type SendOptions, type TextKind } from '../person-messages.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { cliLine } from '../hints.js';
-import { followTurn } from './follow-turn.js';
-import { awaitHosted, hostExisting, promptFor } from './resume.js';
+import { followTurn } from '../turn/follow-turn.js';
+import { promptFor } from '../turn/approval-prompt.js';
+import { awaitHosted, hostExisting } from '../turn/turn-hosting.js';
 import { handOverLeftWork } from '../left-work.js';
-
-/** Options of `actorloop send`, as commander parsed them (the three kind flags exclude each other there). */
-export interface SendOptions {
-  steer?: boolean;
-  inject?: boolean;
-  followUp?: boolean;
-  json?: boolean;
-  /** False with `--no-follow`: return once the inbox accepted the message. */
-  follow?: boolean;
-  /** Host the agent here to carry the message out when no host holds it, even with hosts running. */
-  inProcess?: boolean;
-}
-
-/** Checks what needs no bus: each mistake is one line and exit 2, before anything is opened. */
-export function validateSend(text: string, opts: SendOptions): TextKind | null {
-  if (text.trim() === '') {
-    throw new ConfigError('cli.empty_message', 'the message is empty', { hint: 'say what the agent should know, e.g. actorloop send <agent> "use the v2 API"' });
-  }
-  const kinds = ([['steer', opts.steer], ['inject', opts.inject], ['follow_up', opts.followUp]] as const).filter(([, on]) => on === true);
-  if (kinds.length > 1) {
-    // commander refuses these first; a caller of the function gets the same answer
-    throw new ConfigError('cli.send_kinds', 'choose one of --steer, --inject and --follow-up');
-  }
-  return kinds[0]?.[0] ?? null;
-}
 
 /** True while the agent's log has a turn open, or a task received that starts one (the projection's status). */
 function turnRunning(p: Projection): boolean {
@@ -118,12 +94,4 @@ export async function sendCommand(agentId: string, textArg: string, opts: SendOp
   } finally {
     await rt.close();
   }
-}
-
-/** All of a stream, as UTF-8 text; empty without one. */
-export async function readAll(input: NodeJS.ReadableStream | undefined): Promise<string> {
-  if (!input) return '';
-  const chunks: Buffer[] = [];
-  for await (const chunk of input) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EffectiveConfig } from '../../config/config.js';
@@ -7,7 +7,8 @@ import { followInspection } from '../../bus/inspection.js';
 import { ConfigError } from '../../protocol/errors.js';
 import { checkBind, checkListenAddress, startGateway } from '../../server/gateway.js';
 import { isLoopback } from '../../server/access.js';
-import { ensureGatewayToken, MIN_TOKEN_LENGTH } from '../../server/gateway-token.js';
+import { ensureGatewayToken } from '../../server/gateway-token.js';
+import { readToken } from '../token-file.js';
 import { EXIT } from '../exit-codes.js';
 import { gatewayCommands } from '../gateway-commands.js';
 import type { Out } from '../output.js';
@@ -29,25 +30,6 @@ export interface ServeOptions {
 
 /** The gateway's default port. */
 export const DEFAULT_GATEWAY_PORT = 7420;
-
-/** The bearer token in a file (its first line, trimmed); one line and exit 2 when it cannot be read or is empty. */
-export function readToken(file: string): string {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError('gateway.token_unreadable', `cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
-      hint: 'pass --token-file <a file holding the token>, e.g. made with: openssl rand -hex 32 > token && chmod 600 token',
-    });
-  }
-  const token = text.split(/\r?\n/)[0]!.trim();
-  if (token.length < MIN_TOKEN_LENGTH) {
-    throw new ConfigError('gateway.token_weak', `the token in ${file} is ${token.length === 0 ? 'empty' : 'shorter than 16 characters'}`, {
-      hint: 'write a long random token to it: openssl rand -hex 32 > token',
-    });
-  }
-  return token;
-}
 
 /** Where the built page is: `dist/web` of this package, when `npm run build` made it. */
 function pageDir(): string | undefined {

@@ -6,8 +6,8 @@ import { exitCodeFor, EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import type { RunPrinter } from '../run-printer.js';
 import { terminalText } from '../terminal-text.js';
-import { describeApproval } from './approvals.js';
-import { answerCommandsFor, describeQuestion } from './questions.js';
+import { describeApproval } from './approval-prompt.js';
+import { answerCommandsFor, describeQuestion } from './question-prompt.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 import { COMPLETION_EXHAUSTED, COMPLETION_EXHAUSTED_STOP } from '../../protocol/completion.js';
 

@@ -3,16 +3,16 @@ import { newId } from '../../protocol/ids.js';
 import type { ApprovalPreview } from '../../protocol/events.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import type { ApprovalRecord } from '../../store/projection.js';
+import type { Out } from '../output.js';
 import { terminalText } from '../terminal-text.js';
+import { cliLine, placeholder, type WhereConfig } from '../hints.js';
+import { CLI_SENDER } from '../person-messages.js';
 
 /** A person's answer to one approval. */
 export type ApprovalAnswer = { decision: 'approve'; always: boolean } | { decision: 'deny'; reason: string | null };
 
 /** Asks a person about one approval (the lines describe it) and resolves with the answer. */
 export type Prompt = (lines: string[]) => Promise<ApprovalAnswer>;
-
-/** Who the CLI's answers come from: only client commands may answer approvals. */
-export const CLI_SENDER = 'client:cli';
 
 /**
  * Lines that tell a person what an approval binds: the tool and version, the preview recorded
@@ -117,4 +117,18 @@ export function ttyPrompt(input: NodeJS.ReadableStream, output: NodeJS.WritableS
       rl.close();
     }
   };
+}
+
+/** The commands that answer an approval, as a person would paste them (with this command's --data-dir / --nats). */
+export function answerCommands(config: WhereConfig, agentId: string, approvalId: string): { approve: string; deny: string } {
+  return {
+    approve: cliLine(config, 'approve', agentId, approvalId),
+    deny: cliLine(config, 'deny', agentId, approvalId, placeholder('[--reason "<why>"]')),
+  };
+}
+
+/** A person to ask on this terminal, or null (not a TTY, or stdout belongs to `--json`). */
+export function promptFor(out: Out, json: boolean): Prompt | null {
+  if (json || !out.stdin?.isTTY || !out.stderr.isTTY) return null;
+  return ttyPrompt(out.stdin, out.stderr);
 }

@@ -1,11 +1,13 @@
 import { createInterface } from 'node:readline/promises';
-import { answerContent, type QuestionAnswer } from '../../actors/effects/questions.js';
+import { answerContent, answerMismatch, type QuestionAnswer } from '../../actors/effects/questions.js';
+import { ConfigError, NotFoundError } from '../../protocol/errors.js';
 import { newId } from '../../protocol/ids.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
-import type { Projection, QuestionRecord } from '../../store/projection.js';
+import { questionById, type Projection, type QuestionRecord } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
-import { CLI_SENDER, PromptInterrupted } from './approvals.js';
-import { cliLine, placeholder, type WhereConfig } from '../hints.js';
+import { PromptInterrupted } from './approval-prompt.js';
+import { cliLine, placeholder, type CommandLine, type WhereConfig } from '../hints.js';
+import { CLI_SENDER } from '../person-messages.js';
 
 /** A person's answer to one question: an option, their own words, or both. */
 export type PersonAnswer = Omit<QuestionAnswer, 'questionId'>;
@@ -110,4 +112,45 @@ export async function askPendingQuestions(
     }
     answered.set(questionId, await send(questionId, answer));
   }
+}
+
+/** Options of `actorloop answer`. */
+export interface AnswerQuestionOptions {
+  option?: string;
+  json?: boolean;
+  /** Host the agent here even when a host is running (refused while a host holds it). */
+  inProcess?: boolean;
+}
+
+/** The answer the command line gives: text or an option, never both, never empty. Exit 2 otherwise. */
+export function answerFromArgs(text: string | undefined, opts: AnswerQuestionOptions): PersonAnswer {
+  const hint = 'answer with text (actorloop answer <agent> <questionId> "<text>") or an option (--option <id>), not both';
+  if (text !== undefined && opts.option !== undefined) throw new ConfigError('cli.answer_both', 'give the answer as text or as --option, not both', { hint });
+  if (opts.option !== undefined) {
+    if (opts.option.trim() === '') throw new ConfigError('cli.answer_empty', 'the option ID is empty', { hint });
+    return { optionId: opts.option.trim() };
+  }
+  if (text === undefined) throw new ConfigError('cli.answer_missing', 'no answer given', { hint });
+  if (text.trim() === '') throw new ConfigError('cli.answer_empty', 'the answer is empty', { hint });
+  return { text };
+}
+
+/** The pending question `questionId` the answer fits; a one-line error when it does not: exit 3 when the agent never asked it, else 2. */
+export function questionToAnswer(agentId: string, questionId: string, p: Projection, answer: PersonAnswer, line: CommandLine): QuestionRecord {
+  const q = questionById(p, questionId);
+  if (!q) {
+    const pending = Object.entries(p.questions ?? {}).filter(([, x]) => x.state === 'pending').map(([id]) => id);
+    throw new NotFoundError('cli.question_not_found', `${agentId} has no question ${questionId}`, {
+      hint: pending.length > 0 ? `questions waiting for an answer: ${pending.join(', ')}` : `it waits for no answer (${line('events', agentId)} shows its ask/asked events)`,
+    });
+  }
+  if (q.state !== 'pending') {
+    throw new ConfigError('cli.question_answered', `question ${questionId} is already ${q.state}`, { hint: 'a question is answered once; the agent asks again if it needs to' });
+  }
+  const mismatch = answerMismatch(q, answer);
+  if (mismatch) {
+    const how = q.options.length > 0 ? `--option ${q.options.map((o) => o.id).join(' | --option ')}` : 'text';
+    throw new ConfigError('cli.answer_mismatch', `${mismatch} (question ${questionId})`, { hint: `answer it with ${how}${q.allowFreeText && q.options.length > 0 ? ', or text' : ''}` });
+  }
+  return q;
 }

@@ -6,7 +6,7 @@ import { EventDescriber, eventLine, type Out } from '../output.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { terminalText } from '../terminal-text.js';
-import { treeRootOf } from './tree.js';
+import { treeRootOf } from './tree-view.js';
 
 /** Names are padded to this many characters at least, so the events line up in a small tree. */
 const NAME_WIDTH = 8;
