@@ -9,6 +9,7 @@ import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { cliLine, placeholder } from '../hints.js';
+import { nothingRunsIt } from '../left-work.js';
 
 /** Rows `runs` shows unless `--limit` says otherwise (`--json` lists every agent). */
 export const RUNS_DEFAULT_LIMIT = 20;
@@ -129,6 +130,8 @@ export async function runsCommand(opts: RunsOptions, config: EffectiveConfig, ou
     const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
     out.stdout.write(`${[line(header), ...table.map(line)].join('\n')}\n`);
     if (total > rows.length) out.stderr.write(`${rows.length} of ${total} agents shown; --limit ${total} shows them all\n`);
+    // work let go reads as not running, with the command that carries it on
+    for (const r of rows) if (r.status === 'released') out.stderr.write(`${r.actorId}: let go with work open; ${nothingRunsIt(config, r.actorId)}\n`);
     return EXIT.completed;
   } finally {
     await rt.close();

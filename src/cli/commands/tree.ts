@@ -54,6 +54,7 @@ function costText(usd: number | null): string {
 export function doingText(a: TreeAgent): string {
   let status: string = a.status;
   if (a.waitingFor) status = `waiting for ${a.waitingFor.kind === 'approval' ? 'approval' : 'an answer to'} ${a.waitingFor.ids.join(', ')}`;
+  else if (a.status === 'released') status = 'released, nothing runs it';
   const parts = [status];
   if (a.step !== null) parts.push(`step ${a.step}`);
   if (a.tool !== null) parts.push(`▸ ${a.tool}`);
@@ -72,10 +73,14 @@ export function treeLines(v: TreeView): string[] {
   return [...v.agents.map(agentLine), `total: ${n} agent${n === 1 ? '' : 's'} · ${tokensText(v.total.tokens, v.total.estimated)} · ${costText(v.total.costUsd)}`];
 }
 
-/** How to answer what the tree's agents wait for: a line per approval or question, naming the agent that waits. */
+/**
+ * How to answer what the tree's agents wait for: a line per approval or question, naming the
+ * agent that waits; and for an agent let go with work open, the command that carries it on.
+ */
 export function answerLines(config: WhereConfig, v: TreeView): string[] {
   const lines: string[] = [];
   for (const a of v.agents) {
+    if (a.status === 'released') lines.push(`resume:  ${cliLine(config, 'resume', a.actorId)}`);
     for (const id of a.waitingFor?.ids ?? []) {
       lines.push(a.waitingFor!.kind === 'approval'
         ? `approve: ${answerCommands(config, a.actorId, id).approve}`
