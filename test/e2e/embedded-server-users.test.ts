@@ -18,7 +18,11 @@ const procs: ChildProcess[] = [];
 const pool = new CliPool();
 
 afterAll(async () => {
-  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  // each one gone before the state file is read: a host killed while it restarts the server writes it last
+  await Promise.all(procs.filter((p) => p.exitCode === null && p.signalCode === null).map((p) => new Promise((r) => {
+    p.once('exit', r);
+    p.kill('SIGKILL');
+  })));
   await pool.killAll();
   // what a failed test left: the data dir's server is stopped too
   for (const d of dirs) {
