@@ -59,7 +59,7 @@ export interface Bus {
   person(): Promise<JetStreamClient>;
   /** Core NATS messages for live watchers (model deltas), sent along with the next log commit. */
   live: LivePublisher;
-  /** Drains the connection and releases the embedded server when this process started it. */
+  /** Drains the connection and releases the embedded server (stopped when no other process uses it). */
   close(): Promise<void>;
 }
 
@@ -124,8 +124,8 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
       { cause: err, retryable: true, hint: UNREACHABLE_HINT });
   }
   void watchStatus(nc, logger);
-  // The embedded server is ours to keep alive: if it dies under a command, the command starts it
-  // again on the same store and port, and the connection's reconnect loop finds it there.
+  // The embedded server is every user's to keep alive: if it dies under a command, the command
+  // starts it again on the same store and port, and the connection's reconnect loop finds it there.
   if (embedded) void keepEmbeddedAlive(nc, () => embedded!, (e) => { embedded = e; }, opts, logger);
   let personJs: Promise<{ js: JetStreamClient; nc: NatsConnection | null }> | undefined;
   try {
@@ -232,6 +232,8 @@ async function keepEmbeddedAlive(
         const port = Number(new URL(was.url).port);
         const next = await acquireEmbeddedNats(opts.dataDir, logger, { port, ...serverOptions(opts) });
         replace(next);
+        // the dead server's acquisition is given back: this process counts as one user of the new one
+        await was.release();
         logger.warn({ pid: next.pid, url: next.url }, next.owned ? 'the embedded nats-server died; started it again on the same store' : 'the embedded nats-server died; another process started it again');
       } catch (err) {
         logger.error({ err }, 'the embedded nats-server died and could not be started again; retrying');

@@ -6,24 +6,29 @@ import { pino, type Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
 import { natsAccepts, startNatsServer } from './nats-server.js';
 import { ensureEmbeddedAuth, writeServerConfig, type EmbeddedAuth } from './nats-auth.js';
+import { joinUsers, leaveUsers, otherUsers, usersDir } from './embedded-users.js';
 
-/** An embedded nats-server this process uses: started by it (`owned`) or reused. */
+/**
+ * An embedded nats-server this process uses, started by it (`owned`) or reused. It is owned by
+ * no command: every command that uses it counts as a user, and the last one to release it stops
+ * it, so stopping one command (a `serve`) never takes the bus from under another (a `host`).
+ */
 export interface EmbeddedNats {
   url: string;
   /** The server's process. */
   pid: number;
   /** The logins of its users (host, client): the server runs with authorization. */
   auth: EmbeddedAuth;
-  /** True when this process started the server and `release()` stops it. */
+  /** True when this process started the server (it stops it only as the last user, like any other). */
   owned: boolean;
-  /** Stops the server when owned (and removes the state file); a no-op otherwise. */
+  /** Stops using the server: stops it (and removes the state file) when no other live process uses it. */
   release(): Promise<void>;
 }
 
 /** Contents of `<dataDir>/nats/server.json`: which server serves this data dir. */
 export const EmbeddedStateSchema = z.object({
   pid: z.number().int().positive(),
-  /** The process that started the server and stops it; absent in files of older versions. */
+  /** The process that started the server (the last of its users stops it); absent in files of older versions. */
   ownerPid: z.number().int().positive().optional(),
   url: z.string(),
   startedAt: z.string(),
@@ -38,7 +43,7 @@ export interface AcquireEmbeddedOptions {
   binary?: string;
   /** The PATH the binary is looked up on (`StartNatsServerOptions.pathEnv`). */
   pathEnv?: string;
-  /** How long to wait for another process that is starting the server. */
+  /** How long to wait for another process that is starting (or stopping) the server. */
   lockTimeoutMs?: number;
   /** Start on this port (a restart after the server died, so clients reconnect to the same URL). */
   port?: number;
@@ -53,54 +58,98 @@ export function embeddedPaths(dataDir: string) {
     stateFile: join(dir, 'server.json'),
     lockFile: join(dir, 'server.lock'),
     logFile: join(dir, 'server.log'),
+    usersDir: usersDir(dir),
   };
 }
 
+/** A server found or started under the start lock, with how to stop it when it is this process's child. */
+interface Found {
+  url: string;
+  pid: number;
+  owned: boolean;
+  stopChild?: () => Promise<void>;
+}
+
 /**
- * Reuses the embedded nats-server of `dataDir` while it lives, or starts one (design §6).
- * Starts are serialized across processes by an exclusive lock file.
+ * Reuses the embedded nats-server of `dataDir` while it lives, or starts one (design §6), and
+ * counts this process as one of its users. Starts, reuses and the last user's stop are serialized
+ * across processes by an exclusive lock file, so a server is never stopped under a command that
+ * has just found it.
  */
 export async function acquireEmbeddedNats(
   dataDir: string, logger: Logger = pino({ level: 'silent' }), opts: AcquireEmbeddedOptions = {},
 ): Promise<EmbeddedNats> {
   const paths = embeddedPaths(dataDir);
+  const lockTimeoutMs = opts.lockTimeoutMs ?? 20_000;
   await mkdir(paths.dir, { recursive: true, mode: 0o700 });
   const auth = await ensureEmbeddedAuth(paths.dir);
-  const reused = await tryReuse(paths.stateFile, auth, logger);
-  if (reused && !reused.orphaned) return reused;
-  return withStartLock(paths.lockFile, opts.lockTimeoutMs ?? 20_000, async () => {
-    // another process may have started (or adopted) it while we waited for the lock
-    const again = await tryReuse(paths.stateFile, auth, logger);
-    if (again?.orphaned) return adopt(paths.stateFile, again.state, auth, logger);
-    if (again) return again;
-    // the config is written at every start: it holds the logins' permissions of this version
-    const configFile = await writeServerConfig(paths.dir, auth);
-    const handle = await startNatsServer({
-      storeDir: paths.storeDir, logFile: paths.logFile, logger, configFile,
-      ...(opts.binary ? { binary: opts.binary } : {}), ...(opts.pathEnv !== undefined ? { pathEnv: opts.pathEnv } : {}),
-      ...(opts.port ? { port: opts.port } : {}),
+  // a user before it looks: a last user stopping the server under the lock sees this one
+  joinUsers(paths.usersDir);
+  let found: Found;
+  try {
+    found = await withStartLock(paths.lockFile, lockTimeoutMs, async (): Promise<Found> => {
+      const reused = await tryReuse(paths.stateFile, logger);
+      if (reused) return reused;
+      // the config is written at every start: it holds the logins' permissions of this version
+      const configFile = await writeServerConfig(paths.dir, auth);
+      const handle = await startNatsServer({
+        storeDir: paths.storeDir, logFile: paths.logFile, logger, configFile,
+        ...(opts.binary ? { binary: opts.binary } : {}), ...(opts.pathEnv !== undefined ? { pathEnv: opts.pathEnv } : {}),
+        ...(opts.port ? { port: opts.port } : {}),
+      });
+      const state: EmbeddedState = {
+        pid: handle.pid, ownerPid: process.pid, url: handle.url, startedAt: new Date().toISOString(), auth: true,
+      };
+      // write then rename: a reader never sees half a file
+      const tmp = `${paths.stateFile}.${process.pid}.tmp`;
+      await writeFile(tmp, JSON.stringify(state));
+      await rename(tmp, paths.stateFile);
+      return { url: handle.url, pid: handle.pid, owned: true, stopChild: () => handle.stop() };
     });
-    const state: EmbeddedState = {
-      pid: handle.pid, ownerPid: process.pid, url: handle.url, startedAt: new Date().toISOString(), auth: true,
-    };
-    // write then rename: a reader never sees half a file
-    const tmp = `${paths.stateFile}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify(state));
-    await rename(tmp, paths.stateFile);
-    let released: Promise<void> | undefined;
-    return {
-      url: handle.url,
-      pid: handle.pid,
-      auth,
-      owned: true,
-      release() {
-        // stop before removing the file: removing first would let another process start a
-        // second server on the same store while this one still runs
-        released ??= handle.stop().then(() => removeStateIf(paths.stateFile, handle.pid));
-        return released;
-      },
-    };
-  });
+  } catch (err) {
+    leaveUsers(paths.usersDir);
+    throw err;
+  }
+  let released: Promise<void> | undefined;
+  return {
+    url: found.url,
+    pid: found.pid,
+    auth,
+    owned: found.owned,
+    release() {
+      released ??= leave(paths, found, lockTimeoutMs, logger);
+      return released;
+    },
+  };
+}
+
+/**
+ * Takes this process off the server's users and, when no other live process uses it, stops it,
+ * under the start lock. A server still used by another command is left running: it outlives
+ * every command that uses it. Never throws: a server that cannot be stopped now is left for the
+ * next last user.
+ */
+async function leave(paths: ReturnType<typeof embeddedPaths>, found: Found, lockTimeoutMs: number, logger: Logger): Promise<void> {
+  if (!leaveUsers(paths.usersDir)) return;
+  try {
+    await withStartLock(paths.lockFile, lockTimeoutMs, async () => {
+      const others = otherUsers(paths.usersDir);
+      if (others.length > 0) {
+        logger.debug({ pid: found.pid, users: others }, 'the embedded nats-server is still used; leaving it running');
+        return;
+      }
+      const state = await readEmbeddedState(paths.stateFile);
+      // a server restarted since (by this process or another) is the one to stop now
+      const pid = state?.pid ?? found.pid;
+      // stop before removing the file: removing first would let another process start a second
+      // server on the same store while this one still runs
+      if (found.stopChild && pid === found.pid) await found.stopChild();
+      else await stopPid(pid);
+      await removeStateIf(paths.stateFile, pid);
+    });
+  } catch (err) {
+    logger.warn({ err, pid: found.pid }, 'could not stop the embedded nats-server; the next command to leave it stops it');
+  }
 }
 
 /** Reads the state file; undefined when absent or unreadable. */
@@ -112,9 +161,7 @@ export async function readEmbeddedState(stateFile: string): Promise<EmbeddedStat
   }
 }
 
-type Reused = EmbeddedNats & { orphaned: boolean; state: EmbeddedState };
-
-async function tryReuse(stateFile: string, auth: EmbeddedAuth, logger: Logger): Promise<Reused | undefined> {
+async function tryReuse(stateFile: string, logger: Logger): Promise<Found | undefined> {
   const state = await readEmbeddedState(stateFile);
   if (!state || !pidAlive(state.pid)) return undefined;
   if (state.auth !== true && isNatsServerPid(state.pid)) {
@@ -125,9 +172,7 @@ async function tryReuse(stateFile: string, auth: EmbeddedAuth, logger: Logger): 
   }
   if (await natsAccepts(state.url, 2_000)) {
     logger.debug({ pid: state.pid, url: state.url }, 'reusing embedded nats-server');
-    // A server whose owner was killed (say, by a fault injection) would otherwise live forever.
-    const orphaned = state.ownerPid !== undefined && !pidAlive(state.ownerPid);
-    return { url: state.url, pid: state.pid, auth, owned: false, release: async () => {}, orphaned, state };
+    return { url: state.url, pid: state.pid, owned: false };
   }
   if (isNatsServerPid(state.pid)) {
     // a live but silent server still holds the store: starting a second one on it would corrupt it
@@ -136,29 +181,6 @@ async function tryReuse(stateFile: string, auth: EmbeddedAuth, logger: Logger): 
       { hint: `stop it (kill ${state.pid}) and retry` });
   }
   return undefined;
-}
-
-/**
- * Takes over a live server whose owner died: this process becomes its owner and stops it when
- * done, as the owner would have. Called under the start lock, so one process adopts it.
- */
-async function adopt(stateFile: string, state: EmbeddedState, auth: EmbeddedAuth, logger: Logger): Promise<EmbeddedNats> {
-  const adopted: EmbeddedState = { ...state, ownerPid: process.pid };
-  const tmp = `${stateFile}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify(adopted));
-  await rename(tmp, stateFile);
-  logger.debug({ pid: state.pid }, 'adopted an embedded nats-server whose owner is gone');
-  let released: Promise<void> | undefined;
-  return {
-    url: state.url,
-    pid: state.pid,
-    auth,
-    owned: true,
-    release() {
-      released ??= stopPid(state.pid).then(() => removeStateIf(stateFile, state.pid));
-      return released;
-    },
-  };
 }
 
 /** Stops a server that is not our child: SIGTERM, then SIGKILL after 5 s. */

@@ -3,7 +3,7 @@ import type { Supervisor } from '../actors/hosting/supervisor.js';
 import type { Projection } from '../store/projection.js';
 import { EXIT } from './exit-codes.js';
 import { releaseToHosts } from './hand-off.js';
-import { cliLine } from './hints.js';
+import { cliLine, type WhereConfig } from './hints.js';
 import type { Out } from './output.js';
 import type { Runtime } from './runtime.js';
 
@@ -34,5 +34,10 @@ export async function handOverLeftWork(rt: Runtime, supervisor: Supervisor, entr
     out.stderr.write(`${entry.actorId}: ${what}; handed to a live host: follow it with ${cliLine(rt.config, 'events', entry.actorId, '--follow')}\n`);
     return;
   }
-  out.stderr.write(`${entry.actorId}: ${what}; nothing runs it now: ${cliLine(rt.config, 'resume', entry.actorId)} carries it on\n`);
+  out.stderr.write(`${entry.actorId}: ${what}; ${nothingRunsIt(rt.config, entry.actorId)}\n`);
+}
+
+/** What is said of work let go that nobody runs (`released`): the command that carries it on. */
+export function nothingRunsIt(config: WhereConfig, actorId: string): string {
+  return `nothing runs it now: ${cliLine(config, 'resume', actorId)} carries it on`;
 }

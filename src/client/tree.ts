@@ -1,24 +1,20 @@
 import type { ActorEvent } from '../protocol/events.js';
 import { addCost } from '../protocol/history.js';
 import type { LogReader } from '../store/log-port.js';
-import { continuationPending, type Projection } from '../store/projection.js';
+import type { Projection } from '../store/projection.js';
 import { followTree, type TreeClientEvent } from './follower.js';
-import { statusOf, type ClientStatus } from './status.js';
+import { agentStatus, isBusy, type TreeStatus } from './status.js';
 
 // A run seen whole (design §6b, §11): every agent under one root, each folded from its own log
 // with the projection every reader uses, put together into one tree. Nothing here is guessed
 // from time or silence: names, parents and depths come from the spawn records and the children's
-// tasks; statuses from each log as `statusOf` reads it.
+// tasks; statuses from each log as `agentStatus` reads it.
 
 /** The name the tree gives its top agent (the scripted model's `agents.main` too). */
 export const ROOT_NAME = 'main';
 
-/**
- * What one agent of a tree is doing: `statusOf`'s statuses, `starting` for a child its parent
- * spawned whose log has no turn yet, `recovering` while a new incarnation takes over from one
- * that died (its log's last word is the death or the rehydration, with a turn open).
- */
-export type TreeStatus = ClientStatus | 'starting' | 'recovering';
+/** What one agent of a tree is doing (`agentStatus`). */
+export type { TreeStatus } from './status.js';
 
 /** One agent of a tree, as its log and its parent's say. */
 export interface TreeAgent {
@@ -131,9 +127,7 @@ export class TreeFold {
       costUsd = addCost(costUsd, a.costUsd);
       estimated ||= a.estimated;
     }
-    const busy = (a: TreeAgent): boolean =>
-      a.status === 'running' || a.status === 'starting' || a.status === 'recovering' || a.status === 'waiting' ||
-      this.actors.get(a.actorId)?.projection.noticeOwed !== undefined;
+    const busy = (a: TreeAgent): boolean => isBusy(a.status) || this.actors.get(a.actorId)?.projection.noticeOwed !== undefined;
     return {
       rootId: this.rootId,
       agents: ordered,
@@ -157,7 +151,7 @@ export class TreeFold {
       name,
       parentId,
       depth,
-      status: p ? treeStatus(p, facts!.lastType) : 'starting',
+      status: p ? agentStatus(p, facts!.lastType) : 'starting',
       waitingFor: p?.parked ? waitingFor(p.parked, p.questions) : null,
       step: p?.openStep?.index ?? null,
       tool: running?.name ?? null,
@@ -167,21 +161,6 @@ export class TreeFold {
       children: [...(this.childOrder.get(id) ?? [])],
     };
   }
-}
-
-/**
- * An agent's status in a tree: `statusOf`, and what it cannot say of a child or a goal — a child
- * whose task is received and not started yet is `starting`, one whose goal owes its next turn is
- * `running`, one whose last incarnation died with a turn open is `recovering`.
- */
-export function treeStatus(p: Projection, lastType: ActorEvent['type'] | null): TreeStatus {
-  if (p.openTurn && (lastType === 'actor/killed' || lastType === 'actor/rehydrated')) return 'recovering';
-  const status = statusOf(p);
-  if (status === 'running' || status === 'waiting') return status;
-  if (continuationPending(p)) return 'running';
-  const taskPending = Object.values(p.inbox).some((i) => i.state === 'pending' && i.kind === 'subagent_task');
-  if (taskPending && !p.stopped) return p.turns === 0 ? 'starting' : 'running';
-  return status;
 }
 
 /** Options of `readTreeView` and `watchTree`. */

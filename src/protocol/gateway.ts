@@ -12,12 +12,13 @@ import { ReasoningEffortSchema, TurnOutcomeSchema } from './turn-settings.js';
 export const GATEWAY_PROTOCOL_VERSION = 'v1';
 
 /**
- * A status as a client shows it, the tree's (src/client/tree.ts): `idle` before any turn,
- * `starting` a child not started yet, `running`, `waiting` for a person, `killed` while its log
- * has a turn open and the holder of its lease is dead (before any incarnation says so),
- * `recovering` after its last incarnation died with a turn open, or the last turn's outcome.
+ * A status as a client shows it (`agentStatus`, src/client/status.ts): `idle` before any turn,
+ * `starting` a child not started yet, `running`, `waiting` for a person, `killed` once its log
+ * says its incarnation died (or, before any incarnation says so, while its log has a turn open
+ * and the holder of its lease is dead), `recovering` while a new incarnation takes over,
+ * `released` when it was let go with work open and nothing runs it, or the last turn's outcome.
  */
-export const ActorStatusSchema = z.union([z.enum(['idle', 'running', 'waiting', 'starting', 'killed', 'recovering']), TurnOutcomeSchema]);
+export const ActorStatusSchema = z.union([z.enum(['idle', 'running', 'waiting', 'starting', 'killed', 'recovering', 'released']), TurnOutcomeSchema]);
 
 /** One actor of the directory with what its log says now (`GET /v1/actors`, `actors.list`). */
 export const ActorSummarySchema = z.object({

@@ -11,7 +11,7 @@ describe('acquireEmbeddedNats', () => {
     for (const d of dirs) await rm(d, { recursive: true, force: true });
   });
 
-  it('starts once, is reused while it lives, and is stopped by its owner', async () => {
+  it('starts once, is reused while it lives, and is stopped by its last user', async () => {
     const dataDir = await tempDir('emb');
     dirs.push(dataDir);
     const paths = embeddedPaths(dataDir);
@@ -25,7 +25,7 @@ describe('acquireEmbeddedNats', () => {
       const user = await acquireEmbeddedNats(dataDir);
       expect(user.owned).toBe(false);
       expect(user.url).toBe(owner.url);
-      await user.release(); // a no-op for a reuser
+      await user.release(); // this process still uses it through the owner
       expect(await natsAccepts(owner.url)).toBe(true);
     } finally {
       await owner.release();

@@ -126,6 +126,11 @@ describe('the tree fold', () => {
     grand.crash();
     view = fold.view();
     expect(view.agents.map((a) => `${'  '.repeat(a.depth)}${a.name}`)).toEqual(['main', '  reader', '    helper']);
+    // the death first (the page and the gateway read the same), then the new incarnation taking over
+    expect(byName(view.agents).helper).toMatchObject({ parentId: CHILD, depth: 2, status: 'killed' });
+    expect(view.settled).toBe(false);
+    grand.push('actor/rehydrated', { snapshotSeq: 0, tailEvents: 1 });
+    view = fold.view();
     expect(byName(view.agents).helper).toMatchObject({ parentId: CHILD, depth: 2, status: 'recovering' });
     // a price not known anywhere in the tree makes the tree's cost unknown, never a smaller sum
     expect(view.total.costUsd).toBeNull();

@@ -188,6 +188,18 @@ describe('run --continue and --last', () => {
     expectExit(expect, run, 0);
     // the turn it left is named, with the command that carries it on
     expect(run.stderr).toContain(`${agentId}: turn 2 (a follow-up) started as this command ended; nothing runs it now: actorloop resume ${agentId}`);
+    // runs and tree say so too: the turn is open and nothing runs it, so it is not `running`
+    const runs = await cli.run(['runs', ...common]);
+    expectExit(expect, runs, 0);
+    const row = lines(runs.stdout).find((l) => l.startsWith(agentId))!;
+    expect(row.split(/\s{2,}/)[1], show(runs)).toBe('released');
+    expect(runs.stderr).toContain(`${agentId}: let go with work open; nothing runs it now: actorloop resume ${agentId}`);
+    expect(parseRuns((await cli.run(['runs', '--json', ...common])).stdout).find((r) => r.actorId === agentId)?.status).toBe('released');
+    const tree = await cli.run(['tree', agentId, ...common]);
+    expectExit(expect, tree, 0);
+    expect(lines(tree.stdout)[0], show(tree)).toContain(`main  ${agentId}  released, nothing runs it · step 1`);
+    expect(tree.stdout).not.toMatch(/running/);
+    expect(lines(tree.stdout).some((l) => l.startsWith(`resume:  actorloop resume ${agentId}`)), show(tree)).toBe(true);
     const resumed = await cli.run(['resume', agentId, '--json', ...common]);
     expectExit(expect, resumed, 0);
     expect(parseEvents(resumed.stdout).at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed', answer: 'second answer' } });

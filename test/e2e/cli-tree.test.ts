@@ -137,7 +137,7 @@ describe('a tree of agents on a host', () => {
     expect(runsWaiting.find((r) => r.actorId === rootId)?.status).toBe('waiting');
     const waitingText = await cli.run(['tree', rootId, ...common]);
     expect(lines(waitingText.stdout)).toEqual([
-      `main  ${rootId}  running · step 1 · ▸ spawn_agent · 44 tokens · cost unknown`,
+      `main      ${rootId}  running · step 1 · ▸ spawn_agent · 44 tokens · cost unknown`,
       `  writer  ${childId}  waiting for approval ${approvalId} · step 1 · 44 tokens · cost unknown`,
       'total: 2 agents · 88 tokens · cost unknown',
       `approve: actorloop approve ${childId} ${approvalId} --data-dir ${dataDir} --nats ${nats.url}`,
@@ -171,12 +171,12 @@ describe('a tree of agents on a host', () => {
     // three lines drawn (two agents and the total): each redraw moves up over them and clears
     expect(onTty.stdout).toContain('\x1b[3F\x1b[J');
     const lastDraw = onTty.stdout.split('\x1b[3F\x1b[J').at(-1)!;
-    expect(lastDraw).toMatch(new RegExp(`^main  ${rootId}  completed`));
+    expect(lastDraw).toMatch(new RegExp(`^main {6}${rootId}  completed`));
     expect(lastDraw).toContain(`  writer  ${childId}  completed`);
     const followed = await follower.ended;
     expectExit(expect, followed, 0);
     // a line per change (no terminal), the tree first and its total once it is settled
-    expect(lines(followed.stdout)[0]).toMatch(new RegExp(`^main  ${rootId}  running`));
+    expect(lines(followed.stdout)[0]).toMatch(new RegExp(`^main +${rootId}  running`));
     expect(followed.stdout).toMatch(new RegExp(`^writer  ${childId}  completed · 88 tokens`, 'm'));
     expect(lines(followed.stdout).at(-1)).toMatch(/^total: 2 agents · \d+ tokens · cost unknown$/);
 
@@ -193,7 +193,7 @@ describe('a tree of agents on a host', () => {
     const text = await cli.run(['tree', rootId, ...common]);
     expectExit(expect, text, 0);
     expect(lines(text.stdout)).toEqual([
-      `main  ${rootId}  completed · 88 tokens · cost unknown`,
+      `main      ${rootId}  completed · 88 tokens · cost unknown`,
       `  writer  ${childId}  completed · 88 tokens · cost unknown`,
       'total: 2 agents · 176 tokens · cost unknown',
     ]);

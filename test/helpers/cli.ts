@@ -3,7 +3,9 @@ import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventSchema, type ActorEvent } from '../../src/protocol/events.js';
+import { z } from 'zod';
 import { DirectoryEntrySchema, type DirectoryEntry } from '../../src/bus/directory.js';
+import { ActorStatusSchema } from '../../src/protocol/gateway.js';
 import { tempDir } from './nats.js';
 
 /** The package root: `bin/actorloop.js` and `examples/` are resolved from it. */
@@ -138,9 +140,12 @@ export function parseEvents(stdout: string): ActorEvent[] {
   });
 }
 
+/** One line of `runs --json`: a directory entry whose status is the log's, as every client reads it. */
+export type RunsLine = Omit<DirectoryEntry, 'status'> & { status: z.infer<typeof ActorStatusSchema> };
+
 /** Parses `runs --json` output: one directory entry a line. */
-export function parseRuns(stdout: string): DirectoryEntry[] {
-  return lines(stdout).map((line) => DirectoryEntrySchema.parse(JSON.parse(line)));
+export function parseRuns(stdout: string): RunsLine[] {
+  return lines(stdout).map((line) => DirectoryEntrySchema.extend({ status: ActorStatusSchema }).parse(JSON.parse(line)));
 }
 
 /** A result described for an assertion message. */

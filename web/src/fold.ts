@@ -1,4 +1,5 @@
 import type { ActorEvent } from '../../src/protocol/events.js';
+import { agentStatus } from '../../src/client/status.js';
 import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
 import type { StreamEvent } from './stream-event.js';
 
@@ -70,19 +71,18 @@ export function foldTree(stream: readonly StreamEvent[], upTo: number): Map<stri
 }
 
 /**
- * The badge of an actor as its log says: killed (its last word is a death), recovering (a new
- * incarnation rehydrated it with a turn open), waiting for an approval or an answer (it parked),
- * running, the outcome of its last turn, or idle.
+ * The badge of an actor as its log says: the status every client shows (`agentStatus`), a wait
+ * named by what it waits for.
  */
 export function statusOf(a: ActorState): string {
-  const p = a.projection;
-  const last = a.events[a.events.length - 1]?.type;
-  if (last === 'actor/killed') return 'killed';
-  if (p.openTurn && last === 'actor/rehydrated') return 'recovering';
-  if (p.parked) return p.parked.waitingFor === 'approval' ? 'waiting_approval' : 'waiting_answer';
-  if (p.openTurn) return 'running';
-  if (p.turns === 0 && Object.values(p.inbox).some((i) => i.state === 'pending')) return 'starting';
-  return p.lastTurn?.outcome ?? 'idle';
+  return badge(agentStatus(a.projection, a.events[a.events.length - 1]?.type ?? null), a.projection.parked?.waitingFor ?? null);
+}
+
+const WAITING: Record<string, string> = { approval: 'waiting_approval', question: 'waiting_answer' };
+
+/** The badge of a status: `waiting` named by what it waits for (the page says which a person is asked for). */
+export function badge(status: string, waitingFor: string | null): string {
+  return status === 'waiting' && waitingFor ? (WAITING[waitingFor] ?? status) : status;
 }
 
 /** Input and output tokens of every attempt of an actor. */

@@ -1,7 +1,7 @@
 import { memo } from 'preact/compat';
 import { useState } from 'preact/hooks';
 import type { ActorRow } from './api.js';
-import { statusOf, tokensOf, type ActorState } from './fold.js';
+import { badge, statusOf, tokensOf, type ActorState } from './fold.js';
 
 // The actor tree: every actor under the root with its badge, tokens and cost, and the tree's sums;
 // each row carries the statuses the page saw it in (`data-history`, and its tooltip).
@@ -29,11 +29,9 @@ export interface TreeRow {
   costUsd: number | null;
 }
 
-const WAITING: Record<string, string> = { approval: 'waiting_approval', question: 'waiting_answer' };
-
 /** The badge of a gateway's row: its status, a wait named by what it waits for. */
 export function badgeOf(r: ActorRow): string {
-  return r.status === 'waiting' && r.waitingFor ? (WAITING[r.waitingFor.kind] ?? r.status) : r.status;
+  return badge(r.status, r.waitingFor?.kind ?? null);
 }
 
 /** The rows of the tree: the gateway's actors and those the events name, parents before children. */

@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import type { DirectoryEntry } from '../../bus/directory.js';
-import { statusOf, type ClientStatus } from '../../client/status.js';
+import type { ActorEvent } from '../../protocol/events.js';
+import { agentStatus, type TreeStatus } from '../../client/status.js';
 import { environmentOf, type EffectiveConfig } from '../../config/config.js';
 import { emptyProjection, foldEvent, type Projection } from '../../store/projection.js';
 import { EXIT } from '../exit-codes.js';
@@ -8,14 +9,15 @@ import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { cliLine, placeholder } from '../hints.js';
+import { nothingRunsIt } from '../left-work.js';
 
 /** Rows `runs` shows unless `--limit` says otherwise (`--json` lists every agent). */
 export const RUNS_DEFAULT_LIMIT = 20;
 
 /** One agent as `runs` lists it: its directory entry with what its log says. */
-export interface RunRow extends DirectoryEntry {
+export interface RunRow extends Omit<DirectoryEntry, 'status'> {
   /** From the log, not the directory's cache of it. */
-  status: ClientStatus;
+  status: TreeStatus;
   turns: number;
   /** The task of its last turn (the first message that turn took); null before any. */
   lastTask: string | null;
@@ -46,8 +48,10 @@ export async function listRuns(rt: Runtime, limit: number | null): Promise<{ row
     const p = emptyProjection(e.actorId);
     let lastTask: string | null = null;
     let claimed: readonly string[] = [];
+    let lastType: ActorEvent['type'] | null = null;
     for await (const { event } of rt.reader.read(e.rootId, e.actorId, { afterSeq: 0 })) {
       foldEvent(p, event);
+      lastType = event.type;
       if (event.type === 'turn/start') claimed = event.data.messageIds;
       else if (event.type === 'user/message' && claimed.includes(event.data.messageId)) {
         lastTask = event.data.content;
@@ -57,7 +61,7 @@ export async function listRuns(rt: Runtime, limit: number | null): Promise<{ row
     // a task handed over and not taken yet is the task it is about to run
     lastTask ??= e.title;
     const tree = all.filter((c) => c.rootId === e.actorId && c.actorId !== e.actorId);
-    return { ...e, status: await runStatus(rt, p, tree), turns: p.turns + (p.openTurn ? 1 : 0), lastTask, children: children.get(e.actorId) ?? 0 };
+    return { ...e, status: await runStatus(rt, agentStatus(p, lastType), p, tree), turns: p.turns + (p.openTurn ? 1 : 0), lastTask, children: children.get(e.actorId) ?? 0 };
   }));
   return { rows, total: tops.length };
 }
@@ -66,13 +70,16 @@ export async function listRuns(rt: Runtime, limit: number | null): Promise<{ row
  * A run's status: its root's, but `waiting` when the root only waits on its children and one of
  * them waits on a person: the run goes on when someone answers, not by itself.
  */
-async function runStatus(rt: Runtime, root: Projection, tree: DirectoryEntry[]): Promise<ClientStatus> {
-  const status = statusOf(root);
+async function runStatus(rt: Runtime, status: TreeStatus, root: Projection, tree: DirectoryEntry[]): Promise<TreeStatus> {
   if (status !== 'running' || Object.keys(root.waits ?? {}).length === 0 || root.openAttempt) return status;
   for (const c of tree) {
     const p = emptyProjection(c.actorId);
-    for await (const { event } of rt.reader.read(c.rootId, c.actorId, { afterSeq: 0 })) foldEvent(p, event);
-    if (statusOf(p) === 'waiting') return 'waiting';
+    let lastType: ActorEvent['type'] | null = null;
+    for await (const { event } of rt.reader.read(c.rootId, c.actorId, { afterSeq: 0 })) {
+      foldEvent(p, event);
+      lastType = event.type;
+    }
+    if (agentStatus(p, lastType) === 'waiting') return 'waiting';
   }
   return status;
 }
@@ -123,6 +130,8 @@ export async function runsCommand(opts: RunsOptions, config: EffectiveConfig, ou
     const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
     out.stdout.write(`${[line(header), ...table.map(line)].join('\n')}\n`);
     if (total > rows.length) out.stderr.write(`${rows.length} of ${total} agents shown; --limit ${total} shows them all\n`);
+    // work let go reads as not running, with the command that carries it on
+    for (const r of rows) if (r.status === 'released') out.stderr.write(`${r.actorId}: let go with work open; ${nothingRunsIt(config, r.actorId)}\n`);
     return EXIT.completed;
   } finally {
     await rt.close();

@@ -4,6 +4,7 @@ import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { answerLines, drawTreeViews, treeLines, treeRootOf, type TreeOptions } from '../tree/tree-view.js';
+import { terminalColumns } from '../terminal-width.js';
 
 /**
  * `actorloop tree <rootId> [--follow] [--json]`: the agents of a tree from their logs. With
@@ -17,7 +18,8 @@ export async function treeCommand(agentId: string, opts: TreeOptions, config: Ef
     const rootId = await treeRootOf(rt, agentId, out);
     if (!opts.follow) {
       const view = await readTreeView({ reader: rt.reader, rootId });
-      out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${[...treeLines(view), ...answerLines(config, view)].join('\n')}\n`);
+      // the commands that answer are never cut: a person copies them
+      out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${[...treeLines(view, terminalColumns(out)), ...answerLines(config, view)].join('\n')}\n`);
       return EXIT.completed;
     }
     return await followTreeView(rt, rootId, opts, out);

@@ -6,10 +6,13 @@ import { EventDescriber, eventLine, type Out } from '../output.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { terminalText } from '../terminal-text.js';
+import { cut, fitLine, terminalColumns } from '../terminal-width.js';
 import { treeRootOf } from './tree-view.js';
 
 /** Names are padded to this many characters at least, so the events line up in a small tree. */
 const NAME_WIDTH = 8;
+/** The widest the name column is: a longer name pushes its own line only (cut on a terminal). */
+const NAME_WIDTH_MAX = 24;
 
 /** Options of `actorloop events <rootId> --tree`. */
 export interface TreeEventsOptions {
@@ -34,7 +37,11 @@ export async function treeEventsCommand(rt: Runtime, agentId: string, opts: Tree
   const names = new Map<string, string>([[rootId, ROOT_NAME]]);
   // each agent's incarnations are its own: one describer each
   const describers = new Map<string, EventDescriber>();
-  let width = NAME_WIDTH;
+  // the column is as wide as the names of the tree so far, from the directory (a child's entry
+  // holds its spawn name): fixed before the first line, so every line of it lines up
+  const known = opts.json ? [] : (await rt.bus.directory.list()).filter((e) => e.rootId === rootId).map((e) => e.labels.name ?? '');
+  const width = Math.min(NAME_WIDTH_MAX, Math.max(NAME_WIDTH, ...known.map((n) => terminalText(n).length)));
+  const columns = terminalColumns(out);
   const print = (actorId: string, e: Parameters<EventDescriber['describe']>[0]): void => {
     if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
     if (opts.json) {
@@ -45,8 +52,7 @@ export async function treeEventsCommand(rt: Runtime, agentId: string, opts: Tree
     if (!d) describers.set(actorId, (d = new EventDescriber()));
     // a child is spawned before its log begins: its name is known by its first event
     const name = terminalText(names.get(actorId) ?? actorId);
-    width = Math.max(width, name.length);
-    out.stdout.write(`${name.padEnd(width)}  ${d.describe(e)}\n`);
+    out.stdout.write(`${fitLine(`${(columns === null ? name : cut(name, width)).padEnd(width)}  ${d.describe(e)}`, columns)}\n`);
   };
   if (!opts.follow) {
     for await (const { actorId, event } of followTree({ reader: rt.reader, rootId })) print(actorId, event);

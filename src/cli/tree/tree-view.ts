@@ -5,6 +5,7 @@ import type { Out } from '../output.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { terminalText } from '../terminal-text.js';
+import { cut, fitLine, terminalColumns } from '../terminal-width.js';
 import { answerCommands } from '../turn/approval-prompt.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 
@@ -37,28 +38,53 @@ function costText(usd: number | null): string {
 export function doingText(a: TreeAgent): string {
   let status: string = a.status;
   if (a.waitingFor) status = `waiting for ${a.waitingFor.kind === 'approval' ? 'approval' : 'an answer to'} ${a.waitingFor.ids.join(', ')}`;
+  else if (a.status === 'released') status = 'released, nothing runs it';
   const parts = [status];
   if (a.step !== null) parts.push(`step ${a.step}`);
   if (a.tool !== null) parts.push(`▸ ${a.tool}`);
   return parts.join(' · ');
 }
 
-/** One agent's line: indented by depth, its name, ID, what it does, its tokens and cost. */
-export function agentLine(a: TreeAgent): string {
-  // a name is the model's choice: shown, not sent
-  return terminalText(`${'  '.repeat(a.depth)}${a.name}  ${a.actorId}  ${doingText(a)} · ${tokensText(a.tokens, a.estimated)} · ${costText(a.costUsd)}`);
+/** The widest the name column grows: a longer name pushes its own line only (cut on a terminal). */
+const NAME_COLUMN_MAX = 24;
+
+/** An agent's name indented by its depth, as a terminal may be given it (a name is the model's choice: shown, not sent). */
+function indentedName(a: TreeAgent): string {
+  return terminalText(`${'  '.repeat(a.depth)}${a.name}`);
 }
 
-/** The tree's lines: one per agent, root first, each followed by its subtree, then the total. */
-export function treeLines(v: TreeView): string[] {
+/**
+ * One agent's line: indented by depth, its name (padded to `nameWidth`, and cut to it with
+ * `cutName`), ID, what it does, its tokens and cost.
+ */
+export function agentLine(a: TreeAgent, nameWidth = 0, cutName = false): string {
+  const name = indentedName(a);
+  return `${(cutName ? cut(name, nameWidth) : name).padEnd(nameWidth)}  ${a.actorId}  ${terminalText(doingText(a))} · ${tokensText(a.tokens, a.estimated)} · ${costText(a.costUsd)}`;
+}
+
+/**
+ * The tree's lines: one per agent, root first, each followed by its subtree, then the total;
+ * the names in one column, so the IDs line up. With `columns` (a terminal's width), a name is cut
+ * to its column and each line to the terminal; without, every line is whole.
+ */
+export function treeLines(v: TreeView, columns: number | null = null): string[] {
   const n = v.total.agents;
-  return [...v.agents.map(agentLine), `total: ${n} agent${n === 1 ? '' : 's'} · ${tokensText(v.total.tokens, v.total.estimated)} · ${costText(v.total.costUsd)}`];
+  const nameWidth = Math.min(NAME_COLUMN_MAX, Math.max(0, ...v.agents.map((a) => indentedName(a).length)));
+  const lines = [
+    ...v.agents.map((a) => agentLine(a, nameWidth, columns !== null)),
+    `total: ${n} agent${n === 1 ? '' : 's'} · ${tokensText(v.total.tokens, v.total.estimated)} · ${costText(v.total.costUsd)}`,
+  ];
+  return lines.map((l) => fitLine(l, columns));
 }
 
-/** How to answer what the tree's agents wait for: a line per approval or question, naming the agent that waits. */
+/**
+ * How to answer what the tree's agents wait for: a line per approval or question, naming the
+ * agent that waits; and for an agent let go with work open, the command that carries it on.
+ */
 export function answerLines(config: WhereConfig, v: TreeView): string[] {
   const lines: string[] = [];
   for (const a of v.agents) {
+    if (a.status === 'released') lines.push(`resume:  ${cliLine(config, 'resume', a.actorId)}`);
     for (const id of a.waitingFor?.ids ?? []) {
       lines.push(a.waitingFor!.kind === 'approval'
         ? `approve: ${answerCommands(config, a.actorId, id).approve}`
@@ -100,9 +126,8 @@ export async function drawTreeViews(
     }
     const lines = treeLines(view);
     if (redraw) {
-      const width = (out.stdout as { columns?: number }).columns ?? 0;
       // a line wider than the terminal wraps, and the next redraw would move up too few rows
-      const fitted = width > 1 ? lines.map((l) => (l.length >= width ? `${l.slice(0, width - 2)}…` : l)) : lines;
+      const fitted = treeLines(view, terminalColumns(out));
       out.stdout.write(`${drawn > 0 ? `\x1b[${drawn}F\x1b[J` : ''}${fitted.join('\n')}\n`);
       drawn = fitted.length;
       shown = lines.join('\n');
