@@ -262,6 +262,29 @@ function commandImports(): string[] {
   return found;
 }
 
+/**
+ * Where a process is put together: the one composition both the embedding runtime and the CLI
+ * build on. Elsewhere no file makes a supervisor's ports, and a supervisor takes the options the
+ * composition gives it (with the caller's own callbacks over them).
+ */
+const COMPOSITION = join(SRC, 'actors', 'composition.ts');
+
+/** Code lines outside the composition that wire a supervisor by hand, as `file: line`. */
+function wiringOutsideComposition(): string[] {
+  const found: string[] = [];
+  for (const file of tsFiles(SRC)) {
+    if (file === COMPOSITION) continue;
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      const code = line.trim();
+      if (code.startsWith('*') || code.startsWith('/*') || code.startsWith('//') || code.startsWith('export function')) continue;
+      const ports = /\bcreate(?:JetStream|Memory)Ports\(/.test(code);
+      const supervisor = /\bnew Supervisor\(/.test(code) && !/\bnew Supervisor\(composition\.supervisorOptions\(/.test(code);
+      if (ports || supervisor) found.push(`${relative(SRC, file)}: ${code}`);
+    }
+  }
+  return found;
+}
+
 describe('layering (design §2)', () => {
   it('reads the import forms the code uses', () => {
     const text = [
@@ -320,6 +343,11 @@ describe('layering (design §2)', () => {
   it('no command of src/cli/commands imports another', () => {
     expect(tsFiles(COMMANDS).length).toBeGreaterThan(10);
     expect(commandImports()).toEqual([]);
+  });
+
+  it('a supervisor is wired only by the composition the embedding runtime and the CLI share', () => {
+    expect(readFileSync(COMPOSITION, 'utf8')).toContain('export async function compose(');
+    expect(wiringOutsideComposition()).toEqual([]);
   });
 
   it('only src/config reads process.env', () => {
