@@ -12,15 +12,13 @@ import { RPC_ERRORS } from '../protocol/gateway.js';
 import { stricterMode } from '../protocol/turn-settings.js';
 import { FAULT_NOW } from '../protocol/fault-points.js';
 import { sendFaultOrder } from '../bus/fault-order-channel.js';
-import { approvalMessage } from './commands/approvals.js';
 import { answerFromArgs, questionToAnswer } from './commands/answer.js';
-import { questionAnswerMessage } from './commands/questions.js';
-import { continueRequest, nextTaskMessage } from './commands/continue.js';
+import { continueRequest } from './commands/continue.js';
 import { validateRun, type RunOptions } from './commands/run.js';
 import { entryOf, foldLog, latestAgent, placementOf, releaseToHosts, submitToHosts } from './hand-off.js';
 import { lineFor } from './hints.js';
-import { interruptMessage } from './interrupt-key.js';
-import { sendAsPerson, textMessage } from './person-messages.js';
+import { sendAsPerson } from './person-messages.js';
+import { approvalMessage, GATEWAY_SENDER, interruptMessage, nextTaskMessage, questionAnswerMessage, taskMessage, textMessage } from '../client/messages.js';
 import type { Runtime } from './runtime.js';
 
 // The gateway's commands (`actorloop serve`): each is the inbox message the CLI command of the
@@ -29,10 +27,6 @@ import type { Runtime } from './runtime.js';
 // may run on any machine, and kills itself only with its own --allow-faults). The gateway hosts
 // nothing: work goes to a live `actorloop host`, as `run` hands it over.
 
-/** Who the gateway's messages come from (the inbox door keeps a plain client name). */
-export const GATEWAY_SENDER = 'client:gateway';
-
-const fromGateway = (msg: InboxMessage): InboxMessage => ({ ...msg, from: GATEWAY_SENDER });
 
 /** Hands a message for an existing agent to whoever hosts it; a lease nobody holds goes to a live host, none live: an error saying to start one. */
 async function deliver(rt: Runtime, agentId: string, msg: InboxMessage): Promise<{ messageId: string }> {
@@ -42,7 +36,7 @@ async function deliver(rt: Runtime, agentId: string, msg: InboxMessage): Promise
     if (place.hosts.length === 0) throw noHostError();
     await releaseToHosts(rt, entry);
   }
-  await sendAsPerson(rt, fromGateway(msg));
+  await sendAsPerson(rt, msg);
   return { messageId: msg.id };
 }
 
@@ -118,22 +112,19 @@ export function gatewayCommands(rt: Runtime, o: GatewayCommandOptions = { allowL
               hint: 'send the task alone (its first turn takes the settings it was started with)',
             });
           }
-          const { messageId } = await deliver(rt, entry.actorId, textMessage(entry.actorId, 'follow_up', p.task));
+          const { messageId } = await deliver(rt, entry.actorId, textMessage(entry.actorId, 'follow_up', p.task, GATEWAY_SENDER));
           return { agentId: entry.actorId, messageId, turnId: null };
         }
         // the next turn as `run --continue` makes it: the last turn's settings, what this call says over them
         const request = withGatewaySettings(await continueRequest(opts, rt.config, proj.lastSettings), p);
-        const msg = nextTaskMessage(entry.actorId, p.task, request, proj.openTurn !== null);
+        const msg = nextTaskMessage(entry.actorId, p.task, request, proj.openTurn !== null, GATEWAY_SENDER);
         const { messageId } = await deliver(rt, entry.actorId, msg);
         return { agentId: entry.actorId, messageId, turnId: null };
       }
       if ((await rt.hosts.live(Date.now())).length === 0) throw noHostError();
       const request = withGatewaySettings(await validateRun(p.task, opts, rt.config), p);
       const actorId = newId('agent');
-      const message: InboxMessage = {
-        id: newId('message'), from: GATEWAY_SENDER, to: actorId, kind: 'user_message', target: 'next_turn', wakeup: true,
-        content: p.task, request, sentAt: new Date().toISOString(),
-      };
+      const message = taskMessage(actorId, p.task, request, GATEWAY_SENDER);
       await submitToHosts(rt, {
         actorId, kind: 'agent', parentId: null, rootId: actorId, title: rt.tooling.redactor.redact(p.task.trim()).text.slice(0, 120), workspace: request.workspace, labels: {},
       }, message);
@@ -141,7 +132,7 @@ export function gatewayCommands(rt: Runtime, o: GatewayCommandOptions = { allowL
       return { agentId: actorId, messageId: message.id, turnId: null };
     },
     async send(p) {
-      return deliver(rt, p.agentId, textMessage(p.agentId, p.kind, p.content));
+      return deliver(rt, p.agentId, textMessage(p.agentId, p.kind, p.content, GATEWAY_SENDER));
     },
     async respondApproval(p) {
       const entry = await entryOf(rt, p.agentId);
@@ -163,20 +154,20 @@ export function gatewayCommands(rt: Runtime, o: GatewayCommandOptions = { allowL
         });
       }
       const answer = p.decision === 'approve' ? { decision: 'approve' as const, always: p.always === true } : { decision: 'deny' as const, reason: p.reason ?? null };
-      return deliver(rt, p.agentId, approvalMessage(p.agentId, p.approvalId, approval.planDigest, answer));
+      return deliver(rt, p.agentId, approvalMessage(p.agentId, p.approvalId, approval.planDigest, answer, GATEWAY_SENDER));
     },
     async answer(p) {
       const entry = await entryOf(rt, p.agentId);
       const proj = await foldLog(rt, entry);
       const answer = answerFromArgs(p.optionId === undefined ? p.text : undefined, p.optionId === undefined ? {} : { option: p.optionId });
       questionToAnswer(p.agentId, p.questionId, proj, answer, line);
-      return deliver(rt, p.agentId, questionAnswerMessage(p.agentId, p.questionId, answer));
+      return deliver(rt, p.agentId, questionAnswerMessage(p.agentId, p.questionId, answer, GATEWAY_SENDER));
     },
     async interrupt(p) {
       const entry = await entryOf(rt, p.agentId);
       const proj = await foldLog(rt, entry);
       if (!proj.openTurn) throw new ConfigError('gateway.no_open_turn', `${p.agentId} has no open turn: nothing to interrupt`);
-      return deliver(rt, p.agentId, interruptMessage(p.agentId));
+      return deliver(rt, p.agentId, interruptMessage(p.agentId, GATEWAY_SENDER));
     },
     async kill(p) {
       const entry = await entryOf(rt, p.agentId);

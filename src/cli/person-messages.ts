@@ -2,42 +2,12 @@ import { publishInbox } from '../bus/inbox.js';
 import { parseInboxInput } from '../bus/inbox-port.js';
 import { INBOX_MAX_MSG_BYTES } from '../bus/streams.js';
 import { ConfigError } from '../protocol/errors.js';
-import { newId } from '../protocol/ids.js';
 import type { InboxMessage } from '../protocol/inbox.js';
-import { CLI_SENDER } from './commands/approvals.js';
 import type { Runtime } from './runtime.js';
-
-/** What a person's text can be sent as (design §6): into the running turn, or as a turn of its own. */
-export type TextKind = 'steer' | 'inject' | 'follow_up' | 'user_message';
-
-/** Where each kind lands and whether it wakes the agent (design §6, "Kinds of message"). */
-const ROUTE: Record<TextKind, Pick<InboxMessage, 'target' | 'wakeup'>> = {
-  steer: { target: 'next_step', wakeup: true },
-  inject: { target: 'next_step', wakeup: false },
-  follow_up: { target: 'next_turn', wakeup: true },
-  user_message: { target: 'next_turn', wakeup: true },
-};
 
 /** How a kind is named to a person (the flag that sends it). */
 export function kindLabel(kind: string): string {
   return kind === 'follow_up' ? 'follow-up' : kind === 'user_message' ? 'message' : kind;
-}
-
-/**
- * A person's text for an agent's inbox. `request` is null: a turn it starts takes the settings of
- * the agent's last turn (`resolveSettings`), as a follow-up does; a task's settings are `run`'s to set.
- */
-export function textMessage(agentId: string, kind: TextKind, text: string): InboxMessage {
-  return {
-    id: newId('message'),
-    from: CLI_SENDER,
-    to: agentId,
-    kind,
-    ...ROUTE[kind],
-    content: text,
-    request: null,
-    sentAt: new Date().toISOString(),
-  };
 }
 
 /** The largest message this bus's inbox takes: the INBOX stream's limit, or the server's max_payload if lower. */

@@ -9,7 +9,8 @@ import { type Out } from '../output.js';
 import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { followTurn } from './follow-turn.js';
-import { questionAnswerMessage, type PersonAnswer } from './questions.js';
+import type { PersonAnswer } from './questions.js';
+import { questionAnswerMessage } from '../../client/messages.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
 
 /** Options of `actorloop answer`. */

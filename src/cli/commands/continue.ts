@@ -2,8 +2,6 @@ import { requestFromSettings } from '../../actors/agent/plan-mode.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { ConfigError } from '../../protocol/errors.js';
 import type { TurnRequest, TurnSettings } from '../../protocol/events.js';
-import { newId } from '../../protocol/ids.js';
-import type { InboxMessage } from '../../protocol/inbox.js';
 import type { Projection } from '../../store/projection.js';
 import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';
 import { type Out } from '../output.js';
@@ -12,7 +10,7 @@ import { sendAsPerson } from '../person-messages.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { cliLine, placeholder } from '../hints.js';
-import { CLI_SENDER } from './approvals.js';
+import { nextTaskMessage } from '../../client/messages.js';
 import { followTurn } from './follow-turn.js';
 import { handOverLeftWork } from '../left-work.js';
 import { afterPlanTurn } from './plan.js';
@@ -58,25 +56,6 @@ export async function continueRequest(opts: RunOptions, config: EffectiveConfig,
   if (flags.completeWhen !== undefined) Object.assign(request, completionRequest(flags, config));
   checkCompletion(request);
   return request;
-}
-
-/**
- * The message that carries the next task, with its settings (only a person's message may carry
- * them): to an idle agent the task of its next turn, as `run`'s is; to one in a turn, a follow-up
- * it takes when that turn ends.
- */
-export function nextTaskMessage(agentId: string, task: string, request: TurnRequest, busy: boolean): InboxMessage {
-  return {
-    id: newId('message'),
-    from: CLI_SENDER,
-    to: agentId,
-    kind: busy ? 'follow_up' : 'user_message',
-    target: 'next_turn',
-    wakeup: true,
-    content: task,
-    request,
-    sentAt: new Date().toISOString(),
-  };
 }
 
 /** Where `--continue` / `--last` point. */

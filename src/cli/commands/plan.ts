@@ -3,7 +3,6 @@ import { publishInbox } from '../../bus/inbox.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { ConfigError } from '../../protocol/errors.js';
-import { newId } from '../../protocol/ids.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import type { PlanRecord, Projection } from '../../store/projection.js';
 import { formatPlan } from '../../tools/builtins/update-plan.js';
@@ -14,7 +13,7 @@ import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
 import { lineFor, type CommandLine } from '../hints.js';
-import { CLI_SENDER } from './approvals.js';
+import { taskMessage } from '../../client/messages.js';
 import { followTurn } from './follow-turn.js';
 import { awaitHosted, hostExisting, promptFor } from './resume.js';
 
@@ -147,15 +146,5 @@ export function acceptMessage(agentId: string, p: Projection, line: CommandLine)
       hint: `the plan was accepted already, or written in a normal turn; ${line('plan', agentId)} shows it`,
     });
   }
-  return {
-    id: newId('message'),
-    from: CLI_SENDER,
-    to: agentId,
-    kind: 'user_message',
-    target: 'next_turn',
-    wakeup: true,
-    content: acceptedPlanText(p.plan),
-    request: requestAfterPlan(p.lastSettings),
-    sentAt: new Date().toISOString(),
-  };
+  return taskMessage(agentId, acceptedPlanText(p.plan), requestAfterPlan(p.lastSettings));
 }

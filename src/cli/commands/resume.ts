@@ -8,13 +8,13 @@ import { type Out } from '../output.js';
 import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import type { Supervisor } from '../../actors/hosting/supervisor.js';
-import { approvalMessage, ttyPrompt, type ApprovalAnswer, type Prompt } from './approvals.js';
+import { ttyPrompt, type ApprovalAnswer, type Prompt } from './approvals.js';
+import { approvalMessage, interruptMessage } from '../../client/messages.js';
 import { followTurn } from './follow-turn.js';
 import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';
 import { publishInbox } from '../../bus/inbox.js';
 import { approvalById, continuationPending, pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
-import { interruptMessage } from '../interrupt-key.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 import { handOverLeftWork } from '../left-work.js';
 

@@ -14,12 +14,11 @@ import { RunPrinter } from '../run-printer.js';
 import { followTurn } from './follow-turn.js';
 import { submitToHosts } from '../hand-off.js';
 import { emptyProjection } from '../../store/projection.js';
-import type { InboxMessage } from '../../protocol/inbox.js';
 import { failureOf, printsOnCommit, promptFor } from './resume.js';
 import { builtinTools } from '../../tools/builtins/index.js';
 import { afterPlanTurn } from './plan.js';
 import { continueCommand } from './continue.js';
-import { CLI_SENDER } from './approvals.js';
+import { taskMessage } from '../../client/messages.js';
 import { handOverLeftWork } from '../left-work.js';
 import { priceFor } from '../../model/pricing.js';
 import { modelName } from '../../model/model-spec.js';
@@ -363,18 +362,8 @@ export async function runCommand(
       workspace: request.workspace,
       labels: {},
     };
-    const message: InboxMessage = {
-      id: newId('message'),
-      // the name every person's command gives itself (`send` too): anything else reads client:unknown
-      from: CLI_SENDER,
-      to: actorId,
-      kind: 'user_message',
-      target: 'next_turn',
-      wakeup: true,
-      content: task,
-      request,
-      sentAt: new Date().toISOString(),
-    };
+    // the name every person's command gives itself (`send` too): anything else reads client:unknown
+    const message = taskMessage(actorId, task, request);
     const handOff = opts.inProcess !== true && config.faults === null && (await rt.hosts.live(Date.now())).length > 0;
     // --quiet: stdout is the answer's alone
     (json || out.quiet ? out.stderr : out.stdout).write(`${actorId}\n`);
