@@ -154,6 +154,12 @@ export class GatewayClient {
     return subscription;
   }
 
+  /** Ends a subscription: its events stop here at once, and the gateway is asked to stop sending them (best effort). */
+  unsubscribe(subscription: string): void {
+    if (!this.subscriptions.delete(subscription) || this.closed) return;
+    this.call('events.unsubscribe', { subscription }).catch(() => {});
+  }
+
   /** Closes the connection (its subscriptions end with it on the gateway). */
   close(): void {
     this.closed ??= new ActorloopError('gateway.closed', 'the gateway connection is closed');
