@@ -77,7 +77,7 @@ export function createBusTransport(o: BusTransportOptions): ClientTransport {
   };
   return {
     async *follow(spec) {
-      const rootId = await rootOf(spec.agentId);
+      const rootId = spec.rootId ?? (await rootOf(spec.agentId));
       yield* followBus(o.reader, rootId, spec);
     },
     async send(command) {

@@ -17,6 +17,8 @@ export interface TransportEvent {
 /** What to follow: one agent's log, or (`tree`) every log of its tree. */
 export interface FollowSpec {
   agentId: string;
+  /** The agent's log root, where the client knows it already (a transport finds it otherwise). */
+  rootId?: string;
   tree?: boolean;
   /** Commits after this stream sequence (absent: from the first). */
   afterStreamSeq?: number;
