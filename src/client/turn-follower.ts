@@ -13,6 +13,23 @@ import type { ClientTransport } from './transport.js';
 /** A `turn/end` event. */
 export type TurnEndEvent = Extract<ActorEvent, { type: 'turn/end' }>;
 
+/** What a turn's end says, as a client prints it. */
+export interface TurnEndFacts {
+  turnId: string;
+  outcome: TurnEndEvent['data']['outcome'];
+  reason: string | null;
+  answer: string | null;
+  /** USD of the turn's attempts; null when the model has no known price. */
+  costUsd: number | null;
+  /** Tokens of this turn's attempts. */
+  usage?: TurnEndEvent['data']['usage'];
+}
+
+/** The facts of a `turn/end`. */
+export function turnEndOf(e: TurnEndEvent): TurnEndFacts {
+  return { turnId: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer, costUsd: e.data.costUsd ?? null, usage: e.data.usage };
+}
+
 /** What following a turn gives, in the order the log says it. */
 export type TurnStep =
   /** A committed event, folded into the projection. */

@@ -2,7 +2,7 @@ import type { TurnEnded } from '../../actors/actor/hosted-agent.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import type { ActorEvent } from '../../protocol/events.js';
 import type { Projection } from '../../store/projection.js';
-import { awaitingPerson, followTurnSteps, type TurnEndEvent } from '../../client/turn-follower.js';
+import { awaitingPerson, followTurnSteps, turnEndOf, type TurnEndEvent } from '../../client/turn-follower.js';
 import { createNatsLiveSource } from '../../client/live.js';
 import { InterruptKey } from '../interrupt-key.js';
 import { EXIT } from '../exit-codes.js';
@@ -176,7 +176,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         key.clear();
         typed?.stop();
         if (onHost) await watch.last(p);
-        return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, await withWholeAnswer(o.rt, turnEnded(step.event), step.event), o.rt.config);
+        return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, await withWholeAnswer(o.rt, turnEndOf(step.event), step.event), o.rt.config);
       }
       next = pull();
       if (step.kind === 'parked') {
@@ -213,10 +213,6 @@ async function withWholeAnswer(rt: Runtime, ended: TurnEnded, e: TurnEndEvent): 
   return whole === undefined ? ended : { ...ended, answer: whole };
 }
 
-/** What a turn's end says, as the printer of a turn end takes it. */
-export function turnEnded(e: TurnEndEvent): TurnEnded {
-  return { turnId: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer, costUsd: e.data.costUsd ?? null, usage: e.data.usage };
-}
 
 /** The approvals a person must answer (the turn follower's). */
 export { awaitingPerson };
