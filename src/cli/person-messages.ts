@@ -3,8 +3,7 @@ import { INBOX_MAX_MSG_BYTES } from '../bus/streams.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import type { Runtime } from './runtime.js';
 import { checkMessageSize } from '../client/message-size.js';
-import { createBusTransport, type BusTransportOptions } from '../client/bus-transport.js';
-import type { ClientTransport } from '../client/transport.js';
+import { createBusTransport, type BusTransport, type BusTransportOptions } from '../client/bus-transport.js';
 
 /** How a kind is named to a person (the flag that sends it). */
 export function kindLabel(kind: string): string {
@@ -28,6 +27,6 @@ export async function sendAsPerson(rt: Pick<Runtime, 'bus'>, msg: InboxMessage):
  * limit of this bus. `from` and `beforeSend` are the gateway's (its sender name, and a free agent
  * handed to a live host before its mail).
  */
-export function personTransport(rt: Pick<Runtime, 'bus' | 'reader'>, o: Pick<BusTransportOptions, 'from' | 'beforeSend'> = {}): ClientTransport {
+export function personTransport(rt: Pick<Runtime, 'bus' | 'reader'>, o: Pick<BusTransportOptions, 'from' | 'beforeSend'> = {}): BusTransport {
   return createBusTransport({ reader: rt.reader, directory: rt.bus.directory, person: () => rt.bus.person(), limitBytes: inboxLimitBytes(rt), ...o });
 }

@@ -1,7 +1,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { ActorDirectory } from '../bus/directory.js';
 import { publishInbox } from '../bus/inbox.js';
-import { ConfigError, NotFoundError } from '../protocol/errors.js';
+import { agentNotFound, ConfigError, NotFoundError } from '../protocol/errors.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import type { LogReader, StoredEvent, TreeEvent } from '../store/log-port.js';
 import { approvalById, emptyProjection, foldEvent, questionById, type Projection } from '../store/projection.js';
@@ -30,12 +30,18 @@ export interface BusTransportOptions {
   beforeSend?(msg: InboxMessage): Promise<void>;
 }
 
+/** The bus transport; `publish` sends a message built already (a task with settings only its sender can make). */
+export interface BusTransport extends ClientTransport {
+  /** Checks a message against the inbox's limit and publishes it on the person channel; resolves with its ID. */
+  publish(msg: InboxMessage): Promise<string>;
+}
+
 /** The bus transport. */
-export function createBusTransport(o: BusTransportOptions): ClientTransport {
+export function createBusTransport(o: BusTransportOptions): BusTransport {
   const from = o.from ?? CLI_SENDER;
   const rootOf = async (agentId: string): Promise<string> => {
     const entry = await o.directory.get(agentId);
-    if (!entry) throw new NotFoundError('actor.not_found', `no agent ${agentId} in this runtime's directory`, { hint: 'list agents with `actorloop runs`' });
+    if (!entry) throw agentNotFound(agentId);
     return entry.rootId;
   };
   const projectionOf = async (agentId: string): Promise<Projection> => {
@@ -75,7 +81,14 @@ export function createBusTransport(o: BusTransportOptions): ClientTransport {
         return goalControlMessage(c.agentId, c.change, from);
     }
   };
+  const publish = async (msg: InboxMessage): Promise<string> => {
+    checkMessageSize(msg, o.limitBytes);
+    await o.beforeSend?.(msg);
+    await publishInbox(await o.person(), msg, 'person');
+    return msg.id;
+  };
   return {
+    publish,
     async *follow(spec) {
       const rootId = spec.rootId ?? (await rootOf(spec.agentId));
       yield* followBus(o.reader, rootId, spec);
@@ -83,11 +96,7 @@ export function createBusTransport(o: BusTransportOptions): ClientTransport {
     async send(command) {
       // mail to an agent nobody knows would wait in an inbox no host reads
       await rootOf(command.agentId);
-      const msg = await messageOf(command);
-      checkMessageSize(msg, o.limitBytes);
-      await o.beforeSend?.(msg);
-      await publishInbox(await o.person(), msg, 'person');
-      return msg.id;
+      return publish(await messageOf(command));
     },
   };
 }

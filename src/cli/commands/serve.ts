@@ -9,7 +9,7 @@ import { checkBind, checkListenAddress, startGateway } from '../../server/gatewa
 import { isLoopback } from '../../server/access.js';
 import { ensureGatewayToken, MIN_TOKEN_LENGTH } from '../../server/gateway-token.js';
 import { EXIT } from '../exit-codes.js';
-import { gatewayCommands } from '../gateway-commands.js';
+import { gatewayCommands } from '../gateway-runtime.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { whenAskedToStop } from '../stop-signals.js';
