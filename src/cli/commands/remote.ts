@@ -268,9 +268,9 @@ export async function remoteApproveCommand(
   refuseInProcess(decision, opts);
   return withSession(opts, config, out, async (session) => {
     const { seq } = await stateOf(session.client, agentId);
-    const { messageId } = await session.client.call('approval.respond', {
-      agentId, approvalId, decision, ...(opts.always ? { always: true } : {}), ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
-    });
+    const messageId = await createGatewayTransport(session).send(
+      decision === 'approve' ? { type: 'approve', agentId, approvalId, always: opts.always === true } : { type: 'deny', agentId, approvalId, ...(opts.reason !== undefined ? { reason: opts.reason } : {}) },
+    );
     const json = opts.json === true;
     return followRemoteTurn({
       session, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[approvalId, messageId]]),
@@ -288,7 +288,7 @@ export async function remoteAnswerCommand(
   const answer = answerFromArgs(text, opts);
   return withSession(opts, config, out, async (session) => {
     const { seq } = await stateOf(session.client, agentId);
-    const { messageId } = await session.client.call('ask.answer', { agentId, questionId, ...(answer.optionId !== undefined ? { optionId: answer.optionId } : { text: answer.text! }) });
+    const messageId = await createGatewayTransport(session).send({ type: 'answer', agentId, questionId, answer });
     const json = opts.json === true;
     return followRemoteTurn({
       session, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[questionId, messageId]]),
@@ -307,7 +307,7 @@ export async function remoteSendCommand(
   return withSession(opts, config, out, async (session) => {
     const { seq, open } = await stateOf(session.client, agentId);
     const sent = kind === null || kind === 'user_message' ? (open ? 'steer' : 'follow_up') : kind;
-    const { messageId } = await session.client.call('inbox.send', { agentId, kind: sent, content: text });
+    const messageId = await createGatewayTransport(session).send({ type: sent, agentId, text });
     const json = opts.json === true;
     (json || out.quiet ? out.stderr : out.stdout).write(`${messageId} (${sent.replace('_', '-')})\n`);
     // a steer or an inject to an idle agent starts nothing: there is no turn end to wait for
@@ -329,7 +329,7 @@ export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags
       out.stderr.write(`${agentId} has no open turn: nothing to interrupt${terminalText(last)}\n`);
       return EXIT.completed;
     }
-    await session.client.call('turn.interrupt', { agentId });
+    await createGatewayTransport(session).send({ type: 'interrupt', agentId });
     const json = opts.json === true;
     const code = await followRemoteTurn({ session, agentId, printer: new RunPrinter(out, json), out, json, prompt: null, config: remoteWhere(config, opts), printAfterSeq: d.seq });
     // the turn ended as asked: the command did what it was told
