@@ -94,6 +94,7 @@ describe('followTurnSteps', () => {
     const { steps } = await follow(await agentWith(b));
     const ended = steps.at(-1)!;
     expect(ended.kind === 'ended' && ended.event.data.answer).toBe('all done');
+    expect(steps.filter((s) => s.kind === 'ended')).toHaveLength(1);
     expect(kinds(steps).filter((k) => k === 'turn/end')).toHaveLength(2);
   });
 
@@ -103,6 +104,7 @@ describe('followTurnSteps', () => {
     expect(steps[0]!.kind === 'event' && steps[0]!.event.type).toBe('inbox/received');
     const ended = steps.at(-1)!;
     expect(ended.kind === 'ended' && ended.event.data.answer).toBe('second');
+    expect(steps.filter((s) => s.kind === 'ended')).toHaveLength(1);
   });
 
   test('says a park that waits on a person; not one whose answer is on its way, until the agent refuses that answer', async () => {
