@@ -1,26 +1,11 @@
-import { newId } from '../protocol/ids.js';
 import type { InboxMessage } from '../protocol/inbox.js';
+import { interruptMessage } from '../client/messages.js';
 
 /**
  * How long after a first Ctrl-C a second one leaves instead: the interrupt is sent when this has
  * passed, so a quick double Ctrl-C leaves the turn open for `actorloop resume`.
  */
 export const LEAVE_WINDOW_MS = 1_000;
-
-/** The inbox message a person's Ctrl-C sends: cancel the open turn, wherever it is hosted. */
-export function interruptMessage(agentId: string): InboxMessage {
-  return {
-    id: newId('message'),
-    from: 'client:cli',
-    to: agentId,
-    kind: 'interrupt',
-    target: 'now',
-    wakeup: true,
-    content: 'interrupted',
-    request: null,
-    sentAt: new Date().toISOString(),
-  };
-}
 
 /** What a Ctrl-C does for `InterruptKey`. */
 export interface InterruptKeyOptions {

@@ -3,7 +3,8 @@ import { createInterface, type Interface } from 'node:readline/promises';
 import { ActorloopError } from '../protocol/errors.js';
 import type { Out } from './output.js';
 import type { RunPrinter } from './run-printer.js';
-import { sendAsPerson, textMessage } from './person-messages.js';
+import { sendAsPerson } from './person-messages.js';
+import { textMessage } from '../client/messages.js';
 import type { Runtime } from './runtime.js';
 import { terminalText } from './terminal-text.js';
 

@@ -13,7 +13,7 @@ import {
 import { z } from 'zod';
 
 // A client of the gateway (`actorloop serve`, docs/gateway.md): JSON-RPC 2.0 over one WebSocket
-// for commands and subscriptions, SSE for an event stream. What a CLI command needs to drive a
+// for commands and subscriptions. What a CLI command needs to drive a
 // runtime it has no NATS or LMDB of: every answer is checked against the protocol's schemas.
 
 /** One committed event as the gateway streams it. */
@@ -154,6 +154,12 @@ export class GatewayClient {
     return subscription;
   }
 
+  /** Ends a subscription: its events stop here at once, and the gateway is asked to stop sending them (best effort). */
+  unsubscribe(subscription: string): void {
+    if (!this.subscriptions.delete(subscription) || this.closed) return;
+    this.call('events.unsubscribe', { subscription }).catch(() => {});
+  }
+
   /** Closes the connection (its subscriptions end with it on the gateway). */
   close(): void {
     this.closed ??= new ActorloopError('gateway.closed', 'the gateway connection is closed');
@@ -196,59 +202,5 @@ export class GatewayClient {
     this.pending.clear();
     for (const s of this.subscriptions.values()) s.onError(err);
     this.subscriptions.clear();
-  }
-}
-
-/** Options of `sseEvents`. */
-export interface SseOptions extends GatewayTarget {
-  agentId: string;
-  /** Commits after this stream sequence (absent: from the first). */
-  afterStreamSeq?: number;
-  /** Every log of the agent's tree. */
-  tree?: boolean;
-  /** Ends the stream. */
-  signal: AbortSignal;
-}
-
-/**
- * An agent's events over SSE (`GET /v1/actors/:id/events`), in commit order, until `signal`. The
- * stream never ends by itself: the caller stops when it has what it wants.
- */
-export async function* sseEvents(o: SseOptions): AsyncGenerator<StreamedEvent> {
-  const url = new URL(`/v1/actors/${encodeURIComponent(o.agentId)}/events`, gatewayBase(o.url));
-  if (o.afterStreamSeq !== undefined) url.searchParams.set('after', String(o.afterStreamSeq));
-  if (o.tree) url.searchParams.set('tree', '1');
-  let res: Response;
-  try {
-    res = await fetch(url, { headers: o.token ? { authorization: `Bearer ${o.token}` } : {}, signal: o.signal });
-  } catch (err) {
-    if (o.signal.aborted) return;
-    throw unreachable(o.url, ((err as Error).cause as NodeJS.ErrnoException | undefined)?.code ?? (err as Error).message);
-  }
-  if (res.status === 404) throw new NotFoundError('actor.not_found', `no agent ${o.agentId} at the gateway ${o.url}`, { hint: 'list agents with `actorloop tree --gateway <url>` or `actorloop runs` where the host runs' });
-  if (!res.ok || !res.body) throw refusedLogin(o, res.status);
-  const decoder = new TextDecoder();
-  let buf = '';
-  try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += decoder.decode(chunk, { stream: true });
-      let end: number;
-      while ((end = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, end);
-        buf = buf.slice(end + 2);
-        let id: number | null = null;
-        const data: string[] = [];
-        for (const line of block.split('\n')) {
-          if (line.startsWith('id:')) id = Number(line.slice(3).trim());
-          else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-        }
-        if (id === null || data.length === 0) continue;
-        const event = JSON.parse(data.join('\n')) as Record<string, unknown>;
-        yield { streamSeq: id, actor: typeof event.actor === 'string' ? event.actor : o.agentId, event };
-      }
-    }
-  } catch (err) {
-    if (o.signal.aborted) return;
-    throw unreachable(o.url, (err as Error).message);
   }
 }

@@ -1,9 +1,10 @@
 import type { ActorEvent } from '../protocol/events.js';
 import { addCost } from '../protocol/history.js';
 import type { LogReader } from '../store/log-port.js';
-import type { Projection } from '../store/projection.js';
+import { emptyProjection, foldEvent, type Projection } from '../store/projection.js';
 import { followTree, type TreeClientEvent } from './follower.js';
 import { agentStatus, isBusy, type TreeStatus } from './status.js';
+import type { ClientTransport, TransportEvent } from './transport.js';
 
 // A run seen whole (design §6b, §11): every agent under one root, each folded from its own log
 // with the projection every reader uses, put together into one tree. Nothing here is guessed
@@ -193,6 +194,58 @@ export async function* watchTree(o: TreeWatchOptions & { signal: AbortSignal }):
   for await (const e of followTree({ reader: o.reader, rootId: o.rootId, projections, afterStreamSeq: Math.max(0, last - 1), signal: o.signal })) {
     fold.apply(e);
     yield { view: fold.view(), event: e };
+  }
+}
+
+/** Options of `watchTreeThrough`. */
+export interface TransportTreeOptions {
+  transport: ClientTransport;
+  rootId: string;
+  /** The stream sequence of the tree's last commit as of now (0: none yet): the first view is the tree as of it. */
+  endStreamSeq: number;
+  signal: AbortSignal;
+}
+
+/**
+ * `watchTree` over a client transport (the gateway's): the tree's commits from its first, each
+ * event folded into its actor's projection and the same `TreeFold`, so a tree drawn through the
+ * gateway is the tree a local reader draws. Its view once the commit at `endStreamSeq` is in,
+ * then a view after each event.
+ */
+export async function* watchTreeThrough(o: TransportTreeOptions): AsyncGenerator<{ view: TreeView; event: TransportEvent | null }> {
+  const fold = new TreeFold(o.rootId);
+  const projections = new Map<string, Projection>();
+  let caughtUp = o.endStreamSeq === 0;
+  if (caughtUp) yield { view: fold.view(), event: null };
+  const it = o.transport.follow({ agentId: o.rootId, tree: true, signal: o.signal })[Symbol.asyncIterator]();
+  let next: Promise<IteratorResult<TransportEvent>> | null = null;
+  try {
+    for (;;) {
+      next ??= it.next();
+      const r = await next;
+      next = null;
+      if (r.done) return;
+      const e = r.value;
+      let p = projections.get(e.actorId);
+      if (!p) projections.set(e.actorId, (p = emptyProjection(e.actorId)));
+      if (e.event.seq <= p.seq) continue;
+      foldEvent(p, e.event);
+      fold.apply({ actorId: e.actorId, event: e.event, projection: p });
+      if (caughtUp) {
+        yield { view: fold.view(), event: e };
+        continue;
+      }
+      if (e.streamSeq < o.endStreamSeq) continue;
+      // the last commit's other events come with it: it is over when none is ready by the next
+      // turn of the event loop (the gateway sends a commit's events one after another)
+      next = it.next();
+      const more = await Promise.race([next.then(() => true), new Promise<false>((resolve) => setImmediate(() => resolve(false)))]);
+      if (more) continue;
+      caughtUp = true;
+      yield { view: fold.view(), event: null };
+    }
+  } finally {
+    void it.return?.().catch(() => {});
   }
 }
 

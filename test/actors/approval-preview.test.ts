@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultTooling } from '../../src/actors/agent/tooling.js';
 import { verifyLog } from '../../src/verify/verify.js';
-import { interruptMessage } from '../../src/cli/interrupt-key.js';
+import { interruptMessage } from '../../src/client/messages.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { createRedactor } from '../../src/tools/redact.js';
 import type { PreviewContext, ToolDefinition, ToolPreview } from '../../src/tools/tool.js';

@@ -6,7 +6,7 @@ import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/fa
 import { defaultTooling, type ToolingPorts } from '../../src/actors/agent/tooling.js';
 import { verifyLog } from '../../src/verify/verify.js';
 import { pendingApprovals } from '../../src/store/projection.js';
-import { approvalMessage } from '../../src/cli/turn/approval-prompt.js';
+import { approvalMessage } from '../../src/client/messages.js';
 import { CLIENT_SENDER } from '../../src/actors/effects/tool-policy.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { PolicyRule } from '../../src/protocol/policy-rule.js';

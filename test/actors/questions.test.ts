@@ -4,7 +4,7 @@ import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/fa
 import { answerContent, questionIdOf, type QuestionAnswer } from '../../src/actors/effects/questions.js';
 import { defaultTooling } from '../../src/actors/agent/tooling.js';
 import { formatViolations, verifyLog } from '../../src/verify/verify.js';
-import { interruptMessage } from '../../src/cli/interrupt-key.js';
+import { interruptMessage } from '../../src/client/messages.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';

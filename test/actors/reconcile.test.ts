@@ -10,7 +10,7 @@ import type { TurnEnded } from '../../src/actors/actor/hosted-agent.js';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
 import type { Supervisor } from '../../src/actors/hosting/supervisor.js';
 import { formatViolations, verifyLog } from '../../src/verify/verify.js';
-import { approvalMessage } from '../../src/cli/turn/approval-prompt.js';
+import { approvalMessage } from '../../src/client/messages.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { ReconcileContext, ReconcileVerdict, ToolDefinition } from '../../src/tools/tool.js';

@@ -8,7 +8,7 @@ import { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLeaseSt
 import { treeModels } from '../helpers/scripted-tree.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
-import { interruptMessage } from '../../src/cli/interrupt-key.js';
+import { interruptMessage } from '../../src/client/messages.js';
 import { pathResource } from '../../src/tools/builtins/text-file.js';
 import type { ToolDefinition } from '../../src/tools/tool.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';

@@ -6,7 +6,7 @@ import { verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { ToolError } from '../../src/protocol/errors.js';
-import { interruptMessage } from '../../src/cli/interrupt-key.js';
+import { interruptMessage } from '../../src/client/messages.js';
 import { TOOL_STOP_CODES, type ToolContext, type ToolDefinition, type ToolResult } from '../../src/tools/tool.js';
 import { readLog, turnRequest, type TestRuntime } from '../helpers/runtime.js';
 import { actorTestWorld, ofType, only, startTurn } from './harness.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { watchChildWaits } from '../../src/cli/child-waits.js';
-import { approvalMessage } from '../../src/cli/turn/approval-prompt.js';
+import { approvalMessage } from '../../src/client/messages.js';
 import type { WhereConfig } from '../../src/cli/hints.js';
 import { pendingApprovals } from '../../src/store/projection.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';

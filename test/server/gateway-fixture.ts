@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { pino } from 'pino';
 import WebSocket from 'ws';
 import { loadConfig } from '../../src/config/config.js';
-import { gatewayCommands } from '../../src/cli/gateway-commands.js';
+import { gatewayCommands } from '../../src/cli/gateway-runtime.js';
 import { openRuntime, type Runtime } from '../../src/cli/runtime.js';
 import { machineDefinitions } from '../../src/client/machine-definitions.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/server/gateway.js';

@@ -6,7 +6,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { STREAMS } from '../../src/bus/subjects.js';
-import { gatewayCommands } from '../../src/cli/gateway-commands.js';
+import { gatewayCommands } from '../../src/cli/gateway-runtime.js';
 import type { Gateway } from '../../src/server/gateway.js';
 import { DEMO_SCRIPT, demoWorkspace } from '../helpers/cli.js';
 import { tempDir } from '../helpers/nats.js';

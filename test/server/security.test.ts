@@ -6,7 +6,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
-import { gatewayCommands } from '../../src/cli/gateway-commands.js';
+import { gatewayCommands } from '../../src/cli/gateway-runtime.js';
 import type { Gateway } from '../../src/server/gateway.js';
 import { openGatewayFixture, RpcClient, type GatewayFixture } from './gateway-fixture.js';
 

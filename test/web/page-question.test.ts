@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
-import { questionAnswerMessage } from '../../src/cli/turn/question-prompt.js';
+import { questionAnswerMessage } from '../../src/client/messages.js';
 import type { Supervisor } from '../../src/actors/hosting/supervisor.js';
 import { tempDir } from '../helpers/nats.js';
 import { turnRequest } from '../helpers/runtime.js';

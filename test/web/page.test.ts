@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
-import { approvalMessage } from '../../src/cli/turn/approval-prompt.js';
+import { approvalMessage } from '../../src/client/messages.js';
 import type { Supervisor } from '../../src/actors/hosting/supervisor.js';
 import { machineDefinitions } from '../../src/client/machine-definitions.js';
 import { tempDir } from '../helpers/nats.js';

@@ -7,7 +7,8 @@ import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { followTurn } from '../turn/follow-turn.js';
 import { promptFor } from '../turn/approval-prompt.js';
-import { answerFromArgs, questionAnswerMessage, questionToAnswer, type AnswerQuestionOptions } from '../turn/question-prompt.js';
+import { answerFromArgs, questionToAnswer, type AnswerQuestionOptions } from '../turn/question-prompt.js';
+import { questionAnswerMessage } from '../../client/messages.js';
 import { awaitHosted, hostExisting } from '../turn/turn-hosting.js';
 
 /**

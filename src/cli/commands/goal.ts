@@ -1,11 +1,9 @@
 import { Writable } from 'node:stream';
-import type { GoalControl } from '../../actors/goals/goals.js';
 import { publishInbox } from '../../bus/inbox.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { ConfigError } from '../../protocol/errors.js';
 import type { ActorEvent } from '../../protocol/events.js';
-import { newId } from '../../protocol/ids.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import { goalView, type GoalRecord } from '../../store/goal-projection.js';
 import { foldEvent, type Projection } from '../../store/projection.js';
@@ -15,7 +13,7 @@ import { lineFor, placeholder } from '../hints.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { terminalText } from '../terminal-text.js';
-import { CLI_SENDER } from '../person-messages.js';
+import { goalControlMessage } from '../../client/messages.js';
 import { hostExisting } from '../turn/turn-hosting.js';
 
 /** Options of `actorloop goal`. */
@@ -62,7 +60,7 @@ export async function goalCommand(agentId: string, action: string | undefined, o
       out.stdout.write(opts.json ? `${JSON.stringify(goalView(g))}\n` : describeGoal(g));
       return EXIT.completed;
     }
-    const msg = controlMessage(agentId, { action, expectedRevision: g.revision });
+    const msg = goalControlMessage(agentId, { action, expectedRevision: g.revision });
     const taken = await deliver(rt, entry, p, msg, opts.inProcess === true);
     if (taken === null) {
       out.stderr.write(`the ${action} is in the inbox of ${agentId} but was not taken within ${TAKE_TIMEOUT_MS / 1000} s; its host takes it when it next runs (${lineFor(config)('goal', agentId)} shows the goal)\n`);
@@ -80,21 +78,6 @@ export async function goalCommand(agentId: string, action: string | undefined, o
   } finally {
     await rt.close();
   }
-}
-
-/** The message that carries a person's change of the goal. */
-function controlMessage(agentId: string, control: GoalControl): InboxMessage {
-  return {
-    id: newId('message'),
-    from: CLI_SENDER,
-    to: agentId,
-    kind: 'goal_control',
-    target: 'now',
-    wakeup: true,
-    content: JSON.stringify(control),
-    request: null,
-    sentAt: new Date().toISOString(),
-  };
 }
 
 type Taken = { type: 'goal/updated'; p: Projection } | { type: 'inbox/cancelled'; data: { reason: string } };

@@ -3,7 +3,6 @@ import { publishInbox } from '../../bus/inbox.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { ConfigError } from '../../protocol/errors.js';
-import { newId } from '../../protocol/ids.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import type { Projection } from '../../store/projection.js';
 import { EXIT } from '../exit-codes.js';
@@ -12,7 +11,7 @@ import { type Out } from '../output.js';
 import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
 import { lineFor, type CommandLine } from '../hints.js';
-import { CLI_SENDER } from '../person-messages.js';
+import { taskMessage } from '../../client/messages.js';
 import { followTurn } from '../turn/follow-turn.js';
 import { promptFor } from '../turn/approval-prompt.js';
 import { acceptCommand, describePlan } from '../turn/plan-review.js';
@@ -118,15 +117,5 @@ export function acceptMessage(agentId: string, p: Projection, line: CommandLine)
       hint: `the plan was accepted already, or written in a normal turn; ${line('plan', agentId)} shows it`,
     });
   }
-  return {
-    id: newId('message'),
-    from: CLI_SENDER,
-    to: agentId,
-    kind: 'user_message',
-    target: 'next_turn',
-    wakeup: true,
-    content: acceptedPlanText(p.plan),
-    request: requestAfterPlan(p.lastSettings),
-    sentAt: new Date().toISOString(),
-  };
+  return taskMessage(agentId, acceptedPlanText(p.plan), requestAfterPlan(p.lastSettings));
 }

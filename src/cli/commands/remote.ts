@@ -1,19 +1,26 @@
 import { resolve } from 'node:path';
 import type { EffectiveConfig } from '../../config/config.js';
-import { GatewayClient, sseEvents, type GatewayTarget, type StreamedEvent } from '../../client/gateway-client.js';
-import { connectionLost, GatewaySession, RECONNECT_FOR_MS, type SessionNotices } from '../../client/gateway-session.js';
-import type { TreeAgent, TreeView } from '../../client/tree.js';
-import { ROOT_NAME } from '../../client/tree.js';
+import type { GatewayClient, GatewayTarget } from '../../client/gateway-client.js';
+import { GatewaySession, type SessionNotices } from '../../client/gateway-session.js';
+import { createGatewayTransport } from '../../client/gateway-transport.js';
+import type { TransportEvent } from '../../client/transport.js';
+import { followTurnSteps, turnEndOf } from '../../client/turn-follower.js';
+import { ROOT_NAME, watchTreeThrough, type TreeView } from '../../client/tree.js';
 import { parseModelSpec } from '../../model/model-spec.js';
-import { ActorloopError, ConfigError, NotFoundError } from '../../protocol/errors.js';
-import type { ActorEvent } from '../../protocol/events.js';
-import type { ActorSummary, RpcParams } from '../../protocol/gateway.js';
+import { ConfigError, NotFoundError } from '../../protocol/errors.js';
+import type { RpcParams } from '../../protocol/gateway.js';
 import { EXIT } from '../exit-codes.js';
 import type { WhereConfig } from '../hints.js';
 import { EventDescriber, eventLine, type Out } from '../output.js';
 import { RunPrinter } from '../run-printer.js';
-import { followRemoteTurn, resumeAfter } from '../remote-turn.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
+import { emptyProjection } from '../../store/projection.js';
+import { cliLine } from '../hints.js';
+import { InterruptKey } from '../interrupt-key.js';
+import { askPerson } from '../person-prompter.js';
+import { ttyQuestionPrompt, type QuestionPrompt } from '../turn/question-prompt.js';
+import type { Prompt } from '../turn/approval-prompt.js';
+import { printTurnEnd, printWaiting } from '../turn/turn-output.js';
 import { terminalText } from '../terminal-text.js';
 import { answerFromArgs } from '../turn/question-prompt.js';
 import { promptFor } from '../turn/approval-prompt.js';
@@ -22,6 +29,7 @@ import { findGatewayToken } from '../../server/gateway-token.js';
 import { readAll, validateSend, type SendOptions } from '../person-messages.js';
 import { checkTask, goalOfFlags, settingsOfFlags, type RunOptions } from '../turn/turn-flags.js';
 import { answerLines, drawTreeViews, treeLines } from '../tree/tree-view.js';
+import { terminalColumns } from '../terminal-width.js';
 
 // The commands that drive a remote runtime through the gateway (`--gateway URL`): no NATS, no
 // LMDB here, only the gateway's JSON-RPC and SSE (docs/gateway.md). Each prints what the local
@@ -75,6 +83,101 @@ async function withSession(o: GatewayFlags, config: Pick<EffectiveConfig, 'dataD
     return await f(session);
   } finally {
     session.close();
+  }
+}
+
+/**
+ * The directory is the gateway host's, not this command's: a remote command records no status
+ * (the log is where a status comes from; the directory is a cache of it).
+ */
+const NO_DIRECTORY = { get: async () => undefined, put: async () => 0 };
+
+/** What `followRemoteTurn` needs. */
+interface RemoteTurnOptions {
+  session: GatewaySession;
+  agentId: string;
+  printer: RunPrinter;
+  out: Out;
+  json: boolean;
+  /** Asks a person on a TTY; null: a wait for a person exits 5. */
+  prompt: Prompt | null;
+  /** Asks a question (default, with `prompt`: on this command's terminal). */
+  askQuestion?: QuestionPrompt;
+  config: WhereConfig;
+  /** Events up to this log seq are folded, not printed, and a turn end among them is not the one followed. */
+  printAfterSeq: number;
+  /** Approvals (and questions) this command answered already (ID → message ID). */
+  answered?: Map<string, string>;
+  /** The message carrying the task this command follows (`run --continue`, `--last`). */
+  taskMessageId?: string;
+}
+
+/**
+ * Follows the agent's next turn end through the gateway: the one turn follower over the gateway
+ * transport, its events printed by the same printer and turn-end code as a local command's, and
+ * the approvals and questions it waits on asked on a TTY (as locally) or printed with exit 5.
+ * Ctrl-C interrupts the turn through the gateway (a second one leaves at once).
+ */
+async function followRemoteTurn(o: RemoteTurnOptions): Promise<number> {
+  const transport = createGatewayTransport(o.session);
+  const p = emptyProjection(o.agentId);
+  const answered = new Map(o.answered ?? []);
+  const stop = new AbortController();
+  const followLine = cliLine(o.config, 'events', o.agentId, '--follow');
+  const key = new InterruptKey({
+    agentId: o.agentId,
+    resumeLine: followLine,
+    send: async () => void (await transport.send({ type: 'interrupt', agentId: o.agentId })),
+    say: (line) => {
+      o.printer.endLine();
+      o.out.stderr.write(`\n${line}\n`);
+    },
+  });
+  const leaving = key.left.then((l) => ({ kind: 'leave' as const, sent: l.sent }));
+  const onSigint = (): void => key.press();
+  process.on('SIGINT', onSigint);
+  const out = { directory: NO_DIRECTORY, printer: o.printer, out: o.out, json: o.json };
+  const steps = followTurnSteps({
+    transport, agentId: o.agentId, from: p, answered, quietUntilSeq: o.printAfterSeq, signal: stop.signal,
+    ...(o.taskMessageId !== undefined ? { taskMessageId: o.taskMessageId } : {}),
+  });
+  const pull = () => steps.next().then((r) => ({ kind: 'step' as const, r }));
+  let seeded = false;
+  try {
+    for (;;) {
+      const r = await Promise.race([pull(), leaving]);
+      if (r.kind === 'leave') {
+        o.printer.endLine();
+        const why = r.sent ? 'the interrupt is on its way to its host' : 'its turn goes on on its host';
+        o.out.stderr.write(`\nstopped following ${o.agentId}; ${why} (\`${followLine}\` follows it again)\n`);
+        return EXIT.interrupted;
+      }
+      if (r.r.done) throw new Error(`the gateway follower of ${o.agentId} ended`);
+      const step = r.r.value;
+      if (step.kind === 'event') {
+        if (!seeded) o.printer.seedFrom(p);
+        seeded = true;
+        o.printer.commit([step.event]);
+        continue;
+      }
+      if (step.kind === 'parked') {
+        o.printer.endLine();
+        if (!o.prompt) return await printWaiting(out, { actorId: o.agentId, projection: p }, step.waiting, o.config);
+        // Ctrl-C at a prompt interrupts the turn (as a Ctrl-C anywhere): its end is followed as any other
+        await askPerson({
+          transport, agentId: o.agentId, projection: p, waiting: step.waiting, prompt: o.prompt, answered,
+          askQuestion: o.askQuestion ?? ttyQuestionPrompt(o.out.stdin!, o.out.stderr), interrupted: () => key.press(),
+        });
+        continue;
+      }
+      key.clear();
+      return await printTurnEnd(out, { actorId: o.agentId, projection: p }, turnEndOf(step.event), o.config);
+    }
+  } finally {
+    key.clear();
+    process.off('SIGINT', onSigint);
+    stop.abort();
+    void steps.return(undefined).catch(() => {});
   }
 }
 
@@ -166,9 +269,9 @@ export async function remoteApproveCommand(
   refuseInProcess(decision, opts);
   return withSession(opts, config, out, async (session) => {
     const { seq } = await stateOf(session.client, agentId);
-    const { messageId } = await session.client.call('approval.respond', {
-      agentId, approvalId, decision, ...(opts.always ? { always: true } : {}), ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
-    });
+    const messageId = await createGatewayTransport(session).send(
+      decision === 'approve' ? { type: 'approve', agentId, approvalId, always: opts.always === true } : { type: 'deny', agentId, approvalId, ...(opts.reason !== undefined ? { reason: opts.reason } : {}) },
+    );
     const json = opts.json === true;
     return followRemoteTurn({
       session, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[approvalId, messageId]]),
@@ -186,7 +289,7 @@ export async function remoteAnswerCommand(
   const answer = answerFromArgs(text, opts);
   return withSession(opts, config, out, async (session) => {
     const { seq } = await stateOf(session.client, agentId);
-    const { messageId } = await session.client.call('ask.answer', { agentId, questionId, ...(answer.optionId !== undefined ? { optionId: answer.optionId } : { text: answer.text! }) });
+    const messageId = await createGatewayTransport(session).send({ type: 'answer', agentId, questionId, answer });
     const json = opts.json === true;
     return followRemoteTurn({
       session, agentId, printer: new RunPrinter(out, json), out, json, prompt: promptFor(out, json), config: remoteWhere(config, opts), printAfterSeq: seq, answered: new Map([[questionId, messageId]]),
@@ -205,7 +308,7 @@ export async function remoteSendCommand(
   return withSession(opts, config, out, async (session) => {
     const { seq, open } = await stateOf(session.client, agentId);
     const sent = kind === null || kind === 'user_message' ? (open ? 'steer' : 'follow_up') : kind;
-    const { messageId } = await session.client.call('inbox.send', { agentId, kind: sent, content: text });
+    const messageId = await createGatewayTransport(session).send({ type: sent, agentId, text });
     const json = opts.json === true;
     (json || out.quiet ? out.stderr : out.stdout).write(`${messageId} (${sent.replace('_', '-')})\n`);
     // a steer or an inject to an idle agent starts nothing: there is no turn end to wait for
@@ -227,7 +330,7 @@ export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags
       out.stderr.write(`${agentId} has no open turn: nothing to interrupt${terminalText(last)}\n`);
       return EXIT.completed;
     }
-    await session.client.call('turn.interrupt', { agentId });
+    await createGatewayTransport(session).send({ type: 'interrupt', agentId });
     const json = opts.json === true;
     const code = await followRemoteTurn({ session, agentId, printer: new RunPrinter(out, json), out, json, prompt: null, config: remoteWhere(config, opts), printAfterSeq: d.seq });
     // the turn ended as asked: the command did what it was told
@@ -236,7 +339,7 @@ export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags
 }
 
 /**
- * `events --gateway URL <agentId> [--tree] [--follow] [--json] [--after seq]`: the log over SSE,
+ * `events --gateway URL <agentId> [--tree] [--follow] [--json] [--after seq]`: the log through the gateway transport,
  * printed as the local command prints it. Without `--follow` it stops at the log's end as
  * `actor.inspect` saw it when the command started.
  */
@@ -248,82 +351,48 @@ export async function remoteEventsCommand(
       hint: `drop --tree to read one agent's log after a seq, or --after to read the whole tree`,
     });
   }
-  const target = gatewayTarget(opts, config);
-  const end = await withSession(opts, config, out, async (session) => {
+  return withSession(opts, config, out, async (session) => {
     const d = await session.client.call('actor.inspect', { agentId });
-    return opts.tree ? d.actor.streamSeq : d.seq;
-  });
-  if (!opts.follow && (end === 0 || (!opts.tree && (opts.after ?? 0) >= end))) return EXIT.completed;
-  const stop = new AbortController();
-  const onSigint = (): void => stop.abort();
-  process.once('SIGINT', onSigint);
-  const offStop = onStop(() => stop.abort());
-  const names = new Map<string, string>();
-  const describers = new Map<string, EventDescriber>();
-  let width = 8;
-  let rootSeen = false;
-  // the last seq printed of each log: a stream resumed after a lost connection re-reads its last commit
-  const printed = new Map<string, number>();
-  let lastStreamSeq = 0;
-  let resumed = false;
-  const notices = sessionNotices(opts, out);
-  const print = (streamSeq: number, actor: string, raw: StreamedEvent['event']): boolean => {
-    const e = raw as unknown as ActorEvent;
-    lastStreamSeq = Math.max(lastStreamSeq, streamSeq);
-    if (e.seq <= (printed.get(actor) ?? 0)) return false;
-    printed.set(actor, e.seq);
-    if (!opts.tree && e.seq <= (opts.after ?? 0)) return false;
-    let d = describers.get(actor);
-    if (!d) describers.set(actor, (d = new EventDescriber()));
-    if (opts.json) out.stdout.write(eventLine(e));
-    else if (!opts.tree) out.stdout.write(`${d.describe(e)}\n`);
-    else {
-      // the tree's first log is its root's: `main`, as the local command names it
-      if (!rootSeen) names.set(actor, ROOT_NAME);
-      rootSeen = true;
-      if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
-      const name = terminalText(names.get(actor) ?? actor);
-      width = Math.max(width, name.length);
-      out.stdout.write(`${name.padEnd(width)}  ${d.describe(e)}\n`);
-    }
-    return !opts.follow && (opts.tree ? streamSeq >= end : e.seq >= end);
-  };
-  try {
-    let lostAt: number | null = null;
-    let wait = 250;
-    for (;;) {
-      try {
-        const stream = sseEvents({ ...target, agentId, tree: opts.tree === true, signal: stop.signal, ...(resumed ? { afterStreamSeq: resumeAfter(lastStreamSeq) } : {}) });
-        let done = false;
-        for await (const { streamSeq, actor, event } of stream) {
-          if (lostAt !== null) {
-            notices.back();
-            lostAt = null;
-            wait = 250;
-          }
-          if ((done = print(streamSeq, actor, event))) break;
-        }
-        // a stream ends by itself only when the gateway closed it: followed, it is opened again
-        if (done || stop.signal.aborted || !opts.follow) break;
-        throw new ActorloopError('gateway.closed', 'the gateway ended the event stream', { retryable: true });
-      } catch (err) {
-        if (stop.signal.aborted || !connectionLost(err)) throw err;
-        if (lostAt === null) {
-          lostAt = Date.now();
-          notices.lost(err as Error);
-        } else if (Date.now() - lostAt > RECONNECT_FOR_MS) throw err;
-        resumed = true;
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        wait = Math.min(wait * 2, 4_000);
+    const end = opts.tree ? d.actor.streamSeq : d.seq;
+    if (!opts.follow && (end === 0 || (!opts.tree && (opts.after ?? 0) >= end))) return EXIT.completed;
+    const stop = new AbortController();
+    const onSigint = (): void => stop.abort();
+    process.once('SIGINT', onSigint);
+    const offStop = onStop(() => stop.abort());
+    const names = new Map<string, string>();
+    const describers = new Map<string, EventDescriber>();
+    let width = 8;
+    let rootSeen = false;
+    const print = ({ streamSeq, actorId, event: e }: TransportEvent): boolean => {
+      let d = describers.get(actorId);
+      if (!d) describers.set(actorId, (d = new EventDescriber()));
+      if (opts.json) out.stdout.write(eventLine(e));
+      else if (!opts.tree) out.stdout.write(`${d.describe(e)}\n`);
+      else {
+        // the tree's first log is its root's: `main`, as the local command names it
+        if (!rootSeen) names.set(actorId, ROOT_NAME);
+        rootSeen = true;
+        if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
+        const name = terminalText(names.get(actorId) ?? actorId);
+        width = Math.max(width, name.length);
+        out.stdout.write(`${name.padEnd(width)}  ${d.describe(e)}\n`);
       }
+      return !opts.follow && (opts.tree ? streamSeq >= end : e.seq >= end);
+    };
+    try {
+      // the transport resumes a lost connection after the last commit seen, each event printed once
+      const events = createGatewayTransport(session).follow({
+        agentId, signal: stop.signal, ...(opts.tree ? { tree: true } : {}), ...(opts.after !== undefined ? { afterSeq: opts.after } : {}),
+      });
+      for await (const e of events) if (print(e)) break;
+    } finally {
+      stop.abort();
+      process.off('SIGINT', onSigint);
+      offStop();
     }
-  } finally {
-    stop.abort();
-    process.off('SIGINT', onSigint);
-    offStop();
-  }
-  const signal = stopReceived();
-  return signal === null ? EXIT.completed : exitCodeForSignal(signal);
+    const signal = stopReceived();
+    return signal === null ? EXIT.completed : exitCodeForSignal(signal);
+  });
 }
 
 /**
@@ -336,89 +405,22 @@ export async function remoteTreeCommand(agentId: string, opts: GatewayFlags & { 
     const { actors } = await session.client.call('actors.list', undefined);
     const me = actors.find((a) => a.id === agentId);
     if (!me) throw new NotFoundError('actor.not_found', `no agent ${agentId} at the gateway`, { hint: 'pass an agent ID that `actorloop runs` lists where the host runs' });
-    if (opts.follow) return drawTreeViews((signal) => remoteTreeViews(session, me.rootId, signal), opts, out);
-    const view = treeViewOf(actors.filter((a) => a.rootId === me.rootId), me.rootId);
-    out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${[...treeLines(view), ...answerLines(remoteWhere(config, opts), view)].join('\n')}\n`);
+    const root = actors.find((a) => a.id === me.rootId);
+    // the tree folded here from its events, with the fold a local `tree` uses
+    const views = (signal: AbortSignal) => watchTreeThrough({ transport: createGatewayTransport(session), rootId: me.rootId, endStreamSeq: root?.streamSeq ?? me.streamSeq, signal });
+    if (opts.follow) return drawTreeViews(views, opts, out);
+    const stop = new AbortController();
+    let view: TreeView | null = null;
+    try {
+      for await (const v of views(stop.signal)) {
+        view = v.view;
+        break;
+      }
+    } finally {
+      stop.abort();
+    }
+    if (!view) return EXIT.completed;
+    out.stdout.write(opts.json ? `${JSON.stringify(view)}\n` : `${[...treeLines(view, terminalColumns(out)), ...answerLines(remoteWhere(config, opts), view)].join('\n')}\n`);
     return EXIT.completed;
   });
-}
-
-/** The tree's views through the gateway: now, then after each burst of commits, over a connection made again when lost. */
-async function* remoteTreeViews(session: GatewaySession, rootId: string, signal: AbortSignal): AsyncGenerator<{ view: TreeView }> {
-  let lastStreamSeq = 0;
-  let dirty = true;
-  let subscribed = false;
-  let failure: Error | null = null;
-  let wake: (() => void) | null = null;
-  const poke = (): void => {
-    wake?.();
-    wake = null;
-  };
-  signal.addEventListener('abort', poke, { once: true });
-  try {
-    while (!signal.aborted) {
-      try {
-        if (failure) {
-          const lost = failure;
-          failure = null;
-          if (!connectionLost(lost)) throw lost;
-          // a reconnect that gives up is the command's end
-          await session.reconnect(lost).catch((err: Error) => Promise.reject(Object.assign(err, { fatal: true })));
-          subscribed = false;
-          dirty = true;
-        }
-        if (dirty) {
-          dirty = false;
-          const { actors } = await session.client.call('actors.list', undefined);
-          const mine = actors.filter((a) => a.rootId === rootId);
-          lastStreamSeq = Math.max(lastStreamSeq, ...mine.map((a) => a.streamSeq));
-          yield { view: treeViewOf(mine, rootId) };
-          // a burst of commits is drawn once
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        if (!subscribed) {
-          subscribed = true;
-          await session.client.subscribeEvents(
-            { agentId: rootId, tree: true, afterStreamSeq: lastStreamSeq },
-            (e) => {
-              if (e.streamSeq <= lastStreamSeq) return;
-              dirty = true;
-              poke();
-            },
-            (err) => ((failure = err), poke()),
-          );
-        }
-        if (!dirty && !failure && !signal.aborted) await new Promise<void>((resolve) => (wake = resolve));
-      } catch (err) {
-        if (!connectionLost(err) || (err as { fatal?: boolean }).fatal) throw err;
-        failure = err as Error;
-      }
-    }
-  } finally {
-    signal.removeEventListener('abort', poke);
-  }
-}
-
-/** A tree view from the gateway's summaries: root first, each agent followed by its subtree. */
-function treeViewOf(summaries: ActorSummary[], rootId: string): TreeView {
-  const byParent = new Map<string | null, ActorSummary[]>();
-  for (const s of summaries) byParent.set(s.parentId, [...(byParent.get(s.parentId) ?? []), s]);
-  const agents: TreeAgent[] = [];
-  const walk = (s: ActorSummary): void => {
-    const children = byParent.get(s.id) ?? [];
-    agents.push({
-      actorId: s.id, name: s.name, parentId: s.parentId, depth: s.depth, status: s.status as TreeAgent['status'], waitingFor: s.waitingFor,
-      step: s.step, tool: s.tool, tokens: s.tokens, estimated: false, costUsd: s.costUsd, children: children.map((c) => c.id),
-    });
-    for (const c of children) walk(c);
-  };
-  const root = summaries.find((s) => s.id === rootId);
-  if (root) walk(root);
-  const costs = agents.map((a) => a.costUsd);
-  return {
-    rootId,
-    agents,
-    total: { agents: agents.length, tokens: agents.reduce((n, a) => n + a.tokens, 0), estimated: false, costUsd: costs.includes(null) ? null : costs.reduce<number>((n, c) => n + c!, 0) },
-    settled: agents.every((a) => !['running', 'starting', 'killed', 'recovering', 'waiting'].includes(a.status)),
-  };
 }

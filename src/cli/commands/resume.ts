@@ -5,14 +5,14 @@ import type { DirectoryEntry } from '../../bus/directory.js';
 import { type Out } from '../output.js';
 import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
-import { approvalMessage, promptFor, type ApprovalAnswer } from '../turn/approval-prompt.js';
+import { promptFor, type ApprovalAnswer } from '../turn/approval-prompt.js';
+import { approvalMessage, interruptMessage } from '../../client/messages.js';
 import { followTurn } from '../turn/follow-turn.js';
 import { awaitHosted, hostExisting, type Hosted } from '../turn/turn-hosting.js';
 import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';
 import { publishInbox } from '../../bus/inbox.js';
 import { approvalById, continuationPending, pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
-import { interruptMessage } from '../interrupt-key.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 import { handOverLeftWork } from '../left-work.js';
 

@@ -10,7 +10,7 @@ import { isLoopback } from '../../server/access.js';
 import { ensureGatewayToken } from '../../server/gateway-token.js';
 import { readToken } from '../token-file.js';
 import { EXIT } from '../exit-codes.js';
-import { gatewayCommands } from '../gateway-commands.js';
+import { gatewayCommands } from '../gateway-runtime.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { whenAskedToStop } from '../stop-signals.js';

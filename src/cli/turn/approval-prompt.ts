@@ -1,18 +1,18 @@
 import { createInterface } from 'node:readline/promises';
-import { newId } from '../../protocol/ids.js';
 import type { ApprovalPreview } from '../../protocol/events.js';
-import type { InboxMessage } from '../../protocol/inbox.js';
 import type { ApprovalRecord } from '../../store/projection.js';
 import type { Out } from '../output.js';
 import { terminalText } from '../terminal-text.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
-import { CLI_SENDER } from '../person-messages.js';
+
+import type { ApprovalAnswer } from '../../client/messages.js';
 
 /** A person's answer to one approval. */
-export type ApprovalAnswer = { decision: 'approve'; always: boolean } | { decision: 'deny'; reason: string | null };
+export type { ApprovalAnswer };
 
 /** Asks a person about one approval (the lines describe it) and resolves with the answer. */
 export type Prompt = (lines: string[]) => Promise<ApprovalAnswer>;
+
 
 /**
  * Lines that tell a person what an approval binds: the tool and version, the preview recorded
@@ -64,25 +64,6 @@ export function fromNow(deltaMs: number): string {
   const m = Math.floor((s % 3600) / 60);
   const span = h > 0 ? `${h} h${m > 0 ? ` ${m} min` : ''}` : m > 0 ? `${m} min` : `${s} s`;
   return deltaMs > 0 ? `in ${span}` : `expired ${span} ago`;
-}
-
-/** The inbox message that carries a person's answer, bound to the plan digest they were shown. */
-export function approvalMessage(agentId: string, approvalId: string, planDigest: string, answer: ApprovalAnswer): InboxMessage {
-  const content =
-    answer.decision === 'approve'
-      ? { approvalId, decision: 'approve', planDigest, always: answer.always }
-      : { approvalId, decision: 'deny', planDigest, ...(answer.reason ? { reason: answer.reason } : {}) };
-  return {
-    id: newId('message'),
-    from: CLI_SENDER,
-    to: agentId,
-    kind: 'approval_response',
-    target: 'now',
-    wakeup: true,
-    content: JSON.stringify(content),
-    request: null,
-    sentAt: new Date().toISOString(),
-  };
 }
 
 /** Ctrl-C at a prompt: the person asked to interrupt, which is not an error of the command. */

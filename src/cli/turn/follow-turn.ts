@@ -1,16 +1,17 @@
 import type { TurnEnded } from '../../actors/actor/hosted-agent.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
-import { publishInbox } from '../../bus/inbox.js';
 import type { ActorEvent } from '../../protocol/events.js';
 import type { Projection } from '../../store/projection.js';
-import { followAgent } from '../../client/follower.js';
+import { awaitingPerson, followTurnSteps, turnEndOf, type TurnEndEvent } from '../../client/turn-follower.js';
 import { createNatsLiveSource } from '../../client/live.js';
 import { InterruptKey } from '../interrupt-key.js';
 import { EXIT } from '../exit-codes.js';
 import { placementOf, type Placement } from '../hand-off.js';
 import type { Runtime } from '../runtime.js';
-import { approvalMessage, describeApproval, PromptInterrupted, type Prompt } from './approval-prompt.js';
-import { askPendingQuestions, questionAnswerMessage, ttyQuestionPrompt, type QuestionPrompt } from './question-prompt.js';
+import type { Prompt } from './approval-prompt.js';
+import { ttyQuestionPrompt, type QuestionPrompt } from './question-prompt.js';
+import { askPerson } from '../person-prompter.js';
+import { personTransport } from '../person-messages.js';
 import { printTurnEnd, printWaiting, type TurnOutput } from './turn-output.js';
 import { terminalText } from '../terminal-text.js';
 import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
@@ -73,10 +74,11 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
   const watch = new HolderWatch(o, o.hosting.kind === 'host' && o.hosting.handedOver);
   const stop = new AbortController();
   const resumeLine = cliLine(rt.config, 'resume', entry.actorId);
+  const transport = personTransport(rt);
   const key = new InterruptKey({
     agentId: entry.actorId,
     resumeLine,
-    send: async (msg) => void (await publishInbox(await rt.bus.person(), msg, 'person')),
+    send: async () => void (await transport.send({ type: 'interrupt', agentId: entry.actorId })),
     say: (line) => {
       o.printer.endLine();
       out.stderr.write(`\n${line}\n`);
@@ -91,8 +93,9 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
   const stopped = stopSignal.stopped.then((signal) => ({ kind: 'stop' as const, signal }));
   const failed = o.hosting.kind === 'here' ? o.hosting.failed : new Promise<never>(() => {});
   const leaving = Promise.race([key.left, stopped]);
-  const events = followAgent({ reader: rt.reader, rootId: entry.rootId, actorId: entry.actorId, from: p, signal: stop.signal });
-  const pull = () => events.next().then((r) => ({ kind: 'event' as const, r }));
+  // a host's agent may be parked already: what the log says it waits on is asked first
+  const steps = followTurnSteps({ transport, agentId: entry.actorId, rootId: entry.rootId, from: p, answered, parkedAtStart: onHost, signal: stop.signal });
+  const pull = () => steps.next().then((r) => ({ kind: 'step' as const, r }));
   let next = pull();
   let tick: Promise<{ kind: 'tick' }> | null = null;
   let lastEventAt = Date.now();
@@ -127,8 +130,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
     return r.kind === 'stop' ? exitCodeForSignal(r.signal) : EXIT.interrupted;
   };
   try {
-    // a host's agent may be parked already: what the log says it waits on is asked now
-    let waiting = onHost ? awaitingPerson(p, answered) : [];
+    let waiting: string[] = [];
     for (;;) {
       if (waiting.length > 0) {
         // who holds the agent is said before what it waits for
@@ -139,7 +141,10 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
         typed?.pause();
         // a person deciding is not the run's time: the status line's clock stops meanwhile
         o.printer.holdProgress(true, 'person');
-        const ask = p.parked?.waitingFor === 'question' ? askQuestions(o, p, waiting, answered, key) : askAll(o, p, waiting, answered, key);
+        const ask = askPerson({
+          transport, agentId: entry.actorId, projection: p, waiting, prompt: o.prompt, askQuestion: o.askQuestion ?? ttyQuestionPrompt(out.stdin!, out.stderr), answered,
+          interrupted: () => key.press(),
+        });
         const asked = await Promise.race([ask.then(() => null), leaving]).finally(() => o.printer.holdProgress(false, 'person'));
         if (asked) return leave(asked);
         typed?.start();
@@ -164,25 +169,22 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
       }
       // the follower ends only when asked to, which happens after this loop
       if (r.r.done) throw new Error(`the log follower of ${entry.actorId} ended`);
-      const { event } = r.r.value;
-      // not past a turn's end: the next read would fold the next turn's first events into the
-      // projection, which a caller following on from it (`run --continue`) would then not print
-      // a turn whose goal goes on is followed into its continuation: the goal's work is the run's
-      const ends = event.type === 'turn/end' && event.data.goalContinues !== true;
-      if (!ends) next = pull();
-      lastEventAt = Date.now();
-      if (event.type === 'inbox/cancelled') {
-        // an answer of ours the agent refused: the approval (or question) is a person's to answer again
-        for (const [id, messageId] of answered) if (messageId === event.data.messageId) answered.delete(id);
-      }
-      if (o.echo !== false) o.printer.commit([event]);
-      if (event.type === 'actor/parked') waiting = awaitingPerson(p, answered);
-      if (ends && event.type === 'turn/end') {
+      const step = r.r.value;
+      if (step.kind === 'ended') {
+        // not past a turn's end: the follower reads nothing after it, so a caller following on
+        // from this projection (`run --continue`) prints the next turn's first events
         key.clear();
         typed?.stop();
         if (onHost) await watch.last(p);
-        return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, await withWholeAnswer(o.rt, turnEnded(event), event), o.rt.config);
+        return await printTurnEnd(o, { actorId: entry.actorId, projection: p }, await withWholeAnswer(o.rt, turnEndOf(step.event), step.event), o.rt.config);
       }
+      next = pull();
+      if (step.kind === 'parked') {
+        waiting = step.waiting;
+        continue;
+      }
+      lastEventAt = Date.now();
+      if (o.echo !== false) o.printer.commit([step.event]);
     }
   } finally {
     live?.close();
@@ -193,7 +195,7 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
     stop.abort();
     // the read under way ends with the connection: its error is nobody's to handle now
     next.catch(() => {});
-    void events.return(undefined).catch(() => {});
+    void steps.return(undefined).catch(() => {});
     // it ends with the abort above (or the connection): nothing waits on it
     void childWaits;
   }
@@ -204,57 +206,16 @@ export async function followTurn(o: FollowTurnOptions): Promise<number> {
  * data dir wrote it to the same LMDB, so the person gets it whole; a host with a data dir of its
  * own kept it there, and the preview (which says so) is what this command can print.
  */
-async function withWholeAnswer(rt: Runtime, ended: TurnEnded, e: Extract<ActorEvent, { type: 'turn/end' }>): Promise<TurnEnded> {
+async function withWholeAnswer(rt: Runtime, ended: TurnEnded, e: TurnEndEvent): Promise<TurnEnded> {
   const ref = e.data.answerRef;
   if (!ref) return ended;
   const whole = await rt.blobs.getText(ref.digest).catch(() => undefined);
   return whole === undefined ? ended : { ...ended, answer: whole };
 }
 
-function turnEnded(e: Extract<ActorEvent, { type: 'turn/end' }>): TurnEnded {
-  return { turnId: e.turn!, outcome: e.data.outcome, reason: e.data.reason, answer: e.data.answer, costUsd: e.data.costUsd ?? null, usage: e.data.usage };
-}
 
-/**
- * The approvals a person must answer, from the log alone: those the agent's `actor/parked` names
- * that are still pending and whose answer this command has not sent. Empty when it is not parked.
- */
-export function awaitingPerson(p: Projection, answered: ReadonlyMap<string, string>): string[] {
-  if (!p.openTurn || !p.parked) return [];
-  const pending = (id: string): boolean =>
-    (p.parked!.waitingFor === 'approval' ? p.approvals?.[id]?.state : p.questions?.[id]?.state) === 'pending';
-  return p.parked.ids.filter((id) => pending(id) && !answered.has(id));
-}
-
-/** Asks each question in turn on the terminal and sends the answers; Ctrl-C at the prompt interrupts. */
-async function askQuestions(o: FollowTurnOptions, p: Projection, waiting: string[], answered: Map<string, string>, key: InterruptKey): Promise<void> {
-  const prompt = o.askQuestion ?? ttyQuestionPrompt(o.out.stdin!, o.out.stderr);
-  await askPendingQuestions(p, waiting, prompt, answered, async (questionId, answer) => {
-    const msg = questionAnswerMessage(o.entry.actorId, questionId, answer);
-    await publishInbox(await o.rt.bus.person(), msg, 'person');
-    return msg.id;
-  }, () => key.press());
-}
-
-/** Asks each approval in turn and sends the answers; Ctrl-C at the prompt is a Ctrl-C press, not an error. */
-async function askAll(o: FollowTurnOptions, p: Projection, waiting: string[], answered: Map<string, string>, key: InterruptKey): Promise<void> {
-  for (const approvalId of waiting) {
-    const approval = p.approvals?.[approvalId];
-    if (!approval || approval.state !== 'pending') continue;
-    let answer;
-    try {
-      answer = await o.prompt!(describeApproval(approvalId, approval));
-    } catch (err) {
-      if (!(err instanceof PromptInterrupted)) throw err;
-      key.press();
-      // the turn is being interrupted: nothing more is asked, the log says how it ends
-      return;
-    }
-    const msg = approvalMessage(o.entry.actorId, approvalId, approval.planDigest, answer);
-    await publishInbox(await o.rt.bus.person(), msg, 'person');
-    answered.set(approvalId, msg.id);
-  }
-}
+/** The approvals a person must answer (the turn follower's). */
+export { awaitingPerson };
 
 /** Resolves when `p` settles or after `ms`, whichever is first. */
 function bounded(p: Promise<unknown>, ms: number): Promise<void> {

@@ -1,16 +1,14 @@
 import { createInterface } from 'node:readline/promises';
-import { answerContent, answerMismatch, type QuestionAnswer } from '../../actors/effects/questions.js';
+import { answerMismatch } from '../../actors/effects/questions.js';
+import type { PersonAnswer } from '../../client/messages.js';
 import { ConfigError, NotFoundError } from '../../protocol/errors.js';
-import { newId } from '../../protocol/ids.js';
-import type { InboxMessage } from '../../protocol/inbox.js';
 import { questionById, type Projection, type QuestionRecord } from '../../store/projection.js';
 import { terminalText } from '../terminal-text.js';
 import { PromptInterrupted } from './approval-prompt.js';
 import { cliLine, placeholder, type CommandLine, type WhereConfig } from '../hints.js';
-import { CLI_SENDER } from '../person-messages.js';
 
 /** A person's answer to one question: an option, their own words, or both. */
-export type PersonAnswer = Omit<QuestionAnswer, 'questionId'>;
+export type { PersonAnswer };
 
 /** Asks a person one question (the lines describe it) and resolves with the answer. */
 export type QuestionPrompt = (q: QuestionRecord, lines: string[]) => Promise<PersonAnswer>;
@@ -31,21 +29,6 @@ export function answerCommandsFor(config: WhereConfig, agentId: string, question
   if (!q || q.allowFreeText) lines.push(cliLine(config, 'answer', agentId, questionId, placeholder('"<text>"')));
   if (q && q.options.length > 0) lines.push(cliLine(config, 'answer', agentId, questionId, placeholder(`--option <${q.options.map((o) => o.id).join('|')}>`)));
   return lines;
-}
-
-/** The inbox message that carries a person's answer to a question. */
-export function questionAnswerMessage(agentId: string, questionId: string, answer: PersonAnswer): InboxMessage {
-  return {
-    id: newId('message'),
-    from: CLI_SENDER,
-    to: agentId,
-    kind: 'ask_answer',
-    target: 'now',
-    wakeup: true,
-    content: answerContent({ questionId, ...answer }),
-    request: null,
-    sentAt: new Date().toISOString(),
-  };
 }
 
 /**

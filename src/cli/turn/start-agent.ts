@@ -1,11 +1,10 @@
 import type { EffectiveConfig } from '../../config/config.js';
 import { newId } from '../../protocol/ids.js';
-import type { InboxMessage } from '../../protocol/inbox.js';
 import { emptyProjection } from '../../store/projection.js';
 import { submitToHosts } from '../hand-off.js';
 import { handOverLeftWork } from '../left-work.js';
 import type { Out } from '../output.js';
-import { CLI_SENDER } from '../person-messages.js';
+import { taskMessage } from '../../client/messages.js';
 import { RunPrinter } from '../run-printer.js';
 import { createLogger, openRuntime } from '../runtime.js';
 import { promptFor } from './approval-prompt.js';
@@ -45,18 +44,8 @@ export async function startAgent(
       workspace: request.workspace,
       labels: {},
     };
-    const message: InboxMessage = {
-      id: newId('message'),
-      // the name every person's command gives itself (`send` too): anything else reads client:unknown
-      from: CLI_SENDER,
-      to: actorId,
-      kind: 'user_message',
-      target: 'next_turn',
-      wakeup: true,
-      content: task,
-      request,
-      sentAt: new Date().toISOString(),
-    };
+    // the name every person's command gives itself (`send` too): anything else reads client:unknown
+    const message = taskMessage(actorId, task, request);
     const handOff = opts.inProcess !== true && config.faults === null && (await rt.hosts.live(Date.now())).length > 0;
     // --quiet: stdout is the answer's alone
     (json || out.quiet ? out.stderr : out.stdout).write(`${actorId}\n`);

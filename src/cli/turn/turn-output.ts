@@ -14,14 +14,14 @@ import { COMPLETION_EXHAUSTED, COMPLETION_EXHAUSTED_STOP } from '../../protocol/
 const STATUS: Record<TurnOutcome, ActorStatus> = STATUS_AFTER_TURN;
 
 /** Records an actor's status in the directory (a cache of its log, for `runs`). */
-export async function setStatus(directory: ActorDirectory, actorId: string, status: ActorStatus): Promise<void> {
+export async function setStatus(directory: Pick<ActorDirectory, 'get' | 'put'>, actorId: string, status: ActorStatus): Promise<void> {
   const entry = await directory.get(actorId);
   if (entry) await directory.put({ ...entry, status, updatedAt: new Date().toISOString() });
 }
 
 /** Where a turn's end (or its wait for a person) is printed, and its directory status kept. */
 export interface TurnOutput {
-  directory: ActorDirectory;
+  directory: Pick<ActorDirectory, 'get' | 'put'>;
   printer: RunPrinter;
   out: Out;
   json: boolean;
