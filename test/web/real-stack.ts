@@ -3,7 +3,8 @@
 // pool for commands. `useRealStack` opens it before the file's tests and stops all of it after.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll } from 'vitest';
 import { CliPool, REPO_ROOT, cliEnv } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
@@ -81,7 +82,7 @@ export function useRealStack(prefix: string): RealStack {
     stack.nats = await startTestNats();
     stack.dataDir = await tempDir(prefix);
     stack.dirs.push(stack.dataDir);
-    stack.browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+    stack.browser = await launchChromium();
   });
   afterAll(async () => {
     await stack.browser?.close();
