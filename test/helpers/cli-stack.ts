@@ -3,9 +3,10 @@
 // per test, and a teardown that stops all of it after the file's tests, also when one failed:
 // processes first (each test's are killed as it finishes), then any process left that names one
 // of the file's dirs (the embedded nats-server a killed command left), then the server, the dirs.
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { CliPool, cliEnv, demoWorkspace, type CliProcesses } from './cli.js';
+import { CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, type CliProcesses } from './cli.js';
 import { startTestNats, tempDir, type TestNats } from './nats.js';
 import { killMarked } from './processes.js';
 
@@ -20,6 +21,8 @@ export interface CliSetup {
   cli: CliProcesses;
   /** `--nats <the file's server> --data-dir <dataDir>` (only `--data-dir` on an embedded stack). */
   common: string[];
+  /** `scripted:<file>`: the `script` option written to the data dir, else the bundled demo script. */
+  model: string;
 }
 
 /** The shared setup of one test file; see `useCliStack`. */
@@ -43,7 +46,7 @@ export interface CliStack {
   /** A CLI tracker for the whole file (hosts started in beforeAll), killed after the file's tests. */
   fileCli(dataDir: string, env?: Record<string, string>): CliProcesses;
   /** A data dir, a workspace and a CLI for the running test. */
-  setup(end: TestEnd, opts?: { prefix?: string; env?: Record<string, string>; workspace?: 'demo' | 'empty' }): Promise<CliSetup>;
+  setup(end: TestEnd, opts?: { prefix?: string; env?: Record<string, string>; workspace?: 'demo' | 'empty'; script?: unknown }): Promise<CliSetup>;
 }
 
 /**
@@ -91,7 +94,13 @@ export function useCliStack(opts: { nats?: boolean } = {}): CliStack {
     async setup(end, o = {}) {
       const ws = o.workspace === 'empty' ? await stack.dir('ws') : await stack.workspace();
       const dataDir = await stack.dir(o.prefix ?? 'data');
-      return { ws, dataDir, cli: stack.cli(end, dataDir, o.env), common: stack.flags(dataDir) };
+      let model = `scripted:${DEMO_SCRIPT}`;
+      if (o.script !== undefined) {
+        const file = join(dataDir, 'script.json');
+        await writeFile(file, JSON.stringify(o.script));
+        model = `scripted:${file}`;
+      }
+      return { ws, dataDir, cli: stack.cli(end, dataDir, o.env), common: stack.flags(dataDir), model };
     },
   };
   if (opts.nats !== false) {
