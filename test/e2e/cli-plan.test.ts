@@ -1,14 +1,14 @@
 // Plan mode through the real CLI: `run --plan-mode` runs read-only and exits 5 with the plan and
 // the command that accepts it; `plan` shows it; `plan --accept` starts a normal-mode turn whose
 // prepared request holds the plan, and follows it to its end.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test, type ExpectStatic } from 'vitest';
 import type { ActorEvent, EventOf, EventType } from '../../src/protocol/events.js';
 import { createLmdbBlobStore } from '../../src/store/blob-port.js';
 import { openLmdbStore } from '../../src/store/lmdb-store.js';
 import { AGENT_ID, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { useCliStack } from '../helpers/cli-stack.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 
 const stack = useCliStack();
 
@@ -37,14 +37,7 @@ const SCRIPT = {
 
 const NO_PLAN = { responses: [{ content: 'Nothing to plan.' }] };
 
-async function setup(onTestFinished: (fn: () => Promise<void>) => void, script: unknown) {
-  const ws = await stack.workspace();
-  const dataDir = await stack.dir('data');
-  const file = join(dataDir, 'script.json');
-  await writeFile(file, JSON.stringify(script));
-  const cli = stack.cli(onTestFinished, dataDir);
-  return { ws, dataDir, cli, model: `scripted:${file}`, common: stack.flags(dataDir) };
-}
+const setup = (onTestFinished: TestEnd, script: unknown) => stack.setup(onTestFinished, { script });
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
