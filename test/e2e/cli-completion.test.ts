@@ -12,7 +12,7 @@ import type { ActorEvent, EventOf, EventType } from '../../src/protocol/events.j
 import { createLmdbBlobStore } from '../../src/store/blob-port.js';
 import { openLmdbStore } from '../../src/store/lmdb-store.js';
 import { DEMO_SCRIPT, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { useCliStack } from '../helpers/cli-stack.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 
 const stack = useCliStack();
 
@@ -22,14 +22,7 @@ beforeAll(async () => {
   const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<{ tool_calls?: Array<{ arguments: { content?: string } }> }> };
   fixedSlug = demo.responses[3]!.tool_calls![0]!.arguments.content!;
 });
-async function setup(onTestFinished: (fn: () => Promise<void>) => void, script: unknown) {
-  const ws = await stack.workspace();
-  const dataDir = await stack.dir('data');
-  const file = join(dataDir, 'script.json');
-  await writeFile(file, JSON.stringify(script));
-  const cli = stack.cli(onTestFinished, dataDir);
-  return { ws, dataDir, cli, model: `scripted:${file}`, common: stack.flags(dataDir) };
-}
+const setup = (onTestFinished: TestEnd, script: unknown) => stack.setup(onTestFinished, { script });
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });

@@ -2,12 +2,12 @@
 // progress, until the model completes the goal; `goal` shows it and a person pauses, resumes and
 // cancels it through the agent's inbox; kills after a goal/updated and between a turn's end and
 // its continuation resume to one continuation; bad input is one line and exit 2.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test, type ExpectStatic } from 'vitest';
 import type { ActorEvent, EventOf, EventType } from '../../src/protocol/events.js';
 import { AGENT_ID, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { useCliStack } from '../helpers/cli-stack.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 import { parseRuns } from '../helpers/cli.js';
 
 const stack = useCliStack();
@@ -26,14 +26,7 @@ const THREE_TURNS = {
   ],
 };
 
-async function setup(onTestFinished: (fn: () => Promise<void>) => void, script: unknown) {
-  const ws = await stack.workspace();
-  const dataDir = await stack.dir('data');
-  const file = join(dataDir, 'script.json');
-  await writeFile(file, JSON.stringify(script));
-  const cli = stack.cli(onTestFinished, dataDir);
-  return { ws, cli, model: `scripted:${file}`, common: stack.flags(dataDir) };
-}
+const setup = (onTestFinished: TestEnd, script: unknown) => stack.setup(onTestFinished, { script });
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
