@@ -2,7 +2,7 @@
  * The page under load (`--page-actors 1000 --page-rate 200`): the gateway started in-process on
  * the bench's runtime with the built page (dist/web), a tree of N actors written to the real
  * stores (`page-tree.ts`), the page opened on its root in headless Chromium (playwright-core,
- * /usr/bin/chromium), then events committed at R a second across the tree for S seconds while
+ * the browser the page tests find), then events committed at R a second across the tree for S seconds while
  * the page measures its frames: requestAnimationFrame deltas (the longest is the longest frame),
  * PerformanceObserver `longtask` and `long-animation-frame` entries, and the page's own
  * `actorloop:render` measures (web/src/app.tsx: a render of the app to its DOM commit), the
@@ -17,7 +17,8 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
+import type { Browser, CDPSession, Page } from 'playwright-core';
+import { launchChromium } from '../test/helpers/browser.js';
 import { machineDefinitions } from '../src/client/machine-definitions.js';
 import { ConfigError } from '../src/protocol/errors.js';
 import { startGateway, type Gateway, type GatewayCommands } from '../src/server/gateway.js';
@@ -296,7 +297,7 @@ export async function runPageSection(rt: BenchRuntime, cleanup: Cleanup, o: Page
     console.log(`== the page under load: skipped (no built page at ${PAGE_DIR}: run \`npm run build\` first) ==`);
     return;
   }
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+  const browser = await launchChromium();
   cleanup.add('close chromium', () => browser.close());
   const runs: PageRun[] = [];
   try {

@@ -2,33 +2,21 @@
 // write_file argument end their turns (the log keeps a blob reference, the answer is printed
 // whole, the file is written whole), and an answer over `max_model_output_bytes` ends the turn
 // failed within seconds instead of being retried. Real processes, a real nats-server.
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic, type TestContext } from 'vitest';
-import { AGENT_ID, CliPool, cliEnv, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { describe, test, type ExpectStatic, type TestContext } from 'vitest';
+import { AGENT_ID, cliEnv, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
 /** 3 MB of numbered lines: a cut or a reorder anywhere shows. */
 const BIG = Array.from({ length: 48 * 1024 }, (_, i) => `line ${String(i).padStart(8, '0')} ${'y'.repeat(50)}\n`).join('');
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 /** A workspace, a data dir, a script of `responses`, and (optionally) a user config file. */
 async function setup(ctx: TestContext, responses: unknown[], userConfig?: string) {
-  const ws = await tempDir('ws');
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
+  const ws = await stack.dir('ws');
+  const dataDir = await stack.dir('data');
   const scriptPath = join(dataDir, 'script.json');
   await writeFile(scriptPath, JSON.stringify({ responses }));
   const env = cliEnv(dataDir);
@@ -37,8 +25,8 @@ async function setup(ctx: TestContext, responses: unknown[], userConfig?: string
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, 'config.toml'), userConfig);
   }
-  const cli = pool.forTest(ctx, env);
-  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const cli = stack.pool.forTest(ctx, env);
+  const common = stack.flags(dataDir);
   return { ws, cli, common, dataDir, model: `scripted:${scriptPath}` };
 }
 

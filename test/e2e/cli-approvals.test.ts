@@ -1,40 +1,26 @@
 // Approvals through the real CLI: `run` without a TTY stops at the first call that needs a
 // person (exit 5, the approval ID on stderr and in the approval/requested event), and `approve`
 // / `deny` deliver the answer through the agent's inbox and host the turn to its end.
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { beforeAll, describe, test, type ExpectStatic } from 'vitest';
 import { onTerminal } from '../helpers/terminal.js';
-import { AGENT_ID, CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { AGENT_ID, DEMO_SCRIPT, cliEnv, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
 
 /** Lines of the diff the demo's write_file makes of src/slug.js (its fix), as an approval shows them. */
 const DIFF_LINES = ['edit src/slug.js (+1 -1)', '--- a/src/slug.js', '+++ b/src/slug.js', '@@ -3,6 +3,6 @@', "-    .replace(' ', '-')", "+    .replace(/\\s+/g, '-')"];
 
-let nats: TestNats;
+const stack = useCliStack();
+
 let buggySlug: string;
-const dirs: string[] = [];
-const pool = new CliPool();
 
 beforeAll(async () => {
-  nats = await startTestNats();
   buggySlug = await readFile(new URL('../../examples/demo/workspace/src/slug.js', import.meta.url), 'utf8');
 });
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-async function setup(onTestFinished: (fn: () => Promise<void>) => void) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  return { ws, dataDir, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
-}
+const setup = (onTestFinished: TestEnd) => stack.setup(onTestFinished);
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
@@ -99,7 +85,7 @@ describe('approvals from the CLI', () => {
 
     const listed = await cli.run(['approvals', agentId, ...common]);
     // the printed lines reach this data dir and server when pasted
-    const where = `--data-dir ${dataDir} --nats ${nats.url}`;
+    const where = `--data-dir ${dataDir} --nats ${stack.nats.url}`;
     expectExit(expect, listed, 0);
     const shown = lines(listed.stdout).map((l) => l.trim());
     expect(shown[0]).toBe(`write_file (version 1) asks for approval ${approvalId}`);

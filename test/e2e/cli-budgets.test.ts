@@ -1,42 +1,28 @@
 // Budgets and the stop decision through real processes: a cost budget against the fake OpenAI
 // server's usage, a kill right after an attempt's reservation is committed (on a goal run too) and
 // the resume that settles it once, the model's stop in both forms (exit 4), and the budget flags a user gets wrong.
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
-import { AGENT_ID, CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
+import { AGENT_ID, DEMO_SCRIPT, lines, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeTurn } from '../helpers/fake-openai.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
 const KEY = 'sk-test-0123456789abcdef';
-let nats: TestNats;
-const servers: FakeOpenAI[] = [];
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await Promise.all(servers.map((s) => s.close()));
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 async function fake(turns: FakeTurn[]): Promise<FakeOpenAI> {
   const s = await startFakeOpenAI({ turns });
-  servers.push(s);
+  stack.onClose(() => s.close());
   return s;
 }
 
 async function setup(onTestFinished: (fn: () => Promise<void>) => void) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir, { OPENAI_API_KEY: KEY }));
-  return { ws, dataDir, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('data');
+  const cli = stack.cli(onTestFinished, dataDir, { OPENAI_API_KEY: KEY });
+  return { ws, dataDir, cli, common: stack.flags(dataDir) };
 }
 
 function ofType<T extends ActorEvent['type']>(log: ActorEvent[], type: T): Array<Extract<ActorEvent, { type: T }>> {

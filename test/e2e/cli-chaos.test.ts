@@ -2,42 +2,28 @@
 // child at every fault point, resumes (and approves) it to the end of the turn, and checks each
 // log and the effect file. Then the flag mistakes, and the effect checker on crafted evidence
 // (no processes), which must catch a call that ran twice.
-import { existsSync, readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test, type TestContext } from 'vitest';
-import { pidAlive } from '../../src/bus/embedded.js';
+import { beforeAll, describe, expect, test, type TestContext } from 'vitest';
 import { checkEffects } from '../../src/cli/chaos/effects.js';
 import { CHAOS_POINTS, faultSpecFor, parsePoints, planRuns } from '../../src/cli/chaos/plan.js';
 import type { ChaosSummary, PointReport } from '../../src/cli/chaos/report.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
-import { AGENT_ID, CliPool, REPO_ROOT, cliEnv, lines, show, type CliResult } from '../helpers/cli.js';
-import { tempDir } from '../helpers/nats.js';
-import { killMarked, processesWith } from '../helpers/processes.js';
+import { AGENT_ID, REPO_ROOT, cliEnv, lines, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
+import { processesWith } from '../helpers/processes.js';
 
 const SCRIPT = join(REPO_ROOT, 'examples', 'chaos', 'script.json');
-const pool = new CliPool();
+// no server of the file's own: `chaos` starts the data dir's embedded one
+const stack = useCliStack({ nats: false });
 let dataDir: string;
 
 beforeAll(async () => {
-  dataDir = await tempDir('chaos-data');
-});
-
-afterAll(async () => {
-  await pool.killAll();
-  // nor the host processes it started (their data dirs are under the session's)
-  await killMarked([dataDir]);
-  // a chaos process killed midway (a failed test) cannot stop the nats-server it started
-  const state = join(dataDir, 'nats', 'server.json');
-  if (existsSync(state)) {
-    const { pid } = JSON.parse(readFileSync(state, 'utf8')) as { pid: number };
-    if (pidAlive(pid)) process.kill(pid, 'SIGKILL');
-  }
-  await rm(dataDir, { recursive: true, force: true });
+  dataDir = await stack.dir('chaos-data');
 });
 
 function chaos(ctx: TestContext, args: string[], timeoutMs = 30_000): Promise<CliResult> {
-  return pool.forTest(ctx, cliEnv(dataDir)).run(['chaos', ...args, '--data-dir', dataDir], { timeoutMs });
+  return stack.pool.forTest(ctx, cliEnv(dataDir)).run(['chaos', ...args, '--data-dir', dataDir], { timeoutMs });
 }
 
 // Each kill costs a CLI start (about a second of CPU) plus the wait for the resumed turn; a

@@ -5,40 +5,24 @@
 // passed; the limit of refusals fails the turn and asks the person; a kill mid-way and `resume`
 // decide the same from the log; under on_completion_exhausted = "block" the limit blocks the goal
 // (exit 4), a person resumes it and a real citation completes; a policy the run could never satisfy is exit 2.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { beforeAll, describe, test, type ExpectStatic } from 'vitest';
 import type { ActorEvent, EventOf, EventType } from '../../src/protocol/events.js';
 import { createLmdbBlobStore } from '../../src/store/blob-port.js';
 import { openLmdbStore } from '../../src/store/lmdb-store.js';
-import { CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { DEMO_SCRIPT, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 
-let nats: TestNats;
+const stack = useCliStack();
+
 let fixedSlug: string;
-const dirs: string[] = [];
-const pool = new CliPool();
 
 beforeAll(async () => {
-  nats = await startTestNats();
   const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<{ tool_calls?: Array<{ arguments: { content?: string } }> }> };
   fixedSlug = demo.responses[3]!.tool_calls![0]!.arguments.content!;
 });
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-async function setup(onTestFinished: (fn: () => Promise<void>) => void, script: unknown) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const file = join(dataDir, 'script.json');
-  await writeFile(file, JSON.stringify(script));
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  return { ws, dataDir, cli, model: `scripted:${file}`, common: ['--nats', nats.url, '--data-dir', dataDir] };
-}
+const setup = (onTestFinished: TestEnd, script: unknown) => stack.setup(onTestFinished, { script });
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
@@ -138,7 +122,7 @@ describe('--complete-when cited (seed 004 scenario 3)', () => {
     const agentId = lines(run.stdout)[0]!;
     expect(run.stdout).toMatch(/failed \(completion policy "cited" refused 2 answers \(the limit\): citation \[notes\/made-up-2\.md\]/);
     // a line to paste: it reaches this agent where this run did
-    expect(run.stdout).toContain(`you decide: tell the agent what it still lacks with \`actorloop run --continue ${agentId} --data-dir ${dataDir} --nats ${nats.url} "<what to do>"\``);
+    expect(run.stdout).toContain(`you decide: tell the agent what it still lacks with \`actorloop run --continue ${agentId} --data-dir ${dataDir} --nats ${stack.nats.url} "<what to do>"\``);
     const events = await cli.run(['events', agentId, '--json', ...common]);
     const log = parseEvents(events.stdout);
     expect(ofType(log, 'completion/rejected').map((e) => e.data.missing[0])).toEqual([
@@ -187,7 +171,7 @@ describe('on_completion_exhausted = "block": the limit blocks the goal, a person
     expectExit(expect, run, 4);
     const agentId = lines(run.stdout)[0]!;
     expect(run.stdout).toContain('stopped (completion_exhausted)');
-    const where = `--data-dir ${dataDir} --nats ${nats.url}`;
+    const where = `--data-dir ${dataDir} --nats ${stack.nats.url}`;
     expect(run.stdout).toMatch(/goal goal_\S+ is blocked \(completion:cited: citation \[notes\/made-up-3\.md\] names nothing this session retrieved/);
     expect(run.stdout).toContain(`you decide: resume it with \`actorloop goal ${agentId} resume ${where}\`, then tell the agent what it still lacks with \`actorloop run --continue ${agentId} ${where} "<what to do>"\``);
 

@@ -2,37 +2,25 @@
 // of an existing agent with its history, after a turn that completed and after one stopped by
 // --max-steps; `resume --last`; a task sent while a turn runs waits for it; `runs` has a header,
 // the workspace and the last task, and `--limit`.
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { describe, test, type ExpectStatic } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { createLmdbBlobStore } from '../../src/store/blob-port.js';
 import { openLmdbStore } from '../../src/store/lmdb-store.js';
-import { AGENT_ID, CliPool, cliEnv, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { AGENT_ID, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 async function setup(onTestFinished: (fn: () => Promise<void>) => void, script: unknown) {
-  const ws = await tempDir('ws');
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
+  const ws = await stack.dir('ws');
+  const dataDir = await stack.dir('data');
   const file = join(dataDir, 'script.json');
   await writeFile(file, JSON.stringify(script));
   await writeFile(join(ws, 'notes.txt'), 'the meeting moved to Thursday\n');
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  return { ws, dataDir, cli, model: `scripted:${file}`, common: ['--nats', nats.url, '--data-dir', dataDir] };
+  const cli = stack.cli(onTestFinished, dataDir);
+  return { ws, dataDir, cli, model: `scripted:${file}`, common: stack.flags(dataDir) };
 }
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {

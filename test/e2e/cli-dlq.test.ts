@@ -2,39 +2,32 @@
 // deliveries (a host whose actor refuses mail), so it became a dead letter. `dlq list` shows it,
 // `dlq redrive` sends it again, and `resume` (a fresh process) takes it and runs the turn.
 // Real processes from dist (run `npm run build` first), one real nats-server.
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test, type TestContext } from 'vitest';
+import { beforeAll, describe, expect, test, type TestContext } from 'vitest';
 import type { FaultInjector } from '../../src/actors/faults/faults.js';
 import { listDeadLetters } from '../../src/bus/dead-letters.js';
 import { message } from '../actors/harness.js';
-import { AGENT_ID, CliPool, cliEnv, lines, parseEvents, show, type CliProcesses, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { AGENT_ID, lines, parseEvents, show, type CliProcesses, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 import { openTestRuntime } from '../helpers/runtime.js';
 
-let nats: TestNats;
+const stack = useCliStack();
+
 let dataDir: string;
 let ws: string;
 let scriptPath: string;
-const pool = new CliPool();
 
 beforeAll(async () => {
-  nats = await startTestNats();
-  dataDir = await tempDir('data');
-  ws = await tempDir('ws');
+  dataDir = await stack.dir('data');
+  ws = await stack.dir('ws');
   scriptPath = join(dataDir, 'script.json');
   await writeFile(scriptPath, JSON.stringify({ responses: [{ content: 'first answer' }, { content: 'follow-up answer' }] }));
 });
 
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  for (const d of [dataDir, ws]) if (d) await rm(d, { recursive: true, force: true });
-});
-
 function cliFor(ctx: TestContext): { cli: CliProcesses; run: (...args: string[]) => Promise<CliResult> } {
-  const cli = pool.forTest(ctx, cliEnv(dataDir));
-  return { cli, run: (...args) => cli.run([...args, '--nats', nats.url, '--data-dir', dataDir]) };
+  const cli = stack.cli(ctx, dataDir);
+  return { cli, run: (...args) => cli.run([...args, '--nats', stack.nats.url, '--data-dir', dataDir]) };
 }
 
 function expectExit(r: CliResult, code: number): void {
@@ -43,7 +36,7 @@ function expectExit(r: CliResult, code: number): void {
 
 /** Hosts the agent in this process with an actor that refuses mail, until `messageId` is a dead letter. */
 async function deadLetterAFollowUp(agentId: string): Promise<string> {
-  const rt = await openTestRuntime({ natsUrl: nats.url });
+  const rt = await openTestRuntime({ natsUrl: stack.nats.url });
   try {
     const refusing: FaultInjector = {
       hit(point) {

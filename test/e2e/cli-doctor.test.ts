@@ -2,36 +2,27 @@
 // doctor starts and stops), a real LMDB, the fake OpenAI-compatible server answering the probes.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test, type TestContext } from 'vitest';
+import { beforeAll, describe, expect, test, type TestContext } from 'vitest';
 import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { freePort, natsAccepts, natsServerVersion, resolveNatsServerBinary } from '../../src/bus/nats-server.js';
-import { CliPool, DEMO_SCRIPT, cliEnv, lines, show, type CliResult } from '../helpers/cli.js';
+import { DEMO_SCRIPT, cliEnv, lines, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 import { FAULTS, startFakeOpenAI, type FakeOpenAI, type FakeOpenAIOptions, type FakeTurn, type RecordedRequest } from '../helpers/fake-openai.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { startTestNats } from '../helpers/nats.js';
 
 const KEY = 'sk-doctor-0123456789abcdef';
-let nats: TestNats;
+const stack = useCliStack();
+
 /** True when the nats-server on PATH (the test server's) is older than 2.10: it cannot fsync every commit. */
 let lazyFsync: boolean;
-const servers: FakeOpenAI[] = [];
-const dirs: string[] = [];
-const pool = new CliPool();
 
 beforeAll(async () => {
-  nats = await startTestNats();
   const [major = 0, minor = 0] = (await natsServerVersion()).split('.').map(Number);
   lazyFsync = major < 2 || (major === 2 && minor < 10);
 });
-afterAll(async () => {
-  await pool.killAll();
-  await Promise.all(servers.map((s) => s.close()));
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
 interface Check {
   check: string;
   status: 'ok' | 'warning' | 'failed';
@@ -81,15 +72,14 @@ function probeAnswers(over: { tool?: Partial<FakeTurn>; structured?: Partial<Fak
 
 async function fake(opts: FakeOpenAIOptions): Promise<FakeOpenAI> {
   const s = await startFakeOpenAI(opts);
-  servers.push(s);
+  stack.onClose(() => s.close());
   return s;
 }
 
 async function setup(ctx: TestContext, extraEnv: Record<string, string> = {}) {
-  const dataDir = await tempDir('doctor');
-  dirs.push(dataDir);
+  const dataDir = await stack.dir('doctor');
   // OPENAI_BASE_URL is not among what cliEnv strips: blank it so the parent's cannot leak in
-  const cli = pool.forTest(ctx, cliEnv(dataDir, { OPENAI_BASE_URL: '', ...extraEnv }));
+  const cli = stack.pool.forTest(ctx, cliEnv(dataDir, { OPENAI_BASE_URL: '', ...extraEnv }));
   return { dataDir, cli, doctor: (...args: string[]) => cli.run(['doctor', '--data-dir', dataDir, ...args]) };
 }
 
@@ -103,7 +93,7 @@ describe('doctor against a working setup', () => {
   test('all checks ok against the test nats-server and the fake endpoint; --json says the same', async (ctx) => {
     const server = await fake({ handler: probeAnswers() });
     const { cli, dataDir, doctor } = await setup(ctx, { OPENAI_API_KEY: KEY });
-    const args = ['--nats', nats.url, '--model', 'openai:test-model', '--base-url', server.baseURL];
+    const args = ['--nats', stack.nats.url, '--model', 'openai:test-model', '--base-url', server.baseURL];
 
     // a fresh server has none of the streams yet: a warning, not a failure
     const fresh = await doctor(...args, '--json');
@@ -113,7 +103,7 @@ describe('doctor against a working setup', () => {
     expect(byName(parseJson((await doctor(...args, '--json')).stdout), 'streams').status).toBe('warning');
 
     // any command that opens the bus creates them
-    expectExit(await cli.run(['runs', '--nats', nats.url, '--data-dir', dataDir]), 0);
+    expectExit(await cli.run(['runs', '--nats', stack.nats.url, '--data-dir', dataDir]), 0);
 
     const r = await doctor(...args);
     expectExit(r, 0);
@@ -125,7 +115,7 @@ describe('doctor against a working setup', () => {
       expect.objectContaining({ check: 'auth', status: 'warning', detail: expect.stringMatching(/accepts connections without a login/) }),
       ...(lazyFsync ? [expect.objectContaining({ check: 'durability', status: 'warning' })] : []),
     ]);
-    expect(byName(checks, 'nats-server').detail).toContain(nats.url);
+    expect(byName(checks, 'nats-server').detail).toContain(stack.nats.url);
     expect(byName(checks, 'jetstream').detail).toMatch(/enabled .*nats-server 2\./);
     expect(byName(checks, 'streams').detail).toMatch(/LOGS .*INBOX .*DLQ .*as expected/);
     expect(byName(checks, 'lmdb').detail).toContain(join(dataDir, 'lmdb'));
@@ -168,7 +158,7 @@ describe('doctor reports what is wrong, and what to do', () => {
   test('a nats-server that cannot fsync every commit (before 2.10): a durability warning in the README\'s words, exit 0', async (ctx) => {
     // the server on PATH decides what there is to see: 2.9.x warns, 2.10+ by URL does not
     const { doctor } = await setup(ctx);
-    for (const args of [['--nats', nats.url], []]) {
+    for (const args of [['--nats', stack.nats.url], []]) {
       const r = await doctor(...args, '--model', `scripted:${DEMO_SCRIPT}`, '--json');
       expectExit(r, 0);
       const durability = byName(parseJson(r.stdout), 'durability');
@@ -193,7 +183,7 @@ describe('doctor reports what is wrong, and what to do', () => {
       }),
     });
     const { doctor } = await setup(ctx);
-    const r = await doctor('--nats', nats.url, '--model', 'openai:test-model', '--base-url', server.baseURL, '--json');
+    const r = await doctor('--nats', stack.nats.url, '--model', 'openai:test-model', '--base-url', server.baseURL, '--json');
     expectExit(r, 0);
     const checks = parseJson(r.stdout);
     expect(byName(checks, 'model')).toMatchObject({ status: 'warning', fix: expect.stringContaining('other-model') });
@@ -205,7 +195,7 @@ describe('doctor reports what is wrong, and what to do', () => {
   test('a refused base URL: the model check failed, the fix names --base-url, exit 1', async (ctx) => {
     const port = await freePort();
     const { doctor } = await setup(ctx);
-    const r = await doctor('--nats', nats.url, '--model', 'openai:test-model', '--base-url', `http://127.0.0.1:${port}/v1`);
+    const r = await doctor('--nats', stack.nats.url, '--model', 'openai:test-model', '--base-url', `http://127.0.0.1:${port}/v1`);
     expectExit(r, 1);
     const checks = parseText(r.stdout);
     const model = byName(checks, 'model');
@@ -219,7 +209,7 @@ describe('doctor reports what is wrong, and what to do', () => {
   test('a key the server refuses (and echoes back): failed naming OPENAI_API_KEY, the key never printed', async (ctx) => {
     const server = await fake({ handler: () => ({ fault: FAULTS.unauthorized() }) });
     const { doctor } = await setup(ctx, { OPENAI_API_KEY: KEY });
-    const r = await doctor('--nats', nats.url, '--model', 'openai:test-model', '--base-url', server.baseURL);
+    const r = await doctor('--nats', stack.nats.url, '--model', 'openai:test-model', '--base-url', server.baseURL);
     expectExit(r, 1);
     const checks = parseText(r.stdout);
     const tool = byName(checks, 'model tool call');
@@ -232,7 +222,7 @@ describe('doctor reports what is wrong, and what to do', () => {
 
   test('no model configured: a warning naming --model and OPENAI_API_KEY, exit 0', async (ctx) => {
     const { doctor } = await setup(ctx);
-    const r = await doctor('--nats', nats.url);
+    const r = await doctor('--nats', stack.nats.url);
     expectExit(r, 0);
     const model = byName(parseText(r.stdout), 'model');
     expect(model).toMatchObject({ status: 'warning', detail: 'none configured' });

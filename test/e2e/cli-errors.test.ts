@@ -2,32 +2,25 @@
 // trace) saying what went wrong and what to do. Real processes, a real nats-server.
 import { writeFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test, type TestContext } from 'vitest';
-import { AGENT_ID, CliPool, CliProcesses, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { beforeAll, describe, expect, test, type TestContext } from 'vitest';
+import { AGENT_ID, CliProcesses, DEMO_SCRIPT, cliEnv, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-let nats: TestNats;
+const stack = useCliStack();
+
 let dataDir: string;
 let scratch: string;
 let ws: string;
-const pool = new CliPool();
 
 /** The test's own process tracker: its children are killed when it finishes, pass or fail. */
 function cliFor(ctx: TestContext, env = cliEnv(dataDir)): CliProcesses {
-  return pool.forTest(ctx, env);
+  return stack.pool.forTest(ctx, env);
 }
 
 beforeAll(async () => {
-  nats = await startTestNats();
-  dataDir = await tempDir('data');
-  scratch = await tempDir('scripts');
-  ws = await demoWorkspace();
-});
-
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  for (const d of [dataDir, scratch, ws]) if (d) await rm(d, { recursive: true, force: true });
+  dataDir = await stack.dir('data');
+  scratch = await stack.dir('scripts');
+  ws = await stack.workspace();
 });
 
 /** Writes a script file under the scratch dir and returns its path. */
@@ -50,7 +43,7 @@ function expectOneLineError(r: CliResult, code: number): string {
 describe('a mistake in the input: one line on stderr, exit 2, nothing started', () => {
   // Every command here points at the test server, so even a regression that got as far as
   // opening the bus would start no embedded nats-server.
-  const run = (ctx: TestContext, ...args: string[]) => cliFor(ctx).run(['run', ...args, '--nats', nats.url, '--data-dir', dataDir]);
+  const run = (ctx: TestContext, ...args: string[]) => cliFor(ctx).run(['run', ...args, '--nats', stack.nats.url, '--data-dir', dataDir]);
   const demo = () => ['--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws];
 
   /** Exit 2 with one line, and nothing on stdout: no agent was created. */
@@ -163,7 +156,7 @@ describe('serve with an address nothing can listen on: one line, exit 2, nothing
     ['--port abc', ['--port', 'abc'], /--port takes a whole number, got "abc"/],
     ['--host with a space', ['--host', 'bad host'], /"bad host" is not an address to listen on/],
   ] as Array<[string, string[], RegExp]>)('%s', async ([, args, why], ctx) => {
-    const r = await cliFor(ctx).run(['serve', ...args, '--nats', nats.url, '--data-dir', dataDir]);
+    const r = await cliFor(ctx).run(['serve', ...args, '--nats', stack.nats.url, '--data-dir', dataDir]);
     expect(expectOneLineError(r, 2)).toMatch(why);
     expect(r.stdout).toBe('');
   });
@@ -191,18 +184,18 @@ describe('what the user named does not exist: exit 3', () => {
   const unknownAgent = 'agt_01ABCDEFGHJKMNPQRSTVWXYZ01';
 
   test.concurrent('resume of an unknown agent', async (ctx) => {
-    const line = expectOneLineError(await cliFor(ctx).run(['resume', unknownAgent, '--nats', nats.url, '--data-dir', dataDir]), 3);
+    const line = expectOneLineError(await cliFor(ctx).run(['resume', unknownAgent, '--nats', stack.nats.url, '--data-dir', dataDir]), 3);
     expect(line).toContain(unknownAgent);
   });
 
   test.concurrent('events of an unknown agent', async (ctx) => {
-    const line = expectOneLineError(await cliFor(ctx).run(['events', unknownAgent, '--json', '--nats', nats.url, '--data-dir', dataDir]), 3);
+    const line = expectOneLineError(await cliFor(ctx).run(['events', unknownAgent, '--json', '--nats', stack.nats.url, '--data-dir', dataDir]), 3);
     expect(line).toContain(unknownAgent);
   });
 });
 
 test('nats-server missing and no NATS_URL: exit 2, saying how to install it or set NATS_URL', async (ctx) => {
-  const fresh = await tempDir('data-nonats');
+  const fresh = await stack.dir('data-nonats');
   try {
     const env = cliEnv(fresh, { ACTORLOOP_NATS_SERVER: '/nonexistent/nats-server' });
     const r = await cliFor(ctx, env).run(['run', 'x', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws]);
@@ -218,7 +211,7 @@ test('nats-server missing and no NATS_URL: exit 2, saying how to install it or s
 
 describe('budgets through the CLI: exit 4, the last event turn/end stopped with the reason', () => {
   async function runStopped(ctx: TestContext, args: string[], reason: string): Promise<CliResult> {
-    const r = await cliFor(ctx).run(['run', 'fix the failing test', '--json', '--cwd', ws, '--nats', nats.url, '--data-dir', dataDir, ...args]);
+    const r = await cliFor(ctx).run(['run', 'fix the failing test', '--json', '--cwd', ws, '--nats', stack.nats.url, '--data-dir', dataDir, ...args]);
     expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 4, signal: null });
     expect(lines(r.stderr)[0], show(r)).toMatch(AGENT_ID);
     const end = parseEvents(r.stdout).at(-1);

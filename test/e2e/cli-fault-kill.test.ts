@@ -6,67 +6,34 @@
 // `actor/killed` names the point and `verify` passes; host B, without --allow-faults, refuses.
 // On the data dir's embedded server (which runs with authorization) a client login may give a
 // fault order and a host login may not. A `run --in-process` holding the agent takes no orders.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import type { ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { embeddedPaths, readEmbeddedState } from '../../src/bus/embedded.js';
 import { hostKey } from '../../src/bus/hosts.js';
 import { readEmbeddedAuth } from '../../src/bus/nats-auth.js';
 import { faultSubject } from '../../src/bus/subjects.js';
-import { CliPool, REPO_ROOT, cliEnv, demoWorkspace, parseEvents, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { parseEvents, show, type Exit } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 import { ownerAuth } from '../helpers/serve-output.js';
 import { RpcClient, until } from '../server/gateway-fixture.js';
 
 const usage = { input_tokens: 40, output_tokens: 4 };
-let nats: TestNats;
-const procs: ChildProcess[] = [];
-const dirs: string[] = [];
-const pool = new CliPool();
+const stack = useCliStack();
 
-interface Started { proc: ChildProcess; out: () => string; err: () => string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
+interface Started { proc: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> }
 
-/** Starts the CLI as a long-running process on `dataDir` (and the test server unless `embedded`). */
+/** Starts the CLI as a long-running process on `dataDir` (and the test server unless `embedded`), killed after the file's tests. */
 function start(args: string[], dataDir: string, embedded = false): Started {
-  let out = '';
-  let err = '';
-  const bus = embedded ? [] : ['--nats', nats.url];
-  const proc = spawn(process.execPath, ['bin/actorloop.js', ...args, ...bus, '--data-dir', dataDir], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
-  proc.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
-  procs.push(proc);
-  return { proc, out: () => out, err: () => err, exited };
+  const p = stack.fileCli(dataDir).start([...args, ...(embedded ? ['--data-dir', dataDir] : stack.flags(dataDir))]);
+  return { proc: p.child, out: p.stdout, err: p.stderr, exited: p.exited };
 }
 
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-
-afterAll(async () => {
-  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-  await pool.killAll();
-  await nats?.stop();
-  // a host SIGKILLed on the embedded server leaves it running on purpose (the next command adopts it)
-  for (const d of dirs) {
-    const state = await readEmbeddedState(embeddedPaths(d).stateFile).catch(() => null);
-    if (state) {
-      try {
-        process.kill(state.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
 test('fault.kill at after:tool/start: host A dies at that point of the next turn, host B carries it to the end, actor/killed names the point, verify passes', async ({ onTestFinished }) => {
-  const dataDir = await tempDir('fault-kill');
-  const ws = await demoWorkspace();
-  dirs.push(dataDir, ws);
+  const dataDir = await stack.dir('fault-kill');
+  const ws = await stack.workspace();
   const model = join(dataDir, 'script.json');
   // turn 1 answers; turn 2 lists the workspace (host A dies once that call's tool/start is committed), then answers
   await writeFile(model, JSON.stringify({ responses: [
@@ -102,8 +69,8 @@ test('fault.kill at after:tool/start: host A dies at that point of the next turn
     return d.turns === 2 && d.lastTurn?.outcome === 'completed' && d.lastTurn.answer === 'listed it';
   }, 60_000);
 
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  const events = parseEvents((await cli.run(['events', agentId, '--json', '--nats', nats.url, '--data-dir', dataDir])).stdout);
+  const cli = stack.cli(onTestFinished, dataDir);
+  const events = parseEvents((await cli.run(['events', agentId, '--json', '--nats', stack.nats.url, '--data-dir', dataDir])).stdout);
   const killed = events.filter((e) => e.type === 'actor/killed');
   expect(killed).toHaveLength(1);
   expect(killed[0]).toMatchObject({ data: { point: 'after:tool/start', detectedBy: 'fault record (kill)' } });
@@ -111,7 +78,7 @@ test('fault.kill at after:tool/start: host A dies at that point of the next turn
   const killedAt = events.indexOf(killed[0]!);
   expect(events.slice(0, killedAt).filter((e) => e.type === 'tool/start')).toHaveLength(1);
   expect(events.slice(killedAt).some((e) => e.type === 'actor/rehydrated')).toBe(true);
-  const verify = await cli.run(['verify', agentId, '--nats', nats.url, '--data-dir', dataDir]);
+  const verify = await cli.run(['verify', agentId, '--nats', stack.nats.url, '--data-dir', dataDir]);
   expect(verify.code, show(verify)).toBe(0);
 
   // B holds it now and takes no orders: the refusal comes back as a JSON-RPC error
@@ -125,9 +92,8 @@ test('fault.kill at after:tool/start: host A dies at that point of the next turn
 }, 150_000);
 
 test('a host killed the instant a follow-up turn starts (after:turn/start): another host takes the agent on and the turn completes', async ({ onTestFinished }) => {
-  const dataDir = await tempDir('fault-turn-start');
-  const ws = await demoWorkspace();
-  dirs.push(dataDir, ws);
+  const dataDir = await stack.dir('fault-turn-start');
+  const ws = await stack.workspace();
   const model = join(dataDir, 'script.json');
   await writeFile(model, JSON.stringify({ responses: [{ content: 'ready', usage }, { content: 'carried on', usage }] }));
   const a = start(['host', '--name', 'ts-host-a', '--lease-ttl', '2000', '--allow-faults'], dataDir);
@@ -156,8 +122,7 @@ test('a host killed the instant a follow-up turn starts (after:turn/start): anot
 }, 150_000);
 
 test('on the embedded server a client login may give a host a fault order, a host login may not', async () => {
-  const dataDir = await tempDir('fault-auth');
-  dirs.push(dataDir);
+  const dataDir = await stack.dir('fault-auth');
   // the host owns the data dir's embedded server, which runs with authorization
   const h = start(['host', '--name', 'fk-auth-host', '--lease-ttl', '3000', '--allow-faults'], dataDir, true);
   await until('the host to start', () => h.err().includes('hosting agents'), 30_000);
@@ -187,9 +152,8 @@ test('on the embedded server a client login may give a host a fault order, a hos
 }, 60_000);
 
 test('an agent hosted in a command\'s own process (run --in-process) takes no fault orders: a clear error, and the command lives on', async () => {
-  const dataDir = await tempDir('fault-inproc');
-  const ws = await demoWorkspace();
-  dirs.push(dataDir, ws);
+  const dataDir = await stack.dir('fault-inproc');
+  const ws = await stack.workspace();
   const model = join(dataDir, 'script.json');
   await writeFile(model, JSON.stringify({ responses: [{ content: 'slowly', delay_ms: 30_000, usage }] }));
   const serve = start(['serve', '--port', '0', '--allow-faults'], dataDir);

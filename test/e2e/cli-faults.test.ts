@@ -1,53 +1,32 @@
 // Crash-and-resume through the real CLI: each case runs the demo in a child process that
 // SIGKILLs itself at a fault point, then `resume`, `verify` and `events` run as fresh processes
 // against the same nats-server and data dir, and the log must show what the README promises.
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { beforeAll, describe, test, type ExpectStatic } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
-import {
-  AGENT_ID,
-  CliPool,
-  CliProcesses,
-  DEMO_SCRIPT,
-  cliEnv,
-  demoWorkspace,
-  lines,
-  parseEvents,
-  parseRuns,
-  show,
-  type CliResult,
-} from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { AGENT_ID, CliProcesses, DEMO_SCRIPT, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
 
-let nats: TestNats;
+const stack = useCliStack();
+
 let fixedSlug: string;
-const dirs: string[] = [];
-const pool = new CliPool();
 
 beforeAll(async () => {
-  nats = await startTestNats();
   const script = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as {
     responses: Array<{ tool_calls?: Array<{ name: string; arguments: { content?: string } }> }>;
   };
   fixedSlug = script.responses[3]!.tool_calls![0]!.arguments.content!;
 });
 
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
 /** A fresh workspace, data dir and process tracker for one test; its children die with it. */
 async function setup(onTestFinished: (fn: () => Promise<void>) => void) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('data');
+  const cli = stack.cli(onTestFinished, dataDir);
+  const common = stack.flags(dataDir);
   return { ws, dataDir, cli, common };
 }
 

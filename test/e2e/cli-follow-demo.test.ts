@@ -1,38 +1,26 @@
 // `events --follow` sees commits live, and `demo` runs on the embedded defaults and leaves no
 // nats-server behind.
 import { spawn } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { pino } from 'pino';
 import { openBus } from '../../src/bus/connection.js';
 import { publishInbox } from '../../src/bus/inbox.js';
 import { natsServerVersion } from '../../src/bus/nats-server.js';
 import { newId } from '../../src/protocol/ids.js';
 import { pidAlive } from '../../src/bus/embedded.js';
-import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { AGENT_ID, DEMO_SCRIPT, REPO_ROOT, cliEnv, lines, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 test('events --follow prints the log, then live commits of a resume, and stops on Ctrl-C', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('data');
   const env = cliEnv(dataDir);
-  const cli = pool.forTest({ onTestFinished }, env);
-  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const cli = stack.pool.forTest({ onTestFinished }, env);
+  const common = stack.flags(dataDir);
   const crashed = await cli.run(['run', 'fix it', '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, '--json', '--fault', 'after:tool/start@3', ...common]);
   expect(crashed.signal, show(crashed)).toBe('SIGKILL');
   const agentId = lines(crashed.stderr)[0]!;
@@ -70,15 +58,14 @@ test('events --follow prints the log, then live commits of a resume, and stops o
 
 test('demo runs on the embedded nats-server, prints where the data is, and stops the server it started', async ({ onTestFinished }) => {
   await natsServerVersion(); // the embedded default needs the binary
-  const dataDir = await tempDir('demo-data');
-  dirs.push(dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const dataDir = await stack.dir('demo-data');
+  const cli = stack.cli(onTestFinished, dataDir);
   const r = await cli.run(['demo']);
   expect(r.code, show(r)).toBe(0);
   // the demo keeps its workspace for the user to look at; the test does not
   const demoWs = /^demo workspace: (.+)$/m.exec(r.stdout)?.[1];
   expect(demoWs).toBeDefined();
-  dirs.push(demoWs!);
+  stack.remove(demoWs!);
   const out = lines(r.stdout);
   const agentId = out.find((l) => AGENT_ID.test(l));
   expect(agentId, show(r)).toBeDefined();
@@ -98,19 +85,17 @@ test('demo runs on the embedded nats-server, prints where the data is, and stops
 });
 
 test('a reader that goes away (events | head) ends the command, and the nats-server it started stops', async ({ onTestFinished }) => {
-  const dataDir = await tempDir('pipe-data');
-  dirs.push(dataDir);
+  const dataDir = await stack.dir('pipe-data');
   const env = cliEnv(dataDir);
-  const cli = pool.forTest({ onTestFinished }, env);
+  const cli = stack.pool.forTest({ onTestFinished }, env);
   const demo = await cli.run(['demo']);
   expect(demo.code, show(demo)).toBe(0);
-  dirs.push(/^demo workspace: (.+)$/m.exec(demo.stdout)![1]!);
+  stack.remove(/^demo workspace: (.+)$/m.exec(demo.stdout)![1]!);
   const agentId = lines(demo.stdout).find((l) => AGENT_ID.test(l))!;
   const serverPids = async (): Promise<number[]> => [
     ...new Set([...(await readFile(join(dataDir, 'nats', 'server.log'), 'utf8')).matchAll(/^\[(\d+)\]/gm)].map((m) => Number(m[1]))),
   ];
-  const ws = await demoWorkspace();
-  dirs.push(ws);
+  const ws = await stack.workspace();
   // the last: `run --json … 2>&1 | head`, whose first write (the agent ID) is to stderr, the same pipe
   const cases: Array<{ args: string[]; merged: boolean }> = [
     { args: ['events', agentId], merged: false },
@@ -146,12 +131,11 @@ test('a reader that goes away (events | head) ends the command, and the nats-ser
 });
 
 test('resume starts the turn of a message the agent never took (its run died before committing it)', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('data');
+  const cli = stack.cli(onTestFinished, dataDir);
   // What `run` leaves when it dies after publishing the task and before the agent took it.
-  const bus = await openBus({ natsUrl: nats.url, dataDir, logger: pino({ level: 'silent' }) });
+  const bus = await openBus({ natsUrl: stack.nats.url, dataDir, logger: pino({ level: 'silent' }) });
   const agentId = newId('agent');
   const now = new Date().toISOString();
   await bus.directory.put({
@@ -167,7 +151,7 @@ test('resume starts the turn of a message the agent never took (its run died bef
     },
   }, 'person');
   await bus.close();
-  const r = await cli.run(['resume', agentId, '--json', '--nats', nats.url, '--data-dir', dataDir]);
+  const r = await cli.run(['resume', agentId, '--json', '--nats', stack.nats.url, '--data-dir', dataDir]);
   expect(r.code, show(r)).toBe(0);
   const events = parseEvents(r.stdout);
   expect(events[0]!.type).toBe('inbox/received');
@@ -175,14 +159,13 @@ test('resume starts the turn of a message the agent never took (its run died bef
 });
 
 test('Ctrl-C cancels the turn: the log ends with turn/end cancelled and the exit code is 130', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('data');
   const script = join(ws, 'slow.json');
   await writeFile(script, JSON.stringify({ responses: [{ content: 'too late', delay_ms: 20_000 }] }));
   const child = spawn(
     process.execPath,
-    ['bin/actorloop.js', 'run', 'wait', '--model', `scripted:${script}`, '--cwd', ws, '--json', '--nats', nats.url, '--data-dir', dataDir],
+    ['bin/actorloop.js', 'run', 'wait', '--model', `scripted:${script}`, '--cwd', ws, '--json', '--nats', stack.nats.url, '--data-dir', dataDir],
     { cwd: REPO_ROOT, env: cliEnv(dataDir) },
   );
   onTestFinished(async () => {
@@ -202,6 +185,6 @@ test('Ctrl-C cancels the turn: the log ends with turn/end cancelled and the exit
   const events = parseEvents(out);
   expect(events.find((e) => e.type === 'attempt/end')).toMatchObject({ data: { outcome: 'aborted' } });
   expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'cancelled', reason: 'interrupted' } });
-  const verify = await pool.forTest({ onTestFinished }, cliEnv(dataDir)).run(['verify', lines(err)[0]!, '--nats', nats.url, '--data-dir', dataDir]);
+  const verify = await stack.cli(onTestFinished, dataDir).run(['verify', lines(err)[0]!, '--nats', stack.nats.url, '--data-dir', dataDir]);
   expect(verify.code, show(verify)).toBe(0);
 });

@@ -2,26 +2,15 @@
 // progress, until the model completes the goal; `goal` shows it and a person pauses, resumes and
 // cancels it through the agent's inbox; kills after a goal/updated and between a turn's end and
 // its continuation resume to one continuation; bad input is one line and exit 2.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { describe, test, type ExpectStatic } from 'vitest';
 import type { ActorEvent, EventOf, EventType } from '../../src/protocol/events.js';
-import { AGENT_ID, CliPool, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { AGENT_ID, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 import { parseRuns } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 const write = (path: string) => ({ tool_calls: [{ name: 'write_file', arguments: { path, content: `${path}\n` } }], usage: { input_tokens: 100, output_tokens: 10 } });
 const say = (content: string) => ({ content, usage: { input_tokens: 50, output_tokens: 5 } });
@@ -37,15 +26,7 @@ const THREE_TURNS = {
   ],
 };
 
-async function setup(onTestFinished: (fn: () => Promise<void>) => void, script: unknown) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const file = join(dataDir, 'script.json');
-  await writeFile(file, JSON.stringify(script));
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  return { ws, cli, model: `scripted:${file}`, common: ['--nats', nats.url, '--data-dir', dataDir] };
-}
+const setup = (onTestFinished: TestEnd, script: unknown) => stack.setup(onTestFinished, { script });
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });

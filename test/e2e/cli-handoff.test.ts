@@ -3,59 +3,40 @@
 // keeps the old behaviour. One real `actorloop host` on a real nats-server serves the file; every
 // CLI is a real process with a data dir of its own (the host keeps its LMDB elsewhere).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
-import { AGENT_ID, CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { AGENT_ID, DEMO_SCRIPT, REPO_ROOT, cliEnv, lines, parseEvents, show, type CliResult, type RunningCli } from '../helpers/cli.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
 const HOST = 'handoff-host';
 
-let nats: TestNats;
-let host: ChildProcess;
-let hostErr = '';
+const stack = useCliStack();
+let host: RunningCli;
 let buggySlug: string;
-const dirs: string[] = [];
 const children = new Set<ChildProcess>();
-const pool = new CliPool();
 
 beforeAll(async () => {
-  nats = await startTestNats();
   buggySlug = await readFile(join(REPO_ROOT, 'examples', 'demo', 'workspace', 'src', 'slug.js'), 'utf8');
-  const dataDir = await tempDir('host');
-  dirs.push(dataDir);
-  host = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', HOST, '--lease-ttl', '10000', '--nats', nats.url, '--data-dir', dataDir], {
-    cwd: REPO_ROOT,
-    env: cliEnv(dataDir),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  host.stderr!.setEncoding('utf8').on('data', (s: string) => (hostErr += s));
-  await until('the host to start', async () => hostErr.includes('hosting agents'));
+  const dataDir = await stack.dir('host');
+  host = stack.fileCli(dataDir).start(['host', '--name', HOST, '--lease-ttl', '10000', ...stack.flags(dataDir)]);
+  await until('the host to start', async () => host.stderr().includes('hosting agents'));
 });
 
 afterAll(async () => {
-  for (const c of [host, ...children]) if (c && c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; host stderr:\n${hostErr}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; host stderr:\n${host?.stderr()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
-async function setup(onTestFinished: (fn: () => Promise<void>) => void) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('cli');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  return { ws, dataDir, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
-}
+const setup = (onTestFinished: TestEnd) => stack.setup(onTestFinished, { prefix: 'cli' });
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
@@ -99,8 +80,9 @@ describe('with a host running', () => {
 
     // the same task hosted here: the same human output, line for line, but for the agent ID
     // (each in a workspace of its own as the first run found it: the output quotes sizes of what they read)
-    const [ws2, ws3] = await Promise.all([demoWorkspace(), demoWorkspace()]);
-    dirs.push(ws2, ws3);
+    const [ws2, ws3] = await Promise.all([stack.workspace(), stack.workspace()]);
+    stack.remove(ws2);
+stack.remove(ws3);
     const [handed, local] = await Promise.all([
       cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws3, ...common]),
       cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws2, '--in-process', ...common]),

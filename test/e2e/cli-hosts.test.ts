@@ -2,69 +2,37 @@
 // that host mid-turn and the other takes the agent over once the lease lapses, recovers it and
 // finishes the turn; the log verifies. Real processes, a real nats-server, separate data dirs
 // (each host has its own LMDB: the second one rehydrates from the log alone).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { openBus } from '../../src/bus/connection.js';
 import { publishInbox } from '../../src/bus/inbox.js';
 import { createKvLeaseStore, type Lease } from '../../src/bus/leases.js';
 import { Kvm } from '@nats-io/kv';
 import { newId } from '../../src/protocol/ids.js';
-import { CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, parseEvents, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { DEMO_SCRIPT, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
+import { until } from '../helpers/processes.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const hosts: ChildProcess[] = [];
-const pool = new CliPool();
+const stack = useCliStack();
 
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  for (const h of hosts) if (h.exitCode === null && h.signalCode === null) h.kill('SIGKILL');
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-/** Starts `actorloop host` in the background; its stderr is kept for the failure message. */
-function startHost(name: string, dataDir: string): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', name, '--lease-ttl', '2000', '--nats', nats.url, '--data-dir', dataDir], {
-    cwd: REPO_ROOT,
-    env: cliEnv(dataDir),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  hosts.push(child);
-  let err = '';
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, stderr: () => err, exited };
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** Starts `actorloop host` in the background (killed after the file's tests); its stderr is kept for the failure message. */
+function startHost(name: string, dataDir: string) {
+  const h = stack.fileCli(dataDir).start(['host', '--name', name, '--lease-ttl', '2000', ...stack.flags(dataDir)]);
+  return { child: h.child, stderr: h.stderr, exited: h.exited.then((e) => e.code) };
 }
 
 test('kill -9 the host running an agent mid-turn: the other host takes it over and finishes', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const [dataA, dataB, dataCli] = [await tempDir('host-a'), await tempDir('host-b'), await tempDir('cli')];
-  dirs.push(ws, dataA, dataB, dataCli);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataCli));
-  const common = ['--nats', nats.url, '--data-dir', dataCli];
+  const ws = await stack.workspace();
+  const [dataA, dataB, dataCli] = [await stack.dir('host-a'), await stack.dir('host-b'), await stack.dir('cli')];
+  const cli = stack.cli(onTestFinished, dataCli);
+  const common = stack.flags(dataCli);
   // the demo's script, slowed so a kill lands mid-turn
   const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<Record<string, unknown>> };
   const script = join(ws, '..', `slow-${newId('message')}.json`);
   await writeFile(script, JSON.stringify({ responses: demo.responses.map((r) => ({ ...r, delay_ms: 400 })) }));
-  dirs.push(script);
+  stack.remove(script);
 
   const a = startHost('host-a', dataA);
   const b = startHost('host-b', dataB);
@@ -117,15 +85,14 @@ test('kill -9 the host running an agent mid-turn: the other host takes it over a
 }, 90_000);
 
 test('a zombie host (SIGSTOP past its lease) is fenced: the other host takes over, the zombie starts nothing and stops the agent', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const [dataA, dataB, dataCli] = [await tempDir('host-a'), await tempDir('host-b'), await tempDir('cli')];
-  dirs.push(ws, dataA, dataB, dataCli);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataCli));
-  const common = ['--nats', nats.url, '--data-dir', dataCli];
+  const ws = await stack.workspace();
+  const [dataA, dataB, dataCli] = [await stack.dir('host-a'), await stack.dir('host-b'), await stack.dir('cli')];
+  const cli = stack.cli(onTestFinished, dataCli);
+  const common = stack.flags(dataCli);
   const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<Record<string, unknown>> };
   const script = join(ws, '..', `slow-${newId('message')}.json`);
   await writeFile(script, JSON.stringify({ responses: demo.responses.map((r) => ({ ...r, delay_ms: 500 })) }));
-  dirs.push(script);
+  stack.remove(script);
   const a = startHost('zombie-a', dataA);
   const b = startHost('zombie-b', dataB);
   await until('both hosts up', async () => a.stderr().includes('hosting agents') && b.stderr().includes('hosting agents'));
@@ -163,16 +130,15 @@ test('a zombie host (SIGSTOP past its lease) is fenced: the other host takes ove
 }, 90_000);
 
 test('SIGTERM drains a host mid-turn: it commits actor/released, and the agent resumed after it notes no kill', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const [dataA, dataCli] = [await tempDir('host-a'), await tempDir('cli')];
-  dirs.push(ws, dataA, dataCli);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataCli));
-  const common = ['--nats', nats.url, '--data-dir', dataCli];
+  const ws = await stack.workspace();
+  const [dataA, dataCli] = [await stack.dir('host-a'), await stack.dir('cli')];
+  const cli = stack.cli(onTestFinished, dataCli);
+  const common = stack.flags(dataCli);
   const demo = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<Record<string, unknown>> };
   const script = join(ws, '..', `slow-${newId('message')}.json`);
   // slow enough that the turn is still open when the drain lands, even on a loaded machine
   await writeFile(script, JSON.stringify({ responses: demo.responses.map((r) => ({ ...r, delay_ms: 1_500 })) }));
-  dirs.push(script);
+  stack.remove(script);
   const a = startHost('drain-a', dataA);
   await until('the host up', async () => a.stderr().includes('hosting agents'));
   const agentId = await submit(dataCli, ws, script);
@@ -199,7 +165,7 @@ test('SIGTERM drains a host mid-turn: it commits actor/released, and the agent r
 
 /** Submits work the way a client does: a directory entry and a message in the agent's inbox. */
 async function submit(dataDir: string, ws: string, script: string): Promise<string> {
-  const bus = await openBus({ natsUrl: nats.url, dataDir, logger: pino({ level: 'silent' }) });
+  const bus = await openBus({ natsUrl: stack.nats.url, dataDir, logger: pino({ level: 'silent' }) });
   const agentId = newId('agent');
   const now = new Date().toISOString();
   try {
@@ -223,7 +189,7 @@ async function submit(dataDir: string, ws: string, script: string): Promise<stri
 
 /** The live lease on the agent: which host holds it, at which revision. */
 async function leaseOf(agentId: string, dataDir: string): Promise<Lease | null> {
-  const probe = await openBus({ natsUrl: nats.url, dataDir, logger: pino({ level: 'silent' }) });
+  const probe = await openBus({ natsUrl: stack.nats.url, dataDir, logger: pino({ level: 'silent' }) });
   try {
     const leases = createKvLeaseStore(await new Kvm(probe.js).open('leases'), { ttlMs: 2_000 });
     return await leases.get(agentId, Date.now());

@@ -1,26 +1,17 @@
 // `actorloop interrupt` of an agent nobody runs (its run was killed mid-turn, no host is up): the
 // command rehydrates it, its recovery takes the interrupt in, and the turn ends cancelled.
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
-import { CliPool, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
-import { tempDir } from '../helpers/nats.js';
-import { killMarked } from '../helpers/processes.js';
+import { expect, test } from 'vitest';
+import { lines, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-const dirs: string[] = [];
-const pool = new CliPool();
-afterAll(async () => {
-  await pool.killAll();
-  // the embedded nats-server a killed or failed CLI left (its parent gone): nothing of this file may outlive it
-  await killMarked(dirs.map((d) => join(d, 'nats')));
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack({ nats: false });
 
 test('interrupt of a killed run with no host: rehydrated here, the open turn ends cancelled, verify passes', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('interrupt');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('interrupt');
+  const cli = stack.cli(onTestFinished, dataDir);
   const script = join(dataDir, 'script.json');
   await writeFile(script, JSON.stringify({ responses: [
     { tool_calls: [{ name: 'list_dir', arguments: { path: '.' } }] },

@@ -3,37 +3,20 @@
 // exit 130), two quick ones leave at once with the turn open for `resume`, Ctrl-C at the approval
 // prompt is an interrupt like any other, and `runs` says what each agent's log says.
 import { spawn } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { describe, test, type ExpectStatic } from 'vitest';
 import { pino } from 'pino';
 import { openBus } from '../../src/bus/connection.js';
 import { onTerminal } from '../helpers/terminal.js';
-import { CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { DEMO_SCRIPT, REPO_ROOT, cliEnv, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
+const stack = useCliStack();
 
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-async function setup(onTestFinished: (fn: () => Promise<void>) => void) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  return { ws, dataDir, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
-}
+const setup = (onTestFinished: TestEnd) => stack.setup(onTestFinished);
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
@@ -124,7 +107,7 @@ describe('runs', () => {
     const done = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws, ...common]);
     expectExit(expect, done, 0);
     const completed = lines(done.stdout)[0]!;
-    const bus = await openBus({ natsUrl: nats.url, dataDir: common[3]!, logger: pino({ level: 'silent' }) });
+    const bus = await openBus({ natsUrl: stack.nats.url, dataDir: common[3]!, logger: pino({ level: 'silent' }) });
     for (const id of [cancelled, waiting, completed]) {
       const entry = (await bus.directory.get(id))!;
       await bus.directory.put({ ...entry, status: 'running' });

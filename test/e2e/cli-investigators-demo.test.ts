@@ -1,38 +1,28 @@
 // `demo investigators` as a person runs it: a real CLI process on the embedded nats-server, a
 // tree of a parent and three investigators, the fix verified, and `verify --tree` over the logs.
 import { execFile } from 'node:child_process';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { pidAlive } from '../../src/bus/embedded.js';
 import { natsServerVersion } from '../../src/bus/nats-server.js';
-import { AGENT_ID, CliPool, cliEnv, lines, parseEvents, show } from '../helpers/cli.js';
-import { tempDir } from '../helpers/nats.js';
-import { killMarked } from '../helpers/processes.js';
+import { AGENT_ID, lines, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-const dirs: string[] = [];
-const pool = new CliPool();
-
-afterAll(async () => {
-  await pool.killAll();
-  // the embedded nats-server a killed or failed CLI left (its parent gone): nothing of this file may outlive it
-  await killMarked(dirs.map((d) => join(d, 'nats')));
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack({ nats: false });
 
 const INVESTIGATORS = ['change-reader', 'failure-reader', 'reproducer'];
 
 test('demo investigators: three investigators spawned in one step report, the parent fixes the code, and the tree verifies', async ({ onTestFinished }) => {
   await natsServerVersion(); // the embedded default needs the binary
-  const dataDir = await tempDir('investigators-data');
-  dirs.push(dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const dataDir = await stack.dir('investigators-data');
+  const cli = stack.cli(onTestFinished, dataDir);
   const r = await cli.run(['demo', 'investigators'], { timeoutMs: 60_000 });
   expect(r.code, show(r)).toBe(0);
   const ws = /^demo workspace: (.+)$/m.exec(r.stdout)?.[1];
   expect(ws, show(r)).toBeDefined();
-  dirs.push(ws!);
+  stack.remove(ws!);
   const rootId = lines(r.stdout).find((l) => AGENT_ID.test(l));
   expect(rootId, show(r)).toBeDefined();
   // the tree as it ran: each investigator spawned, reported and ended
@@ -76,9 +66,8 @@ test('demo investigators: three investigators spawned in one step report, the pa
 });
 
 test('demo with a scenario it does not have says so in one line and exits 2', async ({ onTestFinished }) => {
-  const dataDir = await tempDir('investigators-data');
-  dirs.push(dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const dataDir = await stack.dir('investigators-data');
+  const cli = stack.cli(onTestFinished, dataDir);
   const r = await cli.run(['demo', 'investigator']);
   expect(r.code, show(r)).toBe(2);
   expect(r.stderr).toContain('there is no demo "investigator"');

@@ -1,41 +1,27 @@
 // `actorloop run --model openai:<model> --base-url <fake server>` through real processes and real
 // HTTP: a multi-step tool run, a rate limit retried with the same request, a kill mid-stream then
 // resume, and the mistakes a user makes with keys and URLs.
-import { rm, writeFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { writeFile } from 'node:fs/promises';
+import { describe, expect, test } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
-import { CliPool, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
+import { lines, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 import { FAULTS, startFakeOpenAI, type FakeOpenAI, type FakeTurn } from '../helpers/fake-openai.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 
 const KEY = 'sk-test-0123456789abcdef';
-let nats: TestNats;
-const servers: FakeOpenAI[] = [];
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await Promise.all(servers.map((s) => s.close()));
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 async function fake(turns: FakeTurn[]): Promise<FakeOpenAI> {
   const s = await startFakeOpenAI({ turns });
-  servers.push(s);
+  stack.onClose(() => s.close());
   return s;
 }
 
 async function setup(onTestFinished: (fn: () => Promise<void>) => void, extraEnv: Record<string, string> = { OPENAI_API_KEY: KEY }) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir, extraEnv));
-  return { ws, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('data');
+  const cli = stack.cli(onTestFinished, dataDir, extraEnv);
+  return { ws, cli, common: stack.flags(dataDir) };
 }
 
 const READ_THEN_ANSWER: FakeTurn[] = [

@@ -2,37 +2,23 @@
 // streamed as it comes, each tool call and its result in brief, the approval inline and a status
 // line whose clock stops while the person decides; without a terminal one line per event naming
 // its tools; `--quiet` the answer alone; `events` each event's key fields and incarnations 1, 2.
-import { readFile, rm } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, test } from 'vitest';
+import { readFile } from 'node:fs/promises';
+import { beforeAll, describe, test } from 'vitest';
 import { onTerminal } from '../helpers/terminal.js';
-import { CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { DEMO_SCRIPT, cliEnv, lines, show } from '../helpers/cli.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
 
-let nats: TestNats;
+const stack = useCliStack();
+
 let answer: string;
-const dirs: string[] = [];
-const pool = new CliPool();
 
 beforeAll(async () => {
-  nats = await startTestNats();
   const script = JSON.parse(await readFile(DEMO_SCRIPT, 'utf8')) as { responses: Array<{ content?: string }> };
   answer = script.responses.at(-1)!.content!;
 });
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-async function setup(onTestFinished: (fn: () => Promise<void>) => void) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  return { ws, dataDir, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
-}
+const setup = (onTestFinished: TestEnd) => stack.setup(onTestFinished);
 
 /** What a terminal shows of `raw`: each line as last drawn (a status line cleared by `\r\x1b[2K` is gone). */
 function rows(raw: string): string[] {
@@ -98,8 +84,7 @@ describe('without a terminal', () => {
     expect(r.stdout).not.toContain('\x1b');
     expect(r.stdout.split(answer).length).toBe(2);
 
-    const ws2 = await demoWorkspace();
-    dirs.push(ws2);
+    const ws2 = await stack.workspace();
     const quiet = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--approve', 'auto-edit', '--cwd', ws2, '--quiet', ...common]);
     expect(quiet.code, show(quiet)).toBe(0);
     expect(quiet.stdout).toBe(`${answer}\n`);
@@ -107,8 +92,7 @@ describe('without a terminal', () => {
     expect(lines(quiet.stderr)[0]).toMatch(/^agt_/);
 
     // waiting for a person under --quiet: stdout empty, what to do on stderr, exit 5 as ever
-    const ws3 = await demoWorkspace();
-    dirs.push(ws3);
+    const ws3 = await stack.workspace();
     const parked = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws3, '--quiet', ...common]);
     expect(parked.code, show(parked)).toBe(5);
     expect(parked.stdout).toBe('');

@@ -1,46 +1,35 @@
 // Settings for one command through the real CLI: `-c key=value` over both config files, `config
 // show` naming where each value came from, and `--instructions FILE` reaching the model as the
 // system message and `turn/start` recording it.
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { PLAN_MODE_INSTRUCTIONS } from '../../src/actors/agent/plan-mode.js';
 import { DEFAULT_INSTRUCTIONS } from '../../src/actors/agent/turn-settings.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
-import { CliPool, DEMO_SCRIPT, cliEnv, demoWorkspace, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { DEMO_SCRIPT, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
+import { startFakeOpenAI } from '../helpers/fake-openai.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
 
-let nats: TestNats;
+const stack = useCliStack();
+
 let buggySlug: string;
-const dirs: string[] = [];
-const servers: FakeOpenAI[] = [];
-const pool = new CliPool();
 
 beforeAll(async () => {
-  nats = await startTestNats();
   buggySlug = await readFile(new URL('../../examples/demo/workspace/src/slug.js', import.meta.url), 'utf8');
 });
-afterAll(async () => {
-  await pool.killAll();
-  await Promise.all(servers.map((s) => s.close()));
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
 /** A demo workspace with an actorloop.toml, a user config file, and a CLI whose environment finds them. */
 async function setup(onTestFinished: (fn: () => Promise<void>) => void, files: { workspace?: string; user?: string }, env: Record<string, string> = {}) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('ovr-data');
-  dirs.push(ws, dataDir);
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('ovr-data');
   const userDir = join(dataDir, 'config-home', 'actorloop');
   await mkdir(userDir, { recursive: true });
   if (files.workspace !== undefined) await writeFile(join(ws, 'actorloop.toml'), files.workspace);
   if (files.user !== undefined) await writeFile(join(userDir, 'config.toml'), files.user);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir, env));
-  return { ws, dataDir, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
+  const cli = stack.cli(onTestFinished, dataDir, env);
+  return { ws, dataDir, cli, common: stack.flags(dataDir) };
 }
 
 function expectExit(r: CliResult, code: number): void {
@@ -136,7 +125,7 @@ describe('config show', () => {
 describe('--instructions FILE', () => {
   test('is the system message of the model request and recorded in turn/start; it wins over the config, and plan mode appends to it', async ({ onTestFinished }) => {
     const server = await startFakeOpenAI({ handler: () => ({ content: 'ok' }) });
-    servers.push(server);
+    stack.onClose(() => server.close());
     const { ws, cli, common, dataDir } = await setup(onTestFinished, { user: 'instructions = "From the user config."\n' }, { OPENAI_API_KEY: 'sk-test-0123456789abcdef' });
     const file = join(dataDir, 'system.md');
     await writeFile(file, 'You are terse.\nAnswer in one line.\n');

@@ -1,27 +1,16 @@
 // Plan mode through the real CLI: `run --plan-mode` runs read-only and exits 5 with the plan and
 // the command that accepts it; `plan` shows it; `plan --accept` starts a normal-mode turn whose
 // prepared request holds the plan, and follows it to its end.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { describe, test, type ExpectStatic } from 'vitest';
 import type { ActorEvent, EventOf, EventType } from '../../src/protocol/events.js';
 import { createLmdbBlobStore } from '../../src/store/blob-port.js';
 import { openLmdbStore } from '../../src/store/lmdb-store.js';
-import { AGENT_ID, CliPool, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { AGENT_ID, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 const FIX = 'export function slugify(s) {\n  return s.trim().toLowerCase().replaceAll(" ", "-");\n}\n';
 
@@ -48,15 +37,7 @@ const SCRIPT = {
 
 const NO_PLAN = { responses: [{ content: 'Nothing to plan.' }] };
 
-async function setup(onTestFinished: (fn: () => Promise<void>) => void, script: unknown) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
-  const file = join(dataDir, 'script.json');
-  await writeFile(file, JSON.stringify(script));
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  return { ws, dataDir, cli, model: `scripted:${file}`, common: ['--nats', nats.url, '--data-dir', dataDir] };
-}
+const setup = (onTestFinished: TestEnd, script: unknown) => stack.setup(onTestFinished, { script });
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });

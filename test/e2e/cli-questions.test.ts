@@ -2,38 +2,26 @@
 // question and the command that answers it on stderr), `answer` checks the answer against the
 // log before it sends anything and hosts the turn to its end; a question waits across a SIGKILL
 // and `resume`; a sensitive answer reaches the model and nothing a person or a log can read.
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
-import { CliPool, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { describe, test, type ExpectStatic } from 'vitest';
+import { lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 import { openLmdbStore } from '../../src/store/lmdb-store.js';
 import { createLmdbBlobStore } from '../../src/store/blob-port.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 const colour = { name: 'ask_user', arguments: { question: 'Which colour?', options: [{ id: 'red', label: 'Red' }, { id: 'blue', label: 'Blue' }] } };
 const token = { name: 'ask_user', arguments: { question: 'The deploy token?', sensitive: true } };
 
 async function setup(onTestFinished: (fn: () => Promise<void>) => void, call: object, final = 'done', env: Record<string, string> = {}) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('data');
   const script = join(dataDir, 'script.json');
   await writeFile(script, JSON.stringify({ responses: [{ tool_calls: [call] }, { tool_calls: [{ name: 'list_dir', arguments: {} }] }, { content: final }] }));
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir, env));
-  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const cli = stack.cli(onTestFinished, dataDir, env);
+  const common = stack.flags(dataDir);
   return { ws, dataDir, cli, common, run: ['run', 'ask me', '--model', `scripted:${script}`, '--cwd', ws, ...common] };
 }
 
@@ -55,7 +43,7 @@ describe('questions from the CLI', () => {
     expect(first.stderr).toContain('Which colour?');
     expect(first.stderr).toContain('1) Red [red]');
     // the line carries the run's data dir and server, and the placeholder goes last
-    expect(first.stderr).toContain(`answer: actorloop answer ${agentId} ${qid} --data-dir ${dataDir} --nats ${nats.url} --option <red|blue>`);
+    expect(first.stderr).toContain(`answer: actorloop answer ${agentId} ${qid} --data-dir ${dataDir} --nats ${stack.nats.url} --option <red|blue>`);
     const events = parseEvents(first.stdout);
     expect(events.find((e) => e.type === 'ask/asked')).toMatchObject({ data: { questionId: qid, question: 'Which colour?' } });
     expect(events.at(-1)).toMatchObject({ type: 'actor/parked', data: { waitingFor: 'question', ids: [qid] } });

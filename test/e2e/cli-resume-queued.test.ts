@@ -2,55 +2,28 @@
 // (resume decides from the log and the inbox before hosting, takes the message, acks it and
 // finishes the turn), or a duplicate a crash before the ack left unacked (resume takes and acks
 // it, and says nothing is open instead of waiting for a turn that never comes).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { AGENT_ID, CliPool, REPO_ROOT, cliEnv, parseEvents, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { expect, test } from 'vitest';
+import { AGENT_ID, cliEnv, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const children: ChildProcess[] = [];
-const pool = new CliPool();
+const stack = useCliStack();
 
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-/** Spawns the CLI in the background and resolves `seen` once its output matches `pattern`. */
+/** Spawns the CLI in the background (killed after the file's tests) and resolves `seen` once its output matches `pattern`. */
 function background(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp) {
-  const child = spawn(process.execPath, ['bin/actorloop.js', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let text = '';
-  let found: (m: RegExpExecArray) => void = () => {};
-  const seen = new Promise<RegExpExecArray>((resolve) => (found = resolve));
-  const look = (s: string): void => {
-    text += s;
-    const m = pattern.exec(text);
-    if (m) found(m);
-  };
-  child.stdout.setEncoding('utf8').on('data', look);
-  child.stderr.setEncoding('utf8').on('data', look);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { child, seen, exited };
+  const p = stack.pool.forFile(env).start(args);
+  return { child: p.child, seen: p.waitFor(pattern), exited: p.exited };
 }
 
 test('resume takes a queued task, acks it and finishes the turn; a second resume finds nothing', async ({ onTestFinished }) => {
-  const ws = await tempDir('ws');
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
+  const ws = await stack.dir('ws');
+  const dataDir = await stack.dir('data');
   const script = join(dataDir, 'script.json');
   await writeFile(script, JSON.stringify({ responses: [{ content: 'Nothing to do here.' }] }));
   const env = cliEnv(dataDir);
-  const common = ['--nats', nats.url, '--data-dir', dataDir];
-  const cli = pool.forTest({ onTestFinished }, env);
+  const common = stack.flags(dataDir);
+  const cli = stack.pool.forTest({ onTestFinished }, env);
 
   // a host that is announced but never takes anything: stopped right after it started
   const host = background(['host', '--name', 'stalled', '--lease-ttl', '20000', ...common], env, /hosting agents/);
@@ -83,13 +56,12 @@ test('resume takes a queued task, acks it and finishes the turn; a second resume
 });
 
 test('a duplicate left unacked by a crash before its ack: resume acks it and says nothing is open', async ({ onTestFinished }) => {
-  const ws = await tempDir('ws');
-  const dataDir = await tempDir('data');
-  dirs.push(ws, dataDir);
+  const ws = await stack.dir('ws');
+  const dataDir = await stack.dir('data');
   const script = join(dataDir, 'script.json');
   await writeFile(script, JSON.stringify({ responses: [{ content: 'Done.' }] }));
-  const common = ['--nats', nats.url, '--data-dir', dataDir];
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const common = stack.flags(dataDir);
+  const cli = stack.cli(onTestFinished, dataDir);
 
   // dies with the task committed to the log but its delivery not acked
   const run = await cli.run(['run', 'say done', '--model', `scripted:${script}`, '--cwd', ws, '--fault', 'before:inbox-ack', ...common]);

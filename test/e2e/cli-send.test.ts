@@ -4,34 +4,17 @@
 // a steer, and a line typed into `run` on a terminal (a pty from `script`) is sent as a steer and
 // shown pending. How a steer is then delivered into a step is the runtime's (its own tests).
 import { spawn } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { CliPool, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show, type CliProcesses, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { describe, expect, test } from 'vitest';
+import { REPO_ROOT, cliEnv, lines, parseEvents, show, type CliProcesses, type CliResult } from '../helpers/cli.js';
+import { useCliStack, type TestEnd } from '../helpers/cli-stack.js';
 
 const MSG_LINE = /^msg_[0-9A-HJKMNP-TV-Z]{26} (steer|inject|follow_up|user_message)$/;
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
+const stack = useCliStack();
 
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-async function setup(onTestFinished: (fn: () => Promise<void>) => void) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('send');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  return { ws, dataDir, cli, common: ['--nats', nats.url, '--data-dir', dataDir] };
-}
+const setup = (onTestFinished: TestEnd) => stack.setup(onTestFinished, { prefix: 'send' });
 
 async function script(ws: string, name: string, responses: unknown[]): Promise<string> {
   const file = join(ws, name);
@@ -144,7 +127,7 @@ describe('send: delivery', () => {
     expect(lines(r.stdout)).toHaveLength(1);
     expect(lines(r.stdout)[0]).toMatch(/ inject$/);
     expect(r.stderr).toContain('an inject never starts a turn');
-    expect(r.stderr).toContain(`nobody runs ${agentId} now: the message waits in its inbox, and \`actorloop resume ${agentId} --data-dir ${dataDir} --nats ${nats.url}\` carries it`);
+    expect(r.stderr).toContain(`nobody runs ${agentId} now: the message waits in its inbox, and \`actorloop resume ${agentId} --data-dir ${dataDir} --nats ${stack.nats.url}\` carries it`);
     // in the durable inbox, not yet in the log: no host took it
     expect(await logOf(cli, agentId, common)).toEqual(before);
   }, 60_000);

@@ -3,24 +3,16 @@
 // at every start), and on SIGTERM closes and exits 0 with the embedded server stopped. `--no-auth`
 // answers anyone on loopback with a warning, and is one line and exit 2 anywhere else.
 import { spawn } from 'node:child_process';
-import { rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
-import { CliPool, REPO_ROOT, cliEnv } from '../helpers/cli.js';
-import { tempDir } from '../helpers/nats.js';
-import { killMarked, processesWith, waitUntil } from '../helpers/processes.js';
+import { expect, test } from 'vitest';
+import { REPO_ROOT, cliEnv } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
+import { processesWith, waitUntil } from '../helpers/processes.js';
 import { ownerAuth, servedPageUrl } from '../helpers/serve-output.js';
 import { gatewayTokenPath } from '../../src/server/gateway-token.js';
 
-const dirs: string[] = [];
-const pool = new CliPool();
-
-afterAll(async () => {
-  await pool.killAll();
-  // a serve SIGKILLed by a failing test leaves its embedded nats-server behind
-  await killMarked(dirs.map((d) => join(d, 'nats')));
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack({ nats: false });
 
 /** `actorloop serve <args>` on `dataDir` as a process: what it printed so far, and its exit. */
 function serve(dataDir: string, args: string[] = []) {
@@ -35,8 +27,7 @@ function serve(dataDir: string, args: string[] = []) {
 }
 
 test('serve prints its URL, answers /v1/actors only with the token it keeps in the data dir, and exits 0 on SIGTERM leaving no nats-server', async () => {
-  const dataDir = await tempDir('serve');
-  dirs.push(dataDir);
+  const dataDir = await stack.dir('serve');
   const first = serve(dataDir);
   try {
     expect(await waitUntil(() => first.stdout.includes('\n') && servedPageUrl(first.stderr) !== null, 30_000), `no URL; stderr:\n${first.stderr}`).toBe(true);
@@ -79,9 +70,8 @@ test('serve prints its URL, answers /v1/actors only with the token it keeps in t
 }, 90_000);
 
 test('serve --no-auth answers loopback without the token and warns; anywhere else it is one line, exit 2, nothing started', async ({ onTestFinished }) => {
-  const dataDir = await tempDir('serve');
-  dirs.push(dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const dataDir = await stack.dir('serve');
+  const cli = stack.cli(onTestFinished, dataDir);
   const r = await cli.run(['serve', '--host', '0.0.0.0', '--port', '0', '--no-auth', '--data-dir', dataDir]);
   expect(r.code).toBe(2);
   expect(r.stdout).toBe('');

@@ -2,21 +2,13 @@
 // 128 + the signal, its embedded nats-server is stopped (nothing is left running with no parent),
 // the turn stays open (released, not cancelled), and `resume` carries it to its end.
 import { spawn } from 'node:child_process';
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, test } from 'vitest';
-import { AGENT_ID, CliPool, REPO_ROOT, cliEnv, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { tempDir } from '../helpers/nats.js';
-import { killMarked } from '../helpers/processes.js';
+import { describe, expect, test } from 'vitest';
+import { AGENT_ID, REPO_ROOT, cliEnv, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-const dirs: string[] = [];
-const pool = new CliPool();
-afterAll(async () => {
-  await pool.killAll();
-  // the embedded nats-server a killed or failed CLI left (its parent gone): nothing of this file may outlive it
-  await killMarked(dirs.map((d) => join(d, 'nats')));
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack({ nats: false });
 
 /** Pids of live processes whose command line names `path` (an embedded nats-server's store). */
 async function processesNaming(path: string): Promise<number[]> {
@@ -54,9 +46,8 @@ describe('a stop signal leaves the turn resumable and nothing running', () => {
     { signal: 'SIGTERM' as const, code: 143 },
     { signal: 'SIGHUP' as const, code: 129 },
   ])('$signal of run: exit $code, the embedded server stopped, resume finishes the turn', async ({ signal, code }, ctx) => {
-    const ws = await tempDir('ws');
-    const dataDir = await tempDir('data');
-    dirs.push(ws, dataDir);
+    const ws = await stack.dir('ws');
+    const dataDir = await stack.dir('data');
     await writeFile(join(ws, 'notes.txt'), 'remember the milk\n');
     const script = join(dataDir, 'script.json');
     await writeFile(script, JSON.stringify({
@@ -66,7 +57,7 @@ describe('a stop signal leaves the turn resumable and nothing running', () => {
       ],
     }));
     const env = cliEnv(dataDir);
-    const cli = pool.forTest(ctx, env);
+    const cli = stack.pool.forTest(ctx, env);
     // no --nats: the run starts the data dir's embedded nats-server
     const run = startRun(['what does notes.txt say?', '--model', `scripted:${script}`, '--cwd', ws], env);
     ctx.onTestFinished(() => void run.child.kill('SIGKILL'));

@@ -2,26 +2,15 @@
 // worktree under the data dir and its notice carries its diff; a shared child writes the parent's
 // workspace, its write taken under a resource lease on the server.
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test } from 'vitest';
+import { describe, test } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { SubagentNoticeSchema } from '../../src/protocol/subagents.js';
-import { CliPool, cliEnv, parseEvents, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 const SCRIPT = {
   agents: {
@@ -39,9 +28,8 @@ const SCRIPT = {
 
 describe('subagent workspaces from the CLI', () => {
   test('a worktree child brings its diff back, a shared child writes the workspace', async ({ expect, onTestFinished }) => {
-    const ws = await tempDir('ws');
-    const dataDir = await tempDir('data');
-    dirs.push(ws, dataDir);
+    const ws = await stack.dir('ws');
+    const dataDir = await stack.dir('data');
     await mkdir(join(ws, 'src'));
     await writeFile(join(ws, 'src', 'a.txt'), 'alpha\n');
     const git = (...args: string[]) => execFileSync('git', ['-C', ws, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args]);
@@ -50,8 +38,8 @@ describe('subagent workspaces from the CLI', () => {
     git('commit', '-q', '-m', 'init');
     const file = join(dataDir, 'script.json');
     await writeFile(file, JSON.stringify(SCRIPT));
-    const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-    const run = await cli.run(['run', 'split it', '--model', `scripted:${file}`, '--cwd', ws, '--approve', 'auto-edit', '--json', '--nats', nats.url, '--data-dir', dataDir]);
+    const cli = stack.cli(onTestFinished, dataDir);
+    const run = await cli.run(['run', 'split it', '--model', `scripted:${file}`, '--cwd', ws, '--approve', 'auto-edit', '--json', '--nats', stack.nats.url, '--data-dir', dataDir]);
     expect({ code: run.code, signal: run.signal }, show(run)).toEqual({ code: 0, signal: null });
     const events: ActorEvent[] = parseEvents(run.stdout);
     const spawned = events.filter((e) => e.type === 'subagent/spawned') as Extract<ActorEvent, { type: 'subagent/spawned' }>[];

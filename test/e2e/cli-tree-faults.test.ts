@@ -5,30 +5,17 @@
 // spawn call's result is still the child's answer; the host running three children killed, and a
 // second host takes the tree over with every notice arriving and included once. Each tree is
 // checked across its logs (test/helpers/tree-logs.ts) and each log by `verify`'s checks.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import { AGENT_ID, CliPool, REPO_ROOT, cliEnv, lines, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { AGENT_ID, lines, show, type RunningCli } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
+import { until } from '../helpers/processes.js';
 import { readTreeState, treeViolations, type TreeState } from '../helpers/tree-logs.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const started: ChildProcess[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 const spawnCall = (name: string, mode: 'foreground' | 'background'): ScriptResponse => ({
   tool_calls: [{ name: 'spawn_agent', arguments: { task: `${name}: say what you found`, name, mode } }],
@@ -37,35 +24,19 @@ const answer = (content: string, delayMs = 0): ScriptResponse => ({ content, ...
 
 /** A workspace, a data dir and a script of agents by name, for one test. */
 async function setup(onTestFinished: (fn: () => Promise<void>) => void, agents: Record<string, ScriptResponse[]>) {
-  const ws = await tempDir('tree-ws');
-  const dataDir = await tempDir('tree-data');
-  dirs.push(ws, dataDir);
+  const ws = await stack.dir('tree-ws');
+  const dataDir = await stack.dir('tree-data');
   const script = join(dataDir, 'tree.json');
   await writeFile(script, JSON.stringify({ agents: Object.fromEntries(Object.entries(agents).map(([n, responses]) => [n, { responses }])) }));
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const cli = stack.cli(onTestFinished, dataDir);
+  const common = stack.flags(dataDir);
   const run = ['run', 'investigate with helpers', '--model', `scripted:${script}`, '--approve', 'auto-edit', '--cwd', ws, '--json'];
   return { ws, dataDir, cli, common, run };
 }
 
-/** Starts the CLI in the background (to be killed from outside), keeping what it writes. */
-function startCli(args: string[], dataDir: string): { child: ChildProcess; stderr: () => string; exited: Promise<void> } {
-  const child = spawn(process.execPath, ['bin/actorloop.js', ...args], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'ignore', 'pipe'] });
-  started.push(child);
-  let err = '';
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { child, stderr: () => err, exited };
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** Starts the CLI in the background (to be killed from outside; else after the file's tests), keeping what it writes. */
+function startCli(args: string[], dataDir: string): RunningCli {
+  return stack.fileCli(dataDir).start(args);
 }
 
 function ofType<T extends ActorEvent['type']>(log: readonly ActorEvent[], type: T): Array<Extract<ActorEvent, { type: T }>> {
@@ -104,13 +75,13 @@ describe.concurrent('a tree through kills, in-process', () => {
       const crashed = await s.cli.run([...s.run, '--fault', fault, ...s.common]);
       expect({ code: crashed.code, signal: crashed.signal }, show(crashed)).toEqual({ code: null, signal: 'SIGKILL' });
       const rootId = rootOf(crashed.stderr);
-      const before = await readTreeState(nats.url, s.dataDir, rootId);
+      const before = await readTreeState(stack.nats.url, s.dataDir, rootId);
       expect(ofType(before.logs.get(rootId)!, 'subagent/spawn_requested')).toHaveLength(1);
       expect(ofType(before.logs.get(rootId)!, 'subagent/spawned')).toHaveLength(fault === 'after:subagent/spawned' ? 1 : 0);
 
       const resumed = await s.cli.run(['resume', rootId, '--json', ...s.common]);
       expect(resumed.code, show(resumed)).toBe(0);
-      const t = await readTreeState(nats.url, s.dataDir, rootId);
+      const t = await readTreeState(stack.nats.url, s.dataDir, rootId);
       expect(treeViolations(t), describeTree(t)).toEqual([]);
       const root = t.logs.get(rootId)!;
       expect(root.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
@@ -133,14 +104,14 @@ describe.concurrent('a tree through kills, in-process', () => {
     const crashed = await s.cli.run([...s.run, '--fault', 'before:notice-ack', ...s.common]);
     expect({ code: crashed.code, signal: crashed.signal }, show(crashed)).toEqual({ code: null, signal: 'SIGKILL' });
     const rootId = rootOf(crashed.stderr);
-    const before = await readTreeState(nats.url, s.dataDir, rootId);
+    const before = await readTreeState(stack.nats.url, s.dataDir, rootId);
     const notices = ofType(before.logs.get(rootId)!, 'inbox/received').filter((e) => e.data.kind === 'subagent_completed');
     // taken into the parent's log, never acked
     expect(notices, describeTree(before)).toHaveLength(1);
 
     const resumed = await s.cli.run(['resume', rootId, '--json', ...s.common]);
     expect(resumed.code, show(resumed)).toBe(0);
-    const t = await readTreeState(nats.url, s.dataDir, rootId);
+    const t = await readTreeState(stack.nats.url, s.dataDir, rootId);
     expect(treeViolations(t), describeTree(t)).toEqual([]);
     const root = t.logs.get(rootId)!;
     expect(root.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
@@ -161,17 +132,17 @@ describe.concurrent('a tree through kills, in-process', () => {
       const id = run.stderr().split('\n')[0]!;
       if (!AGENT_ID.test(id)) return false;
       rootId = id;
-      const t = await readTreeState(nats.url, s.dataDir, rootId);
+      const t = await readTreeState(stack.nats.url, s.dataDir, rootId);
       return childLogs(t).some((log) => log.some((e) => e.type === 'attempt/start'));
     });
     run.child.kill('SIGKILL');
     await run.exited;
-    const before = await readTreeState(nats.url, s.dataDir, rootId);
+    const before = await readTreeState(stack.nats.url, s.dataDir, rootId);
     expect(childLogs(before).flat().some((e) => e.type === 'turn/end'), describeTree(before)).toBe(false);
 
     const resumed = await s.cli.run(['resume', rootId, '--json', ...s.common]);
     expect(resumed.code, show(resumed)).toBe(0);
-    const t = await readTreeState(nats.url, s.dataDir, rootId);
+    const t = await readTreeState(stack.nats.url, s.dataDir, rootId);
     expect(treeViolations(t), describeTree(t)).toEqual([]);
     const root = t.logs.get(rootId)!;
     expect(root.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });

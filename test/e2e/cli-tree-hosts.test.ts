@@ -5,64 +5,29 @@
 // child's notice arrives and is included once. Real processes, one nats-server of this file's
 // own (hosts claim any agent with work on their server), a data dir per host. A foreground spawn
 // survives the same kill: its call's result is the child's answer from the host that took over.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import { AGENT_ID, REPO_ROOT, cliEnv } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { AGENT_ID, type RunningCli } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
+import { until } from '../helpers/processes.js';
 import { readTreeState, treeViolations, type TreeState } from '../helpers/tree-logs.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const started: ChildProcess[] = [];
+const stack = useCliStack();
 
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-/** A CLI process in the background: its exit and what it wrote to stderr. */
-interface Started {
-  child: ChildProcess;
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function startCli(args: string[], dataDir: string): Started {
-  const child = spawn(process.execPath, ['bin/actorloop.js', ...args, '--nats', nats.url, '--data-dir', dataDir], {
-    cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  started.push(child);
-  let err = '';
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return { child, stderr: () => err, exited };
+/** Starts the CLI on the file's server in the background (killed after the file's tests). */
+function startCli(args: string[], dataDir: string): RunningCli {
+  return stack.fileCli(dataDir).start([...args, ...stack.flags(dataDir)]);
 }
 
 /** `actorloop host` with a 2 s lease TTL (a takeover comes soon after a kill), up once it says so. */
-async function startHost(name: string, faults: string[] = []): Promise<Started> {
-  const dataDir = await tempDir(`tree-${name}`);
-  dirs.push(dataDir);
+async function startHost(name: string, faults: string[] = []): Promise<RunningCli> {
+  const dataDir = await stack.dir(`tree-${name}`);
   const h = startCli(['host', '--name', name, '--lease-ttl', '2000', ...faults.flatMap((f) => ['--fault', f])], dataDir);
   await until(`${name} up`, async () => h.stderr().includes('hosting agents'));
   return h;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 function ofType<T extends ActorEvent['type']>(log: readonly ActorEvent[], type: T): Array<Extract<ActorEvent, { type: T }>> {
@@ -80,8 +45,7 @@ const NAMES = ['alpha', 'beta', 'gamma'];
  * answers after `delays[i]` ms (slow: the kill lands while they run).
  */
 async function treeScript(delays: number[]): Promise<string> {
-  const dir = await tempDir('tree-script');
-  dirs.push(dir);
+  const dir = await stack.dir('tree-script');
   const wait: ScriptResponse = { tool_calls: [{ name: 'wait_agents', arguments: { timeout_seconds: 60 } }] };
   const agents: Record<string, { responses: ScriptResponse[] }> = {
     main: {
@@ -99,9 +63,8 @@ async function treeScript(delays: number[]): Promise<string> {
 }
 
 /** Hands a tree to the live hosts (`run` without --in-process) and returns the `run` following it, with the root's ID. */
-async function handOver(script: string): Promise<{ run: Started; rootId: string; dataDir: string }> {
-  const [ws, dataDir] = [await tempDir('tree-ws'), await tempDir('tree-cli')];
-  dirs.push(ws, dataDir);
+async function handOver(script: string): Promise<{ run: RunningCli; rootId: string; dataDir: string }> {
+  const [ws, dataDir] = [await stack.dir('tree-ws'), await stack.dir('tree-cli')];
   const run = startCli(['run', 'investigate with three helpers', '--model', `scripted:${script}`, '--approve', 'auto-edit', '--cwd', ws, '--json'], dataDir);
   const rootId = await until('the root ID', async () => {
     const id = run.stderr().split('\n')[0]!;
@@ -136,7 +99,7 @@ test('SIGKILL of the host running three children: the other host takes the tree 
   const { run, rootId, dataDir } = await handOver(script);
   // the tree runs on A alone; B comes up once every child's model call is open
   const before = await until('three children mid-turn on host A', async () => {
-    const t = await readTreeState(nats.url, dataDir, rootId);
+    const t = await readTreeState(stack.nats.url, dataDir, rootId);
     const kids = [...t.logs].filter(([id]) => id !== rootId);
     return kids.length === 3 && kids.every(([, log]) => log.some((e) => e.type === 'attempt/start')) ? t : null;
   });
@@ -146,10 +109,10 @@ test('SIGKILL of the host running three children: the other host takes the tree 
   await a.exited;
 
   const t = await until('the root\'s turn to end under host B', async () => {
-    const s = await readTreeState(nats.url, dataDir, rootId);
+    const s = await readTreeState(stack.nats.url, dataDir, rootId);
     return s.logs.get(rootId)!.some((e) => e.type === 'turn/end') ? s : null;
   }, 45_000).catch(async (err: Error) => {
-    throw new Error(`${err.message}\n${describeTree(await readTreeState(nats.url, dataDir, rootId))}\n--- host B\n${b.stderr().slice(-3000)}`);
+    throw new Error(`${err.message}\n${describeTree(await readTreeState(stack.nats.url, dataDir, rootId))}\n--- host B\n${b.stderr().slice(-3000)}`);
   });
   expectFinished(t, epochA);
   // every child was mid-turn on A: each was recovered under B
@@ -166,7 +129,7 @@ test('a host SIGKILLed right after a child\'s turn/end, its notice not sent: the
   const a = await startHost('notice-a', ['after:turn/end']);
   const { run, rootId, dataDir } = await handOver(script);
   await until('host A killed by its fault', async () => a.child.signalCode === 'SIGKILL');
-  const before = await readTreeState(nats.url, dataDir, rootId);
+  const before = await readTreeState(stack.nats.url, dataDir, rootId);
   const epochA = before.logs.get(rootId)![0]!.epoch;
   const [alphaId, alpha] = [...before.logs].find(([, log]) => log.some((e) => e.type === 'turn/end'))!;
   expect(ofType(alpha, 'turn/end')[0]!.data.noticeOwed, describeTree(before)).toBe(true);
@@ -174,7 +137,7 @@ test('a host SIGKILLed right after a child\'s turn/end, its notice not sent: the
   const b = await startHost('notice-b');
 
   const t = await until('the root\'s turn to end under host B', async () => {
-    const s = await readTreeState(nats.url, dataDir, rootId);
+    const s = await readTreeState(stack.nats.url, dataDir, rootId);
     return s.logs.get(rootId)!.some((e) => e.type === 'turn/end') ? s : null;
   }, 45_000);
   expectFinished(t, epochA);
@@ -187,8 +150,7 @@ test('a host SIGKILLed right after a child\'s turn/end, its notice not sent: the
 }, 90_000);
 
 test('foreground delegation across a SIGKILL of the host running the child mid-turn: the spawn call\'s result is the child\'s answer from the host that took over', async () => {
-  const dir = await tempDir('tree-script');
-  dirs.push(dir);
+  const dir = await stack.dir('tree-script');
   const script = join(dir, 'foreground.json');
   await writeFile(script, JSON.stringify({
     agents: {
@@ -199,7 +161,7 @@ test('foreground delegation across a SIGKILL of the host running the child mid-t
   const a = await startHost('fg-a');
   const { run, rootId, dataDir } = await handOver(script);
   const before = await until('the child\'s model call open on host A', async () => {
-    const t = await readTreeState(nats.url, dataDir, rootId);
+    const t = await readTreeState(stack.nats.url, dataDir, rootId);
     return [...t.logs].some(([id, log]) => id !== rootId && log.some((e) => e.type === 'attempt/start')) ? t : null;
   });
   const epochA = before.logs.get(rootId)![0]!.epoch;
@@ -207,7 +169,7 @@ test('foreground delegation across a SIGKILL of the host running the child mid-t
   a.child.kill('SIGKILL');
   await a.exited;
   const t = await until('the root\'s turn to end under host B', async () => {
-    const s = await readTreeState(nats.url, dataDir, rootId);
+    const s = await readTreeState(stack.nats.url, dataDir, rootId);
     return s.logs.get(rootId)!.some((e) => e.type === 'turn/end') ? s : null;
   }, 45_000);
   expect(treeViolations(t), describeTree(t)).toEqual([]);
@@ -224,8 +186,7 @@ test('foreground delegation across a SIGKILL of the host running the child mid-t
 }, 90_000);
 
 test('a tree run in-process and SIGKILLed after its spawn, then `resume <root>` with a host running: the host takes the whole tree and finishes it', async () => {
-  const dir = await tempDir('tree-script');
-  dirs.push(dir);
+  const dir = await stack.dir('tree-script');
   const script = join(dir, 'handover.json');
   await writeFile(script, JSON.stringify({
     agents: {
@@ -233,8 +194,7 @@ test('a tree run in-process and SIGKILLed after its spawn, then `resume <root>` 
       worker: { responses: [{ content: 'worker: the answer', delay_ms: 500 }] },
     },
   }));
-  const [ws, dataDir] = [await tempDir('tree-ws'), await tempDir('tree-cli')];
-  dirs.push(ws, dataDir);
+  const [ws, dataDir] = [await stack.dir('tree-ws'), await stack.dir('tree-cli')];
   // a fault keeps the run in-process: it hosts the root and its child, and dies with both
   const run = startCli(['run', 'delegate it', '--model', `scripted:${script}`, '--approve', 'auto-edit', '--cwd', ws, '--json', '--fault', 'after:subagent/spawned'], dataDir);
   expect(await run.exited, run.stderr()).toEqual({ code: null, signal: 'SIGKILL' });
@@ -243,7 +203,7 @@ test('a tree run in-process and SIGKILLed after its spawn, then `resume <root>` 
   const h = await startHost('handover-host');
   const resumed = startCli(['resume', rootId, '--json'], dataDir);
   expect(await resumed.exited, resumed.stderr()).toEqual({ code: 0, signal: null });
-  const t = await readTreeState(nats.url, dataDir, rootId);
+  const t = await readTreeState(stack.nats.url, dataDir, rootId);
   expect(treeViolations(t), describeTree(t)).toEqual([]);
   const root = t.logs.get(rootId)!;
   expect(root.at(-1)).toMatchObject({ type: 'turn/end', data: { outcome: 'completed' } });
@@ -258,8 +218,7 @@ test('a tree run in-process and SIGKILLed after its spawn, then `resume <root>` 
 }, 90_000);
 
 test('a run given -c max_subagent_depth=1 and handed to a host: the host spawns under the run\'s limit, not its own, and a child cannot spawn', async () => {
-  const dir = await tempDir('tree-script');
-  dirs.push(dir);
+  const dir = await stack.dir('tree-script');
   const script = join(dir, 'depth.json');
   await writeFile(script, JSON.stringify({
     agents: {
@@ -270,8 +229,7 @@ test('a run given -c max_subagent_depth=1 and handed to a host: the host spawns 
   }));
   // the host runs with the default depth (3): only the run says 1
   const h = await startHost('depth-host');
-  const [ws, dataDir] = [await tempDir('tree-ws'), await tempDir('tree-cli')];
-  dirs.push(ws, dataDir);
+  const [ws, dataDir] = [await stack.dir('tree-ws'), await stack.dir('tree-cli')];
   const run = startCli(['run', 'go deep', '--model', `scripted:${script}`, '--approve', 'auto-edit', '--cwd', ws, '-c', 'max_subagent_depth=1', '--json'], dataDir);
   const rootId = await until('the root ID', async () => {
     const id = run.stderr().split('\n')[0]!;
@@ -279,7 +237,7 @@ test('a run given -c max_subagent_depth=1 and handed to a host: the host spawns 
   });
   expect(await run.exited, run.stderr()).toEqual({ code: 0, signal: null });
   const t = await until('the child\'s notice', async () => {
-    const s = await readTreeState(nats.url, dataDir, rootId);
+    const s = await readTreeState(stack.nats.url, dataDir, rootId);
     return [...s.logs.values()].some((l) => l.some((e) => e.type === 'subagent/notified')) ? s : null;
   });
   const root = t.logs.get(rootId)!;

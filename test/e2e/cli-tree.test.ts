@@ -3,22 +3,17 @@
 // foreground; `writer` calls write_file under `--approve ask`); `run` hands the root to the host,
 // follows it and names the waiting subagent with the line that answers it; `approve` from another
 // CLI process answers it; `tree`, `events --tree` and `runs` read the tree back.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
-import { AGENT_ID, CliPool, REPO_ROOT, cliEnv, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { AGENT_ID, cliEnv, lines, parseEvents, parseRuns, show, type CliResult, type RunningCli } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 import type { TreeView } from '../../src/client/tree.js';
 
 const HOST = 'tree-host';
 
-let nats: TestNats;
-let host: ChildProcess;
-let hostErr = '';
-const dirs: string[] = [];
-const children = new Set<ChildProcess>();
-const pool = new CliPool();
+const stack = useCliStack();
+let host: RunningCli;
 
 const usage = { input_tokens: 40, output_tokens: 4 };
 /** The tree's models by agent name: `main` spawns `writer` and waits for it; `writer` writes a file. */
@@ -40,29 +35,15 @@ const TREE_SCRIPT = {
 };
 
 beforeAll(async () => {
-  nats = await startTestNats();
-  const dataDir = await tempDir('host');
-  dirs.push(dataDir);
-  host = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', HOST, '--lease-ttl', '10000', '--nats', nats.url, '--data-dir', dataDir], {
-    cwd: REPO_ROOT,
-    env: cliEnv(dataDir),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  host.stderr!.setEncoding('utf8').on('data', (s: string) => (hostErr += s));
-  await until('the host to start', () => hostErr.includes('hosting agents'));
-});
-
-afterAll(async () => {
-  for (const c of [host, ...children]) if (c && c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+  const dataDir = await stack.dir('host');
+  host = stack.fileCli(dataDir).start(['host', '--name', HOST, '--lease-ttl', '10000', ...stack.flags(dataDir)]);
+  await until('the host to start', () => host.stderr().includes('hosting agents'));
 });
 
 async function until(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; host stderr:\n${hostErr}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; host stderr:\n${host?.stderr()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -71,44 +52,22 @@ function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
 }
 
-/** A CLI process left running while the test goes on: what it wrote so far, and how it ends. */
-interface Running {
-  stdout: () => string;
-  stderr: () => string;
-  ended: Promise<CliResult>;
-  kill: (signal: NodeJS.Signals) => void;
-}
-
-/** Starts `actorloop <args>` (or `command`, a whole command line of its own) and returns at once. */
-function start(args: string[], env: NodeJS.ProcessEnv, onTestFinished: (fn: () => Promise<void>) => void, command?: string[]): Running {
-  const started = performance.now();
-  const [file, ...rest] = command ?? [process.execPath, 'bin/actorloop.js', ...args];
-  const child = spawn(file!, rest, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  onTestFinished(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const ended = new Promise<CliResult>((resolve) => {
-    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr, elapsedMs: performance.now() - started }));
-  });
-  return { stdout: () => stdout, stderr: () => stderr, ended, kill: (signal) => child.kill(signal) };
+/** Starts `actorloop <args>` (or `command`, a whole command line of its own) and returns at once; it dies with the test. */
+function start(args: string[], env: NodeJS.ProcessEnv, onTestFinished: (fn: () => Promise<void>) => void, command?: string[]): RunningCli & { kill(signal: NodeJS.Signals): void } {
+  const p = stack.pool.forTest({ onTestFinished }, env).start(args, command ? { command } : {});
+  return { ...p, kill: (signal) => p.child.kill(signal) };
 }
 
 describe('a tree of agents on a host', () => {
   test('a subagent needing approval is named on its root\'s run with the approve line; approve answers it, and tree, events --tree and runs read the tree', async ({ expect, onTestFinished }) => {
-    const ws = await tempDir('ws');
-    const dataDir = await tempDir('cli');
-    const scratch = await tempDir('script');
-    dirs.push(ws, dataDir, scratch);
+    const ws = await stack.dir('ws');
+    const dataDir = await stack.dir('cli');
+    const scratch = await stack.dir('script');
     const scriptPath = join(scratch, 'tree.json');
     await writeFile(scriptPath, JSON.stringify(TREE_SCRIPT));
     const env = cliEnv(dataDir);
-    const cli = pool.forTest({ onTestFinished }, env);
-    const common = ['--nats', nats.url, '--data-dir', dataDir];
+    const cli = stack.pool.forTest({ onTestFinished }, env);
+    const common = stack.flags(dataDir);
 
     const run = start(['run', 'have a writer write notes.txt', '--model', `scripted:${scriptPath}`, '--approve', 'ask', '--cwd', ws, ...common], env, onTestFinished);
     // the root's run names the subagent, what it asks, and the command that answers it
@@ -122,7 +81,7 @@ describe('a tree of agents on a host', () => {
     expect(run.stderr()).toContain(`subagent writer (${childId}) needs approval ${approvalId}`);
     expect(run.stderr()).toContain('write_file (version 1) asks for approval');
     expect(run.stderr()).toContain('+hello');
-    expect(run.stderr()).toContain(`approve: actorloop approve ${childId} ${approvalId} --data-dir ${dataDir} --nats ${nats.url}`);
+    expect(run.stderr()).toContain(`approve: actorloop approve ${childId} ${approvalId} --data-dir ${dataDir} --nats ${stack.nats.url}`);
 
     // while it waits, the tree says so; a follower of the tree goes on until the tree is settled
     const waiting = await cli.run(['tree', rootId, '--json', ...common]);
@@ -140,7 +99,7 @@ describe('a tree of agents on a host', () => {
       `main      ${rootId}  running · step 1 · ▸ spawn_agent · 44 tokens · cost unknown`,
       `  writer  ${childId}  waiting for approval ${approvalId} · step 1 · 44 tokens · cost unknown`,
       'total: 2 agents · 88 tokens · cost unknown',
-      `approve: actorloop approve ${childId} ${approvalId} --data-dir ${dataDir} --nats ${nats.url}`,
+      `approve: actorloop approve ${childId} ${approvalId} --data-dir ${dataDir} --nats ${stack.nats.url}`,
     ]);
     const follower = start(['tree', rootId, '--follow', ...common], env, onTestFinished);
     // on a terminal (`script` gives it one) the tree is redrawn in place
@@ -239,15 +198,14 @@ describe('a tree of agents on a host', () => {
   });
 
   test('a subagent of a run hosting its tree in-process: the run ends waiting (exit 5), approve hosts the tree and answers, resume finishes the root', async ({ expect, onTestFinished }) => {
-    const ws = await tempDir('ws');
-    const dataDir = await tempDir('cli');
-    const scratch = await tempDir('script');
-    dirs.push(ws, dataDir, scratch);
+    const ws = await stack.dir('ws');
+    const dataDir = await stack.dir('cli');
+    const scratch = await stack.dir('script');
     const scriptPath = join(scratch, 'tree.json');
     await writeFile(scriptPath, JSON.stringify(TREE_SCRIPT));
     const env = cliEnv(dataDir);
-    const cli = pool.forTest({ onTestFinished }, env);
-    const common = ['--nats', nats.url, '--data-dir', dataDir];
+    const cli = stack.pool.forTest({ onTestFinished }, env);
+    const common = stack.flags(dataDir);
     const run = start(['run', 'have a writer write notes.txt', '--in-process', '--model', `scripted:${scriptPath}`, '--approve', 'ask', '--cwd', ws, ...common], env, onTestFinished);
     const approveLine = /^approve: actorloop approve (agt_\S+) (apr_\S+) /m;
     await until('the run to name the waiting subagent', () => approveLine.test(run.stderr()) || run.stdout().includes('completed'));
@@ -269,10 +227,9 @@ describe('a tree of agents on a host', () => {
   });
 
   test('an unknown agent is one line and exit 3; --after with --tree is one line and exit 2', async ({ expect, onTestFinished }) => {
-    const dataDir = await tempDir('cli');
-    dirs.push(dataDir);
-    const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-    const common = ['--nats', nats.url, '--data-dir', dataDir];
+    const dataDir = await stack.dir('cli');
+    const cli = stack.cli(onTestFinished, dataDir);
+    const common = stack.flags(dataDir);
     for (const args of [['tree', 'agt_01J00000000000000000000000'], ['tree', 'agt_01J00000000000000000000000', '--follow'], ['events', 'agt_01J00000000000000000000000', '--tree']]) {
       const r = await cli.run([...args, ...common]);
       expectExit(expect, r, 3);

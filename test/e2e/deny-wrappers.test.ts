@@ -2,27 +2,16 @@
 // a deny rule for sudo in the workspace's actorloop.toml and `--approve full-auto`, a script file
 // run by bash and inline Python are denied as tool results the model reads, not run and not left
 // waiting for a person, and the files they would have made do not appear.
-import { access, rm, writeFile } from 'node:fs/promises';
+import { access, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test } from 'vitest';
-import { CliPool, cliEnv, parseEvents, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { describe, test } from 'vitest';
+import { parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
 const RUN_SCRIPT = 'bash run.sh';
 const INLINE_PYTHON = `python3 -c "import os; os.system('touch pwned2')"`;
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 async function exists(file: string): Promise<boolean> {
   return access(file).then(
@@ -33,9 +22,8 @@ async function exists(file: string): Promise<boolean> {
 
 describe('opaque commands under a deny rule', () => {
   test('full-auto denies bash run.sh and python3 -c as tool results; neither runs', async ({ expect, onTestFinished }) => {
-    const ws = await tempDir('ws');
-    const dataDir = await tempDir('data');
-    dirs.push(ws, dataDir);
+    const ws = await stack.dir('ws');
+    const dataDir = await stack.dir('data');
     await writeFile(join(ws, 'run.sh'), 'touch pwned\n');
     await writeFile(join(ws, 'actorloop.toml'), '[[policy.rules]]\ntool = "shell"\ncommand = "sudo"\ndecision = "deny"\nreason = "no sudo here"\n');
     const script = join(dataDir, 'script.json');
@@ -49,10 +37,10 @@ describe('opaque commands under a deny rule', () => {
         ],
       }),
     );
-    const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+    const cli = stack.cli(onTestFinished, dataDir);
     const run = await cli.run([
       'run', 'run the setup script', '--model', `scripted:${script}`, '--cwd', ws, '--approve', 'full-auto', '--json',
-      '--nats', nats.url, '--data-dir', dataDir,
+      '--nats', stack.nats.url, '--data-dir', dataDir,
     ]);
     expect({ code: run.code, signal: run.signal }, show(run)).toEqual({ code: 0, signal: null });
     const events = parseEvents(run.stdout);

@@ -4,26 +4,15 @@
 // tried as an agent would: its payload copies the logins to a marker file, which must never
 // appear; what the agent tried is refused with a reason it can read.
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, test } from 'vitest';
+import { describe, test } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { SubagentNoticeSchema } from '../../src/protocol/subagents.js';
-import { CliPool, cliEnv, parseEvents, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { cliEnv, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 const exists = (p: string): Promise<boolean> => stat(p).then(() => true, () => false);
 
@@ -37,10 +26,9 @@ interface Setup {
 
 /** A committed git workspace, a data dir and a marker path outside both. */
 async function setup(): Promise<Setup> {
-  const ws = await tempDir('git-ws');
-  const dataDir = await tempDir('git-data');
-  const outside = await tempDir('git-marker');
-  dirs.push(ws, dataDir, outside);
+  const ws = await stack.dir('git-ws');
+  const dataDir = await stack.dir('git-data');
+  const outside = await stack.dir('git-marker');
   await mkdir(join(ws, 'src'));
   await writeFile(join(ws, 'src', 'a.txt'), 'alpha\n');
   const git = (...args: string[]) => execFileSync('git', ['-C', ws, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args]);
@@ -54,8 +42,8 @@ async function setup(): Promise<Setup> {
 async function run(s: Setup, script: unknown, approve: string, onTestFinished: (fn: () => Promise<void>) => void) {
   const file = join(s.dataDir, 'script.json');
   await writeFile(file, JSON.stringify(script));
-  const cli = pool.forTest({ onTestFinished }, cliEnv(s.dataDir));
-  const r = await cli.run(['run', 'attack', '--model', `scripted:${file}`, '--cwd', s.ws, '--approve', approve, '--json', '--nats', nats.url, '--data-dir', s.dataDir], { timeoutMs: 80_000 });
+  const cli = stack.pool.forTest({ onTestFinished }, cliEnv(s.dataDir));
+  const r = await cli.run(['run', 'attack', '--model', `scripted:${file}`, '--cwd', s.ws, '--approve', approve, '--json', '--nats', stack.nats.url, '--data-dir', s.dataDir], { timeoutMs: 80_000 });
   return { cli, r, events: parseEvents(r.stdout) as ActorEvent[] };
 }
 
@@ -141,7 +129,7 @@ describe('git on agent-writable repositories runs nothing an agent wrote', () =>
     expect(r.code, show(r)).toBe(0);
     const spawned = events.find((e) => e.type === 'subagent/spawned') as Extract<ActorEvent, { type: 'subagent/spawned' }> | undefined;
     expect(spawned, show(r)).toBeDefined();
-    const child = parseEvents((await cli.run(['events', spawned!.data.childId, '--json', '--nats', nats.url, '--data-dir', s.dataDir])).stdout) as ActorEvent[];
+    const child = parseEvents((await cli.run(['events', spawned!.data.childId, '--json', '--nats', stack.nats.url, '--data-dir', s.dataDir])).stdout) as ActorEvent[];
     // the file tool is denied, the shell cannot replace the .git file the runtime made
     expect(decisions(child).find((d) => d.data.decision === 'deny')?.data.rule).toBe('protected:.git');
     const shell = results(child).find((e) => e.data.source === 'tool:shell');

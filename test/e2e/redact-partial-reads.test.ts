@@ -4,23 +4,14 @@
 // the data dir (JetStream store, LMDB, blobs, server log) and every log line is searched for the
 // key's body lines and the configured secret values.
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { natsServerVersion } from '../../src/bus/nats-server.js';
-import { AGENT_ID, CliPool, cliEnv, lines, parseEvents, show } from '../helpers/cli.js';
-import { tempDir } from '../helpers/nats.js';
-import { killMarked } from '../helpers/processes.js';
+import { AGENT_ID, cliEnv, lines, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-const dirs: string[] = [];
-const pool = new CliPool();
-
-afterAll(async () => {
-  await pool.killAll();
-  // the embedded nats-server a killed or failed CLI left (its parent gone): nothing of this file may outlive it
-  await killMarked(dirs.map((d) => join(d, 'nats')));
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack({ nats: false });
 
 // Values that match no built-in pattern: only `redact_env` and the API-key variable redact them.
 const PASSPHRASE = 'correct horse battery staple 42';
@@ -39,10 +30,9 @@ async function filesUnder(dir: string): Promise<{ path: string; bytes: Buffer }[
 
 test('key body lines read by offset, sed, grep -v, tail and search are redacted before the log, LMDB and the logs', async ({ onTestFinished }) => {
   await natsServerVersion(); // the embedded default needs the binary
-  const ws = await tempDir('ws');
-  const dataDir = await tempDir('data');
-  const scriptDir = await tempDir('script');
-  dirs.push(ws, dataDir, scriptDir);
+  const ws = await stack.dir('ws');
+  const dataDir = await stack.dir('data');
+  const scriptDir = await stack.dir('script');
 
   // made now, never committed: a real RSA key in the PKCS#8 PEM a tool would find in a repo
   const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -71,7 +61,7 @@ test('key body lines read by offset, sed, grep -v, tail and search are redacted 
   await writeFile(scriptPath, JSON.stringify(script));
 
   const env = cliEnv(dataDir, { ACTORLOOP_LOG: 'debug', DEPLOY_PASSPHRASE: PASSPHRASE, OPENAI_API_KEY: API_KEY });
-  const cli = pool.forTest({ onTestFinished }, env);
+  const cli = stack.pool.forTest({ onTestFinished }, env);
   const run = await cli.run(['run', 'Read key.pem', '--model', `scripted:${scriptPath}`, '--approve', 'full-auto', '--cwd', ws, '--json'], {
     timeoutMs: 60_000,
   });

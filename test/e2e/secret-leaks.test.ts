@@ -3,29 +3,18 @@
 // `events` and the LOGS stream's bytes show `[REDACTED:…]`; the INBOX stream keeps neither it nor
 // a sensitive answer once its receipt is committed, and the server's file store is overwritten
 // where they were. A sensitive answer still reaches the model, from the data dir's blob store.
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { describe, test, type ExpectStatic } from 'vitest';
 import { createLmdbBlobStore } from '../../src/store/blob-port.js';
 import { openLmdbStore } from '../../src/store/lmdb-store.js';
 import { sha256Digest } from '../../src/protocol/canonical-json.js';
-import { CliPool, cliEnv, demoWorkspace, lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { lines, parseEvents, show, type CliResult } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 // tokens the redactor recognises (a GitHub token, an OpenAI key), made up for this test
 const TASK_SECRET = 'ghp_T3stT0kenAbCdEfGhIjKlMnOpQrStUvWx1234';
@@ -36,19 +25,18 @@ function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
 }
 
 async function setup(onTestFinished: (fn: () => Promise<void>) => void, responses: unknown[]) {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('leaks');
-  dirs.push(ws, dataDir);
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('leaks');
   const script = join(dataDir, 'script.json');
   await writeFile(script, JSON.stringify({ responses }));
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const cli = stack.cli(onTestFinished, dataDir);
+  const common = stack.flags(dataDir);
   return { ws, dataDir, cli, common, model: `scripted:${script}` };
 }
 
 /** Every message a stream holds now, as text (deleted sequences are skipped). */
 async function streamTexts(stream: string): Promise<string[]> {
-  const nc = await connect({ servers: nats.url });
+  const nc = await connect({ servers: stack.nats.url });
   try {
     const jsm: JetStreamManager = await jetstreamManager(nc);
     const { state } = await jsm.streams.info(stream);
@@ -112,7 +100,7 @@ describe('a secret in a task', () => {
       expect(inbox.filter((t) => t.includes(secret))).toEqual([]);
     }
     // nor anywhere in the server's files: the erase overwrote the inbox messages' bytes
-    for (const secret of [TASK_SECRET, SENT_SECRET]) expect(await filesHolding(nats.storeDir, secret)).toEqual([]);
+    for (const secret of [TASK_SECRET, SENT_SECRET]) expect(await filesHolding(stack.nats.storeDir, secret)).toEqual([]);
   });
 });
 
@@ -134,7 +122,7 @@ describe('a sensitive answer', () => {
     expect(inbox.some((t) => t.includes('deploy it')), 'the task is still in the inbox stream').toBe(true);
     expect(inbox.filter((t) => t.includes(secret))).toEqual([]);
     expect((await streamTexts('LOGS')).filter((t) => t.includes(secret))).toEqual([]);
-    expect(await filesHolding(nats.storeDir, secret)).toEqual([]);
+    expect(await filesHolding(stack.nats.storeDir, secret)).toEqual([]);
 
     const log = parseEvents((await cli.run(['events', agentId, '--json', ...common])).stdout);
     const result = log.find((e) => e.type === 'tool/result' && e.data.source === 'person');

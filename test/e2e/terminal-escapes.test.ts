@@ -1,33 +1,21 @@
 // Terminals see text, not control codes: a workspace file carrying an escape sequence (clear the
 // screen, retitle the window, ring the bell) read by the agent and quoted in its answer reaches
 // the terminal escaped in `run` and `events`, while `events --json` keeps the exact characters.
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { AGENT_ID, CliPool, cliEnv, lines, parseEvents, show } from '../helpers/cli.js';
-import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
+import { expect, test } from 'vitest';
+import { AGENT_ID, lines, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 
 const HOSTILE = '\x1b[2J\x1b]0;PWNED\x07';
 const SHOWN = '\\x1b[2J\\x1b]0;PWNED\\x07';
 
-let nats: TestNats;
-const dirs: string[] = [];
-const pool = new CliPool();
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterAll(async () => {
-  await pool.killAll();
-  await nats?.stop();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const stack = useCliStack();
 
 test('run and events print a hostile file escaped; events --json keeps it exact', async ({ onTestFinished }) => {
-  const ws = await tempDir('ws');
-  const dataDir = await tempDir('data');
-  const scratch = await tempDir('scripts');
-  dirs.push(ws, dataDir, scratch);
+  const ws = await stack.dir('ws');
+  const dataDir = await stack.dir('data');
+  const scratch = await stack.dir('scripts');
   await writeFile(join(ws, 'notes.txt'), `before ${HOSTILE} after\n`);
   const script = join(scratch, 'script.json');
   await writeFile(script, JSON.stringify({
@@ -36,8 +24,8 @@ test('run and events print a hostile file escaped; events --json keeps it exact'
       { content: `The file says: ${HOSTILE}\nThat is all.` },
     ],
   }));
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
-  const common = ['--nats', nats.url, '--data-dir', dataDir];
+  const cli = stack.cli(onTestFinished, dataDir);
+  const common = stack.flags(dataDir);
 
   const run = await cli.run(['run', 'what does notes.txt say?', '--model', `scripted:${script}`, '--cwd', ws, ...common]);
   expect(run.code, show(run)).toBe(0);

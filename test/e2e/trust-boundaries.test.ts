@@ -3,69 +3,34 @@
 // waiting on an approval, and forged messages from an anonymous client, a wrong password, and
 // the host login on either inbox channel. Nothing forged is taken; what is refused is committed
 // as `inbox/cancelled`; the person's own `approve` still works.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile, rm, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { afterAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { readEmbeddedAuth } from '../../src/bus/nats-auth.js';
 import { embeddedPaths, readEmbeddedState } from '../../src/bus/embedded.js';
 import { inboxSubject, STREAMS } from '../../src/bus/subjects.js';
 import { newId } from '../../src/protocol/ids.js';
 import type { InboxMessage } from '../../src/protocol/inbox.js';
-import { CliPool, DEMO_SCRIPT, REPO_ROOT, cliEnv, demoWorkspace, lines, parseEvents, show } from '../helpers/cli.js';
-import { tempDir } from '../helpers/nats.js';
+import { DEMO_SCRIPT, lines, parseEvents, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
+import { until } from '../helpers/processes.js';
 
 const TASK = 'The test in test/slug.test.js fails. Find the bug in src/slug.js, fix it, and tell me what was wrong.';
-const dirs: string[] = [];
-const hosts: ChildProcess[] = [];
-const pool = new CliPool();
-
-afterAll(async () => {
-  for (const h of hosts) if (h.exitCode === null && h.signalCode === null) h.kill('SIGKILL');
-  await pool.killAll();
-  // a host killed by a failing test leaves its embedded server running on purpose (the next
-  // command would adopt it): nothing comes after this file, so stop it here
-  for (const d of dirs) {
-    const state = await readEmbeddedState(embeddedPaths(d).stateFile);
-    if (state) {
-      try {
-        process.kill(state.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const stack = useCliStack({ nats: false });
 
 test('forged approvals and tasks are refused: anonymous and wrong logins cannot connect, the host login cannot speak for a person', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const elsewhere = await tempDir('elsewhere');
-  const dataDir = await tempDir('trust-data');
-  dirs.push(ws, elsewhere, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const ws = await stack.workspace();
+  const elsewhere = await stack.dir('elsewhere');
+  const dataDir = await stack.dir('trust-data');
+  const cli = stack.cli(onTestFinished, dataDir);
   const buggy = await readFile(join(ws, 'src', 'slug.js'), 'utf8');
 
   // a host process owns the embedded server, so it outlives the commands below
-  const host = spawn(process.execPath, ['bin/actorloop.js', 'host', '--name', 'trust-host', '--lease-ttl', '3000'], {
-    cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  hosts.push(host);
-  let hostErr = '';
-  host.stderr!.setEncoding('utf8').on('data', (s: string) => (hostErr += s));
-  await until('the host to start', async () => hostErr.includes('hosting agents'));
+  const hosting = cli.start(['host', '--name', 'trust-host', '--lease-ttl', '3000']);
+  await hosting.waitFor(/hosting agents/);
+  const host = hosting.child;
 
   const run = await cli.run(['run', TASK, '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--json']);
   expect(run.code, show(run)).toBe(5);
@@ -144,10 +109,9 @@ test('forged approvals and tasks are refused: anonymous and wrong logins cannot 
 }, 90_000);
 
 test('a sandboxed tool, even one allowed the network, never sees the bus logins', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('trust-sandbox');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir, { NATS_USER: 'someone', NATS_PASSWORD: 'nats-password-0123456789' }));
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('trust-sandbox');
+  const cli = stack.cli(onTestFinished, dataDir, { NATS_USER: 'someone', NATS_PASSWORD: 'nats-password-0123456789' });
   // the user allows this shell call the network: the grant that let a tool reach the server before
   const { mkdir, writeFile } = await import('node:fs/promises');
   await mkdir(join(dataDir, 'config-home', 'actorloop'), { recursive: true });
@@ -174,10 +138,9 @@ test('a sandboxed tool, even one allowed the network, never sees the bus logins'
 }, 60_000);
 
 test('a command whose embedded server dies starts it again on the same store, with its logins, and carries on', async ({ onTestFinished }) => {
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('trust-restart');
-  dirs.push(ws, dataDir);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('trust-restart');
+  const cli = stack.cli(onTestFinished, dataDir);
   const script = join(dataDir, 'script.json');
   const { writeFile } = await import('node:fs/promises');
   await writeFile(script, JSON.stringify({ responses: [
@@ -207,21 +170,20 @@ test('a command whose embedded server dies starts it again on the same store, wi
 test('a server given by URL: no login is a clear error, NATS_USER and NATS_PASSWORD log in', async ({ onTestFinished }) => {
   const { writeFile, mkdir } = await import('node:fs/promises');
   const { startNatsServer } = await import('../../src/bus/nats-server.js');
-  const storeDir = await tempDir('trust-ext-nats');
-  const ws = await demoWorkspace();
-  const dataDir = await tempDir('trust-ext');
-  dirs.push(storeDir, ws, dataDir);
+  const storeDir = await stack.dir('trust-ext-nats');
+  const ws = await stack.workspace();
+  const dataDir = await stack.dir('trust-ext');
   await mkdir(storeDir, { recursive: true });
   const conf = join(storeDir, 'auth.conf');
   await writeFile(conf, 'authorization { users: [ { user: "ops", password: "ops-password-0123456789" } ] }\n');
   const server = await startNatsServer({ storeDir, configFile: conf });
   onTestFinished(() => server.stop());
-  const noLogin = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const noLogin = stack.cli(onTestFinished, dataDir);
   const refused = await noLogin.run(['run', 'x', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--nats', server.url]);
   expect(refused.code, show(refused)).toBe(2);
   expect(refused.stderr).toMatch(/refused the login.*\n?.*NATS_USER and NATS_PASSWORD/);
   expect(refused.stderr).not.toMatch(/\n\s+at /);
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir, { NATS_USER: 'ops', NATS_PASSWORD: 'ops-password-0123456789' }));
+  const cli = stack.cli(onTestFinished, dataDir, { NATS_USER: 'ops', NATS_PASSWORD: 'ops-password-0123456789' });
   const run = await cli.run(['run', 'fix the test', '--model', `scripted:${DEMO_SCRIPT}`, '--cwd', ws, '--approve', 'auto-edit', '--json', '--nats', server.url]);
   expect(run.code, show(run)).toBe(0);
   const doctor = await cli.run(['doctor', '--nats', server.url]);

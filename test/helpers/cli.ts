@@ -37,6 +37,30 @@ export function cliEnv(dataDir: string, extra: Record<string, string> = {}): Nod
   return { ...env, ACTORLOOP_DATA_DIR: dataDir, XDG_CONFIG_HOME: join(dataDir, 'config-home'), ...extra };
 }
 
+/** How a process ended. */
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A CLI process left running while the test goes on (a host, `serve`, a run to kill midway). */
+export interface RunningCli {
+  child: ChildProcess;
+  /** What it wrote to stdout so far. */
+  stdout(): string;
+  /** What it wrote to stderr so far. */
+  stderr(): string;
+  /** Resolves once it exited (its streams may still be draining). */
+  exited: Promise<Exit>;
+  /** Resolves once it exited and its output was read to the end, with all of it. */
+  ended: Promise<CliResult>;
+  /**
+   * Resolves with the first match of `pattern` in what it wrote (stdout and stderr, as they came);
+   * rejects, with its output, when it exits first or after `timeoutMs`.
+   */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+}
+
 /**
  * Spawns `node bin/actorloop.js ...` as real processes and remembers the ones still running, so
  * a test that fails midway can kill them (`killAll` in afterEach/onTestFinished/afterAll).
@@ -76,6 +100,57 @@ export class CliProcesses {
     });
   }
 
+  /**
+   * Starts the CLI (or `command`, a whole command line of its own, such as `script` for a
+   * pseudo-terminal) and returns at once; killed with the others by `killAll`.
+   */
+  start(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; command?: string[] } = {}): RunningCli {
+    const started = performance.now();
+    const [file, ...rest] = opts.command ?? [process.execPath, join(REPO_ROOT, 'bin', 'actorloop.js'), ...args];
+    const child = spawn(file!, rest, { cwd: opts.cwd ?? REPO_ROOT, env: opts.env ?? this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.live.add(child);
+    let stdout = '';
+    let stderr = '';
+    let both = '';
+    let closed = false;
+    const watchers = new Set<() => void>();
+    const seen = (): void => watchers.forEach((w) => w());
+    child.stdout!.setEncoding('utf8').on('data', (s: string) => ((stdout += s), (both += s), seen()));
+    child.stderr!.setEncoding('utf8').on('data', (s: string) => ((stderr += s), (both += s), seen()));
+    const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const ended = new Promise<CliResult>((resolve) => {
+      child.once('close', (code, signal) => {
+        this.live.delete(child);
+        closed = true;
+        seen();
+        resolve({ code, signal, stdout, stderr, elapsedMs: performance.now() - started });
+      });
+    });
+    const waitFor = (pattern: RegExp, timeoutMs = 30_000): Promise<RegExpExecArray> =>
+      new Promise((resolve, reject) => {
+        const told = (why: string): Error => new Error(`${why} before its output matched ${pattern}: ${(opts.command ?? args).join(' ')}\n--- stderr\n${stderr}--- stdout (tail)\n${stdout.slice(-1500)}`);
+        const done = (): void => {
+          clearTimeout(timer);
+          watchers.delete(check);
+        };
+        const check = (): void => {
+          const m = pattern.exec(both);
+          if (m) {
+            done();
+            resolve(m);
+          } else if (closed) {
+            // on 'close', not 'exit': what it wrote last may still be in the pipe at its exit
+            done();
+            reject(told(`it exited (code ${child.exitCode}, signal ${child.signalCode})`));
+          }
+        };
+        const timer = setTimeout(() => (done(), reject(told(`timed out after ${timeoutMs} ms`))), timeoutMs);
+        watchers.add(check);
+        check();
+      });
+    return { child, stdout: () => stdout, stderr: () => stderr, exited, ended, waitFor };
+  }
+
   /** SIGKILLs every child still running and waits for each to exit. */
   async killAll(): Promise<void> {
     const running = [...this.live];
@@ -106,6 +181,13 @@ export class CliPool {
     const cli = new CliProcesses(env);
     this.trackers.push(cli);
     ctx.onTestFinished(() => cli.killAll());
+    return cli;
+  }
+
+  /** A tracker for the whole file (a host started in beforeAll): its children are killed by `killAll`. */
+  forFile(env: NodeJS.ProcessEnv): CliProcesses {
+    const cli = new CliProcesses(env);
+    this.trackers.push(cli);
     return cli;
   }
 

@@ -54,3 +54,17 @@ export async function killMarked(markers: Iterable<string>): Promise<void> {
     }
   }
 }
+
+/**
+ * Polls `fn` every 100 ms until it returns something truthy, and resolves with it; throws after
+ * `timeoutMs` naming `what` (a function is called then, so the message can carry a log so far).
+ */
+export async function until<T>(what: string | (() => string), fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -5,8 +5,8 @@
 // then the transitions of the approved call's step as the host's XState actor takes them,
 // states the log alone never shows among them; the client login is refused the inspection
 // subject, so no client can say what a host's machine did.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import type { ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, expect, test } from 'vitest';
@@ -14,8 +14,8 @@ import { embeddedPaths, readEmbeddedState } from '../../src/bus/embedded.js';
 import { readEmbeddedAuth } from '../../src/bus/nats-auth.js';
 import { inspectSubject } from '../../src/bus/subjects.js';
 import { InspectionReportSchema, type InspectionReport } from '../../src/protocol/inspection.js';
-import { CliPool, REPO_ROOT, cliEnv, lines, show } from '../helpers/cli.js';
-import { tempDir } from '../helpers/nats.js';
+import { lines, show } from '../helpers/cli.js';
+import { useCliStack } from '../helpers/cli-stack.js';
 import { ownerAuth } from '../helpers/serve-output.js';
 import { RpcClient, until } from './gateway-fixture.js';
 
@@ -27,43 +27,23 @@ const SCRIPT = {
   ],
 };
 
-const dirs: string[] = [];
-const procs: ChildProcess[] = [];
+// no server of the file's own: the host starts the data dir's embedded one, with its authorization
+const stack = useCliStack({ nats: false });
 const conns: NatsConnection[] = [];
-const pool = new CliPool();
 
 afterAll(async () => {
   for (const c of conns) await c.close().catch(() => {});
-  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-  await pool.killAll();
-  // a host killed by a failing test leaves its embedded server running (the next command would adopt it)
-  for (const d of dirs) {
-    const state = await readEmbeddedState(embeddedPaths(d).stateFile).catch(() => undefined);
-    if (state) {
-      try {
-        process.kill(state.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
+/** Starts the CLI on `dataDir` in the background, killed after the file's tests. */
 function start(dataDir: string, args: string[]): { proc: ChildProcess; out: () => string; err: () => string; exited: Promise<unknown> } {
-  let out = '';
-  let err = '';
-  const proc = spawn(process.execPath, ['bin/actorloop.js', ...args], { cwd: REPO_ROOT, env: cliEnv(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
-  proc.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
-  procs.push(proc);
-  return { proc, out: () => out, err: () => err, exited: new Promise((r) => proc.once('exit', r)) };
+  const p = stack.fileCli(dataDir).start(args);
+  return { proc: p.child, out: p.stdout, err: p.stderr, exited: p.exited };
 }
 
 test('machines.subscribe relays the host\'s live transitions of the watched actor; nothing is reported unwatched; a client cannot report', async ({ onTestFinished }) => {
-  const dataDir = await tempDir('feed-data');
-  const ws = await tempDir('feed-ws');
-  dirs.push(dataDir, ws);
+  const dataDir = await stack.dir('feed-data');
+  const ws = await stack.dir('feed-ws');
   const script = join(dataDir, 'script.json');
   await writeFile(script, JSON.stringify(SCRIPT));
 
@@ -82,7 +62,7 @@ test('machines.subscribe relays the host\'s live transitions of the watched acto
   await watcher.flush();
 
   // a turn nobody watches: it runs to its approval, and the host reports nothing of it
-  const cli = pool.forTest({ onTestFinished }, cliEnv(dataDir));
+  const cli = stack.cli(onTestFinished, dataDir);
   const run = await cli.run(['run', 'write notes.txt', '--model', `scripted:${script}`, '--approve', 'ask', '--cwd', ws]);
   expect(run.code, show(run)).toBe(5);
   const agentId = lines(run.stdout)[0]!;

@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { sha256Digest } from '../../src/protocol/canonical-json.js';
 import { createLmdbBlobStore } from '../../src/store/blob-port.js';
 import { openLmdbStore, type LmdbStore } from '../../src/store/lmdb-store.js';
-import { createLmdbSnapshots, type Snapshot } from '../../src/store/snapshots.js';
+import { createLmdbSnapshots } from '../../src/store/snapshots.js';
 import { tempDir } from '../helpers/nats.js';
 
 describe('LMDB store', () => {
@@ -45,35 +45,6 @@ describe('LMDB store', () => {
     expect(await blobs.has(sha256Digest('absent'))).toBe(false);
   });
 
-  it('saves, loads, replaces and deletes snapshots', async () => {
-    const snapshots = createLmdbSnapshots(store);
-    const snap: Snapshot = {
-      schemaVersion: 1, actorId: 'agt_A', rootId: 'agt_A', seq: 7, streamSeq: 42,
-      projection: { counts: { 'user/message': 3 }, nested: [1, 'two', null] }, machines: { value: 'idle' },
-      savedAt: '2025-01-01T00:00:00.000Z',
-    };
-    expect(await snapshots.load('agt_A')).toBeUndefined();
-    await snapshots.save(snap);
-    expect(await snapshots.load('agt_A')).toEqual(snap);
-    await snapshots.save({ ...snap, seq: 9, streamSeq: 50 });
-    expect((await snapshots.load('agt_A'))?.seq).toBe(9);
-    await snapshots.delete('agt_A');
-    expect(await snapshots.load('agt_A')).toBeUndefined();
-  });
-
-  it('encodes a snapshot before save returns: the caller may change the live objects at once', async () => {
-    const snapshots = createLmdbSnapshots(store);
-    const projection = { history: [{ role: 'user', content: 'first' }], seq: 3 };
-    const saving = snapshots.save({
-      schemaVersion: 1, actorId: 'agt_live', rootId: 'agt_live', seq: 3, streamSeq: 3,
-      projection, machines: {}, savedAt: '2025-01-01T00:00:00.000Z',
-    });
-    projection.history.push({ role: 'assistant', content: 'later' });
-    projection.seq = 4;
-    await saving;
-    expect((await snapshots.load('agt_live'))?.projection).toEqual({ history: [{ role: 'user', content: 'first' }], seq: 3 });
-  });
-
   it('takes a digest the caller already computed from the same bytes', async () => {
     const blobs = createLmdbBlobStore(store);
     const body = '{"model":"m","messages":[]}';
@@ -97,10 +68,5 @@ describe('LMDB store', () => {
     } finally {
       await rm(dir2, { recursive: true, force: true });
     }
-  });
-
-  it('treats an unreadable snapshot as a cache miss', async () => {
-    await store.snapshots.put('agt_C', { not: 'a snapshot' });
-    expect(await createLmdbSnapshots(store).load('agt_C')).toBeUndefined();
   });
 });

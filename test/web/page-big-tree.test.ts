@@ -4,7 +4,8 @@
 // last actor into view, and clicking it selects it. A screenshot is saved under the test's temp dir.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { writePageTree } from '../../bench/page-tree.js';
@@ -35,7 +36,7 @@ beforeAll(async () => {
     machines: machineDefinitions().machines, commands: {} as never, logger: pino({ level: 'silent' }),
     pageDir: join(REPO_ROOT, 'dist', 'web'),
   });
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
 import { tempDir } from '../helpers/nats.js';
@@ -31,7 +32,7 @@ beforeAll(async () => {
   await sup.hydrate(actor.actorId, (a) => void (done = a.whenTurnEnds()));
   await done;
   server = await startPageServer({ reader: sup.reader, rootId: actor.rootId, webDir: join(root, 'dist', 'web') });
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
 import { approvalMessage } from '../../src/client/messages.js';
@@ -13,7 +14,7 @@ import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 import { actorTestWorld, startTurn } from '../actors/harness.js';
 import { startPageServer, type PageServer } from './page-server.js';
 
-// The visualizer page in a real browser (Debian's chromium, headless), against a stand-in for the
+// The visualizer page in a real browser (the machine's Chromium, headless), against a stand-in for the
 // gateway serving a real run: a parent that asks a foreground child to read a file, then writes
 // one, which under `--approve ask` parks for a person. Each step saves a screenshot.
 
@@ -67,7 +68,7 @@ beforeAll(async () => {
       return { accepted: true };
     },
   });
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1500, height: 1100 } });
   // a locator that matches nothing fails the test soon, not at the test's own timeout
   page.setDefaultTimeout(5_000);

@@ -1,11 +1,12 @@
 // What the browser tests against the real thing share: a nats-server on a free port, one data
 // dir, `actorloop` processes (hosts, `serve`) started against them, headless chromium, and a CLI
 // pool for commands. `useRealStack` opens it before the file's tests and stops all of it after.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll } from 'vitest';
-import { CliPool, REPO_ROOT, cliEnv } from '../helpers/cli.js';
+import { CliPool, cliEnv } from '../helpers/cli.js';
 import { startTestNats, tempDir, type TestNats } from '../helpers/nats.js';
 import { ownerAuth, servedPageUrl, servedUrl } from '../helpers/serve-output.js';
 
@@ -56,20 +57,12 @@ export async function until(what: string, ok: () => boolean | Promise<boolean>, 
 
 /** Opens the stack before the file's tests (its data dir named after `prefix`) and stops everything it started after them. */
 export function useRealStack(prefix: string): RealStack {
-  const procs: ChildProcess[] = [];
   const stack = {
     pool: new CliPool(),
     dirs: [] as string[],
     start(args: string[]): Started {
-      let out = '';
-      let err = '';
-      const proc = spawn(process.execPath, ['bin/actorloop.js', ...args, '--nats', stack.nats.url, '--data-dir', stack.dataDir], {
-        cwd: REPO_ROOT, env: cliEnv(stack.dataDir), stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      proc.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
-      proc.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
-      procs.push(proc);
-      return { proc, out: () => out, err: () => err, exited: new Promise((r) => proc.once('exit', r)) };
+      const p = stack.pool.forFile(cliEnv(stack.dataDir)).start([...args, '--nats', stack.nats.url, '--data-dir', stack.dataDir]);
+      return { proc: p.child, out: p.stdout, err: p.stderr, exited: p.exited };
     },
     async serve(args: string[] = []): Promise<Served> {
       const s = stack.start(['serve', '--port', '0', ...args]);
@@ -81,11 +74,10 @@ export function useRealStack(prefix: string): RealStack {
     stack.nats = await startTestNats();
     stack.dataDir = await tempDir(prefix);
     stack.dirs.push(stack.dataDir);
-    stack.browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+    stack.browser = await launchChromium();
   });
   afterAll(async () => {
     await stack.browser?.close();
-    for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
     await stack.pool.killAll();
     await stack.nats?.stop();
     await Promise.all(stack.dirs.map((d) => rm(d, { recursive: true, force: true })));
