@@ -58,6 +58,10 @@ export function createBusTransport(o: BusTransportOptions): BusTransport {
     if (questionById(await projectionOf(agentId), questionId)) return;
     throw new NotFoundError('client.question_not_found', `${agentId} has no question ${questionId}`, { hint: `\`actorloop questions ${agentId}\` lists what it asks` });
   };
+  const checkGoal = async (agentId: string): Promise<void> => {
+    if ((await projectionOf(agentId)).goal) return;
+    throw new NotFoundError('client.goal_not_found', `${agentId} has no goal`, { hint: 'start one with actorloop run --goal "<objective>" "<task>" (or run --continue <agent> --goal ...)' });
+  };
   const messageOf = async (c: ClientCommand): Promise<InboxMessage> => {
     switch (c.type) {
       case 'submit':
@@ -78,6 +82,8 @@ export function createBusTransport(o: BusTransportOptions): BusTransport {
       case 'interrupt':
         return interruptMessage(c.agentId, from);
       case 'goal':
+        // a change of no goal would be refused by the agent: said here, before it is sent
+        await checkGoal(c.agentId);
         return goalControlMessage(c.agentId, c.change, from);
     }
   };

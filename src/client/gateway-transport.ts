@@ -1,4 +1,4 @@
-import { ActorloopError, ConfigError } from '../protocol/errors.js';
+import { ActorloopError } from '../protocol/errors.js';
 import { EventSchema, type ActorEvent } from '../protocol/events.js';
 import type { StreamedEvent } from './gateway-client.js';
 import { connectionLost, type GatewaySession } from './gateway-session.js';
@@ -61,9 +61,7 @@ export function createGatewayTransport(session: GatewaySession): ClientTransport
         case 'interrupt':
           return (await client.call('turn.interrupt', { agentId: c.agentId })).messageId;
         case 'goal':
-          throw new ConfigError('gateway.no_goal_control', 'the gateway takes no goal control: protocol v1 has no method for it', {
-            hint: 'run `actorloop goal` where the runtime is (without --gateway)',
-          });
+          return (await client.call('goal.control', { agentId: c.agentId, action: c.change.action, expectedRevision: c.change.expectedRevision })).messageId;
       }
     },
   };

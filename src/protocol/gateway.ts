@@ -244,6 +244,12 @@ export const RpcParamsSchemas = {
   'ask.answer': z.object({ agentId: idString('agent'), questionId: idString('question'), optionId: z.string().optional(), text: z.string().optional() })
     .strict().refine((p) => p.optionId !== undefined || p.text !== undefined, { message: 'give optionId or text' }),
   'turn.interrupt': z.object({ agentId: idString('agent') }).strict(),
+  /**
+   * A person's change of the agent's goal (`actorloop goal <agent> pause|resume|cancel`), against
+   * `expectedRevision` (default: the goal's revision as the gateway reads it): the agent refuses a
+   * change made against another revision, and says why in `inbox/cancelled`.
+   */
+  'goal.control': z.object({ agentId: idString('agent'), action: z.enum(['pause', 'resume', 'cancel']), expectedRevision: z.number().int().nonnegative().optional() }).strict(),
   'actors.list': z.object({ rootId: idString('agent').optional() }).strict().optional(),
   'actor.inspect': z.object({ agentId: idString('agent') }).strict(),
   'events.subscribe': z.object({ agentId: idString('agent'), afterStreamSeq: z.number().int().nonnegative().optional(), tree: z.boolean().optional() }).strict(),
@@ -271,6 +277,7 @@ export const RpcResultSchemas = {
   'approval.respond': z.object({ messageId: z.string() }),
   'ask.answer': z.object({ messageId: z.string() }),
   'turn.interrupt': z.object({ messageId: z.string() }),
+  'goal.control': z.object({ messageId: z.string() }),
   'actors.list': ActorsResponseSchema,
   'actor.inspect': ActorDetailSchema,
   'events.subscribe': z.object({ subscription: z.string() }),

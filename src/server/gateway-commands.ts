@@ -152,6 +152,11 @@ export function gatewayCommands(rt: GatewayRuntime, o: GatewayCommandOptions = {
       if (!proj.openTurn) throw new ConfigError('gateway.no_open_turn', `${p.agentId} has no open turn: nothing to interrupt`);
       return messageId(await transport.send({ type: 'interrupt', agentId: p.agentId }));
     },
+    async controlGoal(p) {
+      const proj = await rt.foldLog(await rt.entryOf(p.agentId));
+      const expectedRevision = p.expectedRevision ?? proj.goal?.revision ?? 0;
+      return messageId(await transport.send({ type: 'goal', agentId: p.agentId, change: { action: p.action, expectedRevision } }));
+    },
     async kill(p) {
       const entry = await rt.entryOf(p.agentId);
       const host = await rt.holder(entry.actorId);

@@ -165,6 +165,21 @@ export function clientTransportContract(name: string, open: () => Promise<Transp
       expect(got.every((m) => m.to === id && m.from.startsWith('client:'))).toBe(true);
     });
 
+    it('sends a change of the goal as a goal_control message against the revision it names; an agent with no goal is NotFoundError', async () => {
+      const id = newId('agent');
+      const log = await agentLog(s, id);
+      log.b.receive('msg_1').startTurn('msg_1');
+      await log.commit();
+      await expect(s.transport.send({ type: 'goal', agentId: id, change: { action: 'pause', expectedRevision: 1 } })).rejects.toBeInstanceOf(NotFoundError);
+      expect(await s.inbox(id)).toEqual([]);
+      log.b.push('goal/created', { goalId: newId('goal'), objective: 'paint the house', budget: {}, maxIdleTurns: 2 }, { turn: log.b.turn });
+      await log.commit();
+      const pause = await s.transport.send({ type: 'goal', agentId: id, change: { action: 'pause', expectedRevision: 1 } });
+      const got = await s.inbox(id);
+      expect(got.map((m) => [m.id, m.kind, m.target, m.wakeup])).toEqual([[pause, 'goal_control', 'now', true]]);
+      expect(JSON.parse(got[0]!.content)).toEqual({ action: 'pause', expectedRevision: 1 });
+    });
+
     it('an agent it does not know is NotFoundError, to follow or to send to; so is an approval or a question the agent does not have', async () => {
       const unknown = newId('agent');
       await expect(take(s.transport, { agentId: unknown }, 1)).rejects.toBeInstanceOf(NotFoundError);

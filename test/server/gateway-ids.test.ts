@@ -139,6 +139,7 @@ describe('JSON-RPC', () => {
     ['machines.subscribe', (id) => ({ agentIds: [known, id] }), 'agentIds.1'],
     ['inbox.send', (id) => ({ agentId: id, kind: 'steer', content: 'hi' }), 'agentId'],
     ['turn.interrupt', (id) => ({ agentId: id }), 'agentId'],
+    ['goal.control', (id) => ({ agentId: id, action: 'pause' }), 'agentId'],
     ['turn.submit', (id) => ({ agentId: id, task: 'go on' }), 'agentId'],
     ['actors.list', (id) => ({ rootId: id }), 'rootId'],
     ['fault.kill', (id) => ({ agentId: id }), 'agentId'],
@@ -171,6 +172,7 @@ describe('JSON-RPC', () => {
       ['events.subscribe', { agentId: unknown }],
       ['machines.subscribe', { agentIds: [unknown] }],
       ['turn.interrupt', { agentId: unknown }],
+      ['goal.control', { agentId: unknown, action: 'pause' }],
       ['inbox.send', { agentId: unknown, kind: 'steer', content: 'hi' }],
     ] as const) {
       const a = await rpc.answer(method, params);
