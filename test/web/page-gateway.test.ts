@@ -234,12 +234,16 @@ test('kill from the page SIGKILLs the host, and the page shows the takeover by a
   const killedAt = badges.indexOf('killed');
   expect(killedAt, badges.join(' ')).toBeGreaterThanOrEqual(0);
   expect(badges.slice(killedAt + 1).some((s) => s === 'running' || s === 'completed'), badges.join(' ')).toBe(true);
+  // the history has the kill, then the run on B; the recovery between them when the page folded
+  // the takeover's commit before a gateway read spoke for all of it (a read of the whole commit
+  // makes the fold's notes of the events inside it stale: the history never steps back)
   const history = (await row.getAttribute('data-history'))!.split(' ');
   const k = history.indexOf('killed');
-  const r = history.indexOf('recovering', k + 1);
   expect(k, history.join(' ')).toBeGreaterThanOrEqual(0);
-  expect(r, history.join(' ')).toBeGreaterThan(k);
-  expect(history.slice(r + 1).some((s) => s === 'running' || s === 'completed'), history.join(' ')).toBe(true);
+  const after = history.slice(k + 1);
+  expect(after.some((s) => s === 'running' || s === 'completed'), history.join(' ')).toBe(true);
+  expect(after.filter((s) => s !== 'recovering' && s !== 'running' && s !== 'completed'), history.join(' ')).toEqual([]);
+  if (after.includes('recovering')) expect(after.indexOf('recovering'), history.join(' ')).toBe(0);
   expect(await page.getByTestId('status-history').textContent()).toContain('killed → ');
   console.log(`badges seen: ${badges.join(' ')}; status history: ${history.join(' ')}`);
   await page.screenshot({ path: join(shots, 'takeover.png'), fullPage: true });

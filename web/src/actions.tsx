@@ -1,6 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
 import { pendingApprovals, pendingQuestions, type Projection } from '../../src/store/projection.js';
 import { getJson, type Rpc } from './api.js';
+import type { RpcMethod, RpcParams } from '../../src/protocol/gateway.js';
+import type { FaultOrderPoint } from '../../src/protocol/fault-points.js';
+
+/** What the page's message box sends: the kinds `inbox.send` takes. */
+type MessageKind = RpcParams<'inbox.send'>['kind'];
 
 // What an operator may do to the selected actor, each through the gateway's JSON-RPC (every
 // command becomes an inbox message or a fault order, never a call into an actor): answer a
@@ -11,11 +16,11 @@ import { getJson, type Rpc } from './api.js';
 // copy of the list). Only live: a past position has nothing to act on.
 
 /** The fault points `fault.kill` takes, from `GET /v1/schema`; just `now` when it cannot say. */
-async function faultPoints(): Promise<string[]> {
+async function faultPoints(): Promise<FaultOrderPoint[]> {
   type Schema = { schemas?: Record<string, { properties?: { point?: { enum?: unknown } } }> };
   const r = await getJson<Schema>('/v1/schema').catch(() => ({}) as Schema);
   const points = r.schemas?.['rpc.fault.kill.params']?.properties?.point?.enum;
-  const named = Array.isArray(points) ? points.filter((p): p is string => typeof p === 'string' && p !== 'now') : [];
+  const named = Array.isArray(points) ? points.filter((p): p is FaultOrderPoint => typeof p === 'string' && p !== 'now') : [];
   return ['now', ...named];
 }
 
@@ -23,14 +28,14 @@ async function faultPoints(): Promise<string[]> {
 export function Actions({ agentId, projection, rpc, live, faultsAllowed }: { agentId: string; projection: Projection; rpc: Rpc; live: boolean; faultsAllowed: boolean }) {
   const [said, setSaid] = useState<string>('');
   const [text, setText] = useState('');
-  const [kind, setKind] = useState('steer');
+  const [kind, setKind] = useState<MessageKind>('steer');
   const [answers, setAnswers] = useState<Record<string, string>>({});
-  const [points, setPoints] = useState<string[]>(['now']);
-  const [point, setPoint] = useState('now');
+  const [points, setPoints] = useState<FaultOrderPoint[]>(['now']);
+  const [point, setPoint] = useState<FaultOrderPoint>('now');
   useEffect(() => {
     if (faultsAllowed) void faultPoints().then(setPoints);
   }, [faultsAllowed]);
-  const send = (method: string, params: Record<string, unknown>): void => {
+  const send = <M extends RpcMethod>(method: M, params: RpcParams<M>): void => {
     setSaid(`${method}…`);
     rpc.call(method, params).then(
       (r) => setSaid(`${method}: ${JSON.stringify(r)}`),
@@ -69,7 +74,7 @@ export function Actions({ agentId, projection, rpc, live, faultsAllowed }: { age
         </div>
       ))}
       <form class="steer" onSubmit={(e) => { e.preventDefault(); if (text.trim() === '') return; send('inbox.send', { agentId, kind, content: text }); setText(''); }}>
-        <select aria-label="message kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)}>
+        <select aria-label="message kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value as MessageKind)}>
           <option value="steer">steer</option>
           <option value="inject">inject</option>
           <option value="follow_up">follow-up</option>
@@ -81,7 +86,7 @@ export function Actions({ agentId, projection, rpc, live, faultsAllowed }: { age
         <button class="interrupt" disabled={!live || projection.openTurn === null} onClick={() => send('turn.interrupt', { agentId })}>Interrupt</button>
         {faultsAllowed && (
           <span class="kill-at">
-            <select aria-label="kill at" value={point} onChange={(e) => setPoint((e.target as HTMLSelectElement).value)}>
+            <select aria-label="kill at" value={point} onChange={(e) => setPoint((e.target as HTMLSelectElement).value as FaultOrderPoint)}>
               {points.map((p) => <option key={p} value={p}>{p === 'now' ? 'now' : `at ${p}`}</option>)}
             </select>
             <button class="kill" disabled={!live} onClick={() => send('fault.kill', point === 'now' ? { agentId } : { agentId, point })}>Kill host</button>

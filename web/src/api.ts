@@ -1,4 +1,5 @@
 import type { ActorEvent } from '../../src/protocol/events.js';
+import type { RpcMethod, RpcParams, RpcResult } from '../../src/protocol/gateway.js';
 import { EVENT_TYPES } from './event-types.js';
 import type { StreamEvent } from './stream-event.js';
 
@@ -136,12 +137,15 @@ export class Rpc {
     return () => void this.closed.delete(fn);
   }
 
-  /** Calls `method` with `params`; resolves with its result, rejects with its error's message. */
-  async call(method: string, params: Record<string, unknown>): Promise<unknown> {
+  /**
+   * Calls `method` with `params`, both typed by the gateway protocol the server validates them
+   * with; resolves with its result, rejects with its error's message.
+   */
+  async call<M extends RpcMethod>(method: M, params: RpcParams<M>): Promise<RpcResult<M>> {
     const ws = await this.open();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
+      this.waiting.set(id, { resolve: (v) => resolve(v as RpcResult<M>), reject });
       ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
     });
   }
