@@ -13,6 +13,14 @@ export interface LivenessPorts {
   leases: Pick<LeaseStore, 'get'>;
   hosts: Pick<HostPresence, 'known'>;
   nowMs?: () => number;
+  /**
+   * The deaths already found, kept between checks (one per gateway): actor → the log position it
+   * was found dead at. A death stays shown until the log moves past it, also once the next host
+   * holds the lease and has not committed its takeover yet (the takeover's first word is the
+   * death's `actor/killed`): without it a read in that window says `running` between two
+   * `killed`. Absent: each check judges afresh.
+   */
+  deaths?: Map<string, number>;
 }
 
 /** Statuses of a log that say someone is carrying a turn on. */
@@ -39,7 +47,19 @@ export class LivenessCheck {
    * no host record and holds the lease as `hostname:pid`, whose process is gone).
    */
   async killed(actorId: string, p: Projection, status: string): Promise<boolean> {
-    if (!p.openTurn || !CARRIED.has(status) || p.released !== undefined) return false;
+    const deaths = this.ports.deaths;
+    if (!p.openTurn || !CARRIED.has(status) || p.released !== undefined) {
+      deaths?.delete(actorId);
+      return false;
+    }
+    if (deaths?.get(actorId) === p.seq) return true;
+    deaths?.delete(actorId);
+    const dead = await this.holderGone(actorId, status);
+    if (dead) deaths?.set(actorId, p.seq);
+    return dead;
+  }
+
+  private async holderGone(actorId: string, status: string): Promise<boolean> {
     const lease = await this.ports.leases.get(actorId, this.nowMs);
     // no holder at all: a parked turn needs none until a person answers (the answer's mail brings
     // a host); a running one goes on only while someone holds it

@@ -217,7 +217,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   checkListenAddress(o.host, o.port);
   checkBind(o.host, o.token);
   // one set of tree folds for every request and connection: each tree is folded once, then moved on
-  const reads: ActorReadPorts = { folds: new TreeFolds(o.reader), directory: o.directory, redact: o.redact, ...(o.liveness ? { liveness: o.liveness } : {}) };
+  const reads: ActorReadPorts = { folds: new TreeFolds(o.reader), directory: o.directory, redact: o.redact, ...(o.liveness ? { liveness: { deaths: new Map<string, number>(), ...o.liveness } } : {}) };
   // the port is known once it listens (0: any free one): the token cookie is named for it
   let listening: AddressInfo | null = null;
   const listeningPort = (): number => listening?.port ?? o.port;

@@ -132,6 +132,26 @@ describe('the check on the real buckets', () => {
     expect(await check.killed('agt_liveness_none', open('agt_liveness_none'), 'recovering')).toBe(true);
   });
 
+  test('a death found stays shown while the log stands still, also once the next host holds the lease; the log moving ends it', async () => {
+    const now = Date.now();
+    await fx.rt.hosts.announce(identity('dying-host', 4545), now - 60_000);
+    await fx.rt.hosts.announce(identity('next-host', 4646), now);
+    const first = await fx.rt.leases.take('agt_liveness_takeover', 'dying-host', now - 60_000);
+    expect(first).not.toBeNull();
+    const deaths = new Map<string, number>();
+    const at = (seq: number) => open('agt_liveness_takeover', { seq });
+    expect(await new LivenessCheck({ leases: fx.rt.leases, hosts: fx.rt.hosts, deaths }).killed('agt_liveness_takeover', at(7), 'running')).toBe(true);
+    expect(deaths.get('agt_liveness_takeover')).toBe(7);
+    // the next host takes the lease (the old one is past its expiry) and has committed nothing yet
+    expect(await fx.rt.leases.take('agt_liveness_takeover', 'next-host', now)).not.toBeNull();
+    const fresh = new LivenessCheck({ leases: fx.rt.leases, hosts: fx.rt.hosts });
+    expect(await fresh.killed('agt_liveness_takeover', at(7), 'running')).toBe(false);
+    expect(await new LivenessCheck({ leases: fx.rt.leases, hosts: fx.rt.hosts, deaths }).killed('agt_liveness_takeover', at(7), 'running')).toBe(true);
+    // its takeover commits: the log moves, the live holder speaks again
+    expect(await new LivenessCheck({ leases: fx.rt.leases, hosts: fx.rt.hosts, deaths }).killed('agt_liveness_takeover', at(9), 'running')).toBe(false);
+    expect(deaths.has('agt_liveness_takeover')).toBe(false);
+  });
+
   test('no turn open, a turn let go on purpose, a parked turn nobody holds: not killed', async () => {
     const check = new LivenessCheck({ leases: fx.rt.leases, hosts: fx.rt.hosts });
     expect(await check.killed('agt_liveness_none', emptyProjection('agt_liveness_none'), 'running')).toBe(false);
