@@ -5,7 +5,7 @@ import type { ActorEvent } from '../protocol/events.js';
 import { answerCommands, describeApproval } from './turn/approval-prompt.js';
 import { answerCommandsFor, describeQuestion } from './turn/question-prompt.js';
 import type { WhereConfig } from './hints.js';
-import { terminalText } from './terminal-text.js';
+import { terminalText } from '../client/terminal-text.js';
 
 // A subagent that needs a person (an approval, a question) parks on its own log, which the
 // command following its root does not print (design §6b: the operator talks to the root). This

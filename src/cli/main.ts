@@ -24,7 +24,7 @@ import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
 import { idArgument } from './id-arguments.js';
 import type { Out } from './output.js';
-import { terminalText } from './terminal-text.js';
+import { terminalText } from '../client/terminal-text.js';
 import { catchStopSignals, exitCodeForSignal, stopReceived } from './stop-signals.js';
 
 // `min` matches the schema the value lands in: a turn needs a step (TurnRequest.maxSteps is

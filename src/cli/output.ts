@@ -13,4 +13,4 @@ export interface Out {
 
 // A run's output has two ideas of its own: one event as text (`events`), and a run shown as it
 // goes (RunPrinter). Their names stay importable from here.
-export { describeEvent, eventLine, EventDescriber } from './event-text.js';
+export { describeEvent, eventLine, EventDescriber } from '../client/event-text.js';

@@ -3,12 +3,12 @@ import { addCost } from '../protocol/history.js';
 import type { ActorEvent, EventData } from '../protocol/events.js';
 import { noteEpochs } from '../store/incarnations.js';
 import type { Projection } from '../store/projection.js';
-import { answeredText, costText, eventLine, killedText, tokenText } from './event-text.js';
+import { answeredText, costText, eventLine, killedText, tokenText } from '../client/event-text.js';
 import type { Out } from './output.js';
 import { StatusScreen, type HoldReason } from './status-screen.js';
 import { StreamedText } from './streamed-text.js';
-import { terminalText } from './terminal-text.js';
-import { callSummary, clip, resultBrief } from './tool-summary.js';
+import { terminalText } from '../client/terminal-text.js';
+import { callSummary, clip, resultBrief } from '../client/tool-summary.js';
 
 /** Kinds of message a person types into a run (`actorloop send`, a line typed during `run`). */
 const PERSON_TEXT_KINDS: ReadonlySet<string> = new Set(['steer', 'inject', 'follow_up']);

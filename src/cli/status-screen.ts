@@ -1,5 +1,5 @@
 import type { Out } from './output.js';
-import { terminalText } from './terminal-text.js';
+import { terminalText } from '../client/terminal-text.js';
 
 /** Why the live status line waits: a person typing a steer line, or a person deciding at a prompt. */
 export type HoldReason = 'typing' | 'person';

@@ -6,7 +6,7 @@ import type { RunPrinter } from './run-printer.js';
 import { sendAsPerson } from './person-messages.js';
 import { textMessage } from '../client/messages.js';
 import type { Runtime } from './runtime.js';
-import { terminalText } from './terminal-text.js';
+import { terminalText } from '../client/terminal-text.js';
 
 /** What `SteerLines` reads from and reports to. */
 export interface SteerLinesOptions {

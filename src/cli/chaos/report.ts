@@ -1,6 +1,6 @@
 import type { Violation } from '../../verify/verify.js';
 import type { Out } from '../output.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { describeFaults, type ChaosMode, type ChaosPoint, type RunPlan } from './plan.js';
 import type { ScenarioResult } from './run.js';
 

@@ -1,6 +1,6 @@
 import type { ConfigSource, EffectiveConfig } from '../../config/config.js';
 import type { Out } from '../output.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 
 /** How `config show` names each source of a value. */
 const SOURCE_WORDS: Record<ConfigSource, string> = { default: 'default', workspace: 'workspace file', user: 'user file', env: 'environment', flag: 'flag' };

@@ -10,7 +10,7 @@ import { createLogReader } from '../../store/jetstream-log.js';
 import type { LogReader } from '../../store/log-port.js';
 import type { Out } from '../output.js';
 import { busOptions, createLogger } from '../runtime.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { cliLine } from '../hints.js';
 import { startAgent } from '../turn/start-agent.js';
 

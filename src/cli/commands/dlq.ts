@@ -4,7 +4,7 @@ import { listDeadLetters, redriveDeadLetter, type DeadLetter } from '../../bus/d
 import { loadConfig, type EffectiveConfig } from '../../config/config.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { busOptions, createLogger } from '../runtime.js';
 import { cliLine } from '../hints.js';
 import { idArgument } from '../id-arguments.js';

@@ -9,7 +9,7 @@ import {
 } from '../doctor-checks.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { createLogger } from '../runtime.js';
 import { DEFAULT_OPENAI_MODEL } from '../turn/turn-flags.js';
 

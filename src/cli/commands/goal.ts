@@ -12,7 +12,7 @@ import { entryOf, foldLog, placementOf, releaseToHosts } from '../hand-off.js';
 import { lineFor, placeholder } from '../hints.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { goalControlMessage } from '../../client/messages.js';
 import { hostExisting } from '../turn/turn-hosting.js';
 

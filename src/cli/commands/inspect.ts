@@ -4,7 +4,7 @@ import { formatViolations, verifyLog } from '../../verify/verify.js';
 import { EXIT } from '../exit-codes.js';
 import { EventDescriber, eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { entryOf } from '../hand-off.js';
 import { followAgent } from '../../client/follower.js';

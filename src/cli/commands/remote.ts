@@ -21,7 +21,7 @@ import { askPerson } from '../person-prompter.js';
 import { ttyQuestionPrompt, type QuestionPrompt } from '../turn/question-prompt.js';
 import type { Prompt } from '../turn/approval-prompt.js';
 import { printTurnEnd, printWaiting } from '../turn/turn-output.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { answerFromArgs } from '../turn/question-prompt.js';
 import { promptFor } from '../turn/approval-prompt.js';
 import { readToken } from '../token-file.js';

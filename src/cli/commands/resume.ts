@@ -12,7 +12,7 @@ import { awaitHosted, hostExisting, type Hosted } from '../turn/turn-hosting.js'
 import { entryOf, foldLog, inboxPending, latestAgent, placementOf, releaseToHosts } from '../hand-off.js';
 import { publishInbox } from '../../bus/inbox.js';
 import { approvalById, continuationPending, pendingApprovals, type ApprovalRecord, type Projection } from '../../store/projection.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 import { handOverLeftWork } from '../left-work.js';
 

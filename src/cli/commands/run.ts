@@ -7,7 +7,7 @@ import { RunPrinter } from '../run-printer.js';
 import { sendAsPerson } from '../person-messages.js';
 import { nextTaskMessage } from '../../client/messages.js';
 import { createLogger, openRuntime } from '../runtime.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { cliLine, placeholder } from '../hints.js';
 import { followTurn } from '../turn/follow-turn.js';
 import { handOverLeftWork } from '../left-work.js';

@@ -7,7 +7,7 @@ import { emptyProjection, foldEvent, type Projection } from '../../store/project
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { cliLine, placeholder } from '../hints.js';
 import { nothingRunsIt } from '../left-work.js';
 

@@ -10,7 +10,7 @@ import { inboxLimitBytes, readAll, sendAsPerson, validateSend, type SendOptions 
 import { checkMessageSize } from '../../client/message-size.js';
 import { textMessage, type TextKind } from '../../client/messages.js';
 import { createLogger, openRuntime } from '../runtime.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { cliLine } from '../hints.js';
 import { followTurn } from '../turn/follow-turn.js';
 import { promptFor } from '../turn/approval-prompt.js';

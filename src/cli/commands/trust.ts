@@ -5,7 +5,7 @@ import { readConfigFile } from '../../config/config-file.js';
 import { workspaceKey } from '../../config/workspace-trust.js';
 import { ConfigError } from '../../protocol/errors.js';
 import type { Out } from '../output.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 
 /** Options of `actorloop trust`. */
 export interface TrustOptions {

@@ -5,7 +5,7 @@ import { EXIT } from '../exit-codes.js';
 import { EventDescriber, eventLine, type Out } from '../output.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { cut, fitLine, terminalColumns } from '../terminal-width.js';
 import { treeRootOf } from './tree-view.js';
 

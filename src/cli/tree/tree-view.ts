@@ -4,7 +4,7 @@ import { entryOf } from '../hand-off.js';
 import type { Out } from '../output.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { cut, fitLine, terminalColumns } from '../terminal-width.js';
 import { answerCommands } from '../turn/approval-prompt.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';

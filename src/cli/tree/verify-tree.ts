@@ -5,7 +5,7 @@ import type { LogReader } from '../../store/log-port.js';
 import type { TreeLimits } from '../../protocol/turn-settings.js';
 import { EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 
 /**
  * `actorloop verify <agent> --tree`: every log of the agent's tree, each against the invariants of

@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import type { ApprovalPreview } from '../../protocol/events.js';
 import type { ApprovalRecord } from '../../store/projection.js';
 import type { Out } from '../output.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
 
 import type { ApprovalAnswer } from '../../client/messages.js';

@@ -13,7 +13,7 @@ import { ttyQuestionPrompt, type QuestionPrompt } from './question-prompt.js';
 import { askPerson } from '../person-prompter.js';
 import { personTransport } from '../person-messages.js';
 import { printTurnEnd, printWaiting, type TurnOutput } from './turn-output.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { exitCodeForSignal, whenStopped } from '../stop-signals.js';
 import { steersFromTerminal } from '../steer-lines.js';
 import { cliLine } from '../hints.js';

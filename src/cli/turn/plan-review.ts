@@ -5,7 +5,7 @@ import { EXIT } from '../exit-codes.js';
 import { foldLog } from '../hand-off.js';
 import type { Out } from '../output.js';
 import type { Runtime } from '../runtime.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { lineFor, type CommandLine } from '../hints.js';
 
 /** The command that accepts an agent's plan, as the person would paste it. */

@@ -3,7 +3,7 @@ import { answerMismatch } from '../../actors/effects/questions.js';
 import type { PersonAnswer } from '../../client/messages.js';
 import { ConfigError, NotFoundError } from '../../protocol/errors.js';
 import { questionById, type Projection, type QuestionRecord } from '../../store/projection.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { PromptInterrupted } from './approval-prompt.js';
 import { cliLine, placeholder, type CommandLine, type WhereConfig } from '../hints.js';
 

@@ -5,7 +5,7 @@ import type { Projection } from '../../store/projection.js';
 import { exitCodeFor, EXIT } from '../exit-codes.js';
 import type { Out } from '../output.js';
 import type { RunPrinter } from '../run-printer.js';
-import { terminalText } from '../terminal-text.js';
+import { terminalText } from '../../client/terminal-text.js';
 import { describeApproval } from './approval-prompt.js';
 import { answerCommandsFor, describeQuestion } from './question-prompt.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';

@@ -2,8 +2,8 @@ import { assertNever } from '../protocol/errors.js';
 import type { ActorEvent, EventData } from '../protocol/events.js';
 import type { Usage } from '../protocol/history.js';
 import { incarnationOf, noteEpochs } from '../store/incarnations.js';
-import { terminalText } from './terminal-text.js';
-import { byteSize, callSummary, clip, resultBrief } from './tool-summary.js';
+import { terminalText } from '../client/terminal-text.js';
+import { byteSize, callSummary, clip, resultBrief } from '../client/tool-summary.js';
 
 /** One event as one NDJSON line (`--json`: the exact event, raw epoch and all). */
 export function eventLine(e: ActorEvent): string {
@@ -80,7 +80,8 @@ export class EventDescriber {
     return terminalText(fields === '' ? head.trimEnd() : `${head} ${fields}`);
   }
 
-  private fields(e: ActorEvent): string {
+  /** The key fields of the event alone (no seq, time or type), with its text as it came: a terminal caller escapes it (`describe`), a page shows it as text. */
+  fields(e: ActorEvent): string {
     switch (e.type) {
       case 'turn/start': {
         const s = e.data.settings;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { terminalText } from '../../src/cli/terminal-text.js';
+import { terminalText } from '../../src/client/terminal-text.js';
 import { describeEvent } from '../../src/cli/output.js';
 import { EventSchema, type ActorEvent } from '../../src/protocol/events.js';
 

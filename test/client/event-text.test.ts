@@ -1,8 +1,8 @@
 // `events` in human form: each event's key fields, from events parsed by the real schema, and
 // incarnations numbered 1, 2, 3… from the log (never the lease revision an epoch is).
 import { describe, expect, test } from 'vitest';
-import { EventDescriber, describeEvent } from '../../src/cli/event-text.js';
-import { callSummary } from '../../src/cli/tool-summary.js';
+import { EventDescriber, describeEvent } from '../../src/client/event-text.js';
+import { callSummary } from '../../src/client/tool-summary.js';
 import { LogBuilder } from '../actors/log-builder.js';
 
 /** The fields after the head (seq, time, type) of an event's line. */
