@@ -56,7 +56,7 @@ const SUMMARIES: Record<string, (a: Args) => string | null> = {
     const path = str(a.path);
     const content = str(a.content);
     if (path === null || content === null) return null;
-    return `${path} (${byteSize(Buffer.byteLength(content))})`;
+    return `${path} (${byteSize(utf8Bytes(content))})`;
   },
   shell: (a) => {
     const command = str(a.command);
@@ -136,7 +136,7 @@ export interface ResultBrief {
 export function resultBrief(d: EventData<'tool/result'>, lines = 3): ResultBrief {
   const all = d.output.replace(/\r\n/g, '\n').split('\n');
   while (all.length > 0 && all.at(-1)!.trim() === '') all.pop();
-  const bytes = d.artifact ? d.artifact.bytes : Buffer.byteLength(d.output);
+  const bytes = d.artifact ? d.artifact.bytes : utf8Bytes(d.output);
   const parts = [d.ok ? 'ok' : `error${d.error ? ` ${d.error.code}` : ''}`, byteSize(bytes)];
   // a spilled output's lines here are its preview's, not its own: its size says enough
   if (all.length > 1 && !d.artifact) parts.push(`${all.length} lines`);
@@ -144,4 +144,12 @@ export function resultBrief(d: EventData<'tool/result'>, lines = 3): ResultBrief
   if (d.redactions) parts.push(`${d.redactions} redacted`);
   const shown = all.slice(0, lines).map((l) => clipLine(l));
   return { head: parts.join(' · '), lines: shown, more: Math.max(0, all.length - shown.length) };
+}
+
+// the page bundles this file: the browser has no Buffer, both have TextEncoder
+const encoder = new TextEncoder();
+
+/** The bytes of `text` in UTF-8. */
+function utf8Bytes(text: string): number {
+  return encoder.encode(text).length;
 }
