@@ -64,7 +64,9 @@ test('a tree of 300 actors: the panel draws the rows in view, scrolling brings t
     await until('the last actor drawn', async () => (await last.count()) === 1);
     await last.click();
     await until('the last actor selected', async () => ((await last.getAttribute('class')) ?? '').includes('selected'));
-    await until('its summary shown', async () => ((await page.locator('.summary-line').textContent()) ?? '').startsWith(`worker-${ACTORS - 1}`));
+    await until('its summary shown', async () => ((await page.locator('.summary .actor-name').textContent().catch(() => '')) ?? '') === `worker-${ACTORS - 1}`);
+    // the URL names it: the view can be shared
+    expect(page.url()).toBe(`${gateway.url}/?actor=${await last.getAttribute('data-actor')}`);
     const shot = join(shots, 'big-tree.png');
     await page.screenshot({ path: shot });
     console.log(`screenshot: ${shot}`);

@@ -59,7 +59,7 @@ describe('the page on a question', () => {
     page.setDefaultTimeout(5_000);
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(server.url);
+    await page.goto(`${server.url}/?actor=${actor.rootId}`);
     const main = page.locator('li.actor[data-name="main"]');
     await expect.poll(() => main.getAttribute('data-status')).toBe('waiting_answer');
     const agent = page.locator('figure[data-machine="agent"]');
@@ -68,7 +68,7 @@ describe('the page on a question', () => {
     const dir = await tempDir('page-question');
     await page.screenshot({ path: join(dir, 'question.png'), fullPage: true });
     process.stdout.write(`screenshot: ${join(dir, 'question.png')}\n`);
-    await page.getByRole('button', { name: 'Blue' }).click();
+    await page.getByRole('button', { name: 'Blue', exact: true }).click();
     const questionId = actor.projection.parked?.ids[0] ?? Object.keys(actor.projection.questions ?? {})[0];
     await expect.poll(() => server.rpc.find((r) => r.method === 'ask.answer')?.params).toEqual({ agentId: actor.actorId, questionId, optionId: 'blue' });
     await expect.poll(() => main.getAttribute('data-status'), { timeout: 15_000 }).toBe('completed');

@@ -18,6 +18,7 @@ const root = join(import.meta.dirname, '..', '..');
 const world = actorTestWorld();
 const shared = world.shared(() => ({ script: [call('read_file', { path: 'src/a.txt' }), answer('alpha and beta')] }));
 let server: PageServer;
+let rootId: string;
 let browser: Browser;
 
 beforeAll(async () => {
@@ -31,6 +32,7 @@ beforeAll(async () => {
   let done: Promise<unknown> | null = null;
   await sup.hydrate(actor.actorId, (a) => void (done = a.whenTurnEnds()));
   await done;
+  rootId = actor.rootId;
   server = await startPageServer({ reader: sup.reader, rootId: actor.rootId, webDir: join(root, 'dist', 'web') });
   browser = await launchChromium();
 });
@@ -46,7 +48,7 @@ describe('the page on a recovered run', () => {
     page.setDefaultTimeout(5_000);
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(server.url);
+    await page.goto(`${server.url}/?actor=${rootId}`);
     const main = page.locator('li.actor[data-name="main"]');
     await expect.poll(() => main.getAttribute('data-status')).toBe('completed');
     await expect.poll(() => page.locator('.timeline g.mark').evaluateAll((ms) => ms.map((m) => m.getAttribute('data-mark')))).toEqual(['killed', 'rehydrated']);

@@ -75,7 +75,7 @@ beforeAll(async () => {
   page.on('request', (r) => void requests.push(r.url()));
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
-  await page.goto(`${server.url}/?token=${TOKEN}`);
+  await page.goto(`${server.url}/?token=${TOKEN}&actor=${actor.actorId}`);
 });
 
 afterAll(async () => {
@@ -94,7 +94,7 @@ describe('the visualizer page', () => {
     await shot('tree');
     expect(server.refused).toEqual([]);
     // opened once with ?token=: the address bar and every later request (fetch, EventSource, WebSocket) are without it
-    expect(page.url()).toBe(`${server.url}/`);
+    expect(page.url()).toBe(`${server.url}/?actor=${actor.actorId}`);
     expect(requests.slice(1).filter((u) => u.includes('token='))).toEqual([]);
   });
 
@@ -224,7 +224,7 @@ describe('the visualizer page', () => {
       await other.goto(`${server.url}/?actor=${bogus}&token=${TOKEN}`);
       const notice = other.getByTestId('unknown-actor');
       await notice.waitFor();
-      expect(await notice.textContent()).toBe(`no actor ${bogus} here; pick one from the tree`);
+      expect(await notice.textContent()).toBe(`no actor ${bogus} here; pick one from the tree, or open the runs list`);
       await expect.poll(() => other.locator('li.actor').count()).toBe(2);
       expect(await other.locator('.conn').textContent()).toBe('no tree followed');
       const path = join(shots, 'unknown-actor.png');

@@ -1,19 +1,19 @@
 import { useEffect, useState } from 'preact/hooks';
-import { pendingApprovals, pendingQuestions, type Projection } from '../../src/store/projection.js';
+import type { Projection } from '../../src/store/projection.js';
 import { getJson, type Rpc } from './api.js';
-import type { RpcMethod, RpcParams } from '../../src/protocol/gateway.js';
+import type { RpcParams } from '../../src/protocol/gateway.js';
+import { said, type Said } from './said.js';
 import type { FaultOrderPoint } from '../../src/protocol/fault-points.js';
 
 /** What the page's message box sends: the kinds `inbox.send` takes. */
 type MessageKind = RpcParams<'inbox.send'>['kind'];
 
 // What an operator may do to the selected actor, each through the gateway's JSON-RPC (every
-// command becomes an inbox message or a fault order, never a call into an actor): answer a
-// pending approval (the exact tool, plan and plan digest it binds to are shown, and the digest is
-// sent back so an answer cannot approve another plan), answer a question, steer / inject /
+// command becomes an inbox message or a fault order, never a call into an actor): steer / inject /
 // follow up, interrupt, and kill when the gateway allows faults (now, or at a fault point the
 // agent reaches next: the points are read from the gateway's own schema, so the page keeps no
-// copy of the list). Only live: a past position has nothing to act on.
+// copy of the list). Approvals and questions are answered in "Needs you" (needs-you.tsx). Only
+// live: a past position has nothing to act on. What each did is said in words.
 
 /** The fault points `fault.kill` takes, from `GET /v1/schema`; just `now` when it cannot say. */
 async function faultPoints(): Promise<FaultOrderPoint[]> {
@@ -24,76 +24,59 @@ async function faultPoints(): Promise<FaultOrderPoint[]> {
   return ['now', ...named];
 }
 
+/** How each kind of message is named in what the page says. */
+const KIND_WORDS: Record<MessageKind, string> = { steer: 'steer', inject: 'injected message', follow_up: 'follow-up' };
+
 /** The actions panel of one actor. */
-export function Actions({ agentId, projection, rpc, live, faultsAllowed }: { agentId: string; projection: Projection; rpc: Rpc; live: boolean; faultsAllowed: boolean }) {
-  const [said, setSaid] = useState<string>('');
+export function Actions({ agentId, name, projection, rpc, live, faultsAllowed }: { agentId: string; name: string; projection: Projection; rpc: Rpc; live: boolean; faultsAllowed: boolean }) {
+  const [feedback, setFeedback] = useState<Said | null>(null);
   const [text, setText] = useState('');
   const [kind, setKind] = useState<MessageKind>('steer');
-  const [answers, setAnswers] = useState<Record<string, string>>({});
   const [points, setPoints] = useState<FaultOrderPoint[]>(['now']);
   const [point, setPoint] = useState<FaultOrderPoint>('now');
   useEffect(() => {
     if (faultsAllowed) void faultPoints().then(setPoints);
   }, [faultsAllowed]);
-  const send = <M extends RpcMethod>(method: M, params: RpcParams<M>): void => {
-    setSaid(`${method}…`);
-    rpc.call(method, params).then(
-      (r) => setSaid(`${method}: ${JSON.stringify(r)}`),
-      (e: Error) => setSaid(`${method} failed: ${e.message}`),
-    );
+  const act = <T,>(what: string, call: Promise<T>, done: (r: T) => string): void => {
+    setFeedback({ text: `${what}…`, tone: 'busy' });
+    call.then((r) => setFeedback(said(done(r))), (e: Error) => setFeedback({ text: `${what} failed: ${e.message}`, tone: 'error' }));
   };
-  const approvals = pendingApprovals(projection);
-  const questions = pendingQuestions(projection);
+  const send = (): void => {
+    if (text.trim() === '') return;
+    const k = kind;
+    act(`sending the ${KIND_WORDS[k]}`, rpc.call('inbox.send', { agentId, kind: k, content: text }), (r) =>
+      `sent the ${KIND_WORDS[k]} (${r.messageId}): ${k === 'follow_up' ? `${name} takes it as its next turn` : `${name} reads it at its next step`}`);
+    setText('');
+  };
   return (
     <section class="actions" aria-label="actions">
       <h2>Actions</h2>
-      {!live && <p class="note">time travel: actions act on now; press live first</p>}
-      {approvals.map((a) => (
-        <div key={a.approvalId} class="approval" data-approval={a.approvalId}>
-          <div><b>approve {a.tool}</b> <span class="muted">v{a.toolVersion} · rule {a.rule ?? '?'}{a.reason ? ` · ${a.reason}` : ''}</span></div>
-          {a.preview && <div class="summary">{a.preview.summary}</div>}
-          <pre class="plan">{a.preview ? a.preview.text : JSON.stringify(a.plan ?? {}, null, 2)}</pre>
-          <div class="digest" data-digest={a.planDigest}>plan digest <code>{a.planDigest}</code></div>
-          <div class="muted">expires {new Date(a.expiresAt).toISOString()}</div>
-          <button class="approve" disabled={!live} onClick={() => send('approval.respond', { agentId, approvalId: a.approvalId, decision: 'approve', planDigest: a.planDigest })}>Approve</button>
-          <button class="deny" disabled={!live} onClick={() => send('approval.respond', { agentId, approvalId: a.approvalId, decision: 'deny', planDigest: a.planDigest, reason: 'denied from the page' })}>Deny</button>
-        </div>
-      ))}
-      {questions.map((q) => (
-        <div key={q.questionId} class="question" data-question={q.questionId}>
-          <div><b>question</b> {q.question}</div>
-          {q.options.map((o) => <button key={o.id} disabled={!live} onClick={() => send('ask.answer', { agentId, questionId: q.questionId, optionId: o.id })}>{o.label}</button>)}
-          {q.allowFreeText && (
-            <form onSubmit={(e) => { e.preventDefault(); send('ask.answer', { agentId, questionId: q.questionId, text: answers[q.questionId] ?? '' }); }}>
-              {q.sensitive
-                ? <input aria-label="answer" type="password" value={answers[q.questionId] ?? ''} onInput={(e) => setAnswers({ ...answers, [q.questionId]: (e.target as HTMLInputElement).value })} />
-                : <input aria-label="answer" type="text" value={answers[q.questionId] ?? ''} onInput={(e) => setAnswers({ ...answers, [q.questionId]: (e.target as HTMLInputElement).value })} />}
-              <button disabled={!live}>Answer</button>
-            </form>
-          )}
-        </div>
-      ))}
-      <form class="steer" onSubmit={(e) => { e.preventDefault(); if (text.trim() === '') return; send('inbox.send', { agentId, kind, content: text }); setText(''); }}>
+      {!live && <p class="note">time travel: actions act on now; press Live first</p>}
+      <form class="steer" onSubmit={(e) => { e.preventDefault(); send(); }}>
         <select aria-label="message kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value as MessageKind)}>
           <option value="steer">steer</option>
           <option value="inject">inject</option>
           <option value="follow_up">follow-up</option>
         </select>
-        <input aria-label="message" placeholder="say something to the agent" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} />
+        <input aria-label="message" placeholder={`say something to ${name}`} value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} />
         <button disabled={!live}>Send</button>
       </form>
       <div class="buttons">
-        <button class="interrupt" disabled={!live || projection.openTurn === null} onClick={() => send('turn.interrupt', { agentId })}>Interrupt</button>
+        <button class="interrupt" disabled={!live || projection.openTurn === null}
+          onClick={() => act('interrupting', rpc.call('turn.interrupt', { agentId }), (r) => `interrupt sent (${r.messageId}): ${name}'s turn ends at its next safe point`)}>Interrupt</button>
         {faultsAllowed && (
           <span class="kill-at">
             <select aria-label="kill at" value={point} onChange={(e) => setPoint((e.target as HTMLSelectElement).value as FaultOrderPoint)}>
               {points.map((p) => <option key={p} value={p}>{p === 'now' ? 'now' : `at ${p}`}</option>)}
             </select>
-            <button class="kill" disabled={!live} onClick={() => send('fault.kill', point === 'now' ? { agentId } : { agentId, point })}>Kill host</button>
+            <button class="kill" disabled={!live}
+              onClick={() => act('killing the host', rpc.call('fault.kill', point === 'now' ? { agentId } : { agentId, point }), (r) => r.status === 'killed'
+                ? `host ${r.hostId} (pid ${r.pid}) SIGKILLs itself now: another host takes ${name} over once its lease lapses`
+                : `host ${r.hostId} (pid ${r.pid}) is armed: it SIGKILLs itself when ${name} reaches ${r.point}`)}>Kill host</button>
           </span>
         )}
       </div>
-      <div class="said" data-testid="rpc-said">{said}</div>
+      <div class={`said ${feedback?.tone ?? ''}`} data-testid="rpc-said">{feedback?.text ?? ''}</div>
     </section>
   );
 }

@@ -2,6 +2,8 @@ import type { ActorEvent } from '../../src/protocol/events.js';
 import type { RpcMethod, RpcParams, RpcResult } from '../../src/protocol/gateway.js';
 import { EVENT_TYPES } from './event-types.js';
 import type { StreamEvent } from './stream-event.js';
+import type { ApprovalItem, PendingItem, QuestionItem } from './pending-item.js';
+import type { ActorFacts } from './summary.js';
 
 // The page's one door to the gateway (design §11): the `/v1` HTTP reads, the tree's event stream
 // (SSE, resumed from the last stream sequence by the browser's EventSource with Last-Event-ID)
@@ -44,6 +46,52 @@ export interface ActorsResponse {
   actors: ActorRow[];
   faultsAllowed?: boolean;
   allowFaults?: boolean;
+}
+
+/** One run of `GET /v1/runs` (a root agent, its tree summed). */
+export interface RunRow {
+  id: string;
+  name: string;
+  task: string | null;
+  status: string;
+  waitingOn: Array<{ actorId: string; name: string; kind: 'approval' | 'question'; id: string }>;
+  startedAt: string;
+  endedAt: string | null;
+  durationMs: number | null;
+  tokens: number;
+  costUsd: number | null;
+  children: number;
+  workspace: string;
+}
+
+/** `GET /v1/runs`: a page of runs, the cursor of the next, how many match. */
+export interface RunsPage {
+  runs: RunRow[];
+  next: string | null;
+  total: number;
+}
+
+/** One item of `GET /v1/pending`, as the gateway sends it (times as ISO strings). */
+export type GatewayPendingItem =
+  | { kind: 'approval'; actorId: string; actorName: string; rootId: string; approval: Omit<ApprovalItem, 'expiresAt'> & { expiresAt: string } }
+  | { kind: 'question'; actorId: string; actorName: string; rootId: string; question: Omit<QuestionItem, 'expiresAt'> & { expiresAt: string } };
+
+/** What needs a person anywhere the gateway sees (`GET /v1/pending`), as the page shows it. */
+export async function pendingEverywhere(): Promise<PendingItem[]> {
+  const r = await getJson<{ items: GatewayPendingItem[] }>('/v1/pending');
+  return r.items.map((i): PendingItem => i.kind === 'approval'
+    ? { ...i, approval: { ...i.approval, expiresAt: Date.parse(i.approval.expiresAt) } }
+    : { ...i, question: { ...i.question, expiresAt: Date.parse(i.question.expiresAt) } });
+}
+
+/** What `GET /v1/actors/:id` adds to the log's fold for the summary. */
+export async function actorFacts(actorId: string): Promise<ActorFacts> {
+  const r = await getJson<{ workspace?: string; holder?: ActorFacts['holder']; startedAt?: string }>(`/v1/actors/${encodeURIComponent(actorId)}`);
+  return {
+    ...(r.workspace !== undefined ? { workspace: r.workspace } : {}),
+    ...(r.holder !== undefined ? { holder: r.holder } : {}),
+    ...(r.startedAt !== undefined ? { startedAt: r.startedAt } : {}),
+  };
 }
 
 export type { StreamEvent } from './stream-event.js';

@@ -1,10 +1,36 @@
 import { memo } from 'preact/compat';
 import { useState } from 'preact/hooks';
+import type { ActorEvent } from '../../src/protocol/events.js';
+import { EventDescriber } from '../../src/client/event-text.js';
+import { terminalText } from '../../src/client/terminal-text.js';
 import type { StreamEvent } from './api.js';
 
-// The events of the selected actor (or the whole tree), newest last, filtered by type; each opens
-// to its JSON as the log holds it (a redacted value reads `[redacted]`, as it came). The newest
-// 300 that pass the filters are drawn.
+// The events of the selected actor (or the whole tree), newest last, filtered by type; each row
+// shows the event's key fields as `actorloop events` prints them (one describer for both: the
+// tool and its arguments, the outcome and reason, bytes, tokens), and opens to its JSON as the log
+// holds it (a redacted value reads `[redacted]`, as it came). The newest 300 that pass the filters
+// are drawn. Text from the log (arguments, answers, file contents) is shown with its control
+// characters written out, as on a terminal.
+
+/** Each event's key fields, described once: by the event object, which the page never copies. */
+const fieldsOf = new WeakMap<ActorEvent, string>();
+
+/**
+ * Describes the actor's events in log order (the describer numbers incarnations and names the
+ * model of a step from the events before), each once.
+ */
+function describeAll(events: readonly StreamEvent[]): void {
+  const last = events.at(-1)?.event;
+  if (last === undefined || fieldsOf.has(last)) return;
+  const d = new EventDescriber();
+  for (const { event } of events) {
+    if (fieldsOf.has(event)) d.note(event);
+    else {
+      d.note(event);
+      fieldsOf.set(event, terminalText(d.fields(event)));
+    }
+  }
+}
 
 /**
  * The most rows drawn: an actor of thousands of events drawn whole costs the page its frames (its
@@ -13,7 +39,12 @@ import type { StreamEvent } from './api.js';
  */
 const DRAWN_MAX = 300;
 
-interface EventListProps { events: readonly StreamEvent[]; names: Map<string, string> }
+interface EventListProps {
+  events: readonly StreamEvent[];
+  names: Map<string, string>;
+  /** The events are a tree's (each row names its actor); false: one actor's. */
+  tree?: boolean;
+}
 
 /**
  * The list is drawn again only when its events or their actors' names changed: the page renders
@@ -30,7 +61,7 @@ function sameList(a: EventListProps, b: EventListProps): boolean {
 }
 
 /** The event list with its type filter. */
-export const EventList = memo(function EventList({ events, names }: EventListProps) {
+export const EventList = memo(function EventList({ events, names, tree = false }: EventListProps) {
   const [type, setType] = useState('');
   const [text, setText] = useState('');
   const [open, setOpen] = useState<string | null>(null);
@@ -38,6 +69,7 @@ export const EventList = memo(function EventList({ events, names }: EventListPro
   const shown = events.filter((e) => (type === '' || e.event.type === type || e.event.type.startsWith(`${type}/`)) && (text === '' || JSON.stringify(e.event).includes(text)));
   const groups = [...new Set(types.map((t) => t.split('/')[0]!))];
   const drawn = shown.length > DRAWN_MAX ? shown.slice(-DRAWN_MAX) : shown;
+  describeAll(events);
   return (
     <section class="events" aria-label="events">
       <h2>Events <span class="count">{shown.length}/{events.length}</span></h2>
@@ -56,7 +88,8 @@ export const EventList = memo(function EventList({ events, names }: EventListPro
           return (
           <li key={key} class="event" data-type={e.event.type} data-seq={e.event.seq}>
             <button class="event-head" onClick={() => setOpen(open === key ? null : key)}>
-              <span class="seq">#{e.event.seq}</span> <span class="etype">{e.event.type}</span> <span class="who">{names.get(e.event.actor) ?? e.event.actor}</span> <span class="at">{e.event.at.slice(11, 23)}</span>
+              <span class="seq">#{e.event.seq}</span> <span class="at">{e.event.at.slice(11, 23)}</span> <span class="etype">{e.event.type}</span> <span class="fields">{fieldsOf.get(e.event) ?? ''}</span>
+              {tree && <span class="who"> · {names.get(e.event.actor) ?? e.event.actor}</span>}
             </button>
             {open === key && <pre class="json">{JSON.stringify(e.event, null, 2)}</pre>}
           </li>

@@ -1,6 +1,7 @@
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { agentStatus } from '../../src/client/status.js';
-import { emptyProjection, foldEvent, type Projection } from '../../src/store/projection.js';
+import { emptyProjection, foldEvent, pendingApprovals, pendingQuestions, type Projection } from '../../src/store/projection.js';
+import type { PendingItem } from './pending-item.js';
 import type { StreamEvent } from './stream-event.js';
 
 // The page is a projection like any other (design §11): it folds the events it was sent with the
@@ -65,9 +66,12 @@ export class TreeFolder {
   }
 }
 
-/** The actors of a tree folded from the first `upTo` events of its stream (time travel: from the start). */
-export function foldTree(stream: readonly StreamEvent[], upTo: number): Map<string, ActorState> {
-  return new TreeFolder().advance(stream, upTo).actors;
+/**
+ * The actors of a tree folded from the first `upTo` events of its stream (time travel: from the
+ * start); `onStatus` is told each actor's status after each event, as `TreeFolder`'s is.
+ */
+export function foldTree(stream: readonly StreamEvent[], upTo: number, onStatus?: (actorId: string, status: string, streamSeq: number) => void): Map<string, ActorState> {
+  return new TreeFolder(onStatus).advance(stream, upTo).actors;
 }
 
 /**
@@ -89,3 +93,32 @@ export function badge(status: string, waitingFor: string | null): string {
 export function tokensOf(a: ActorState): number {
   return a.projection.usage.inputTokens + a.projection.usage.outputTokens;
 }
+
+/**
+ * Every approval and question pending in the folded tree, soonest to expire first: what "Needs
+ * you" shows of a tree, at the position shown (time travel shows what waited then).
+ */
+export function pendingInTree(folded: ReadonlyMap<string, ActorState>, nameOf: (actorId: string) => string, rootId: string): PendingItem[] {
+  const items: PendingItem[] = [];
+  for (const a of folded.values()) {
+    const actorName = nameOf(a.actorId);
+    for (const x of pendingApprovals(a.projection)) {
+      items.push({
+        kind: 'approval', actorId: a.actorId, actorName, rootId,
+        approval: {
+          approvalId: x.approvalId, tool: x.tool, toolVersion: x.toolVersion, planDigest: x.planDigest, preview: x.preview ?? null,
+          plan: x.plan ?? null, reason: x.reason ?? null, rule: x.rule ?? null, expiresAt: x.expiresAt,
+        },
+      });
+    }
+    for (const q of pendingQuestions(a.projection)) {
+      items.push({
+        kind: 'question', actorId: a.actorId, actorName, rootId,
+        question: { questionId: q.questionId, question: q.question, options: q.options, allowFreeText: q.allowFreeText, sensitive: q.sensitive, expiresAt: q.expiresAt },
+      });
+    }
+  }
+  return items.sort((x, y) => expiryOf(x) - expiryOf(y));
+}
+
+const expiryOf = (i: PendingItem): number => (i.kind === 'approval' ? i.approval.expiresAt : i.question.expiresAt);

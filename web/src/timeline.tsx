@@ -1,20 +1,41 @@
 import { memo } from 'preact/compat';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { ActorState } from './fold.js';
+import { durationText, timeText } from './format.js';
 import type { TreeRow } from './tree.js';
 
 // A timeline like Temporal's: per actor (children as nested lanes), its turns, steps, attempts,
-// tool calls and waits as bars over time; kills and recoveries as marks. A bar still open runs
-// to the latest event shown. Each actor's bars are folded once per event (kept by its event
+// tool calls and waits as bars over time; kills, recoveries and failures (a failed attempt, a
+// denied or unknown tool call, a turn that failed) as marks; a time axis from the tree's first
+// event, a legend, and the panel's whole width. A bar still open runs to the latest event shown. Each actor's bars are folded once per event (kept by its event
 // array), only the lanes in view are drawn, and the axis runs to a step past the latest event, so
 // a new event redraws the lanes whose bars it moved, not every bar of the tree.
 // Each bar carries its times (`data-from`, `data-to`: ms since the epoch, empty while open) for
 // whoever reads the page, not only its eyes.
 
 type Kind = 'turn' | 'step' | 'attempt' | 'tool' | 'wait';
-interface Bar { kind: Kind; label: string; from: number; to: number | null }
-interface Mark { kind: 'killed' | 'rehydrated'; at: number }
+interface Bar { kind: Kind; label: string; from: number; to: number | null; failed?: boolean }
+type MarkKind = 'killed' | 'rehydrated' | 'failed';
+interface Mark { kind: MarkKind; at: number; label: string }
+
+/** What a bar's or mark's colour means, for the legend (the colours are the stylesheet's). */
+const LEGEND: Array<{ cls: string; label: string }> = [
+  { cls: 'bar-turn', label: 'turn' }, { cls: 'bar-step', label: 'step' }, { cls: 'bar-attempt', label: 'model attempt' },
+  { cls: 'bar-tool', label: 'tool call' }, { cls: 'bar-wait', label: 'waiting (approval, answer, children)' },
+  { cls: 'mark-killed', label: 'killed' }, { cls: 'mark-rehydrated', label: 'recovered' }, { cls: 'mark-failed', label: 'failed' },
+];
+
+/** An event that says something failed, in words; null: it does not. */
+function failureOf(e: ActorEvent): string | null {
+  switch (e.type) {
+    case 'attempt/end': return e.data.outcome === 'failed' || e.data.outcome === 'overflow' ? `attempt ${e.data.outcome}${e.data.error ? `: ${e.data.error.class}` : ''}` : null;
+    case 'tool/denied': return `tool denied: ${e.data.reason}`;
+    case 'tool/outcome_unknown': return `outcome unknown: ${e.data.reason}`;
+    case 'turn/end': return e.data.outcome === 'failed' ? `turn failed${e.data.reason ? `: ${e.data.reason}` : ''}` : null;
+    default: return null;
+  }
+}
 
 const OPENS: Partial<Record<ActorEvent['type'], Kind>> = { 'turn/start': 'turn', 'step/start': 'step', 'attempt/start': 'attempt', 'tool/call': 'tool', 'approval/requested': 'wait', 'ask/asked': 'wait', 'subagent/waiting': 'wait' };
 const ROWS: Kind[] = ['turn', 'step', 'attempt', 'tool', 'wait'];
@@ -56,9 +77,14 @@ function laneOf(events: readonly ActorEvent[]): Lane {
     const t = Date.parse(e.at);
     if (t < lane.first) lane.first = t;
     if (t > lane.last) lane.last = t;
+    const failure = failureOf(e);
     for (const k of closes(e)) {
       const b = lane.open.get(k);
-      if (b) { b.to = t; lane.open.delete(k); }
+      if (b) {
+        b.to = t;
+        if (failure !== null) b.failed = true;
+        lane.open.delete(k);
+      }
     }
     const kind = OPENS[e.type];
     if (kind) {
@@ -67,17 +93,20 @@ function laneOf(events: readonly ActorEvent[]): Lane {
       lane.open.set(keyOf(kind, e), b);
       lane.bars.push(b);
     }
-    if (e.type === 'actor/killed') lane.marks.push({ kind: 'killed', at: t });
-    if (e.type === 'actor/rehydrated') lane.marks.push({ kind: 'rehydrated', at: t });
+    if (e.type === 'actor/killed') lane.marks.push({ kind: 'killed', at: t, label: 'killed' });
+    if (e.type === 'actor/rehydrated') lane.marks.push({ kind: 'rehydrated', at: t, label: 'recovered on a new incarnation' });
+    if (failure !== null) lane.marks.push({ kind: 'failed', at: t, label: failure });
   }
   return lane;
 }
 
 const NO_EVENTS: readonly ActorEvent[] = [];
 const LANE_ROW = 12;
-const LABEL_W = 110;
-const WIDTH = 760;
+const LABEL_W = 120;
+/** The drawing's width before the panel was measured. */
+const DEFAULT_WIDTH = 760;
 const LANE_H = ROWS.length * LANE_ROW + 8;
+const AXIS_H = 20;
 /** The lanes' window: taller trees scroll in it, and only the lanes in view (and a few either side) are drawn. */
 const VIEW_H = 480;
 const OVERSCAN = 3;
@@ -100,38 +129,98 @@ interface LaneProps {
   end: number;
   /** The latest event shown: where a bar still open ends. */
   latest: number;
+  width: number;
+}
+
+/** `x` of a moment on a drawing `width` wide whose axis runs from `t0` to `end`. */
+function scale(t0: number, end: number, width: number): (t: number) => number {
+  return (t) => LABEL_W + ((t - t0) / (end - t0)) * (width - LABEL_W - 6);
+}
+
+/** The axis's tick step for a span: a 1-2-5 step giving about 6 ticks. */
+function tickStep(span: number): number {
+  const raw = span / 6;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+function tickLabel(ms: number, step: number): string {
+  if (step < 1000) return `+${Math.round(ms)} ms`;
+  if (ms < 60_000 || step < 60_000) return `+${+(ms / 1000).toFixed(step < 1000 ? 1 : 0)} s`;
+  return `+${+(ms / 60_000).toFixed(step < 60_000 ? 1 : 0)} min`;
+}
+
+/** The time axis: ticks from the first event, labelled by the time since it. */
+function Axis({ t0, end, width }: { t0: number; end: number; width: number }) {
+  const x = scale(t0, end, width);
+  const step = tickStep(end - t0);
+  const ticks: number[] = [];
+  for (let t = 0; t0 + t <= end; t += step) ticks.push(t);
+  return (
+    <svg class="axis" width={width} height={AXIS_H} data-testid="timeline-axis">
+      <line class="axis-line" x1={LABEL_W} x2={width - 6} y1={AXIS_H - 1} y2={AXIS_H - 1} />
+      {ticks.map((t) => (
+        <g key={t} class="tick">
+          <line x1={x(t0 + t)} x2={x(t0 + t)} y1={AXIS_H - 5} y2={AXIS_H - 1} />
+          <text x={x(t0 + t)} y={AXIS_H - 7} class="tick-label">{tickLabel(t, step)}</text>
+        </g>
+      ))}
+    </svg>
+  );
+}
+
+/** The panel's inner width, followed as the window resizes. */
+function useWidth(): [(el: HTMLDivElement | null) => void, number] {
+  const [width, setWidth] = useState(DEFAULT_WIDTH);
+  const observer = useRef<ResizeObserver | null>(null);
+  useEffect(() => () => observer.current?.disconnect(), []);
+  const ref = (el: HTMLDivElement | null): void => {
+    observer.current?.disconnect();
+    if (el === null) return;
+    observer.current = new ResizeObserver((entries) => {
+      // the scroll bar's room is left: the lanes scroll up and down, never sideways
+      const w = Math.floor(entries[0]!.contentRect.width) - 14;
+      if (w > 200) setWidth((old) => (Math.abs(old - w) >= 4 ? w : old));
+    });
+    observer.current.observe(el);
+  };
+  return [ref, width];
 }
 
 /** One actor's lane; drawn again only when its events, its place or the axis changed, or the latest event moved one of its open bars. */
-const LaneView = memo(function LaneView({ row, lane: l, y0, t0, end, latest }: LaneProps) {
-  const x = (t: number): number => LABEL_W + ((t - t0) / (end - t0)) * (WIDTH - LABEL_W - 6);
+const LaneView = memo(function LaneView({ row, lane: l, y0, t0, end, latest, width }: LaneProps) {
+  const x = scale(t0, end, width);
   return (
     <g class="lane" data-actor={row.id}>
-      <rect class="lane-bg" x={0} y={y0} width={WIDTH} height={LANE_H - 2} />
-      <text class="lane-label" x={4 + row.depth * 10} y={y0 + 14}>{row.name}</text>
+      <rect class="lane-bg" x={0} y={y0} width={width} height={LANE_H - 2} />
+      <text class="lane-label" x={4 + row.depth * 10} y={y0 + 14}>{row.name.length > 16 ? `${row.name.slice(0, 15)}…` : row.name}</text>
       {l.bars.map((b, j) => {
         const bx = x(b.from);
         const w = Math.max(3, x(b.to ?? latest) - bx);
         return (
-          <rect key={j} class={`bar bar-${b.kind}${b.to === null ? ' open' : ''}`} data-kind={b.kind} data-from={b.from} data-to={b.to ?? ''} x={bx} y={y0 + 4 + ROWS.indexOf(b.kind) * LANE_ROW} width={w} height={LANE_ROW - 3}>
-            <title>{`${b.label}: ${b.to === null ? 'open' : `${b.to - b.from} ms`}`}</title>
+          <rect key={j} class={`bar bar-${b.kind}${b.to === null ? ' open' : ''}${b.failed ? ' failed' : ''}`} data-kind={b.kind} data-from={b.from} data-to={b.to ?? ''} x={bx} y={y0 + 4 + ROWS.indexOf(b.kind) * LANE_ROW} width={w} height={LANE_ROW - 3}>
+            <title>{`${b.label}: ${b.to === null ? 'open' : `${b.to - b.from} ms`}${b.failed ? ' · failed' : ''}`}</title>
           </rect>
         );
       })}
       {l.marks.map((m, j) => (
         <g key={`m${j}`} class={`mark mark-${m.kind}`} data-mark={m.kind}>
-          <line x1={x(m.at)} x2={x(m.at)} y1={y0} y2={y0 + LANE_H - 2} />
-          <title>{m.kind}</title>
+          {m.kind === 'failed'
+            ? <path d={`M ${x(m.at)} ${y0 + 1} l 5 7 l -5 7 l -5 -7 z`} />
+            : <line x1={x(m.at)} x2={x(m.at)} y1={y0} y2={y0 + LANE_H - 2} />}
+          <title>{m.label}</title>
         </g>
       ))}
     </g>
   );
-}, (a, b) => a.lane === b.lane && a.folded === b.folded && a.y0 === b.y0 && a.t0 === b.t0 && a.end === b.end &&
+}, (a, b) => a.lane === b.lane && a.folded === b.folded && a.y0 === b.y0 && a.t0 === b.t0 && a.end === b.end && a.width === b.width &&
   a.row.id === b.row.id && a.row.name === b.row.name && a.row.depth === b.row.depth && (a.latest === b.latest || b.lane.open.size === 0));
 
 /** The timeline of the tree's actors at the position shown. */
 export function Timeline({ rows, folded }: { rows: TreeRow[]; folded: Map<string, ActorState> }) {
   const [scrollTop, setScrollTop] = useState(0);
+  const [measure, width] = useWidth();
   let t0 = Infinity;
   let t1 = -Infinity;
   for (const a of folded.values()) {
@@ -140,7 +229,7 @@ export function Timeline({ rows, folded }: { rows: TreeRow[]; folded: Map<string
     if (l.first < t0) t0 = l.first;
     if (l.last > t1) t1 = l.last;
   }
-  if (t0 === Infinity) return <section class="timeline"><h2>Timeline</h2><p>no events yet</p></section>;
+  if (t0 === Infinity) return <section class="timeline" aria-label="timeline"><h2>Timeline</h2><div ref={measure}><p class="muted">no events yet</p></div></section>;
   t1 = Math.max(t1, t0 + 1);
   const end = t0 + axisSpan(t1 - t0);
   const height = rows.length * LANE_H + 4;
@@ -150,14 +239,20 @@ export function Timeline({ rows, folded }: { rows: TreeRow[]; folded: Map<string
   const shown = rows.slice(from, to);
   return (
     <section class="timeline" aria-label="timeline">
-      <h2>Timeline <span class="count">{Math.round(t1 - t0)} ms</span></h2>
-      <div class="lanes" style={{ maxHeight: `${VIEW_H}px`, overflowY: 'auto' }} onScroll={(e) => setScrollTop((e.currentTarget as HTMLDivElement).scrollTop)}>
-        <svg width={WIDTH} height={height}>
-          {shown.map((row, k) => {
-            const lane = laneOf(folded.get(row.id)?.events ?? NO_EVENTS);
-            return <LaneView key={row.id} row={row} lane={lane} folded={lane.folded} y0={(from + k) * LANE_H} t0={t0} end={end} latest={t1} />;
-          })}
-        </svg>
+      <h2>Timeline <span class="count">{durationText(t1 - t0)} from {timeText(new Date(t0).toISOString())}</span></h2>
+      <ul class="legend" data-testid="timeline-legend">
+        {LEGEND.map((l) => <li key={l.cls}><span class={`swatch ${l.cls}`} />{l.label}</li>)}
+      </ul>
+      <div ref={measure}>
+        <Axis t0={t0} end={end} width={width} />
+        <div class="lanes" style={{ maxHeight: `${VIEW_H}px`, overflowY: 'auto', overflowX: 'hidden' }} onScroll={(e) => setScrollTop((e.currentTarget as HTMLDivElement).scrollTop)}>
+          <svg width={width} height={height}>
+            {shown.map((row, k) => {
+              const lane = laneOf(folded.get(row.id)?.events ?? NO_EVENTS);
+              return <LaneView key={row.id} row={row} lane={lane} folded={lane.folded} y0={(from + k) * LANE_H} t0={t0} end={end} latest={t1} width={width} />;
+            })}
+          </svg>
+        </div>
       </div>
     </section>
   );
