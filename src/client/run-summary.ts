@@ -55,9 +55,9 @@ function explainStop(reason: string, limits: EndedTurn['limits']): string | null
   const b = limits?.budgets;
   switch (reason) {
     case 'step_budget':
-      return `the turn took ${b?.maxSteps != null ? `the ${b.maxSteps} steps it may (maxSteps ${b.maxSteps})` : 'every step it may'} without a final answer: give it more steps or a narrower task`;
+      return `the turn reached its step limit${b?.maxSteps != null ? ` (maxSteps ${b.maxSteps})` : ''} without a final answer: give it more steps or a narrower task`;
     case 'tool_budget':
-      return `the turn started ${b?.maxToolCalls != null ? `the ${b.maxToolCalls} tool calls it may (maxToolCalls ${b.maxToolCalls})` : 'every tool call it may'} without a final answer`;
+      return `the turn reached its tool call limit${b?.maxToolCalls != null ? ` (maxToolCalls ${b.maxToolCalls})` : ''} without a final answer: give it more tool calls or a narrower task`;
     case 'deadline':
       return `the turn ran out of time${b?.deadlineAt != null ? ` (its deadline was ${new Date(b.deadlineAt).toISOString()})` : ''}`;
     case 'token_budget':

@@ -136,17 +136,14 @@ export type ActorDetail = z.infer<typeof ActorDetailSchema>;
 /** Runs one page of `GET /v1/runs` holds unless `limit` says otherwise, and the most it may. */
 export const RUNS_PAGE = { defaultLimit: 50, maxLimit: 200 } as const;
 
-/** What `status=` of `GET /v1/runs` takes: a status of `ActorStatusSchema`; `waiting` also keeps every run a person is asked something in. */
-export const RUN_STATUS_FILTERS: readonly ActorStatusName[] = ACTOR_STATUSES;
-
-/** `status=`: a comma-separated list (or, over JSON-RPC, an array) of run statuses. */
+/** `status=`: a comma-separated list (or, over JSON-RPC, an array) of run statuses (`waiting` also keeps every run a person is asked something in). */
 const RunStatusFilterSchema = z.union([z.string(), z.array(z.string())]).transform((v, ctx) => {
   const asked = (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter((s) => s !== '');
-  const unknown = asked.filter((s) => !(RUN_STATUS_FILTERS as readonly string[]).includes(s));
+  const unknown = asked.filter((s) => !(ACTOR_STATUSES as readonly string[]).includes(s));
   if (unknown.length > 0 || asked.length === 0) {
     ctx.addIssue({
       code: 'custom',
-      message: `${unknown.length > 0 ? `${unknown.map((u) => JSON.stringify(u)).join(', ')} ${unknown.length === 1 ? 'is not a status' : 'are not statuses'}` : 'names no status'}: give a comma-separated list of ${RUN_STATUS_FILTERS.join(', ')}`,
+      message: `${unknown.length > 0 ? `${unknown.map((u) => JSON.stringify(u)).join(', ')} ${unknown.length === 1 ? 'is not a status' : 'are not statuses'}` : 'names no status'}: give a comma-separated list of ${ACTOR_STATUSES.join(', ')}`,
     });
     return z.NEVER;
   }

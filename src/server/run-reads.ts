@@ -1,6 +1,6 @@
 import type { DirectoryEntry } from '../bus/directory.js';
 import { taskLine } from '../client/run-summary.js';
-import { isBusy, runStatus, type TreeStatus } from '../client/status.js';
+import { isBusy, runStatus } from '../client/status.js';
 import { ConfigError } from '../protocol/errors.js';
 import { RUNS_PAGE, type PendingItem, type RunsQuery, type RunsResponse, type RunSummary } from '../protocol/gateway.js';
 import { addCost } from '../protocol/history.js';
@@ -13,6 +13,23 @@ import type { FoldedTree } from './tree-folds.js';
 // (roots and their trees) newest first, and every approval and question a person is asked. Built on
 // the same tree folds, liveness check and redaction as the actor reads, so a run's status and an
 // actor's never disagree.
+
+/** Trees a read folds at once: each is a reader on the bus, and a list of thousands must not open thousands. */
+const TREES_AT_ONCE = 8;
+
+/** `f` over `items`, at most `TREES_AT_ONCE` at a time, the results in the items' order. */
+async function mapFew<T, R>(items: readonly T[], f: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await f(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(TREES_AT_ONCE, items.length) }, worker));
+  return out;
+}
 
 /** A pending item with when it was asked, to put the oldest first. */
 interface Asked {
@@ -86,8 +103,8 @@ function runOf(entry: DirectoryEntry, tree: TreeRead<RunFacts>): RunSummary {
   const root = tree.actors.find((a) => a.summary.id === entry.actorId)!;
   const others = tree.actors.filter((a) => a !== root);
   const status = root.extra.waits
-    ? runStatus(root.summary.status as TreeStatus, root.extra.waits, others.map((a) => a.summary.status as TreeStatus))
-    : (root.summary.status as TreeStatus);
+    ? runStatus(root.summary.status, root.extra.waits, others.map((a) => a.summary.status))
+    : root.summary.status;
   const pending = tree.actors.flatMap((a) => a.extra.pending).sort(byAsked);
   let tokens = 0;
   let costUsd: number | null = 0;
@@ -98,7 +115,7 @@ function runOf(entry: DirectoryEntry, tree: TreeRead<RunFacts>): RunSummary {
     if (a.extra.endedAt !== null && (endedAt === null || a.extra.endedAt > endedAt)) endedAt = a.extra.endedAt;
   }
   // a run ends when nothing more happens in it unasked: every actor of the tree is past busy
-  if (tree.actors.some((a) => isBusy(a.summary.status as TreeStatus))) endedAt = null;
+  if (tree.actors.some((a) => isBusy(a.summary.status))) endedAt = null;
   const durationMs = endedAt === null ? null : Math.max(0, Date.parse(endedAt) - Date.parse(entry.createdAt));
   const task = root.extra.firstTask ?? entry.title;
   return {
@@ -140,7 +157,8 @@ export async function listRuns(ports: ActorReadPorts, q: RunsQuery = {}): Promis
   const place = q.before !== undefined ? placeOf(q.before) : null;
   const roots = rootsNewestFirst(entries);
   const check = livenessCheck(ports);
-  const read = async (entry: DirectoryEntry): Promise<RunSummary> => runOf(entry, await readTree(ports, entry.actorId, entries, check, (tree, actorId, p): RunFacts => {
+  // redacted before the filter reads it: a text filter must not find what the answer never shows
+  const read = async (entry: DirectoryEntry): Promise<RunSummary> => redactJson(runOf(entry, await readTree(ports, entry.actorId, entries, check, (tree, actorId, p): RunFacts => {
     const facts = tree.facts.get(actorId);
     return {
       pending: pendingOf(tree, actorId, p),
@@ -148,13 +166,13 @@ export async function listRuns(ports: ActorReadPorts, q: RunsQuery = {}): Promis
       endedAt: facts?.endedAt ?? null,
       waits: actorId === entry.actorId && p ? { waits: { ...p.waits }, openAttempt: p.openAttempt } : null,
     };
-  }));
+  })), ports.redact);
   const filtered = q.status !== undefined || (q.q !== undefined && q.q.trim() !== '');
   let page: Array<{ entry: DirectoryEntry; run: RunSummary }>;
   let total: number;
   let more: boolean;
   if (filtered) {
-    const all = (await Promise.all(roots.map(async (entry) => ({ entry, run: await read(entry) })))).filter((r) => kept(r.run, q));
+    const all = (await mapFew(roots, async (entry) => ({ entry, run: await read(entry) }))).filter((r) => kept(r.run, q));
     total = all.length;
     const rest = place ? all.filter((r) => after(r.entry, place)) : all;
     page = rest.slice(0, limit);
@@ -162,11 +180,11 @@ export async function listRuns(ports: ActorReadPorts, q: RunsQuery = {}): Promis
   } else {
     total = roots.length;
     const rest = place ? roots.filter((e) => after(e, place)) : roots;
-    page = await Promise.all(rest.slice(0, limit).map(async (entry) => ({ entry, run: await read(entry) })));
+    page = await mapFew(rest.slice(0, limit), async (entry) => ({ entry, run: await read(entry) }));
     more = rest.length > limit;
   }
   const last = page[page.length - 1];
-  return redactJson({ runs: page.map((r) => r.run), next: more && last ? runsCursor(last.entry) : null, total }, ports.redact);
+  return { runs: page.map((r) => r.run), next: more && last ? runsCursor(last.entry) : null, total };
 }
 
 /**
@@ -183,7 +201,7 @@ export async function listPending(ports: ActorReadPorts, agentId?: string): Prom
     roots = [...all].sort();
   }
   // what is pending is the log's word alone: no lease needs reading
-  const trees = await Promise.all(roots.map((root) => readTree(ports, root, entries, null, pendingOf)));
+  const trees = await mapFew(roots, (root) => readTree(ports, root, entries, null, pendingOf));
   const items = trees.flatMap((t) => t.actors.flatMap((a) => a.extra)).sort(byAsked).map((a) => a.item);
   return redactJson({ items }, ports.redact);
 }

@@ -156,6 +156,16 @@ describe('the runs list', () => {
     expect(rpcSecond.runs.map((r: { id: string }) => r.id)).toEqual((await get(`/v1/runs?limit=2&before=${httpFirst.next}`)).body.runs.map((r: { id: string }) => r.id));
     await settled(arrived);
   }, 90_000);
+
+  test('a secret in a task is redacted in the list, and a text filter does not find it', async () => {
+    const secret = 'sk-proj-0123456789abcdefghijklmnopqrstuv';
+    const id = await submit(`Secret ${TAG} key ${secret}`, await script('secret', { responses: [{ content: 'noted', usage }] }));
+    const run = await settled(id);
+    expect(run.task).toContain('[REDACTED');
+    expect(run.task).not.toContain('0123456789abcdefghij');
+    expect((await get('/v1/runs?q=0123456789abcdefghij')).body.total).toBe(0);
+    expect((await rpc.call('runs.list', { q: '0123456789abcdefghij' })).total).toBe(0);
+  }, 60_000);
 });
 
 describe('what needs a person', () => {
