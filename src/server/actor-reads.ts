@@ -117,12 +117,13 @@ export async function listActors(ports: ActorReadPorts, rootId?: string): Promis
 export async function inspectActor(ports: ActorReadPorts, actorId: string): Promise<ActorDetail> {
   const entry = await ports.directory.get(actorId);
   if (!entry) throw agentNotFound(actorId);
-  // built while the tree is held: the next read moves the same projections on
-  const { detail, p } = await ports.folds.with(entry.rootId, (tree) => ({ detail: detailOf(tree, entry, actorId), p: tree.projections.get(actorId) }));
+  // built (and copied by the redaction) while the tree is held: the next read moves the same projections on
+  const { detail, p } = await ports.folds.with(entry.rootId, (tree) => ({ detail: redactJson(detailOf(tree, entry, actorId), ports.redact), p: tree.projections.get(actorId) }));
   const check = livenessCheck(ports);
   await statusWith(check, detail.actor, p);
+  // a host's name, as its lease and host record hold it: nothing of a log in it to redact
   detail.holder = check ? await check.holder(actorId) : null;
-  return redactJson(detail, ports.redact);
+  return detail;
 }
 
 /** A pending approval as a person must see it: the call's arguments beside what it binds. */

@@ -161,7 +161,8 @@ export async function listRuns(ports: ActorReadPorts, q: RunsQuery = {}): Promis
   const read = async (entry: DirectoryEntry): Promise<RunSummary> => redactJson(runOf(entry, await readTree(ports, entry.actorId, entries, check, (tree, actorId, p): RunFacts => {
     const facts = tree.facts.get(actorId);
     return {
-      pending: pendingOf(tree, actorId, p),
+      // copied (by the redaction) while the tree is held
+      pending: redactJson(pendingOf(tree, actorId, p), ports.redact),
       firstTask: facts?.firstTask ?? null,
       endedAt: facts?.endedAt ?? null,
       waits: actorId === entry.actorId && p ? { waits: { ...p.waits }, openAttempt: p.openAttempt } : null,
@@ -200,8 +201,8 @@ export async function listPending(ports: ActorReadPorts, agentId?: string): Prom
     ports.folds.keepOnly(all);
     roots = [...all].sort();
   }
-  // what is pending is the log's word alone: no lease needs reading
-  const trees = await mapFew(roots, (root) => readTree(ports, root, entries, null, pendingOf));
-  const items = trees.flatMap((t) => t.actors.flatMap((a) => a.extra)).sort(byAsked).map((a) => a.item);
-  return redactJson({ items }, ports.redact);
+  // what is pending is the log's word alone: no lease needs reading. Each actor's items are copied
+  // (by the redaction) while its tree is held
+  const trees = await mapFew(roots, (root) => readTree(ports, root, entries, null, (tree, actorId, p) => redactJson(pendingOf(tree, actorId, p), ports.redact)));
+  return { items: trees.flatMap((t) => t.actors.flatMap((a) => a.extra)).sort(byAsked).map((a) => a.item) };
 }
