@@ -57,3 +57,24 @@ export function isBusy(status: TreeStatus): boolean {
 function startsTurn(p: Projection): boolean {
   return Object.values(p.inbox).some((i) => i.state === 'pending' && (i.kind === 'user_message' || i.kind === 'follow_up'));
 }
+
+/**
+ * Whether a root whose status is `rootStatus` and whose log folds to `root` is running only
+ * because it waits on its children: a `wait_agents` call open and no model attempt open. Then what
+ * its run is doing is what its children are doing (`runStatus`).
+ */
+export function waitsOnChildren(rootStatus: TreeStatus, root: Pick<Projection, 'waits' | 'openAttempt'>): boolean {
+  return rootStatus === 'running' && Object.keys(root.waits ?? {}).length > 0 && !root.openAttempt;
+}
+
+/**
+ * A run's status (`actorloop runs`, the gateway's runs list, the page): its root's, but `waiting`
+ * when the root only waits on its children (`waitsOnChildren`) and one of them waits on a person:
+ * the run goes on when someone answers, not by itself. `children` are the statuses of the tree's
+ * other actors (a reader that must fetch them may ask `waitsOnChildren` first whether they matter).
+ */
+export function runStatus(rootStatus: TreeStatus, root: Pick<Projection, 'waits' | 'openAttempt'>, children: Iterable<TreeStatus>): TreeStatus {
+  if (!waitsOnChildren(rootStatus, root)) return rootStatus;
+  for (const s of children) if (s === 'waiting') return 'waiting';
+  return rootStatus;
+}

@@ -19,6 +19,11 @@ export const GATEWAY_PROTOCOL_VERSION = 'v1';
  * `released` when it was let go with work open and nothing runs it, or the last turn's outcome.
  */
 export const ActorStatusSchema = z.union([z.enum(['idle', 'running', 'waiting', 'starting', 'killed', 'recovering', 'released']), TurnOutcomeSchema]);
+/** A status as a client shows it. */
+export type ActorStatusName = z.infer<typeof ActorStatusSchema>;
+
+/** Every status of `ActorStatusSchema`, in its order (what `GET /v1/runs?status=` takes). */
+export const ACTOR_STATUSES: readonly ActorStatusName[] = ActorStatusSchema.options.flatMap((o) => o.options);
 
 /** One actor of the directory with what its log says now (`GET /v1/actors`, `actors.list`). */
 export const ActorSummarySchema = z.object({
@@ -65,6 +70,9 @@ export const PendingApprovalSchema = z.object({
   expiresAt: z.string(),
 });
 
+/** A pending approval. */
+export type PendingApproval = z.infer<typeof PendingApprovalSchema>;
+
 /** A pending `ask_user` question. */
 export const PendingQuestionSchema = z.object({
   questionId: z.string(),
@@ -74,6 +82,8 @@ export const PendingQuestionSchema = z.object({
   sensitive: z.boolean(),
   expiresAt: z.string(),
 });
+/** A pending question. */
+export type PendingQuestion = z.infer<typeof PendingQuestionSchema>;
 
 /** `GET /v1/actors/:id` and `actor.inspect`: an actor's projection summary, redacted. */
 export const ActorDetailSchema = z.object({
@@ -87,7 +97,31 @@ export const ActorDetailSchema = z.object({
   openAttempt: z.object({ id: z.string(), index: z.number().int() }).nullable(),
   /** The open step's tool calls. */
   calls: z.array(z.object({ callId: z.string(), name: z.string(), arguments: z.string(), started: z.boolean(), ended: z.boolean(), approvalId: z.string().nullable() })),
-  lastTurn: z.object({ id: z.string(), outcome: z.string(), reason: z.string().nullable(), answer: z.string().nullable() }).nullable(),
+  lastTurn: z.object({
+    id: z.string(),
+    outcome: z.string(),
+    reason: z.string().nullable(),
+    answer: z.string().nullable(),
+    /** When it ended (its `turn/end`'s time). */
+    endedAt: z.string().nullable(),
+    /**
+     * Why a `failed` or `stopped` turn ended so (null otherwise, or when nothing says): the
+     * error of its last model attempt, else the stop's code (`step_budget`, `context_overflow`…)
+     * with the words that explain it and the budget it ran into (src/client/run-summary.ts).
+     */
+    error: z.object({ code: z.string().optional(), message: z.string() }).nullable(),
+  }).nullable(),
+  /** The task of its current or last turn (the first message that turn took), whole; null before any turn took one. */
+  task: z.string().nullable(),
+  /** When its directory entry was made (ISO). */
+  startedAt: z.string(),
+  workspace: z.string(),
+  /**
+   * Who holds its lease now, and whether that holder is alive (its host record, or its process for
+   * a command hosting it in-process), as the liveness check reads them; null: no lease is held, or
+   * the gateway reads no leases.
+   */
+  holder: z.object({ host: z.string(), alive: z.boolean(), expiresAt: z.string() }).nullable(),
   plan: z.unknown().nullable(),
   goal: z.unknown().nullable(),
   pendingApprovals: z.array(PendingApprovalSchema),
@@ -98,6 +132,98 @@ export const ActorDetailSchema = z.object({
 });
 /** An actor's detail. */
 export type ActorDetail = z.infer<typeof ActorDetailSchema>;
+
+/** Runs one page of `GET /v1/runs` holds unless `limit` says otherwise, and the most it may. */
+export const RUNS_PAGE = { defaultLimit: 50, maxLimit: 200 } as const;
+
+/** `status=`: a comma-separated list (or, over JSON-RPC, an array) of run statuses (`waiting` also keeps every run a person is asked something in). */
+const RunStatusFilterSchema = z.union([z.string(), z.array(z.string())]).transform((v, ctx) => {
+  const asked = (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter((s) => s !== '');
+  const unknown = asked.filter((s) => !(ACTOR_STATUSES as readonly string[]).includes(s));
+  if (unknown.length > 0 || asked.length === 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `${unknown.length > 0 ? `${unknown.map((u) => JSON.stringify(u)).join(', ')} ${unknown.length === 1 ? 'is not a status' : 'are not statuses'}` : 'names no status'}: give a comma-separated list of ${ACTOR_STATUSES.join(', ')}`,
+    });
+    return z.NEVER;
+  }
+  return [...new Set(asked)] as ActorStatusName[];
+});
+
+/**
+ * The query of `GET /v1/runs` and the params of `runs.list`: `status` keeps runs in any of those
+ * statuses, `q` runs whose root's ID, name or task holds the text (case-insensitive), `before`
+ * the page after the one whose `next` it is, `limit` runs a page (1 to 200, default 50).
+ */
+export const RunsQuerySchema = z.object({
+  status: RunStatusFilterSchema.optional(),
+  q: z.string().max(1000, 'takes at most 1000 characters of text').optional(),
+  before: z.string().regex(/^[A-Za-z0-9_-]{1,400}$/, 'takes the `next` cursor of the previous page, as it was given').optional(),
+  limit: z.coerce.number({ error: `takes a whole number from 1 to ${RUNS_PAGE.maxLimit}` })
+    .int(`takes a whole number from 1 to ${RUNS_PAGE.maxLimit}`)
+    .min(1, `takes a whole number from 1 to ${RUNS_PAGE.maxLimit}`)
+    .max(RUNS_PAGE.maxLimit, `takes a whole number from 1 to ${RUNS_PAGE.maxLimit}`)
+    .optional(),
+});
+/** A runs query, parsed. */
+export type RunsQuery = z.infer<typeof RunsQuerySchema>;
+
+/** One approval or question a person is asked, named by the actor it stops. */
+export const WaitingOnSchema = z.object({ actorId: z.string(), name: z.string(), kind: z.enum(['approval', 'question']), id: z.string() });
+
+/** One run of `GET /v1/runs`: a root and its tree, as their logs say now. */
+export const RunSummarySchema = z.object({
+  /** The root's ID. */
+  id: z.string(),
+  name: z.string(),
+  /** The first line of the run's first task (at most 200 characters); the directory's title before its first turn took it. */
+  task: z.string().nullable(),
+  /**
+   * The root's status, but `waiting` when the root only waits on its children and one of them
+   * waits on a person (`runStatus`, src/client/status.ts, as `actorloop runs` reads it).
+   */
+  status: ActorStatusSchema,
+  /** Every approval and question pending anywhere in the tree, oldest asked first. */
+  waitingOn: z.array(WaitingOnSchema),
+  /** When the root's directory entry was made (ISO). */
+  startedAt: z.string(),
+  /** When the tree's last turn ended (ISO); null while any actor of it is busy (running, starting, recovering, waiting, killed) or before any turn ended. */
+  endedAt: z.string().nullable(),
+  /** `endedAt` − `startedAt`; null with `endedAt`. */
+  durationMs: z.number().int().nullable(),
+  /** Tokens of every attempt of the tree. */
+  tokens: z.number().int(),
+  /** USD of every attempt of the tree; null once any had no known price. */
+  costUsd: z.number().nullable(),
+  /** Actors of the tree besides the root. */
+  children: z.number().int(),
+  workspace: z.string(),
+  /** The stream sequence of the tree's last commit folded (a cursor for `events`). */
+  streamSeq: z.number().int(),
+});
+/** One run of the runs list. */
+export type RunSummary = z.infer<typeof RunSummarySchema>;
+
+/** `GET /v1/runs` and `runs.list`: a page of runs, newest first; `next` the `before` of the next page (null: this is the last); `total` the runs the filter keeps. */
+export const RunsResponseSchema = z.object({ runs: z.array(RunSummarySchema), next: z.string().nullable(), total: z.number().int() });
+/** A page of runs. */
+export type RunsResponse = z.infer<typeof RunsResponseSchema>;
+
+/** The query of `GET /v1/pending`: `root` keeps to the tree of that agent. */
+export const PendingQuerySchema = z.object({ root: idString('agent').optional() });
+
+const PendingWho = { actorId: z.string(), actorName: z.string(), rootId: z.string() };
+
+/** One thing a person is asked: an approval or a question, with the actor and the run it stops. */
+export const PendingItemSchema = z.discriminatedUnion('kind', [
+  z.object({ ...PendingWho, kind: z.literal('approval'), approval: PendingApprovalSchema }),
+  z.object({ ...PendingWho, kind: z.literal('question'), question: PendingQuestionSchema }),
+]);
+/** One pending item. */
+export type PendingItem = z.infer<typeof PendingItemSchema>;
+
+/** `GET /v1/pending` and `pending.list`: everything pending for a person, oldest asked first. */
+export const PendingResponseSchema = z.object({ items: z.array(PendingItemSchema) });
 
 /**
  * One state of a machine definition, for a layout (elkjs): its XState node type when not atomic,
@@ -252,6 +378,8 @@ export const RpcParamsSchemas = {
   'goal.control': z.object({ agentId: idString('agent'), action: z.enum(['pause', 'resume', 'cancel']), expectedRevision: z.number().int().nonnegative().optional() }).strict(),
   'actors.list': z.object({ rootId: idString('agent').optional() }).strict().optional(),
   'actor.inspect': z.object({ agentId: idString('agent') }).strict(),
+  'runs.list': RunsQuerySchema.strict().optional(),
+  'pending.list': z.object({ rootId: idString('agent').optional() }).strict().optional(),
   'events.subscribe': z.object({ agentId: idString('agent'), afterStreamSeq: z.number().int().nonnegative().optional(), tree: z.boolean().optional() }).strict(),
   'events.unsubscribe': z.object({ subscription: z.string() }).strict(),
   'machines.subscribe': z.object({ agentIds: z.array(idString('agent')).min(1).max(MAX_SUBSCRIPTIONS_PER_SOCKET) }).strict(),
@@ -280,6 +408,8 @@ export const RpcResultSchemas = {
   'goal.control': z.object({ messageId: z.string() }),
   'actors.list': ActorsResponseSchema,
   'actor.inspect': ActorDetailSchema,
+  'runs.list': RunsResponseSchema,
+  'pending.list': PendingResponseSchema,
   'events.subscribe': z.object({ subscription: z.string() }),
   'events.unsubscribe': z.object({ ok: z.literal(true) }),
   'machines.subscribe': z.object({ subscription: z.string() }),
@@ -335,6 +465,12 @@ export function gatewaySchemas(): Record<string, z.ZodType> {
   return {
     ActorsResponse: ActorsResponseSchema,
     ActorDetail: ActorDetailSchema,
+    RunsQuery: RunsQuerySchema,
+    RunSummary: RunSummarySchema,
+    RunsResponse: RunsResponseSchema,
+    PendingQuery: PendingQuerySchema,
+    PendingItem: PendingItemSchema,
+    PendingResponse: PendingResponseSchema,
     MachinesResponse: MachinesResponseSchema,
     ActorsQuery: ActorsQuerySchema,
     EventsQuery: EventsQuerySchema,

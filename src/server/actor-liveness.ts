@@ -59,6 +59,16 @@ export class LivenessCheck {
     return dead;
   }
 
+  /**
+   * Who holds the actor's lease now (null: nobody, or only a lapsed lease), whether that holder is
+   * alive (the rule `killed` reads), and when the lease lapses unless renewed.
+   */
+  async holder(actorId: string): Promise<{ host: string; alive: boolean; expiresAt: string } | null> {
+    const lease = await this.ports.leases.get(actorId, this.nowMs);
+    if (!lease) return null;
+    return { host: lease.host, alive: await this.holderAlive(lease.host), expiresAt: new Date(lease.expiresAt).toISOString() };
+  }
+
   private async holderGone(actorId: string, status: string): Promise<boolean> {
     const lease = await this.ports.leases.get(actorId, this.nowMs);
     // no holder at all: a parked turn needs none until a person answers (the answer's mail brings

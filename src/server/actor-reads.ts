@@ -1,6 +1,7 @@
 import type { ActorDirectory, DirectoryEntry } from '../bus/directory.js';
 import type { TreeAgent } from '../client/tree.js';
-import type { ActorDetail, ActorSummary } from '../protocol/gateway.js';
+import { turnError } from '../client/run-summary.js';
+import type { ActorDetail, ActorSummary, PendingApproval, PendingQuestion } from '../protocol/gateway.js';
 import { agentNotFound } from '../protocol/errors.js';
 import { pendingApprovals, pendingQuestions, type Projection } from '../store/projection.js';
 import { LivenessCheck, type LivenessPorts } from './actor-liveness.js';
@@ -8,7 +9,7 @@ import { redactJson, type RedactText } from './redact-json.js';
 import type { FoldedTree, TreeFolds } from './tree-folds.js';
 
 // What the gateway's reads answer (`GET /v1/actors`, `GET /v1/actors/:id`, `actors.list`,
-// `actor.inspect`): each tree folded from its logs with the client follower and the tree fold
+// `actor.inspect`; the runs list and what needs a person build on them, `run-reads.ts`): each tree folded from its logs with the client follower and the tree fold
 // (kept between reads and moved on, `tree-folds.ts`), so a status is the log's, never the
 // directory's cache. Everything is redacted on the way out.
 
@@ -47,54 +48,117 @@ function summaryOf(entry: DirectoryEntry | undefined, a: TreeAgent | undefined, 
   };
 }
 
+/** One actor of a tree as a read takes it: its summary, its projection (none: no log yet), and what the read asked of it besides. */
+export interface ActorRead<X> {
+  summary: ActorSummary;
+  p: Projection | undefined;
+  extra: X;
+}
+
+/** A tree as a read takes it: its actors root first, and the stream sequence of its last commit folded. */
+export interface TreeRead<X> {
+  rootId: string;
+  streamSeq: number;
+  actors: Array<ActorRead<X>>;
+}
+
+/**
+ * The actors of the tree of `root`: those its fold names that the directory or a log knows, then
+ * the directory's others (no log yet); each summary's status checked against the leases when
+ * `check` is given. `extra` is called while the tree is held (what it returns must be copied out:
+ * the next read moves the same projections on).
+ */
+export async function readTree<X>(
+  ports: ActorReadPorts, root: string, entries: readonly DirectoryEntry[], check: LivenessCheck | null,
+  extra: (tree: FoldedTree, actorId: string, p: Projection | undefined) => X,
+): Promise<TreeRead<X>> {
+  const byId = new Map(entries.map((e) => [e.actorId, e]));
+  const read = await ports.folds.with(root, (tree) => {
+    const actors: Array<ActorRead<X>> = [];
+    const seen = new Set<string>();
+    for (const a of tree.fold.view().agents) {
+      // the fold names the root even before its log has a line: the directory says whether it exists
+      if (!byId.has(a.actorId) && !tree.projections.has(a.actorId)) continue;
+      seen.add(a.actorId);
+      const p = tree.projections.get(a.actorId);
+      actors.push({ summary: summaryOf(byId.get(a.actorId), p ? a : undefined, root, tree.streamSeq, a.actorId), p, extra: extra(tree, a.actorId, p) });
+    }
+    for (const e of entries) {
+      if (e.rootId === root && !seen.has(e.actorId)) actors.push({ summary: summaryOf(e, undefined, root, tree.streamSeq, e.actorId), p: undefined, extra: extra(tree, e.actorId, undefined) });
+    }
+    return { rootId: root, streamSeq: tree.streamSeq, actors };
+  });
+  // the lease reads of one tree go out together: one after another they were a round trip per running actor
+  await Promise.all(read.actors.map(({ summary, p }) => statusWith(check, summary, p)));
+  return read;
+}
+
+/** A liveness check for one read, when the gateway reads leases. */
+export function livenessCheck(ports: ActorReadPorts): LivenessCheck | null {
+  return ports.liveness ? new LivenessCheck(ports.liveness) : null;
+}
+
 /**
  * Every actor of the directory, tree by tree, each as its logs say now; with `rootId`, the actors
  * of that tree alone (none when the directory has no actor under it).
  */
 export async function listActors(ports: ActorReadPorts, rootId?: string): Promise<ActorSummary[]> {
   const entries = await ports.directory.list();
-  const byId = new Map(entries.map((e) => [e.actorId, e]));
   const all = new Set(entries.map((e) => e.rootId));
   if (rootId === undefined) ports.folds.keepOnly(all);
   const roots = rootId === undefined ? [...all].sort() : all.has(rootId) ? [rootId] : [];
   const out: ActorSummary[] = [];
-  const check = ports.liveness ? new LivenessCheck(ports.liveness) : null;
-  for (const root of roots) {
-    const summaries = await ports.folds.with(root, (tree) => {
-      const trees: Array<{ summary: ActorSummary; p: Projection | undefined }> = [];
-      const seen = new Set<string>();
-      for (const a of tree.fold.view().agents) {
-        // the fold names the root even before its log has a line: the directory says whether it exists
-        if (!byId.has(a.actorId) && !tree.projections.has(a.actorId)) continue;
-        seen.add(a.actorId);
-        const p = tree.projections.get(a.actorId);
-        trees.push({ summary: summaryOf(byId.get(a.actorId), p ? a : undefined, root, tree.streamSeq, a.actorId), p });
-      }
-      for (const e of entries) if (e.rootId === root && !seen.has(e.actorId)) trees.push({ summary: summaryOf(e, undefined, root, tree.streamSeq, e.actorId), p: undefined });
-      return trees;
-    });
-    // the lease reads of one tree go out together: one after another they were a round trip per running actor
-    out.push(...(await Promise.all(summaries.map(({ summary, p }) => statusWith(check, summary, p)))));
-  }
+  const check = livenessCheck(ports);
+  for (const root of roots) out.push(...(await readTree(ports, root, entries, check, () => null)).actors.map((a) => a.summary));
   return redactJson(out, ports.redact);
 }
 
-/** One actor's projection summary: open scopes, plan, goal, what it waits on, usage, children. */
+/** One actor's projection summary: open scopes, plan, goal, what it waits on, usage, children, its task, who holds it. */
 export async function inspectActor(ports: ActorReadPorts, actorId: string): Promise<ActorDetail> {
   const entry = await ports.directory.get(actorId);
   if (!entry) throw agentNotFound(actorId);
-  // built while the tree is held: the next read moves the same projections on
-  const { detail, p } = await ports.folds.with(entry.rootId, (tree) => ({ detail: detailOf(tree, entry, actorId, ports.redact), p: tree.projections.get(actorId) }));
-  await statusWith(ports.liveness ? new LivenessCheck(ports.liveness) : null, detail.actor, p);
+  // built (and copied by the redaction) while the tree is held: the next read moves the same projections on
+  const { detail, p } = await ports.folds.with(entry.rootId, (tree) => ({ detail: redactJson(detailOf(tree, entry, actorId), ports.redact), p: tree.projections.get(actorId) }));
+  const check = livenessCheck(ports);
+  await statusWith(check, detail.actor, p);
+  // a host's name, as its lease and host record hold it: nothing of a log in it to redact
+  detail.holder = check ? await check.holder(actorId) : null;
   return detail;
 }
 
-function detailOf(tree: FoldedTree, entry: DirectoryEntry, actorId: string, redact: RedactText): ActorDetail {
+/** A pending approval as a person must see it: the call's arguments beside what it binds. */
+export function approvalOf(p: Projection, a: ReturnType<typeof pendingApprovals>[number]): PendingApproval {
+  return {
+    approvalId: a.approvalId,
+    callId: a.callId,
+    tool: a.tool,
+    toolVersion: a.toolVersion,
+    arguments: p.pending.calls.find((c) => c.callId === a.callId)?.arguments ?? null,
+    plan: a.plan ?? null,
+    planDigest: a.planDigest,
+    preview: a.preview ?? null,
+    reason: a.reason ?? null,
+    rule: a.rule ?? null,
+    expiresAt: new Date(a.expiresAt).toISOString(),
+  };
+}
+
+/** A pending question as a person must see it. */
+export function questionOf(q: ReturnType<typeof pendingQuestions>[number]): PendingQuestion {
+  return {
+    questionId: q.questionId, question: q.question, options: q.options, allowFreeText: q.allowFreeText, sensitive: q.sensitive,
+    expiresAt: new Date(q.expiresAt).toISOString(),
+  };
+}
+
+function detailOf(tree: FoldedTree, entry: DirectoryEntry, actorId: string): ActorDetail {
   const agent = tree.fold.view().agents.find((a) => a.actorId === actorId);
   const p = tree.projections.get(actorId);
+  const facts = tree.facts.get(actorId);
   const summary = summaryOf(entry, p ? agent : undefined, entry.rootId, tree.streamSeq, actorId);
   const calls = p?.pending.calls ?? [];
-  const detail: ActorDetail = {
+  const last = p?.lastTurn;
+  return {
     actor: summary,
     seq: p?.seq ?? 0,
     epoch: p?.epoch ?? 0,
@@ -107,35 +171,25 @@ function detailOf(tree: FoldedTree, entry: DirectoryEntry, actorId: string, reda
     calls: calls.map((c) => ({
       callId: c.callId, name: c.name, arguments: c.arguments, started: c.started, ended: c.observation !== null, approvalId: c.approvalId ?? null,
     })),
-    lastTurn: p?.lastTurn ? { id: p.lastTurn.id, outcome: p.lastTurn.outcome, reason: p.lastTurn.reason, answer: p.lastTurn.answer } : null,
+    lastTurn: last
+      ? {
+        id: last.id, outcome: last.outcome, reason: last.reason, answer: last.answer,
+        endedAt: facts?.endedAt ?? null,
+        error: turnError({ outcome: last.outcome, reason: last.reason, attemptError: facts?.ended?.attemptError ?? null, limits: facts?.ended?.limits ?? null }),
+      }
+      : null,
+    task: facts?.task ?? null,
+    startedAt: entry.createdAt,
+    workspace: entry.workspace,
+    holder: null,
     plan: p?.plan ?? null,
     goal: p?.goal ?? null,
-    pendingApprovals: p
-      ? pendingApprovals(p).map((a) => ({
-        approvalId: a.approvalId,
-        callId: a.callId,
-        tool: a.tool,
-        toolVersion: a.toolVersion,
-        arguments: calls.find((c) => c.callId === a.callId)?.arguments ?? null,
-        plan: a.plan ?? null,
-        planDigest: a.planDigest,
-        preview: a.preview ?? null,
-        reason: a.reason ?? null,
-        rule: a.rule ?? null,
-        expiresAt: new Date(a.expiresAt).toISOString(),
-      }))
-      : [],
-    pendingQuestions: p
-      ? pendingQuestions(p).map((q) => ({
-        questionId: q.questionId, question: q.question, options: q.options, allowFreeText: q.allowFreeText, sensitive: q.sensitive,
-        expiresAt: new Date(q.expiresAt).toISOString(),
-      }))
-      : [],
+    pendingApprovals: p ? pendingApprovals(p).map((a) => approvalOf(p, a)) : [],
+    pendingQuestions: p ? pendingQuestions(p).map(questionOf) : [],
     usage: { inputTokens: p?.usage.inputTokens ?? 0, outputTokens: p?.usage.outputTokens ?? 0, estimated: p?.usage.estimated ?? false },
     costUsd: summary.costUsd,
     children: agent?.children ?? [],
   };
-  return redactJson(detail, redact);
 }
 
 /** The directory entry of an actor, or NotFoundError. */

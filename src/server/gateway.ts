@@ -10,11 +10,12 @@ import { streamSSE } from 'hono/streaming';
 import { WebSocketServer } from 'ws';
 import { z } from 'zod';
 import { ActorloopError, ConfigError, NotFoundError } from '../protocol/errors.js';
-import { ActorsQuerySchema, EventsQuerySchema, gatewaySchemas, GATEWAY_PROTOCOL_VERSION } from '../protocol/gateway.js';
+import { ActorsQuerySchema, EventsQuerySchema, gatewaySchemas, GATEWAY_PROTOCOL_VERSION, PendingQuerySchema, RunsQuerySchema } from '../protocol/gateway.js';
 import { parseId } from '../protocol/ids.js';
 import { hostAllowed, isLoopback, originAllowed, tokenCookie, tokenCookieHeader, tokenMatches, tokenOf } from './access.js';
 import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
+import { listPending, listRuns } from './run-reads.js';
 import type { GatewayOptions } from './gateway-ports.js';
 import { serveRpc } from './rpc.js';
 import { TreeFolds } from './tree-folds.js';
@@ -104,10 +105,11 @@ function buildApp(o: GatewayOptions, reads: ActorReadPorts, port: () => number):
 
   const v1 = `/${GATEWAY_PROTOCOL_VERSION}`;
   app.get(`${v1}/actors`, async (c) => {
-    const q = ActorsQuerySchema.safeParse(c.req.query());
-    if (!q.success) throw new ConfigError('gateway.bad_query', `bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-    return c.json({ actors: await listActors(reads, q.data.root), faultsAllowed: o.allowFaults });
+    const q = parseQuery(ActorsQuerySchema, c);
+    return c.json({ actors: await listActors(reads, q.root), faultsAllowed: o.allowFaults });
   });
+  app.get(`${v1}/runs`, async (c) => c.json(await listRuns(reads, parseQuery(RunsQuerySchema, c))));
+  app.get(`${v1}/pending`, async (c) => c.json(await listPending(reads, parseQuery(PendingQuerySchema, c).root)));
   // the ID is checked before it reaches the bus, where it becomes a key or a subject (400 when malformed)
   app.get(`${v1}/actors/:id`, async (c) => c.json(await inspectActor(reads, parseId('agent', c.req.param('id')))));
   app.get(`${v1}/machines`, (c) => c.json({ machines: o.machines }));
@@ -116,14 +118,13 @@ function buildApp(o: GatewayOptions, reads: ActorReadPorts, port: () => number):
     return c.json({ version: GATEWAY_PROTOCOL_VERSION, schemas: defs });
   });
   app.get(`${v1}/actors/:id/events`, async (c) => {
-    const q = EventsQuerySchema.safeParse(c.req.query());
-    if (!q.success) throw new ConfigError('gateway.bad_query', `bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    const q = parseQuery(EventsQuerySchema, c);
     const lastId = c.req.header('last-event-id');
     if (lastId !== undefined && !/^\d+$/.test(lastId.trim())) throw new ConfigError('gateway.bad_cursor', `Last-Event-ID must be a stream sequence (a whole number), got "${lastId}"`);
     // the browser's own resume wins over the query the stream was first opened with
-    const after = lastId !== undefined ? Number(lastId.trim()) : (q.data.after ?? 0);
+    const after = lastId !== undefined ? Number(lastId.trim()) : (q.after ?? 0);
     const entry = await entryOf(o.directory, parseId('agent', c.req.param('id')));
-    const tree = q.data.tree === '1' || q.data.tree === 'true';
+    const tree = q.tree === '1' || q.tree === 'true';
     return sse(c, async (write, signal) => {
       const commits = eventCommits({ reader: o.reader, rootId: entry.rootId, actorId: entry.actorId, tree, afterStreamSeq: after, redact: o.redact, signal });
       for await (const commit of commits) {
@@ -156,6 +157,13 @@ function buildApp(o: GatewayOptions, reads: ActorReadPorts, port: () => number):
     return page(c, o.pageDir);
   });
   return app;
+}
+
+/** A route's query parsed by its schema; a bad one is a 400 naming each parameter and what it takes. */
+function parseQuery<S extends z.ZodType>(schema: S, c: Context): z.infer<S> {
+  const q = schema.safeParse(c.req.query());
+  if (!q.success) throw new ConfigError('gateway.bad_query', `bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return q.data;
 }
 
 /** A file of the built page (index.html for `/` and for any path that is not a file). */

@@ -7,6 +7,7 @@ import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-
 import { eventCommits } from './event-stream.js';
 import type { GatewayOptions } from './gateway-ports.js';
 import { followMachines } from './machine-feed.js';
+import { listPending, listRuns } from './run-reads.js';
 import { redactJson } from './redact-json.js';
 
 // JSON-RPC 2.0 over one WebSocket (`/v1/rpc`). Requests are answered as they finish (each has its
@@ -86,6 +87,8 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts
     'goal.control': (p) => o.commands.controlGoal(p),
     'actors.list': async (p) => ({ actors: await listActors(reads, p?.rootId) }),
     'actor.inspect': (p) => inspectActor(reads, p.agentId),
+    'runs.list': (p) => listRuns(reads, p ?? {}),
+    'pending.list': (p) => listPending(reads, p?.rootId),
     'events.subscribe': (p) => withinCap(async () => {
       const entry = await entryOf(o.directory, p.agentId);
       return subscribe(async (signal, subscription) => {

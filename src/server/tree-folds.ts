@@ -2,6 +2,7 @@ import { followTree } from '../client/follower.js';
 import { TreeFold } from '../client/tree.js';
 import type { LogReader } from '../store/log-port.js';
 import type { Projection } from '../store/projection.js';
+import { emptyTurnFacts, foldTurnFacts, type TurnFacts } from './turn-facts.js';
 
 // The gateway's reads fold each tree once: a tree's fold is kept between requests and moved on
 // from the last commit it holds, so a read costs the commits since the last one (and one
@@ -11,6 +12,8 @@ import type { Projection } from '../store/projection.js';
 export interface FoldedTree {
   fold: TreeFold;
   projections: Map<string, Projection>;
+  /** What each actor's projection does not keep (its turns' tasks, ends, errors; when each person was asked), by actor. */
+  facts: Map<string, TurnFacts>;
   /** The stream sequence of the last commit folded (0: none). */
   streamSeq: number;
 }
@@ -45,11 +48,14 @@ export class TreeFolds {
   }
 
   private async advance(rootId: string): Promise<FoldedTree> {
-    const tree = this.trees.get(rootId) ?? { fold: new TreeFold(rootId), projections: new Map<string, Projection>(), streamSeq: 0 };
+    const tree = this.trees.get(rootId) ?? { fold: new TreeFold(rootId), projections: new Map<string, Projection>(), facts: new Map<string, TurnFacts>(), streamSeq: 0 };
     try {
       // a read ends at the end of a whole commit, so the next one starts after it
       for await (const e of followTree({ reader: this.reader, rootId, projections: tree.projections, afterStreamSeq: tree.streamSeq })) {
         tree.fold.apply(e);
+        let facts = tree.facts.get(e.actorId);
+        if (!facts) tree.facts.set(e.actorId, (facts = emptyTurnFacts()));
+        foldTurnFacts(facts, e);
         tree.streamSeq = e.streamSeq;
       }
     } catch (err) {

@@ -69,6 +69,9 @@ describe('a host SIGKILLed mid-turn', () => {
       expect(await hasEvent(agentId, 'actor/killed')).toBe(false);
       const detail = (await (await fetch(`${gw.url}/v1/actors/${agentId}`)).json()) as { actor: { status: string } };
       expect(detail.actor.status).toBe('killed');
+      // the runs list reads the same: a run whose host died is killed, and not over
+      const { runs } = (await (await fetch(`${gw.url}/v1/runs?q=${agentId}`)).json()) as { runs: Array<{ id: string; status: string; endedAt: string | null }> };
+      expect(runs).toEqual([expect.objectContaining({ id: agentId, status: 'killed', endedAt: null })]);
       await fx.host('liveness-host-b');
       await until('the turn to complete on host B', async () => (await statusOf(agentId)) === 'completed', 40_000);
       expect(await hasEvent(agentId, 'actor/killed')).toBe(true);
@@ -130,6 +133,11 @@ describe('the check on the real buckets', () => {
     expect(await check.killed('agt_liveness_stale', open('agt_liveness_stale'), 'running')).toBe(true);
     expect(await check.killed('agt_liveness_none', open('agt_liveness_none'), 'running')).toBe(true);
     expect(await check.killed('agt_liveness_none', open('agt_liveness_none'), 'recovering')).toBe(true);
+    // the holder an actor's summary names, by the same rule
+    expect(await check.holder('agt_liveness_live')).toEqual({ host: 'live-host', alive: true, expiresAt: expect.any(String) });
+    expect(await check.holder('agt_liveness_stale')).toMatchObject({ host: 'stale-host', alive: false });
+    expect(Date.parse((await check.holder('agt_liveness_live'))!.expiresAt)).toBeGreaterThan(now);
+    expect(await check.holder('agt_liveness_none')).toBeNull();
   });
 
   test('a death found stays shown while the log stands still, also once the next host holds the lease; the log moving ends it', async () => {

@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import type { ActorEvent } from '../../protocol/events.js';
-import { agentStatus, type TreeStatus } from '../../client/status.js';
+import { agentStatus, runStatus, waitsOnChildren, type TreeStatus } from '../../client/status.js';
 import { environmentOf, type EffectiveConfig } from '../../config/config.js';
 import { emptyProjection, foldEvent, type Projection } from '../../store/projection.js';
 import { EXIT } from '../exit-codes.js';
@@ -61,17 +61,18 @@ export async function listRuns(rt: Runtime, limit: number | null): Promise<{ row
     // a task handed over and not taken yet is the task it is about to run
     lastTask ??= e.title;
     const tree = all.filter((c) => c.rootId === e.actorId && c.actorId !== e.actorId);
-    return { ...e, status: await runStatus(rt, agentStatus(p, lastType), p, tree), turns: p.turns + (p.openTurn ? 1 : 0), lastTask, children: children.get(e.actorId) ?? 0 };
+    return { ...e, status: await runStatusOf(rt, agentStatus(p, lastType), p, tree), turns: p.turns + (p.openTurn ? 1 : 0), lastTask, children: children.get(e.actorId) ?? 0 };
   }));
   return { rows, total: tops.length };
 }
 
 /**
- * A run's status: its root's, but `waiting` when the root only waits on its children and one of
- * them waits on a person: the run goes on when someone answers, not by itself.
+ * A run's status (`runStatus`, the rule the gateway's runs list shares): the children's logs are
+ * read only when the root waits on them.
  */
-async function runStatus(rt: Runtime, status: TreeStatus, root: Projection, tree: DirectoryEntry[]): Promise<TreeStatus> {
-  if (status !== 'running' || Object.keys(root.waits ?? {}).length === 0 || root.openAttempt) return status;
+async function runStatusOf(rt: Runtime, status: TreeStatus, root: Projection, tree: DirectoryEntry[]): Promise<TreeStatus> {
+  if (!waitsOnChildren(status, root)) return status;
+  const children: TreeStatus[] = [];
   for (const c of tree) {
     const p = emptyProjection(c.actorId);
     let lastType: ActorEvent['type'] | null = null;
@@ -79,9 +80,9 @@ async function runStatus(rt: Runtime, status: TreeStatus, root: Projection, tree
       foldEvent(p, event);
       lastType = event.type;
     }
-    if (agentStatus(p, lastType) === 'waiting') return 'waiting';
+    children.push(agentStatus(p, lastType));
   }
-  return status;
+  return runStatus(status, root, children);
 }
 
 /** A path for people: the home directory as `~`. */
