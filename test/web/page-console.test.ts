@@ -172,19 +172,26 @@ test('the URL follows the selected child and the time-travel position: a fresh p
   await until('the URL to name the child', () => page.url() === `${serve.url}?actor=${writerId}`);
   expect(await page.getByTestId('actor-id').textContent()).toBe(writerId);
   expect(await scrollsSideways(page)).toBe(false);
+  // a fresh browser (its own context: no cookie yet) opened at the shared URL, the token added as its owner would
+  const shared = (): string => `${serve.pageUrl}&${new URL(page.url()).search.slice(1)}`;
   const fresh = await stack.browser.newPage({ viewport: { width: 1280, height: 800 } });
-  await fresh.goto(page.url());
+  await fresh.goto(shared());
   await until('the fresh page to show the child', async () => (await fresh.getByTestId('actor-id').textContent().catch(() => null)) === writerId);
   expect(await fresh.locator('li.actor.selected').getAttribute('data-actor')).toBe(writerId);
   // back in time: the URL holds the position, and a fresh page opens there
   const slider = page.getByLabel('time travel');
   await until('the stream to load', async () => Number(await slider.getAttribute('max')) > 5);
-  await slider.fill('3');
-  await until('the URL to hold the position', () => page.url().endsWith('&at=3'));
-  expect(await page.getByTestId('position').textContent()).toContain('at 3/');
-  await fresh.goto(page.url());
-  await until('the fresh page at the same position', async () => ((await fresh.getByTestId('position').textContent()) ?? '').startsWith('at 3/'));
+  // a position where the writer exists (its spawn is early in the tree's stream), and one before it
+  const at = Number(await slider.getAttribute('max')) - 2;
+  await slider.fill(String(at));
+  await until('the URL to hold the position', () => page.url().endsWith(`&at=${at}`));
+  expect(await page.getByTestId('position').textContent()).toContain(`at ${at}/`);
+  await fresh.goto(shared());
+  await until('the fresh page at the same position', async () => ((await fresh.getByTestId('position').textContent()) ?? '').startsWith(`at ${at}/`));
+  await until('the fresh page to show the child there', async () => (await fresh.getByTestId('actor-id').count()) === 1);
   expect(await fresh.getByTestId('actor-id').textContent()).toBe(writerId);
+  await slider.fill('1');
+  await until('the page to say the child did not exist yet', async () => (await page.getByTestId('not-yet').count()) === 1);
   await fresh.close();
   await page.close();
 }, 120_000);

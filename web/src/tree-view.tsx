@@ -251,6 +251,9 @@ export function TreeView({ rpc, loc, go, useTitle }: TreeViewProps) {
         <Tree rows={rows} selected={selected} onSelect={select} historyOf={historyOf} />
         <div class="detail">
           {unknown && <p class="notice unknown-actor" data-testid="unknown-actor">no actor {selected} here; pick one from the tree, or open the runs list</p>}
+          {selected && !unknown && loaded && !actor && !live && (
+            <p class="notice" data-testid="not-yet">{row?.name ?? selected} has no event yet at this position: move on in time, or press Live</p>
+          )}
           {rootId !== null && <NeedsYou items={pending} rpc={rpc} live={live} scope="in this tree" />}
           {actor && selected && (
             <ActorSummary actor={actor} name={row?.name ?? selected} kind={gatewayRow?.kind ?? (parentId === null ? 'agent' : 'subagent')} status={row?.status ?? 'idle'}

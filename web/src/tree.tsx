@@ -2,6 +2,7 @@ import { memo } from 'preact/compat';
 import { useState } from 'preact/hooks';
 import type { ActorRow } from './api.js';
 import { badge, statusOf, tokensOf, type ActorState } from './fold.js';
+import { costText, tokensText } from './format.js';
 
 // The actor tree: every actor under the root with its badge, tokens and cost, and the tree's sums;
 // each row carries the statuses the page saw it in (`data-history`, and its tooltip).
@@ -76,7 +77,6 @@ export function treeRows(rows: readonly ActorRow[], folded: Map<string, ActorSta
   return out;
 }
 
-const usd = (c: number | null): string => (c === null ? 'unknown' : `$${c.toFixed(4)}`);
 
 /** One actor's row: drawn again only when what it shows changed (a tree of a thousand mostly does not, event to event). */
 const TreeItem = memo(function TreeItem({ r, selected, onSelect, history }: { r: TreeRow; selected: boolean; onSelect: (id: string) => void; history: string | null }) {
@@ -86,7 +86,7 @@ const TreeItem = memo(function TreeItem({ r, selected, onSelect, history }: { r:
       style={{ paddingLeft: `${r.depth * 16 + 4}px` }} onClick={() => onSelect(r.id)}>
       <span class="name">{r.name}</span>
       <span class={`badge status-${r.status}`}>{r.status.replace('_', ' ')}</span>
-      <span class="usage">{r.tokens} tok · {usd(r.costUsd)}</span>
+      <span class="usage">{tokensText(r.tokens)} · {costText(r.costUsd)}</span>
     </li>
   );
 }, (a, b) => a.selected === b.selected && a.onSelect === b.onSelect && a.history === b.history && a.r.id === b.r.id && a.r.name === b.r.name && a.r.status === b.r.status &&
@@ -113,7 +113,7 @@ export function Tree({ rows, selected, onSelect, historyOf }: { rows: TreeRow[];
         {rows.slice(from, to).map((r) => <TreeItem key={r.id} r={r} selected={r.id === selected} onSelect={onSelect} history={historyOf?.(r.id).join(' ') ?? null} />)}
         {to < rows.length && <li class="spacer" aria-hidden="true" style={{ height: `${(rows.length - to) * ROW_H}px` }} />}
       </ul>
-      <div class="tree-total" data-testid="tree-total">tree: {rows.length} actors · {tokens} tok · {usd(cost)}</div>
+      <div class="tree-total" data-testid="tree-total">tree: {rows.length} actors · {tokensText(tokens)} · {costText(cost)}</div>
     </section>
   );
 }
