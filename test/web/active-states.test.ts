@@ -63,6 +63,9 @@ describe('the page\'s active states', () => {
     const { actor, ended } = await startTurn(sup, 'write two files', turnRequest(world.ws, { approvalMode: 'ask' }));
     const ids = await actor.whenAwaitingApproval();
     expect(ids).toHaveLength(2);
+    // the actor's own machine waits there too, and says so as its status
+    expect(actor.ref.getSnapshot().machines.agent).toEqual({ turn: 'waiting_approval' });
+    expect(actor.ref.getSnapshot().agentStatus).toBe('waiting_approval');
     const digest = (id: string) => actor.projection.approvals![id]!.planDigest;
     await sup.send(approvalMessage(actor.actorId, ids[0]!, digest(ids[0]!), { decision: 'approve', always: false }));
     await sup.send(approvalMessage(actor.actorId, ids[1]!, digest(ids[1]!), { decision: 'approve', always: false }));
