@@ -6,9 +6,9 @@ import { actorTestWorld, startTurn } from '../actors/harness.js';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
 import { machinesOf } from '../../web/src/active-states.js';
 import { foldTree, statusOf } from '../../web/src/fold.js';
-import { approvalMessage } from '../../src/client/messages.js';
+import { approvalMessage, questionAnswerMessage } from '../../src/client/messages.js';
 import { activeStates } from '../../src/server/machine-states.js';
-import { pendingApprovals } from '../../src/store/projection.js';
+import { pendingApprovals, pendingQuestions } from '../../src/store/projection.js';
 import type { StreamEvent } from '../../web/src/stream-event.js';
 
 // The page lights states by name: every name it derives from a real run's log, at every position
@@ -91,6 +91,33 @@ describe('the page\'s active states', () => {
     }
     expect(seen).toContain('turn.waiting_approval');
     expect(seen).toContain('turn.running');
+  });
+
+  it('wait in turn.waiting_input while a question is open, with the asking call\'s chart right after the agent\'s', async () => {
+    const ask = { tool_calls: [{ name: 'ask_user', arguments: { question: 'Which colour?', options: [{ id: 'red', label: 'Red' }, { id: 'blue', label: 'Blue' }] } }] };
+    const rt = await world.rts.open({ script: [ask, answer('blue it is')] });
+    const sup = rt.supervisor();
+    const { actor, ended } = await startTurn(sup, 'pick a colour', turnRequest(world.ws));
+    const [questionId] = await actor.whenAwaitingQuestion();
+    expect(actor.ref.getSnapshot().machines.agent).toEqual({ turn: 'waiting_input' });
+    await sup.send(questionAnswerMessage(actor.actorId, questionId!, { optionId: 'blue' }));
+    expect((await ended).outcome).toBe('completed');
+    const stream: StreamEvent[] = [];
+    for await (const { event, streamSeq } of sup.reader.readTree(actor.rootId)) stream.push({ event, streamSeq });
+    let waited = 0;
+    for (let n = 1; n <= stream.length; n++) {
+      const a = foldTree(stream, n).get(actor.actorId)!;
+      const views = machinesOf(a);
+      const open = pendingQuestions(a.projection).length > 0;
+      const at = `at ${n} (${stream[n - 1]!.event.type})`;
+      if (a.projection.openTurn) expect(views[0]!.active, at).toBe(activeStates(a.projection).agent);
+      expect(views[0]!.active === 'turn.waiting_input', at).toBe(open);
+      if (!open) continue;
+      waited += 1;
+      expect(views[1], at).toMatchObject({ machine: 'tool-call', active: 'started' });
+      expect(views[1]!.title, at).toContain('ask_user');
+    }
+    expect(waited).toBeGreaterThan(0);
   });
 
   it('read a host killed mid-call as killed, then recovering, then running again with the call started anew', async () => {
