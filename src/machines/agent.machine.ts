@@ -25,6 +25,13 @@ export interface AgentContext {
   interruptId?: { messageId: string; from: string } | null;
   /** Steers no step included yet: one left when a turn ends starts the next (absent in older snapshots). */
   steers?: SteerQueue;
+  /**
+   * Approvals of the open turn a person has not answered yet, by ID, in the order asked (absent in
+   * older snapshots, and read as none): the turn waits in `waiting_approval` until the last closes.
+   */
+  openApprovals?: string[];
+  /** Questions of the open turn waiting for an answer, by ID (absent in older snapshots, read as none). */
+  openQuestions?: string[];
 }
 
 /** Events the agent machine reacts to. */
@@ -51,17 +58,6 @@ const isKind = (kinds: ReadonlySet<string>) => ({ event }: { event: Received }) 
 const interruptOf = ({ event }: { event: Received }) => ({ messageId: event.data.messageId, from: event.data.from });
 
 /**
- * The agent: `idle → claiming → turn (⇄ waiting_input) → idle`, `stopped`. It claims work: an
- * inbox message that starts a turn yields `startTurn`, and the runtime commits `turn/start` in
- * the same commit as the `inbox/received` that claimed it. While a turn runs, user messages and
- * follow-ups queue for the next turn and steers wait for the next step; when the turn ends,
- * steers no step took start the next turn, then the oldest follow-up (design §6a: steer before
- * follow-up), and when there is neither and the `turn/end` says its goal goes on, a
- * `goal_continuation` turn, the lowest of the sources. An interrupt yields `interruptTurn`
- * (`interrupt/requested`, then the abort).
- * `waiting_input` is a turn whose question waits for a person.
- */
-/**
  * What every `turn/end` does before the agent claims its next work or goes idle: count the turn,
  * keep its outcome, forget its interrupt, and run the `turnEnded` slot. One list, spread into each
  * branch, so the branches differ only in what they claim next.
@@ -72,10 +68,54 @@ const turnClosed = [
     lastOutcome: ({ event }) => event.data.outcome,
     interrupted: false,
     interruptId: null,
+    // the projection forgets a turn's approvals at its end, and its questions end with it: so does the machine
+    openApprovals: [],
+    openQuestions: [],
   }),
   { type: 'turnEnded' as const, params: ({ event }: { event: TurnEndEvent }) => ({ outcome: event.data.outcome }) },
 ] as const;
 
+// What a person is waited for, kept as the projection keeps it (src/store/projection.ts), so the
+// state the machine is in and the state the log's fold names are the same at every event: an
+// approval is open from its `approval/requested` until `approval/granted` or `approval/denied`
+// (a person's answer, or its expiry) or the turn's end; a question from `ask/asked` until its
+// `ask/answered` (answered, expired or cancelled) or the turn's end. A call cancelled or a step
+// ended closes nothing of its own: the projection's approval stays pending until one of those.
+
+type Asked = Extract<AgentEvent, { type: 'approval/requested' }>;
+type Answered = Extract<AgentEvent, { type: 'approval/granted' | 'approval/denied' }>;
+type QuestionAsked = Extract<AgentEvent, { type: 'ask/asked' }>;
+type QuestionAnswered = Extract<AgentEvent, { type: 'ask/answered' }>;
+
+const added = (ids: string[] | undefined, id: string): string[] => (ids?.includes(id) ? ids : [...(ids ?? []), id]);
+const removed = (ids: string[] | undefined, id: string): string[] => (ids ?? []).filter((x) => x !== id);
+
+/** The approvals still open once this answer is taken. */
+const approvalsLeft = ({ context, event }: { context: AgentContext; event: Answered }) => removed(context.openApprovals, event.data.approvalId);
+/** The questions still open once this answer is taken. */
+const questionsLeft = ({ context, event }: { context: AgentContext; event: QuestionAnswered }) => removed(context.openQuestions, event.data.questionId);
+
+/** An approval asked for: the turn waits for it, whatever else it waited for. */
+const approvalAsked = {
+  target: 'waiting_approval' as const,
+  actions: assign<AgentContext, Asked, undefined, AgentEvent, never>({ openApprovals: ({ context, event }) => added(context.openApprovals, event.data.approvalId) }),
+};
+const questionAsked = assign<AgentContext, QuestionAsked, undefined, AgentEvent, never>({ openQuestions: ({ context, event }) => added(context.openQuestions, event.data.questionId) });
+const takeApproval = assign<AgentContext, Answered, undefined, AgentEvent, never>({ openApprovals: approvalsLeft });
+const takeQuestion = assign<AgentContext, QuestionAnswered, undefined, AgentEvent, never>({ openQuestions: questionsLeft });
+
+/**
+ * The agent: `idle → claiming → turn → idle`, `stopped`; inside a turn, `running ⇄
+ * waiting_approval | waiting_input`. It claims work: an inbox message that starts a turn yields
+ * `startTurn`, and the runtime commits `turn/start` in the same commit as the `inbox/received`
+ * that claimed it. While a turn runs, user messages and follow-ups queue for the next turn and
+ * steers wait for the next step; when the turn ends, steers no step took start the next turn,
+ * then the oldest follow-up (design §6a: steer before follow-up), and when there is neither and
+ * the `turn/end` says its goal goes on, a `goal_continuation` turn, the lowest of the sources. An
+ * interrupt yields `interruptTurn` (`interrupt/requested`, then the abort). `waiting_approval` is
+ * a turn one of whose calls waits for a person's approval, `waiting_input` one whose question
+ * waits for an answer; approvals come first when both wait, as the actor parks for them first.
+ */
 export const agentMachine = setup({
   types: {} as { context: AgentContext; events: AgentEvent; input: AgentInput },
   actions: {
@@ -201,9 +241,48 @@ export const agentMachine = setup({
     turn: {
       initial: 'running',
       states: {
-        running: { on: { 'ask/asked': { target: 'waiting_input' } } },
-        /** A question of the turn waits for a person (design §5); an answer, expiry or cancel goes on. */
-        waiting_input: { on: { 'ask/answered': { target: 'running' } } },
+        // While running no approval or question is open, so an answer here has nothing to close
+        // (an older snapshot's open ones, which it did not keep, are read as none).
+        running: {
+          on: {
+            'approval/requested': approvalAsked,
+            'ask/asked': { target: 'waiting_input', actions: questionAsked },
+          },
+        },
+        /**
+         * A call of the turn waits for a person's approval (design §5). It stays here until the
+         * last open approval closes, then goes on to a question that waits too, or runs: approvals
+         * come first, as the actor parks for them first.
+         */
+        waiting_approval: {
+          on: {
+            // targetless: the turn waits on, for one approval more
+            'approval/requested': { actions: approvalAsked.actions },
+            'approval/granted': [
+              { guard: (a) => approvalsLeft(a).length > 0, actions: takeApproval },
+              { guard: ({ context }) => (context.openQuestions?.length ?? 0) > 0, target: 'waiting_input', actions: takeApproval },
+              { target: 'running', actions: takeApproval },
+            ],
+            'approval/denied': [
+              { guard: (a) => approvalsLeft(a).length > 0, actions: takeApproval },
+              { guard: ({ context }) => (context.openQuestions?.length ?? 0) > 0, target: 'waiting_input', actions: takeApproval },
+              { target: 'running', actions: takeApproval },
+            ],
+            'ask/asked': { actions: questionAsked },
+            'ask/answered': { actions: takeQuestion },
+          },
+        },
+        /** A question of the turn waits for a person (design §5); the answer, expiry or cancel of the last goes on. */
+        waiting_input: {
+          on: {
+            'approval/requested': approvalAsked,
+            'ask/asked': { actions: questionAsked },
+            'ask/answered': [
+              { guard: (a) => questionsLeft(a).length > 0, actions: takeQuestion },
+              { target: 'running', actions: takeQuestion },
+            ],
+          },
+        },
       },
       on: {
         'inbox/received': [
@@ -272,8 +351,6 @@ export const agentMachine = setup({
         ],
       },
     },
-    waiting_approval: {},
-    waiting_job: {},
     stopped: { type: 'final' },
   },
 });

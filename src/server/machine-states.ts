@@ -1,5 +1,5 @@
 import type { MachineStatesJson, StateValueJson } from '../protocol/inspection.js';
-import { pendingApprovals, type Projection } from '../store/projection.js';
+import { pendingApprovals, pendingQuestions, type Projection } from '../store/projection.js';
 
 // The active states of an actor's machines, keyed as `GET /v1/machines` names them (`agent`,
 // `turn`, `step`, `attempt`, `tool-call:<callId>`), from two sources. `activeStates` reads them
@@ -12,11 +12,12 @@ import { pendingApprovals, type Projection } from '../store/projection.js';
 /** Machine id (`tool-call:<callId>` for each open call) → its active state path. */
 export function activeStates(p: Projection): Record<string, string> {
   const active: Record<string, string> = {};
-  const waitingApproval = p.parked?.waitingFor === 'approval' || pendingApprovals(p).length > 0;
+  // the agent machine keeps the open approvals and questions as the projection does (approvals
+  // first), so it waits exactly while the fold holds one pending
   if (p.stopped) active.agent = 'stopped';
   else if (!p.openTurn) active.agent = 'idle';
-  else if (waitingApproval) active.agent = 'waiting_approval';
-  else if (p.parked?.waitingFor === 'question') active.agent = 'turn.waiting_input';
+  else if (pendingApprovals(p).length > 0) active.agent = 'turn.waiting_approval';
+  else if (pendingQuestions(p).length > 0) active.agent = 'turn.waiting_input';
   else active.agent = 'turn.running';
   if (!p.openTurn) return active;
   active.turn = p.openStep ? 'stepping' : 'launching';

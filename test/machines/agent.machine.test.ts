@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { initialTransition, type SnapshotFrom } from 'xstate';
+import { createActor, initialTransition, type SnapshotFrom } from 'xstate';
 import { agentMachine, type AgentEvent } from '../../src/machines/agent.machine.js';
-import type { TurnOutcome } from '../../src/protocol/events.js';
+import { CompiledMachine } from '../../src/machines/compiled-machine.js';
+import type { ActorEvent, TurnOutcome } from '../../src/protocol/events.js';
+import { emptyProjection, foldEvent, pendingApprovals, pendingQuestions } from '../../src/store/projection.js';
 import { effects, ev, feed, send, usage } from './events.js';
 
 type Snap = SnapshotFrom<typeof agentMachine>;
@@ -277,6 +279,129 @@ describe('agent machine', () => {
       expect(step(included, turnEnd())[0].value).toBe('idle');
       const back = fold(received('m1'), turnStart(['m1']), received('s1', 'steer'), stepStart(['s1']), ev('recovery/started', { fromSeq: 5, reason: 'r', requeued: ['s1'] }));
       expect(step(back, turnEnd())[1][1]).toEqual({ type: 'startTurn', params: { messageIds: ['s1'], source: 'user_message' } });
+    });
+  });
+
+  describe('waiting for a person', () => {
+    const scope = (call: string) => ({ turn: 'turn-x', step: 'step-1', call });
+    const stepStart = () => ev('step/start', { index: 1, maxAttempts: 3, toolBudgetLeft: null, model: 'scripted', maxOutputTokens: null }, { turn: 'turn-x', step: 'step-1' });
+    const toolCall = (call: string, index: number) =>
+      ev('tool/call', { index, providerId: `p-${call}`, name: 'write_file', arguments: '{}', status: 'valid', error: null, effects: 'possible', recovery: 'manual', withinBudget: true }, scope(call));
+    const requested = (approvalId: string, call: string) =>
+      ev('approval/requested', { approvalId, tool: 'write_file', toolVersion: '1', planDigest: `sha256:${call}`, expiresAt: 9e12 }, scope(call));
+    const granted = (approvalId: string, call: string) => ev('approval/granted', { approvalId, by: 'client:cli', messageId: `m-${approvalId}` }, scope(call));
+    const denied = (approvalId: string, call: string, by = 'client:cli') => ev('approval/denied', { approvalId, by, reason: 'no' }, scope(call));
+    const asked = (questionId: string, call: string) =>
+      ev('ask/asked', { questionId, question: 'which?', options: [], allowFreeText: true, sensitive: false, expiresAt: 9e12 }, scope(call));
+    const answered = (questionId: string, call: string, outcome: 'answered' | 'expired' | 'cancelled' = 'answered') =>
+      ev('ask/answered', { questionId, messageId: null, by: 'client:cli', outcome, optionId: null, answer: 'x' }, scope(call));
+    const cancelled = (call: string) => ev('tool/cancelled', { reason: 'interrupted' }, scope(call));
+    const stepEnd = () => ev('step/end', { outcome: 'cancelled', reason: 'interrupted', toolCalls: 2 }, { turn: 'turn-x', step: 'step-1' });
+    const opening = (): ActorEvent[] => [received('m1'), turnStart(['m1']), stepStart(), toolCall('c1', 0), toolCall('c2', 1)];
+
+    it('a live actor waits in turn.waiting_approval while either of two approvals is open, and runs once both are answered', () => {
+      const actor = createActor(agentMachine, { input: { actorId: 'agent-1' } });
+      actor.start();
+      for (const e of opening()) actor.send(e);
+      expect(actor.getSnapshot().value).toEqual({ turn: 'running' });
+      actor.send(requested('ap1', 'c1'));
+      expect(actor.getSnapshot().value).toEqual({ turn: 'waiting_approval' });
+      actor.send(requested('ap2', 'c2'));
+      expect(actor.getSnapshot().value).toEqual({ turn: 'waiting_approval' });
+      expect(actor.getSnapshot().context.openApprovals).toEqual(['ap1', 'ap2']);
+      actor.send(granted('ap1', 'c1'));
+      expect(actor.getSnapshot().value).toEqual({ turn: 'waiting_approval' });
+      expect(actor.getSnapshot().context.openApprovals).toEqual(['ap2']);
+      // an expiry is a denial by the runtime: it closes the approval as a person's answer does
+      actor.send(denied('ap2', 'c2', 'expiry'));
+      expect(actor.getSnapshot().value).toEqual({ turn: 'running' });
+      expect(actor.getSnapshot().context.openApprovals).toEqual([]);
+      actor.stop();
+    });
+
+    it('asks for no effect while it waits or when the wait ends: the waits are facts the runtime already committed', () => {
+      let s = fold(...opening());
+      for (const e of [requested('ap1', 'c1'), requested('ap2', 'c2'), granted('ap2', 'c2'), granted('ap1', 'c1')]) {
+        const [next, fx] = step(s, e);
+        expect(fx).toEqual([]);
+        s = next;
+      }
+      expect(s.value).toEqual({ turn: 'running' });
+    });
+
+    it('approvals come first: a question waits behind an open approval, and the last approval closed leaves the question', () => {
+      const qFirst = fold(...opening(), asked('q1', 'c1'), requested('ap1', 'c2'));
+      expect(qFirst.value).toEqual({ turn: 'waiting_approval' });
+      const left = feed(agentMachine, qFirst, [granted('ap1', 'c2')]);
+      expect(left.value).toEqual({ turn: 'waiting_input' });
+      expect(feed(agentMachine, left, [answered('q1', 'c1')]).value).toEqual({ turn: 'running' });
+      // a question answered while the approval waits: the approval still holds the turn, then it runs
+      const aFirst = fold(...opening(), requested('ap1', 'c1'), asked('q1', 'c2'), answered('q1', 'c2', 'expired'));
+      expect(aFirst.value).toEqual({ turn: 'waiting_approval' });
+      expect(feed(agentMachine, aFirst, [denied('ap1', 'c1')]).value).toEqual({ turn: 'running' });
+    });
+
+    it('two questions: it waits until the last is answered, expired or cancelled', () => {
+      const s = fold(...opening(), asked('q1', 'c1'), asked('q2', 'c2'), answered('q1', 'c1'));
+      expect(s.value).toEqual({ turn: 'waiting_input' });
+      expect(feed(agentMachine, s, [answered('q2', 'c2', 'cancelled')]).value).toEqual({ turn: 'running' });
+    });
+
+    it('a turn that ends while approvals wait goes idle, and the next turn starts with none open', () => {
+      const s = fold(...opening(), requested('ap1', 'c1'), cancelled('c1'), stepEnd(), turnEnd('cancelled'));
+      expect(s.value).toBe('idle');
+      expect(s.context.openApprovals).toEqual([]);
+      expect(feed(agentMachine, s, [received('m2'), turnStart(['m2'])]).value).toEqual({ turn: 'running' });
+    });
+
+    it('agrees with the projection after every event: waiting_approval exactly while it holds a pending approval, waiting_input while a question', () => {
+      const runs: ActorEvent[][] = [
+        [...opening(), requested('ap1', 'c1'), requested('ap2', 'c2'), granted('ap1', 'c1'), denied('ap2', 'c2')],
+        // an interrupt: the call cancelled and the step ended leave the approval pending until the turn ends
+        [...opening(), requested('ap1', 'c1'), cancelled('c1'), stepEnd(), turnEnd('cancelled')],
+        [...opening(), asked('q1', 'c1'), requested('ap1', 'c2'), answered('q1', 'c1'), granted('ap1', 'c2')],
+        [...opening(), requested('ap1', 'c1'), asked('q1', 'c2'), denied('ap1', 'c1', 'expiry'), answered('q1', 'c2', 'expired')],
+      ];
+      for (const run of runs) {
+        let s = start();
+        const p = emptyProjection('agent-1');
+        for (const e of run) {
+          s = step(s, e)[0];
+          foldEvent(p, structuredClone(e));
+          const got = typeof s.value === 'string' ? s.value : `turn.${(s.value as { turn: string }).turn}`;
+          if (!p.openTurn) {
+            expect(['idle', 'claiming'], `after ${e.type} (seq ${e.seq})`).toContain(got);
+            continue;
+          }
+          const want = pendingApprovals(p).length > 0 ? 'turn.waiting_approval' : pendingQuestions(p).length > 0 ? 'turn.waiting_input' : 'turn.running';
+          expect(got, `after ${e.type} (seq ${e.seq})`).toBe(want);
+        }
+      }
+    });
+
+    it('restores a snapshot written before the waits were kept (no open IDs) in either engine, and reads the missing IDs as none', () => {
+      // what an agent snapshot of the earlier definition held mid-turn (test/fixtures/demo/snapshot-v1.json)
+      const old = {
+        status: 'active', value: { turn: 'running' }, historyValue: {}, children: {},
+        context: { actorId: 'agent-1', turns: 0, queued: [], claiming: [], claimSource: null, lastOutcome: null },
+      };
+      const compiled = new CompiledMachine(agentMachine);
+      let c = compiled.restore(old as never);
+      let x = agentMachine.resolveState({ value: old.value, context: old.context as never });
+      expect(c.value).toEqual({ turn: 'running' });
+      // an answer to an approval the old snapshot did not keep (ap0) closes nothing and moves nothing
+      const steps: Array<[AgentEvent, string]> = [
+        [granted('ap0', 'c0'), 'running'],
+        [requested('ap1', 'c1'), 'waiting_approval'],
+        [granted('ap0', 'c0'), 'waiting_approval'],
+        [granted('ap1', 'c1'), 'running'],
+      ];
+      for (const [e, want] of steps) {
+        c = compiled.transition(c, e, null);
+        x = step(x, e)[0];
+        expect(c.value, `after ${e.type}`).toEqual({ turn: want });
+        expect({ value: c.value, context: c.context }).toEqual({ value: x.value, context: x.context });
+      }
     });
   });
 

@@ -166,7 +166,7 @@ describe('an agent that needs an approval, driven through the gateway', () => {
     const sub = await rpc.call('events.subscribe', { agentId, afterStreamSeq: cursor, tree: true });
     const machines = await rpc.call('machines.subscribe', { agentIds: [agentId] });
     const states = () => rpc.notifications.filter((n) => n.method === 'machines.state' && n.params.subscription === machines.subscription);
-    const waiting = await until('the machine states to show the approval', () => states().find((n) => n.params.active.agent === 'waiting_approval'));
+    const waiting = await until('the machine states to show the approval', () => states().find((n) => n.params.active.agent === 'turn.waiting_approval'));
     expect(Object.values(waiting.params.active)).toContain('awaiting_approval.waiting');
     const detail = (await get(`/v1/actors/${agentId}`)).body;
     await rpc.call('approval.respond', { agentId, approvalId: detail.pendingApprovals[0].approvalId, decision: 'approve' });

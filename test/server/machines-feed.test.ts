@@ -80,11 +80,12 @@ test('machines.subscribe relays the host\'s live transitions of the watched acto
   const mine = (method: string) => rpc.notifications.filter((n) => n.method === method && n.params.subscription === subscription).map((n) => n.params);
   // once, from the log: the agent waits for the approval
   const [fromLog] = await until('the state from the log', () => mine('machines.state').length > 0 && mine('machines.state'));
-  expect(fromLog).toMatchObject({ actor: agentId, active: { agent: 'waiting_approval' } });
+  expect(fromLog).toMatchObject({ actor: agentId, active: { agent: 'turn.waiting_approval' } });
   expect(Object.values(fromLog.active)).toContain('awaiting_approval.waiting');
-  // the host answered the watch's hello with its actor's states now: it reports this actor from here on
+  // the host answered the watch's hello with its actor's states now: it reports this actor from here on;
+  // its agent machine waits where the log's fold says it does
   const hello = await until('the host to report the watched actor', () => mine('machines.transition').find((t) => t.eventType === null));
-  expect(hello).toMatchObject({ actor: agentId, host: 'feed-host', active: { agent: 'turn.running', step: 'tools' } });
+  expect(hello).toMatchObject({ actor: agentId, host: 'feed-host', active: { agent: 'turn.waiting_approval', step: 'tools' } });
   expect(Object.values(hello.active)).toContain('awaiting_approval.waiting');
 
   const detail = await rpc.call('actor.inspect', { agentId });
@@ -106,6 +107,7 @@ test('machines.subscribe relays the host\'s live transitions of the watched acto
   expect(at('attempt/end').attempt).toBeUndefined();
   expect(at('assistant/accepted')).toMatchObject({ step: 'ending' });
   expect(Object.values(at('approval/granted'))).toContain('rechecking');
+  expect(at('approval/granted').agent).toBe('turn.running');
   expect(live.at(-1)).toMatchObject({ eventType: 'turn/end', active: { agent: 'idle' } });
   // what the gateway relayed is what the host put on the bus, in its order
   await until('the bus watcher to hear as much', () => heard.length >= live.length);

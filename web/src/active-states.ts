@@ -22,17 +22,45 @@ export interface MachineView {
 
 type Walk = (state: string | null, e: ActorEvent) => string | null;
 
-const agentWalk: Walk = (s, e) => {
-  switch (e.type) {
-    case 'inbox/received': return s === 'idle' || s === null ? 'claiming' : s;
-    case 'turn/start': return 'turn.running';
-    case 'ask/asked': return 'turn.waiting_input';
-    case 'ask/answered': return 'turn.running';
-    case 'turn/end': return 'idle';
-    case 'actor/stopped': return 'stopped';
-    default: return s ?? 'idle';
-  }
-};
+/**
+ * The agent machine's walk. Inside a turn it waits as the machine does: in `turn.waiting_approval`
+ * while any approval of the turn is open (asked for, not yet granted or denied), else in
+ * `turn.waiting_input` while a question is; so it keeps the open IDs, one walk per fold.
+ */
+function agentWalk(): Walk {
+  const approvals = new Set<string>();
+  const questions = new Set<string>();
+  const inTurn = (): string => (approvals.size > 0 ? 'turn.waiting_approval' : questions.size > 0 ? 'turn.waiting_input' : 'turn.running');
+  const waits = (s: string | null): string | null => (s?.startsWith('turn.') ? inTurn() : s);
+  return (s, e) => {
+    switch (e.type) {
+      case 'inbox/received': return s === 'idle' || s === null ? 'claiming' : s;
+      case 'turn/start':
+        approvals.clear();
+        questions.clear();
+        return 'turn.running';
+      case 'approval/requested':
+        approvals.add(e.data.approvalId);
+        return waits(s);
+      case 'approval/granted':
+      case 'approval/denied':
+        approvals.delete(e.data.approvalId);
+        return waits(s);
+      case 'ask/asked':
+        questions.add(e.data.questionId);
+        return waits(s);
+      case 'ask/answered':
+        questions.delete(e.data.questionId);
+        return waits(s);
+      case 'turn/end':
+        approvals.clear();
+        questions.clear();
+        return 'idle';
+      case 'actor/stopped': return 'stopped';
+      default: return s ?? 'idle';
+    }
+  };
+}
 
 const turnWalk: Walk = (s, e) => {
   switch (e.type) {
@@ -96,14 +124,23 @@ function run(machine: MachineView['machine'], title: string, walk: Walk, events:
   return { machine, key, title, active, previous, movedAt };
 }
 
+/** True while a call waits on a person: for its approval (or a confirmation), or for the answer to the question it asked. */
+function waitsOnPerson(v: MachineView, events: readonly ActorEvent[]): boolean {
+  if (v.active?.endsWith('.waiting')) return true;
+  const ask = events.findLast((e) => e.type === 'ask/asked' || e.type === 'ask/answered');
+  return ask?.type === 'ask/asked';
+}
+
 /**
- * The machines of an actor at the position its state was folded to: the agent; its last turn, step
- * and attempt; every tool call of the last step that made any.
+ * The machines of an actor at the position its state was folded to: the agent; then every tool
+ * call that waits on a person (the deepest waiting state, where an operator looks first); then
+ * its last turn, step and attempt, and the other tool calls of the last step that made any.
  */
 export function machinesOf(a: ActorState): MachineView[] {
   const ev = a.events;
   const lastOf = (type: ActorEvent['type']): ActorEvent | undefined => ev.findLast((e) => e.type === type);
-  const out: MachineView[] = [run('agent', 'agent', agentWalk, ev, 'idle')];
+  const agent = run('agent', 'agent', agentWalk(), ev, 'idle');
+  const out: MachineView[] = [];
   const turn = lastOf('turn/start');
   if (turn) out.push(run('turn', `turn ${turn.turn ?? ''}`, turnWalk, ev.filter((e) => e.turn === turn.turn && e.seq >= turn.seq), null));
   const step = lastOf('step/start');
@@ -114,13 +151,16 @@ export function machinesOf(a: ActorState): MachineView[] {
     if (attempt) out.push(run('attempt', `attempt ${attempt.type === 'attempt/start' ? attempt.data.index : ''}`, attemptWalk, inStep.filter((e) => e.attempt === attempt.attempt), null));
   }
   // the calls of the last step that made any: a step answering after them still shows how they ended
+  const waiting: MachineView[] = [];
   const lastCall = ev.findLast((e) => e.type === 'tool/call');
   if (lastCall) {
     const inStep = ev.filter((e) => e.step === lastCall.step);
     for (const c of inStep) {
       if (c.type !== 'tool/call' || c.call === undefined) continue;
-      out.push(run('tool-call', `tool call ${c.data.name} · ${c.call}`, callWalk, inStep.filter((e) => e.call === c.call), null, `tool-call:${c.call}`));
+      const ofCall = inStep.filter((e) => e.call === c.call);
+      const view = run('tool-call', `tool call ${c.data.name} · ${c.call}`, callWalk, ofCall, null, `tool-call:${c.call}`);
+      (waitsOnPerson(view, ofCall) ? waiting : out).push(view);
     }
   }
-  return out;
+  return [agent, ...waiting, ...out];
 }

@@ -9,14 +9,14 @@ import type { MachineEffect } from './machine-effects.js';
 // them on the compiled engine. XState's mailbox orders the events: one sent while a transition
 // runs (an effect staging an event, an interrupt aborting the turn) is handled after it.
 
-/** The agent machine's states (idle, claiming, turn, waiting_…), read off its definition. */
+/** The agent machine's top-level states (idle, claiming, turn, stopped), read off its definition. */
 type AgentState = typeof agentMachine extends StateMachine<any, any, any, any, any, any, any, infer V, any, any, any, any, any, any> ? V : never;
 
 /**
- * What the agent is doing: its machine's state (a turn's `waiting_input` named on its own), or
- * `stopped` once its actor stopped.
+ * What the agent is doing: its machine's state (a turn's `waiting_approval` and `waiting_input`
+ * named on their own), or `stopped` once its actor stopped.
  */
-export type AgentStatus = Extract<AgentState, string> | 'turn' | 'waiting_input' | 'stopped';
+export type AgentStatus = Extract<AgentState, string> | 'turn' | 'waiting_approval' | 'waiting_input' | 'stopped';
 
 /**
  * The snapshot of a hosted agent: XState's status, the agent's own status, and the state value
@@ -42,10 +42,11 @@ export class AgentSnapshot {
   /** What the agent is doing. */
   get agentStatus(): AgentStatus {
     if (this.status === 'stopped') return 'stopped';
-    // the agent machine's states are flat but for a turn's: running, or waiting for a person's answer
+    // the agent machine's states are flat but for a turn's: running, or waiting for a person's approval or answer
     const v = this.cells.agent.value;
     if (typeof v === 'string') return v as AgentStatus;
-    return (v as { turn?: string }).turn === 'waiting_input' ? 'waiting_input' : 'turn';
+    const inTurn = (v as { turn?: string }).turn;
+    return inTurn === 'waiting_approval' || inTurn === 'waiting_input' ? inTurn : 'turn';
   }
 
   /** State values of the open machines: agent, turn, step, attempt and every open tool call. */
