@@ -183,6 +183,8 @@ export const RunSummarySchema = z.object({
    * waits on a person (`runStatus`, src/client/status.ts, as `actorloop runs` reads it).
    */
   status: ActorStatusSchema,
+  /** Why the run ended, when its status is its root's last turn's outcome other than `completed` (`step_budget`, a model error…); null otherwise. */
+  reason: z.string().nullable(),
   /** Every approval and question pending anywhere in the tree, oldest asked first. */
   waitingOn: z.array(WaitingOnSchema),
   /** When the root's directory entry was made (ISO). */

@@ -45,6 +45,8 @@ interface RunFacts {
   endedAt: string | null;
   /** The root's: whether it waits on children, without the attempt's word (`runStatus` reads it). */
   waits: Pick<Projection, 'waits' | 'openAttempt'> | null;
+  /** The root's last turn's outcome and reason. */
+  lastTurn: { outcome: string; reason: string | null } | null;
 }
 
 /** Every approval and question pending for a person in one actor's log, with when each was asked. */
@@ -123,6 +125,8 @@ function runOf(entry: DirectoryEntry, tree: TreeRead<RunFacts>): RunSummary {
     name: root.summary.name,
     task: task === '' ? null : taskLine(task),
     status,
+    // why it ended, once its status is its root's last turn's outcome and that was not `completed`
+    reason: root.extra.lastTurn && root.extra.lastTurn.outcome === status && status !== 'completed' ? root.extra.lastTurn.reason : null,
     waitingOn: pending.map(({ item }) => ({ actorId: item.actorId, name: item.actorName, kind: item.kind, id: item.kind === 'approval' ? item.approval.approvalId : item.question.questionId })),
     startedAt: entry.createdAt,
     endedAt,
@@ -166,6 +170,7 @@ export async function listRuns(ports: ActorReadPorts, q: RunsQuery = {}): Promis
       firstTask: facts?.firstTask ?? null,
       endedAt: facts?.endedAt ?? null,
       waits: actorId === entry.actorId && p ? { waits: { ...p.waits }, openAttempt: p.openAttempt } : null,
+      lastTurn: actorId === entry.actorId && p?.lastTurn ? { outcome: p.lastTurn.outcome, reason: p.lastTurn.reason } : null,
     };
   })), ports.redact);
   const filtered = q.status !== undefined || (q.q !== undefined && q.q.trim() !== '');

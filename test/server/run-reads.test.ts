@@ -258,6 +258,9 @@ describe("the actor's summary", () => {
     expect(body.lastTurn.error.message).toContain('maxSteps 1');
     expect(Date.parse(body.lastTurn.endedAt)).toBeGreaterThanOrEqual(Date.parse(body.startedAt));
     expect(body.task).toBe(`Read the notes ${TAG}\nthen answer`);
+    // the runs list says why too
+    const runs = await get(`/v1/runs?q=${encodeURIComponent(agentId)}`);
+    expect(runs.body.runs).toMatchObject([{ id: agentId, status: 'stopped', reason: 'step_budget' }]);
     expect(body.workspace).toBe(ws);
     expect((await runOf(agentId)).task).toBe(`Read the notes ${TAG}`);
     const held = await until('the host to hold it', async () => {

@@ -8,7 +8,7 @@
 // the reason it stopped or failed in words; the URL follows the selection and the time-travel
 // position, and a fresh page opened at it shows the same; nothing scrolls sideways at 1280×800.
 // Screenshots go to each test's temp dir (their paths printed; the docs' ones are these).
-import { readFile, writeFile } from 'node:fs/promises';
+import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, expect, test } from 'vitest';
@@ -45,10 +45,13 @@ async function script(name: string, body: unknown): Promise<string> {
   return `scripted:${file}`;
 }
 
+/** The first screen as an operator sees it; `ACTORLOOP_DOCS_SHOTS=<dir>` keeps a copy there (how docs/console-*.png are made). */
 async function shot(page: Page, name: string): Promise<void> {
   const path = join(shots, `${name}.png`);
   await page.screenshot({ path, fullPage: false });
   console.log(`screenshot: ${path}`);
+  const docs = process.env.ACTORLOOP_DOCS_SHOTS;
+  if (docs) await copyFile(path, join(docs, `${name}.png`));
 }
 
 /** True when the page is wider than its viewport: it would scroll sideways. */
@@ -97,6 +100,7 @@ test('the runs list opens first: newest first with task and status, what waits o
   expect(await page.locator(`tr.run[data-run="${runs.stopped}"] td.task`).textContent()).toBe('read a.txt twice');
   expect(await page.locator(`tr.run[data-run="${runs.tree}"] td.task`).textContent()).toBe('have a writer write notes.txt');
   expect(await page.locator(`tr.run[data-run="${runs.stopped}"]`).getAttribute('data-status')).toBe('stopped');
+  expect(await page.locator(`tr.run[data-run="${runs.stopped}"] .run-reason`).textContent()).toBe('step_budget');
   expect(await page.locator(`tr.run[data-run="${runs.failed}"]`).getAttribute('data-status')).toBe('failed');
   expect(await page.locator(`tr.run[data-run="${runs.tree}"]`).getAttribute('data-status')).toBe('waiting');
   expect(await page.locator(`tr.run[data-run="${runs.tree}"]`).textContent()).toContain('approval for writer');

@@ -54,6 +54,8 @@ export interface RunRow {
   name: string;
   task: string | null;
   status: string;
+  /** Why it ended, other than completed (a reason code or words). */
+  reason: string | null;
   waitingOn: Array<{ actorId: string; name: string; kind: 'approval' | 'question'; id: string }>;
   startedAt: string;
   endedAt: string | null;

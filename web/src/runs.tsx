@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { outcomeWords } from '../../src/client/outcome-words.js';
 import { getJson, type RunRow, type RunsPage } from './api.js';
 import { costText, durationText, firstLine, timeText, tokensText } from './format.js';
 
@@ -92,7 +93,7 @@ export function RunsList({ status, q, onFilter, onOpen, current = null }: RunsLi
               <tr key={r.id} class={r.id === current ? 'run current' : 'run'} data-run={r.id} data-status={r.status} onClick={() => onOpen(r.id)}>
                 <td><a href={`?actor=${encodeURIComponent(r.id)}`} onClick={(e) => { e.preventDefault(); e.stopPropagation(); onOpen(r.id); }}>{r.name}</a><div><code class="id">{r.id}</code></div></td>
                 <td class="task" title={r.task ?? ''}>{firstLine(r.task, 160) || <span class="muted">no task yet</span>}</td>
-                <td><span class={`badge status-${r.status}`}>{r.status.replace('_', ' ')}</span><WaitingOn run={r} /></td>
+                <td><span class={`badge status-${r.status}`}>{r.status.replace('_', ' ')}</span><WaitingOn run={r} />{r.reason && <div class="run-reason" title={outcomeWords(r.status, r.reason)}>{firstLine(r.reason, 80)}</div>}</td>
                 <td>{timeText(r.startedAt)}<div class="muted">{r.durationMs !== null ? `took ${durationText(r.durationMs)}` : r.endedAt === null ? `for ${durationText(Math.max(0, Date.now() - Date.parse(r.startedAt)))}` : ''}</div></td>
                 <td>{tokensText(r.tokens)}<div class="muted">{costText(r.costUsd)}</div></td>
                 <td>{r.children}</td>

@@ -163,7 +163,8 @@ function Axis({ t0, end, width }: { t0: number; end: number; width: number }) {
       {ticks.map((t) => (
         <g key={t} class="tick">
           <line x1={x(t0 + t)} x2={x(t0 + t)} y1={AXIS_H - 5} y2={AXIS_H - 1} />
-          <text x={x(t0 + t)} y={AXIS_H - 7} class="tick-label">{tickLabel(t, step)}</text>
+          {/* the last label ends at the axis's end rather than past the panel */}
+          <text x={x(t0 + t)} y={AXIS_H - 7} class="tick-label" text-anchor={x(t0 + t) > width - 40 ? 'end' : 'middle'}>{tickLabel(t, step)}</text>
         </g>
       ))}
     </svg>
