@@ -155,7 +155,8 @@ export class CompiledMachine {
     if (!domain) throw this.unsupported(t.source, 'root re-entering transitions');
     // no exit actions (refused above), so leaving states is only dropping them from the active leaf
     const enters = [...pathFrom(domain, target).map((n) => this.nodes.get(n)!), ...this.initialDescent(target)];
-    return { guard, steps, enters, leaf: enters.at(-1)! };
+    // a transition from an atomic state to itself (not re-entering) enters nothing and stays there
+    return { guard, steps, enters, leaf: enters.at(-1) ?? this.nodes.get(target)! };
   }
 
   private guard(t: XTransition): Guard | null {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMachine, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
+import { assign, createMachine, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
 import { agentMachine } from '../../src/machines/agent.machine.js';
 import { attemptMachine } from '../../src/machines/attempt.machine.js';
 import { CompiledMachine, type Effect } from '../../src/machines/compiled-machine.js';
@@ -182,6 +182,25 @@ describe('compiled machines run the XState definitions as XState does', () => {
     expect(() => new CompiledMachine(delayed)).toThrow(/state d\.a uses invoked actors and delayed transitions/);
     const exit = createMachine({ id: 'e', initial: 'a', states: { a: { exit: () => {} }, b: {} } });
     expect(() => new CompiledMachine(exit)).toThrow(/state e\.a uses exit actions/);
+  });
+
+  it('takes a transition from an atomic state to itself as XState does: it stays, its actions run', () => {
+    const self = createMachine({
+      id: 's', initial: 'a', context: { n: 0 },
+      states: { a: { on: { again: { target: 'a', actions: assign({ n: ({ context }) => context.n + 1 }) } } }, b: {} },
+    });
+    const compiled = new CompiledMachine(self);
+    const xs = xstateRunner(self);
+    let c = compiled.initial(undefined, null);
+    let [x] = xs.initial({});
+    for (let i = 0; i < 2; i++) {
+      c = compiled.transition(c, { type: 'again' }, null);
+      [x] = xs.transition(x, { type: 'again' });
+    }
+    expect(c.value).toBe('a');
+    expect(c.value).toEqual(x.value);
+    expect(c.context).toEqual({ n: 2 });
+    expect(c.context).toEqual(x.context);
   });
 
   it('refuses a snapshot naming a state the machine does not have', () => {
