@@ -196,6 +196,16 @@ test('the URL follows the selected child and the time-travel position: a fresh p
   expect(await fresh.getByTestId('actor-id').textContent()).toBe(writerId);
   await slider.fill('1');
   await until('the page to say the child did not exist yet', async () => (await page.getByTestId('not-yet').count()) === 1);
+  // the runs list opens as a panel over any run, the run shown marked; a click opens another run
+  await page.getByRole('button', { name: 'Live', exact: true }).click();
+  await page.getByRole('button', { name: 'Runs', exact: true }).click();
+  const panel = page.getByTestId('runs-panel');
+  await until('the panel to list the runs', async () => (await panel.locator('tr.run').count()) === 3);
+  expect(await panel.locator('tr.run.current').getAttribute('data-run')).toBe(runs.tree);
+  await panel.locator(`tr.run[data-run="${runs.failed}"] td.task`).click();
+  await until('the failed run to open', () => page.url() === `${serve.url}?actor=${runs.failed}`);
+  await until('its summary', async () => (await page.getByTestId('actor-id').textContent().catch(() => '')) === runs.failed);
+  expect(await panel.count()).toBe(0);
   await fresh.close();
   await page.close();
 }, 120_000);
