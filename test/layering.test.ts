@@ -124,12 +124,17 @@ function violations(): string[] {
 const WEB = resolve(SRC, '..', 'web', 'src');
 
 /**
- * `web/` imports protocol types only (§2), and two modules of code besides: the projection fold
- * and the status every client shows, bundled for the browser so the page folds the same events
- * with the same code and reads the same status from them (§11). Packages:
- * the UI library and the layout.
+ * `web/` imports protocol types only (§2), and a few modules of code besides, bundled for the
+ * browser so the page says what the CLI says from the same log with the same code (§11): the
+ * projection fold, the status every client shows, the event describer `actorloop events` prints
+ * with (and the escaping of the text it quotes), and a turn's reason in words. Packages: the UI
+ * library and the layout.
  */
-const WEB_MAY_IMPORT = { types: 'protocol', modules: ['store/projection.ts', 'client/status.ts'], packages: ['preact', 'elkjs'] };
+const WEB_MAY_IMPORT = {
+  types: 'protocol',
+  modules: ['store/projection.ts', 'client/status.ts', 'client/event-text.ts', 'client/terminal-text.ts', 'client/outcome-words.ts'],
+  packages: ['preact', 'elkjs'],
+};
 
 /** Every import of `web/src` that the rule above does not allow. */
 function webViolations(): string[] {
