@@ -101,6 +101,8 @@ export function tokensOf(a: ActorState): number {
 export function pendingInTree(folded: ReadonlyMap<string, ActorState>, nameOf: (actorId: string) => string, rootId: string): PendingItem[] {
   const items: PendingItem[] = [];
   for (const a of folded.values()) {
+    // most actors of a big tree never asked anything: no list made for them
+    if (a.projection.approvals === undefined && a.projection.questions === undefined) continue;
     const actorName = nameOf(a.actorId);
     for (const x of pendingApprovals(a.projection)) {
       items.push({

@@ -174,9 +174,10 @@ function Axis({ t0, end, width }: { t0: number; end: number; width: number }) {
 /** The panel's inner width, followed as the window resizes. */
 function useWidth(): [(el: HTMLDivElement | null) => void, number] {
   const [width, setWidth] = useState(DEFAULT_WIDTH);
+  // one observer and one ref callback for the component's life: a new callback each render
+  // would make Preact detach and attach it, and the observer report, on every render
   const observer = useRef<ResizeObserver | null>(null);
-  useEffect(() => () => observer.current?.disconnect(), []);
-  const ref = (el: HTMLDivElement | null): void => {
+  const ref = useRef((el: HTMLDivElement | null): void => {
     observer.current?.disconnect();
     if (el === null) return;
     observer.current = new ResizeObserver((entries) => {
@@ -185,11 +186,11 @@ function useWidth(): [(el: HTMLDivElement | null) => void, number] {
       if (w > 200) setWidth((old) => (Math.abs(old - w) >= 4 ? w : old));
     });
     observer.current.observe(el);
-  };
-  return [ref, width];
+  });
+  useEffect(() => () => observer.current?.disconnect(), []);
+  return [ref.current, width];
 }
 
-/** One actor's lane; drawn again only when its events, its place or the axis changed, or the latest event moved one of its open bars. */
 const LaneView = memo(function LaneView({ row, lane: l, y0, t0, end, latest, width }: LaneProps) {
   const x = scale(t0, end, width);
   return (

@@ -220,7 +220,8 @@ export function TreeView({ rpc, loc, go, useTitle }: TreeViewProps) {
   const { flashes, feed } = useLiveFlashes(rpc, selected, live);
   const facts = useFacts(selected, live);
   useTitle(pending.length);
-  const select = (id: string): void => go({ actor: id }, true);
+  // one function for the view's life: the tree's rows are memoized on it
+  const select = useRef((id: string): void => go({ actor: id }, true)).current;
   const parentId = row?.parentId ?? gatewayRow?.parentId ?? null;
 
   return (

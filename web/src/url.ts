@@ -46,7 +46,8 @@ export function useLocation(): [PageLocation, (change: Partial<PageLocation>, pu
     addEventListener('popstate', back);
     return () => removeEventListener('popstate', back);
   }, []);
-  const go = (change: Partial<PageLocation>, push = false): void => {
+  // one function for the page's life: rows memoized on their props see the same one each render
+  const go = useRef((change: Partial<PageLocation>, push = false): void => {
     const next = { ...current.current, ...change };
     current.current = next;
     const url = urlOf(next);
@@ -55,6 +56,6 @@ export function useLocation(): [PageLocation, (change: Partial<PageLocation>, pu
       else history.replaceState(null, '', url);
     }
     setLoc(next);
-  };
+  }).current;
   return [loc, go];
 }
