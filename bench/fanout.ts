@@ -23,6 +23,8 @@ export interface FanoutResult {
   noticeMs: number[];
   /** Heap growth per child once the tree is idle, bytes (after a GC). */
   heapPerChild: number;
+  /** Commits of the parent's log over the whole run (its spawns' phases among them). */
+  parentCommits: number;
   completed: number;
   failed: number;
 }
@@ -58,8 +60,10 @@ export async function runFanout(rt: BenchRuntime, children: number, hosts: 1 | 2
   let parentId = '';
   let lastInclusion = 0;
   let firstCallAt: number | undefined;
+  let parentCommits = 0;
   const onCommit = (actorId: string, events: ActorEvent[]): void => {
     const t = nowMs();
+    if (actorId === parentId) parentCommits += 1;
     for (const e of events) {
       if (actorId === parentId) {
         if (e.type === 'tool/start' && e.data.name === 'spawn_agent') committedAt.set(e.call!, t);
@@ -100,12 +104,16 @@ export async function runFanout(rt: BenchRuntime, children: number, hosts: 1 | 2
   parentId = newId('agent');
   const parent = await sup.create({ actorId: parentId, kind: 'agent', parentId: null, rootId: parentId, title: 'fan-out bench', workspace: rt.workspace, labels: {} });
   const ended = parent.whenTurnEnds();
-  const request = { ...benchTurnRequest(rt.workspace, parentSteps.length + 2), tools: ['echo', 'spawn_agent', 'wait_agents'] };
+  // each child's steps are carved out of the parent's (its share of what is left), so the parent
+  // has room for its own steps and every child's, twice over
+  const maxSteps = parentSteps.length + 2 + 2 * children * (CHILD.length + 1);
+  const request = { ...benchTurnRequest(rt.workspace, maxSteps), tools: ['echo', 'spawn_agent', 'wait_agents'] };
   await sup.send({
     id: newId('message'), from: 'client:bench', to: parentId, kind: 'user_message', target: 'next_turn', wakeup: true,
     content: `Spawn ${children} children and wait for them.`, request, sentAt: new Date().toISOString(),
   });
   const out = await ended;
+  if (out.outcome !== 'completed') process.stderr.write(`fan-out parent did not complete: ${out.outcome} (${out.reason})\n`);
   const firstSpawn = firstCallAt ?? Math.min(...spawnStartAt.values());
   // idle: every child has ended and said so
   for (let i = 0; i < 2_000 && notifiedAt.size < children; i++) await new Promise((r) => setTimeout(r, 10));
@@ -116,7 +124,7 @@ export async function runFanout(rt: BenchRuntime, children: number, hosts: 1 | 2
   await sup.stop();
   await other?.stop();
   return {
-    children, hosts, allMs: lastInclusion - firstSpawn, firstRequestMs, noticeMs, heapPerChild,
+    children, hosts, allMs: lastInclusion - firstSpawn, firstRequestMs, noticeMs, heapPerChild, parentCommits,
     completed: notifiedAt.size, failed: out.outcome === 'completed' ? 0 : 1,
   };
 }
@@ -126,12 +134,12 @@ export function printFanout(results: FanoutResult[]): void {
   console.log('');
   console.log('== fan-out: one parent spawns N background children (each 3 echo steps and an answer) ==');
   console.log(table(
-    ['N', 'hosts', 'spawn → all notices in ms', 'spawn → 1st request p50 / p99 ms', 'notice → included p50 / p99 ms', 'heap per child KB', 'children done', 'parent failed'],
+    ['N', 'hosts', 'spawn → all notices in ms', 'spawn → 1st request p50 / p99 ms', 'notice → included p50 / p99 ms', 'heap per child KB', 'parent commits', 'children done', 'parent failed'],
     results.map((r) => [
       String(r.children), String(r.hosts), fmtMs(r.allMs),
       `${fmtMs(percentile(r.firstRequestMs, 50))} / ${fmtMs(percentile(r.firstRequestMs, 99))}`,
       `${fmtMs(percentile(r.noticeMs, 50))} / ${fmtMs(percentile(r.noticeMs, 99))}`,
-      (r.heapPerChild / 1024).toFixed(1), `${r.completed}/${r.children}`, String(r.failed),
+      (r.heapPerChild / 1024).toFixed(1), String(r.parentCommits), `${r.completed}/${r.children}`, String(r.failed),
     ]),
   ));
   console.log('notes: times from onCommit (each commit acked); all notices from the spawn calls\' tool/start commit; 1st request from the child\'s subagent/spawn_requested commit; notice = the child\'s subagent/notified commit, right after the notice\'s PubAck; included = the parent\'s commit taking it (wait_agents) or a request including it. Heap: growth after a GC with the tree idle, divided by N.');

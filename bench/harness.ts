@@ -9,7 +9,10 @@ import { openBus, type Bus } from '../src/bus/connection.js';
 import { startNatsServer, type NatsServerHandle } from '../src/bus/nats-server.js';
 import type { ModelAdapter } from '../src/model/model-port.js';
 import type { ActorEvent, TurnRequest, TurnSettings } from '../src/protocol/events.js';
+import { ensureBlobBucket } from '../src/bus/blob-bucket.js';
 import { createLmdbBlobStore, type BlobStore } from '../src/store/blob-port.js';
+import { createCachedBlobStore } from '../src/store/cached-blobs.js';
+import { createObjectBlobStore } from '../src/store/object-blobs.js';
 import { openLmdbStore, type LmdbStore } from '../src/store/lmdb-store.js';
 import { createLmdbSnapshots, type SnapshotStore } from '../src/store/snapshots.js';
 import { createToolRegistry, type ToolRegistry } from '../src/tools/registry.js';
@@ -50,7 +53,8 @@ export class Cleanup {
 
 /** The in-process actorloop the bench drives: a private nats-server, a bus, LMDB, the echo tool. */
 export interface BenchRuntime {
-  nats: NatsServerHandle;
+  /** The server the runtime's bus is on: the bench's own, or `NATS_URL`'s (its pid then unknown: no server CPU is read). */
+  nats: Pick<NatsServerHandle, 'url'> & { pid: number | undefined };
   bus: Bus;
   lmdb: LmdbStore;
   blobs: BlobStore;
@@ -80,8 +84,9 @@ export async function tempDir(prefix: string, cleanup: Cleanup): Promise<string>
 }
 
 /**
- * Starts nats-server (loopback, free port, temp store), opens the bus and LMDB in temp dirs.
- * Every piece registers its undo on `cleanup` as soon as it exists.
+ * Starts nats-server (loopback, free port, temp store), or connects to `NATS_URL` when it is set
+ * (a cluster, e.g., whose streams' replicas are its own business), then opens the bus and LMDB in
+ * temp dirs. Every piece registers its undo on `cleanup` as soon as it exists.
  */
 export async function openBenchRuntime(cleanup: Cleanup): Promise<BenchRuntime> {
   // warnings and errors go to stderr: a failing actor must not pass silently as a slow one
@@ -89,13 +94,27 @@ export async function openBenchRuntime(cleanup: Cleanup): Promise<BenchRuntime> 
   const storeDir = await tempDir('nats', cleanup);
   const dataDir = await tempDir('data', cleanup);
   const workspace = await tempDir('ws', cleanup);
-  const nats = await startNatsServer({ storeDir, logger });
-  cleanup.add('stop nats-server', () => nats.stop());
-  const bus = await openBus({ natsUrl: nats.url, dataDir, logger, name: 'actorloop-bench' });
+  const given = process.env.NATS_URL;
+  let nats: BenchRuntime['nats'];
+  if (given) {
+    nats = { url: given, pid: undefined };
+  } else {
+    const own = await startNatsServer({ storeDir, logger });
+    cleanup.add('stop nats-server', () => own.stop());
+    nats = own;
+  }
+  // ACTORLOOP_REPLICAS (on a cluster): the copies the streams and buckets the bench makes get
+  const replicas = Number(process.env.ACTORLOOP_REPLICAS ?? 1);
+  const bus = await openBus({ natsUrl: nats.url, dataDir, logger, name: 'actorloop-bench', replicas: { replicas, scale: false } });
   cleanup.add('close bus', () => bus.close());
   const lmdb = openLmdbStore(dataDir);
   cleanup.add('close lmdb', () => lmdb.close());
-  const blobs = createLmdbBlobStore(lmdb);
+  // as a host keeps them: the Object Store with LMDB as its cache; BENCH_BLOBS=lmdb keeps them
+  // in LMDB alone (a host before blobs moved to the bus), to price the move on the same code
+  const cache = createLmdbBlobStore(lmdb);
+  const blobs = process.env.BENCH_BLOBS === 'lmdb'
+    ? cache
+    : createCachedBlobStore({ durable: await objectBlobs(bus, logger), cache, logger });
   cleanup.add('flush blobs', () => blobs.flush());
   const snapshots = createLmdbSnapshots(lmdb, logger);
   const tools = createToolRegistry([echoTool]);
@@ -143,4 +162,10 @@ export async function pool<T, R>(items: T[], limit: number, fn: (item: T, index:
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
+}
+
+/** The blob bucket's store, as a host opens it. */
+async function objectBlobs(bus: Bus, logger: Logger): Promise<ReturnType<typeof createObjectBlobStore>> {
+  await ensureBlobBucket(bus.js, { replicas: bus.replicas });
+  return createObjectBlobStore({ publish: bus.logJs.publish, jsm: bus.jsm, logger });
 }

@@ -1,18 +1,23 @@
 import { Kvm } from '@nats-io/kv';
 import type { Logger } from 'pino';
+import { ensureBlobBucket } from '../bus/blob-bucket.js';
+import { scaleStream } from '../bus/replicas.js';
 import { openBus, type Bus, type OpenBusOptions } from '../bus/connection.js';
 import { createKvHostPresence, ensureHostsBucket, type HostPresence } from '../bus/hosts.js';
 import { createKvLeaseStore, DEFAULT_LEASE_TTL_MS, ensureLeaseBucket, type LeaseStore } from '../bus/leases.js';
 import { createMemoryResourceLeases } from '../bus/memory-resource-leases.js';
 import { createKvResourceLeases, ensureResourceLeaseBucket, type ResourceLeaseStore } from '../bus/resource-leases.js';
-import { BUCKETS } from '../bus/subjects.js';
+import { BLOB_STREAM, BUCKETS } from '../bus/subjects.js';
 import { createModelAdapter } from '../model/factory.js';
 import type { ModelAdapter, ModelCapabilities } from '../model/model-port.js';
 import { modelName } from '../model/model-spec.js';
 import type { TurnSettings } from '../protocol/events.js';
 import { createLmdbBlobStore, type BlobStore } from '../store/blob-port.js';
+import { uploadLmdbBlobs, type BlobUploadResult } from '../store/blob-upload.js';
+import { createCachedBlobStore } from '../store/cached-blobs.js';
 import { openLmdbStore, type LmdbStore } from '../store/lmdb-store.js';
 import { createMemoryBlobStore } from '../store/memory-blobs.js';
+import { createObjectBlobStore } from '../store/object-blobs.js';
 import { createLmdbSnapshots, type SnapshotStore } from '../store/snapshots.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { InspectObserver } from './actor/agent-logic.js';
@@ -31,7 +36,10 @@ import { createGitWorktrees, worktreeSandbox, type GitWorktrees } from './tree/g
 
 /** What a process hosts agents with; `compose` opens it. */
 export interface CompositionOptions {
-  /** The bus to open (logs, inboxes and buckets in JetStream, snapshots and blobs in LMDB under `dataDir`); null: all in memory. */
+  /**
+   * The bus to open (logs, inboxes, buckets and blobs in JetStream, snapshots and a cache of the
+   * blobs in LMDB under `dataDir`); null: all in memory.
+   */
   bus: OpenBusOptions | null;
   /** Where LMDB (with a bus) and git worktrees live; without one, a throwaway process has no worktrees. */
   dataDir?: string;
@@ -58,7 +66,13 @@ export interface Composition {
   /** Null in memory. */
   bus: Bus | null;
   lmdb: LmdbStore | null;
+  /**
+   * A host's on a bus: the Object Store with this data dir's LMDB as its cache. A client's (which
+   * may not read the bucket): this data dir's LMDB alone, what hosts here cached.
+   */
   blobs: BlobStore;
+  /** A host's one-time upload of this data dir's older LMDB blobs to the Object Store; null when none runs. */
+  blobUpload: Promise<BlobUploadResult | null> | null;
   snapshots: SnapshotStore | null;
   /** With `leases` in the options: which process hosts which agent, and which hosts run. */
   leases: LeaseStore | null;
@@ -86,7 +100,7 @@ export async function compose(opts: CompositionOptions): Promise<Composition> {
   if (opts.bus === null) {
     const ports = createMemoryPorts();
     const blobs = createMemoryBlobStore();
-    return wired(opts, { bus: null, lmdb: null, blobs, snapshots: null, leases: null, hosts: null }, () => ports, createMemoryResourceLeases(), async () => {
+    return wired(opts, { bus: null, lmdb: null, blobs, blobUpload: null, snapshots: null, leases: null, hosts: null }, () => ports, createMemoryResourceLeases(), async () => {
       await blobs.flush();
     });
   }
@@ -98,19 +112,40 @@ export async function compose(opts: CompositionOptions): Promise<Composition> {
     await bus.close();
     throw err;
   }
-  const blobs = createLmdbBlobStore(lmdb);
+  const cache = createLmdbBlobStore(lmdb);
   const snapshots = createLmdbSnapshots(lmdb, logger);
   let buckets: { leases: LeaseStore; hosts: HostPresence } | null = null;
+  let blobs: BlobStore = cache;
+  let blobUpload: Promise<BlobUploadResult | null> | null = null;
+  const stopUpload = new AbortController();
   try {
+    if (bus.role === 'host') {
+      const bucket = await ensureBlobBucket(bus.js, { replicas: bus.replicas });
+      // a bucket made with fewer copies than the setting names is scaled as the streams are
+      await scaleStream(bus.jsm, await bus.jsm.streams.info(BLOB_STREAM), bus.replicaPlan, bus.nc.info, logger);
+      const durable = createObjectBlobStore({ publish: bus.logJs.publish, jsm: bus.jsm, logger });
+      blobs = createCachedBlobStore({ durable, cache, logger });
+      // off the start's path: until it is done this host's cache still holds what it uploads
+      blobUpload = uploadLmdbBlobs({ lmdb, durable, bucket: bucket.created, logger, signal: stopUpload.signal }).catch((err: unknown) => {
+        logger.warn({ err }, 'older blobs of this data dir not uploaded to the Object Store; the next start tries again');
+        return null;
+      });
+    }
     if (opts.leases) buckets = await openHostBuckets(bus, opts.leases.ttlMs, logger);
   } catch (err) {
+    stopUpload.abort();
+    await blobUpload;
     await bus.close();
     await lmdb.close();
     throw err;
   }
   // the bucket is made on the first call of a tree that writes: a process that hosts no tree never touches it
   const resourceLeases = createKvResourceLeases({ kv: () => ensureResourceLeaseBucket(new Kvm(bus.js), undefined, logger), logger });
-  return wired(opts, { bus, lmdb, blobs, snapshots, leases: buckets?.leases ?? null, hosts: buckets?.hosts ?? null }, () => createJetStreamPorts(bus), resourceLeases, async () => {
+  return wired(opts, { bus, lmdb, blobs, blobUpload, snapshots, leases: buckets?.leases ?? null, hosts: buckets?.hosts ?? null }, () => createJetStreamPorts(bus), resourceLeases, async () => {
+    stopUpload.abort();
+    await blobUpload;
+    // the connection first: a blob write still in flight (its commit will not be made now) ends
+    // with it, instead of waiting for a server that may be gone
     await bus.close();
     await blobs.flush();
     await lmdb.close();

@@ -8,6 +8,7 @@ import { BusError } from '../protocol/errors.js';
 import { createActorDirectory, type ActorDirectory } from './directory.js';
 import { acquireEmbeddedNats, embeddedPaths, pidAlive, readEmbeddedState, type AcquireEmbeddedOptions, type EmbeddedNats } from './embedded.js';
 import { readEmbeddedAuth, type EmbeddedAuth, type NatsCredentials, type NatsRole } from './nats-auth.js';
+import { DEFAULT_REPLICAS, replicatedVersionRisk, warnOnce, type ReplicaPlan } from './replicas.js';
 import { ensureStreams } from './streams.js';
 
 /** Options of `openBus`. */
@@ -33,6 +34,8 @@ export interface OpenBusOptions {
   person?: boolean;
   /** How to log in to a server given by `natsUrl` (the embedded server's logins are its own). */
   credentials?: NatsCredentials;
+  /** Copies of the streams and buckets this bus creates, and whether existing ones are scaled (default one, none scaled). */
+  replicas?: ReplicaPlan;
 }
 
 /** An open bus: the connection, JetStream handles, the actor directory. */
@@ -42,7 +45,17 @@ export interface Bus {
   /** The acked publish the log writers use: `js.publish` without nats.js's per-request overhead. */
   logJs: LogPublisher;
   jsm: JetStreamManager;
+  /** What the bus connected to: a URL, or a cluster's URLs comma-separated. */
   url: string;
+  /**
+   * Copies a stream or bucket made on this bus gets (the `replicas` setting): whoever creates one
+   * later (the blob bucket) makes it with as many as the rest.
+   */
+  replicas: number;
+  /** The whole setting: `replicas` and whether an existing stream with fewer copies is scaled (`scaleStream`). */
+  replicaPlan: ReplicaPlan;
+  /** The risk of this server's version with these replicas (`replicatedVersionRisk`), or null. */
+  versionRisk: string | null;
   /** True when the server is an embedded one (started here or reused). */
   embedded: boolean;
   directory: ActorDirectory;
@@ -70,6 +83,14 @@ function serverOptions(opts: OpenBusOptions): AcquireEmbeddedOptions {
 
 const UNREACHABLE_HINT = 'start nats-server with JetStream (nats-server -js) or check NATS_URL';
 
+/**
+ * The servers of a NATS URL setting: one URL, or several comma-separated (a cluster's; the client
+ * connects to one and fails over to the others). Blanks around commas are dropped.
+ */
+export function natsServers(url: string): string[] {
+  return url.split(',').map((u) => u.trim()).filter((u) => u !== '');
+}
+
 /** Connects to `natsUrl` or an embedded server, ensures streams and buckets, and opens the directory. */
 export async function openBus(opts: OpenBusOptions): Promise<Bus> {
   const logger = opts.logger.child({ component: 'bus' });
@@ -92,7 +113,7 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
   let nc: NatsConnection;
   try {
     nc = await connect({
-      servers: url,
+      servers: natsServers(url),
       name: opts.name ?? 'actorloop',
       ...loginOptions(loginOf(opts.role ?? 'host')),
       // A server restart (even kill -9) must not end a long-running host: reconnect forever,
@@ -134,13 +155,18 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
         { cause: err, hint: 'run nats-server with -js, or point NATS_URL at a server with JetStream enabled' });
     });
     const js = jetstream(nc);
-    const { actors } = await ensureStreams(jsm, logger);
+    const plan = opts.replicas ?? DEFAULT_REPLICAS;
+    const { actors } = await ensureStreams(jsm, logger, { replicas: plan, ...(nc.info ? { serverInfo: nc.info } : {}) });
     const directory = createActorDirectory(actors, js, logger);
+    const versionRisk = replicatedVersionRisk(nc.info?.version, plan.replicas);
+    // one line, once per data dir and cluster: the first command says it, `doctor` every time
+    if (versionRisk) await warnOnce(opts.dataDir, `replicated-${nc.info?.cluster ?? 'server'}-${nc.info?.version ?? ''}`, versionRisk, logger);
     let closing: Promise<void> | undefined;
     const live = createLivePublisher(nc);
     logger.debug({ url, embedded: embedded !== undefined }, 'bus open');
     return {
-      nc, js, logJs: createLogPublisher(nc, js, live), live, jsm, url, embedded: embedded !== undefined, directory,
+      nc, js, logJs: createLogPublisher(nc, js, live), live, jsm, url, replicas: plan.replicas, replicaPlan: plan, versionRisk,
+      embedded: embedded !== undefined, directory,
       role: opts.role ?? 'host',
       loginFor: loginOf,
       authenticated: nc.info?.auth_required === true,
@@ -154,7 +180,7 @@ export async function openBus(opts: OpenBusOptions): Promise<Bus> {
           const login = loginOf('client');
           // a server given by URL has one login for both roles: one connection
           if (!embedded && !local) return { js, nc: null };
-          const pnc = await connect({ servers: url, name: `${opts.name ?? 'actorloop'}-client`, ...loginOptions(login),
+          const pnc = await connect({ servers: natsServers(url), name: `${opts.name ?? 'actorloop'}-client`, ...loginOptions(login),
             reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 5_000, noAsyncTraces: true });
           return { js: jetstream(pnc), nc: pnc };
         })();

@@ -48,9 +48,9 @@ export interface HostPresence {
 
 /** Creates (or opens) the `hosts` bucket with max age = `ttlMs` (the lease TTL). */
 export async function ensureHostsBucket(
-  kvm: Kvm, ttlMs: number = DEFAULT_LEASE_TTL_MS, logger: Logger = pino({ level: 'silent' }),
+  kvm: Kvm, ttlMs: number = DEFAULT_LEASE_TTL_MS, logger: Logger = pino({ level: 'silent' }), replicas = 1,
 ): Promise<KV> {
-  return ensureTtlBucket(kvm, BUCKETS.hosts, ttlMs, HOSTS_CODES.failed, logger);
+  return ensureTtlBucket(kvm, BUCKETS.hosts, ttlMs, HOSTS_CODES.failed, logger, replicas);
 }
 
 /**

@@ -1,10 +1,12 @@
 import {
   AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError,
-  type ConsumerConfig, type Consumer, type JetStreamClient, type JetStreamManager, type JsMsg,
+  type ConsumerConfig, type Consumer, type NextOptions, type JetStreamClient, type JetStreamManager, type JsMsg,
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
+import { sleep } from '../protocol/sleep.js';
+import { transientBusError } from './log-publisher.js';
 import { deadLetterErrorOf, decodeInboxMessage, messageIdOf, recordDeadLetter, type DeadLetterError } from './dead-letters.js';
 import type {
   FailedTake, Inbox, InboxConsumerOptions, InboxDelivery, InboxMessageInput, InboxPort, InboxPublishResult,
@@ -50,7 +52,23 @@ export async function ensureInboxConsumer(
     ...(backoffMs.length > 0 ? { backoff: backoffMs.map((ms) => nanos(ms)) } : {}),
     ...(opts.ackWaitMs !== undefined ? { ack_wait: nanos(opts.ackWaitMs) } : {}),
   };
-  try {
+  // A timeout or a 503 (a cluster's meta leader busy with many consumers at once, an election) is
+  // tried again for a while: each try looks first, so a consumer an unanswered add made is found.
+  const deadline = Date.now() + CONSUMER_RETRY_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ensureOnce();
+      return;
+    } catch (err) {
+      if (!transientBusError(err) || Date.now() >= deadline) {
+        throw new BusError('bus.consumer_failed', `cannot set up the inbox consumer of ${actorId}: ${(err as Error).message}`,
+          { cause: err, retryable: true });
+      }
+      await sleep(Math.min(250 * 2 ** attempt, 4_000));
+    }
+  }
+
+  async function ensureOnce(): Promise<void> {
     const info = await jsm.consumers.info(STREAMS.inbox, name).catch((err: unknown) => {
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound) return undefined;
       throw err;
@@ -77,11 +95,14 @@ export async function ensureInboxConsumer(
         ...(wanted.ack_wait ? { ack_wait: wanted.ack_wait } : {}),
       });
     }
-  } catch (err) {
-    throw new BusError('bus.consumer_failed', `cannot set up the inbox consumer of ${actorId}: ${(err as Error).message}`,
-      { cause: err, retryable: true });
   }
 }
+
+/** How long setting up an inbox consumer is tried again through timeouts and 503s. */
+export const CONSUMER_RETRY_MS = 20_000;
+
+/** The idle heartbeat of an inbox pull: a dead server is noticed after two of them are missed. */
+export const INBOX_HEARTBEAT_MS = 1_000;
 
 /** Options of `openInbox`. */
 export interface OpenInboxOptions {
@@ -118,7 +139,12 @@ export async function openInbox(
       while (true) {
         const left = deadline - Date.now();
         if (left <= 0) return null;
-        const m = await consumer.next({ expires: Math.max(1_000, left) });
+        // Short heartbeats whatever the wait: a pull on a consumer whose server died (its leader
+        // on a cluster) ends after two missed ones, and the caller pulls again from the new leader,
+        // instead of waiting out the pull (a 30 s one stalled an inbox for half a minute).
+        const expires = Math.max(1_000, left);
+        // nats.js 3.4 hands `next`'s options to its fetch, which takes a heartbeat; its type omits it
+        const m = await consumer.next({ expires, idle_heartbeat: Math.min(INBOX_HEARTBEAT_MS, expires / 2) } as NextOptions);
         if (!m) return null;
         const delivery = await decodeDelivery(m, ctx);
         if (delivery) return Object.assign(delivery, { settledBefore: settled });

@@ -7,6 +7,12 @@ export const DEFAULT_LEASE_TTL_MS = 10_000;
 /** Stable bus error codes raised by leases. */
 export const LEASE_CODES = {
   lost: 'bus.lease_lost',
+  /**
+   * A renewal whose write and read-back both failed (a timeout during a leader election): it may
+   * have landed or not, and the lease may have lapsed meanwhile. The holder treats it as lost until
+   * a read says otherwise: it stops writing for that actor and takes the lease again (reading first).
+   */
+  unknown: 'bus.lease_unknown',
   failed: 'bus.lease_failed',
   invalidKey: 'bus.invalid_lease_key',
 } as const;
@@ -30,7 +36,10 @@ export interface LeaseStore {
    * by CAS on its last revision; null when the holder renewed meanwhile.
    */
   takeFrom(held: Lease, host: string, nowMs: number): Promise<Lease | null>;
-  /** Renews by revision CAS; throws BusError 'bus.lease_lost' when the revision moved or the key is gone. */
+  /**
+   * Renews by revision CAS; throws BusError 'bus.lease_lost' when the revision moved or the key is
+   * gone, 'bus.lease_unknown' when neither the write nor a read-back was answered.
+   */
   renew(lease: Lease, nowMs: number): Promise<Lease>;
   /** Releases (delete with CAS) so another host may take it at once; a lost lease is not an error here. */
   release(lease: Lease): Promise<void>;

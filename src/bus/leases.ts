@@ -50,9 +50,9 @@ const KEY_RE = /^[A-Za-z0-9_-]+$/;
 
 /** Creates (or opens) the `leases` bucket with max age = `ttlMs`, updating it when it differs. */
 export async function ensureLeaseBucket(
-  kvm: Kvm, ttlMs: number = DEFAULT_LEASE_TTL_MS, logger: Logger = pino({ level: 'silent' }),
+  kvm: Kvm, ttlMs: number = DEFAULT_LEASE_TTL_MS, logger: Logger = pino({ level: 'silent' }), replicas = 1,
 ): Promise<KV> {
-  return ensureTtlBucket(kvm, BUCKETS.leases, ttlMs, LEASE_CODES.failed, logger);
+  return ensureTtlBucket(kvm, BUCKETS.leases, ttlMs, LEASE_CODES.failed, logger, replicas);
 }
 
 /** A lease store over an open `leases` bucket. */
@@ -105,7 +105,13 @@ export function createKvLeaseStore(kv: KV, opts: KvLeaseStoreOptions): LeaseStor
       if (isCasConflict(err)) return null;
       // The ack is lost, not necessarily the write: read back and look for our writeId.
       const now = await read(actorId).catch(() => undefined);
-      if (now === undefined) throw failed(`cannot write the lease of ${actorId}`, err);
+      // Unanswered twice (a leader election): whether it landed, and whether the lease is still
+      // ours, is unknown. On a replicated bucket before nats-server 2.9.21 a takeover's CAS can land
+      // next to ours, so the holder must not go on writing as if it held the lease.
+      if (now === undefined) {
+        throw new BusError(LEASE_CODES.unknown, `the lease of ${actorId} may be lost: neither its write nor a read-back was answered (${message(err)})`,
+          { cause: err, retryable: true, hint: 'stop writing for the actor and take the lease again once NATS answers' });
+      }
       if (now?.value?.writeId === value.writeId) return toLease(value, now.revision);
       // someone else's write (or max_age) moved the revision: as good as a CAS conflict
       const moved = now === null ? expected !== null : now.revision !== expected;

@@ -1,7 +1,7 @@
 import { JetStreamApiError, type JetStreamClient, type JetStreamPublishOptions, type PubAck } from '@nats-io/jetstream';
 import {
-  ClosedConnectionError, createInbox, headers, NoRespondersError, TimeoutError,
-  type Msg, type NatsConnection, type Subscription,
+  ClosedConnectionError, createInbox, DrainingConnectionError, headers, InvalidArgumentError, NoRespondersError,
+  PermissionViolationError, TimeoutError, type Msg, type NatsConnection, type Subscription,
 } from '@nats-io/nats-core';
 
 /** What the log writer needs of a JetStream client: an acked publish, and a manager for its checks. */
@@ -162,4 +162,16 @@ export function createLivePublisher(nc: NatsConnection): LivePublisher {
     },
     flush,
   };
+}
+
+/**
+ * A failure of a JetStream call the next try may not meet: a timeout, no responders, a 503 (an
+ * election, a restart, a meta leader too busy to answer). A closed or draining connection, a bad
+ * argument, a permission refused or any other API error is final.
+ */
+export function transientBusError(err: unknown): boolean {
+  const final = [ClosedConnectionError, DrainingConnectionError, InvalidArgumentError, PermissionViolationError];
+  if (final.some((c) => err instanceof c || (err as Error)?.cause instanceof c)) return false;
+  if (err instanceof JetStreamApiError) return err.status === 503;
+  return true;
 }

@@ -3,7 +3,7 @@ import { chmod, link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs
 import { join } from 'node:path';
 import { z } from 'zod';
 import { BusError } from '../protocol/errors.js';
-import { faultSubject, inboxSubject } from './subjects.js';
+import { BLOB_STREAM, BLOB_SUBJECTS, faultSubject, inboxSubject } from './subjects.js';
 
 /**
  * Who is on the bus (design §11a). Hosts run actors: they write logs, leases and live deltas, and
@@ -36,22 +36,36 @@ const PERSON_INBOXES = inboxSubject('*', 'person');
 const ACTOR_INBOXES = inboxSubject('*', 'actor');
 // Every host's fault orders.
 const FAULT_ORDERS = faultSubject('>');
+// The JetStream API calls that would read, change or remove the blob bucket's stream, or make a
+// consumer on it (a consumer delivers its messages): a client may make none of them. Getting its
+// info (sizes, subjects) reads no blob.
+const BLOB_API = [
+  `$JS.API.STREAM.MSG.GET.${BLOB_STREAM}`, `$JS.API.DIRECT.GET.${BLOB_STREAM}`, `$JS.API.DIRECT.GET.${BLOB_STREAM}.>`,
+  `$JS.API.STREAM.MSG.DELETE.${BLOB_STREAM}`, `$JS.API.STREAM.PURGE.${BLOB_STREAM}`, `$JS.API.STREAM.DELETE.${BLOB_STREAM}`,
+  `$JS.API.STREAM.CREATE.${BLOB_STREAM}`, `$JS.API.STREAM.UPDATE.${BLOB_STREAM}`,
+  `$JS.API.STREAM.SNAPSHOT.${BLOB_STREAM}`, `$JS.API.STREAM.RESTORE.${BLOB_STREAM}`,
+  `$JS.API.CONSUMER.CREATE.${BLOB_STREAM}`, `$JS.API.CONSUMER.CREATE.${BLOB_STREAM}.>`, `$JS.API.CONSUMER.DURABLE.CREATE.${BLOB_STREAM}.>`,
+  `$JS.API.CONSUMER.MSG.NEXT.${BLOB_STREAM}.>`, `$JS.API.CONSUMER.*.${BLOB_STREAM}.>`,
+];
 
 /**
  * Subject permissions of each role. Hosts are denied the person channel explicitly, so a bug or
  * a later feature that forwards an agent's words can never make them a person's. Clients are
  * denied the logs, leases, live deltas and inspection reports: the log is written by the incarnation
  * that holds the lease, nothing a client says becomes a fact without a host committing it, and no
- * client may say what a host's machine did.
+ * client may say what a host's machine did. Clients may neither read nor write the blob bucket
+ * (sensitive answers' payloads, artifacts): hosts read and write it for the agents, and a client
+ * shows what the events themselves hold.
  */
-export const ROLE_PERMISSIONS: Record<NatsRole, { publish: { allow: string[]; deny: string[] }; subscribe: { allow: string[] } }> = {
+export const ROLE_PERMISSIONS: Record<NatsRole, { publish: { allow: string[]; deny: string[] }; subscribe: { allow: string[]; deny: string[] } }> = {
   host: {
     publish: {
-      allow: ['log.>', 'live.>', 'inspect.>', ACTOR_INBOXES, 'dlq.>', 'claim.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', '_INBOX.>'],
+      // BLOB_SUBJECTS: the blob bucket's chunks and metadata
+      allow: ['log.>', 'live.>', 'inspect.>', ACTOR_INBOXES, 'dlq.>', 'claim.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', BLOB_SUBJECTS, '_INBOX.>'],
       // FAULT_ORDERS: a host takes fault orders (replying on _INBOX), it never gives one
       deny: [PERSON_INBOXES, FAULT_ORDERS],
     },
-    subscribe: { allow: ['>'] },
+    subscribe: { allow: ['>'], deny: [] },
   },
   client: {
     publish: {
@@ -59,9 +73,9 @@ export const ROLE_PERMISSIONS: Record<NatsRole, { publish: { allow: string[]; de
       // FAULT_ORDERS: the gateway orders a host to kill itself (`fault.kill`, only with --allow-faults on both)
       // watch.>: a watcher asks hosts for an actor's live inspection (`inspect.>`, which only a host reports)
       allow: [PERSON_INBOXES, ACTOR_INBOXES, FAULT_ORDERS, 'claim.>', 'watch.>', 'dlq.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.actors.>', '_INBOX.>'],
-      deny: ['log.>', 'live.>', 'inspect.>', '$KV.leases.>', '$KV.hosts.>'],
+      deny: ['log.>', 'live.>', 'inspect.>', '$KV.leases.>', '$KV.hosts.>', '$O.>', ...BLOB_API],
     },
-    subscribe: { allow: ['>'] },
+    subscribe: { allow: ['>'], deny: [BLOB_SUBJECTS] },
   },
 };
 
@@ -135,7 +149,7 @@ export function serverConfigText(auth: EmbeddedAuth): string {
     const list = (xs: string[]) => `[${xs.map((x) => JSON.stringify(x)).join(', ')}]`;
     return `    { user: ${JSON.stringify(auth[role].user)}, password: ${JSON.stringify(auth[role].pass)}, permissions: {\n` +
       `        publish: { allow: ${list(p.publish.allow)}, deny: ${list(p.publish.deny)} }\n` +
-      `        subscribe: { allow: ${list(p.subscribe.allow)} }\n` +
+      `        subscribe: { allow: ${list(p.subscribe.allow)}, deny: ${list(p.subscribe.deny)} }\n` +
       `    } }`;
   };
   return `# Written by actorloop at each start of the embedded server; edits are overwritten.\n` +

@@ -35,8 +35,13 @@ export interface StartNatsServerOptions {
   logFile?: string;
   /** How long to wait for the server to accept connections. */
   readyTimeoutMs?: number;
-  /** A config file (`-c`), for what has no flag: the authorization block of the embedded server. */
+  /** A config file (`-c`), for what has no flag: the authorization block of the embedded server, a cluster block. */
   configFile?: string;
+  /**
+   * The server's name (`-n`); default a unique one. A cluster node keeps its name across restarts:
+   * JetStream knows its peers by name, and a node back under another one is a stranger to them.
+   */
+  serverName?: string;
   logger?: Logger;
 }
 
@@ -177,7 +182,7 @@ async function startOnce(
   // The server logs to a file, not a pipe: a pipe would kill an orphaned server (SIGPIPE)
   // once this process dies, and the embedded server must outlive a crashed owner (design §6).
   // a unique name tells our server from anything else already answering on the port
-  const serverName = `actorloop_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const serverName = opts.serverName ?? `actorloop_${process.pid}_${randomBytes(4).toString('hex')}`;
   const fd = openSync(logFile, 'a');
   // error messages quote only what this run wrote, not an earlier run's lines
   const logStart = fstatSync(fd).size;

@@ -3,11 +3,13 @@ import {
   type JetStreamManager, type StreamConfig, type StreamInfo,
 } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { nanos } from '@nats-io/nats-core';
+import { nanos, type ServerInfo } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { BusError } from '../protocol/errors.js';
 import { ensureHostsBucket } from './hosts.js';
 import { DEFAULT_LEASE_TTL_MS, ensureLeaseBucket } from './leases.js';
+import { checkReplicas, DEFAULT_REPLICAS, placementError, scaleStream, type ReplicaPlan } from './replicas.js';
+import { DEFAULT_RESOURCE_LEASE_TTL_MS } from './resource-lease-port.js';
 import { BUCKETS, maxDeliveriesAdvisorySubject, STREAMS } from './subjects.js';
 
 /**
@@ -74,30 +76,63 @@ export interface EnsuredBus {
 export interface EnsureStreamsOptions {
   /** Lease TTL = the `leases` and `hosts` buckets' max age; a different value updates them. Unset: keep it. */
   leaseTtlMs?: number;
+  /** Copies of every stream and bucket (default one, existing ones left as they are). */
+  replicas?: ReplicaPlan;
+  /** The server's INFO (`nc.info`): how many servers there are, for a clear error when replicas exceed them. */
+  serverInfo?: ServerInfo;
 }
 
-/** Creates the streams and the `actors`, `leases` and `hosts` KV buckets, or updates them when their settings differ. */
+/**
+ * Creates the streams and every KV bucket the runtime uses (`actors`, `leases`, `hosts`,
+ * `resource_leases`, `tree_slots`), or updates them when their settings differ. Buckets are all
+ * made here, with the plan's copies, so that whoever opens one later (a host's first tree) finds
+ * it with the deployment's replicas rather than making it with one.
+ */
 export async function ensureStreams(
   jsm: JetStreamManager, logger: Logger = pino({ level: 'silent' }), opts: EnsureStreamsOptions = {},
 ): Promise<EnsuredBus> {
-  for (const config of Object.values(STREAM_CONFIGS)) await ensureStream(jsm, config, logger);
+  const plan = opts.replicas ?? DEFAULT_REPLICAS;
+  checkReplicas(plan, opts.serverInfo);
+  const place = { plan, serverInfo: opts.serverInfo };
+  for (const config of Object.values(STREAM_CONFIGS)) await ensureStream(jsm, config, logger, place);
   const kvm = new Kvm(jsm.jetstream());
-  // Kvm.create opens the bucket when it exists already
-  const actors = await kvm.create(BUCKETS.actors, { history: 1, storage: StorageType.File });
+  const replicas = plan.replicas;
+  // Kvm.create opens the bucket when it exists already (its replicas unchanged: see `bucket`)
+  const bucket = async (name: string, make: () => Promise<KV>): Promise<KV> => {
+    let kv: KV;
+    try {
+      kv = await make();
+    } catch (err) {
+      throw placementError(err, replicas, opts.serverInfo) ?? err;
+    }
+    if (plan.scale) await scaleStream(jsm, await jsm.streams.info(`KV_${name}`), plan, opts.serverInfo, logger);
+    return kv;
+  };
+  const actors = await bucket(BUCKETS.actors, () => kvm.create(BUCKETS.actors, { history: 1, storage: StorageType.File, replicas }));
   // Only a caller that owns the TTL (a host with its config) may change it; any other command
   // opening the bus must not reset a deployment's TTL to the default.
-  const leases = opts.leaseTtlMs === undefined
-    ? await kvm.create(BUCKETS.leases, { history: 1, storage: StorageType.File, ttl: DEFAULT_LEASE_TTL_MS })
-    : await ensureLeaseBucket(kvm, opts.leaseTtlMs, logger);
-  const hosts = opts.leaseTtlMs === undefined
-    ? await kvm.create(BUCKETS.hosts, { history: 1, storage: StorageType.File, ttl: DEFAULT_LEASE_TTL_MS })
-    : await ensureHostsBucket(kvm, opts.leaseTtlMs, logger);
+  const leases = await bucket(BUCKETS.leases, () => opts.leaseTtlMs === undefined
+    ? kvm.create(BUCKETS.leases, { history: 1, storage: StorageType.File, ttl: DEFAULT_LEASE_TTL_MS, replicas })
+    : ensureLeaseBucket(kvm, opts.leaseTtlMs, logger, replicas));
+  const hosts = await bucket(BUCKETS.hosts, () => opts.leaseTtlMs === undefined
+    ? kvm.create(BUCKETS.hosts, { history: 1, storage: StorageType.File, ttl: DEFAULT_LEASE_TTL_MS, replicas })
+    : ensureHostsBucket(kvm, opts.leaseTtlMs, logger, replicas));
+  await bucket(BUCKETS.resourceLeases, () =>
+    kvm.create(BUCKETS.resourceLeases, { history: 1, storage: StorageType.File, ttl: DEFAULT_RESOURCE_LEASE_TTL_MS, replicas }));
+  await bucket(BUCKETS.treeSlots, () => kvm.create(BUCKETS.treeSlots, { history: 1, storage: StorageType.File, replicas }));
   return { actors, leases, hosts };
 }
 
-/** Creates one stream, or updates it when a wanted setting differs. */
+/** Where a stream's copies go: the plan, and the server's INFO for the error when they cannot be placed. */
+export interface StreamPlacement {
+  plan: ReplicaPlan;
+  serverInfo?: ServerInfo;
+}
+
+/** Creates one stream (with the plan's copies), or updates it when a wanted setting differs. */
 export async function ensureStream(
   jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }, logger: Logger,
+  place: StreamPlacement = { plan: DEFAULT_REPLICAS },
 ): Promise<StreamInfo> {
   let info: StreamInfo | undefined;
   try {
@@ -107,14 +142,17 @@ export async function ensureStream(
   }
   if (!info) {
     try {
-      const created = await jsm.streams.add(config);
-      logger.info({ stream: config.name }, 'stream created');
+      const created = await jsm.streams.add({ ...config, num_replicas: place.plan.replicas });
+      logger.info({ stream: config.name, replicas: place.plan.replicas }, 'stream created');
       return created;
     } catch (err) {
+      const placement = placementError(err, place.plan.replicas, place.serverInfo);
+      if (placement) throw placement;
       // another process created it between our info and add: fall through to compare
       info = await jsm.streams.info(config.name).catch(() => { throw wrap(err, config.name); });
     }
   }
+  info = await scaleStream(jsm, info, place.plan, place.serverInfo, logger);
   const diff = differingKeys(info.config, config);
   if (diff.length === 0) return info;
   const immutable = diff.filter((k) => IMMUTABLE.includes(k));

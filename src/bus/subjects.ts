@@ -4,6 +4,28 @@ export const STREAMS = { logs: 'LOGS', inbox: 'INBOX', dlq: 'DLQ' } as const;
 /** KV bucket names (design §6). */
 export const BUCKETS = { actors: 'actors', leases: 'leases', hosts: 'hosts', resourceLeases: 'resource_leases', treeSlots: 'tree_slots' } as const;
 
+/**
+ * The JetStream Object Store bucket of content-addressed blobs (its stream is `OBJ_blobs`, its
+ * subjects `$O.blobs.>`): every host reads and writes it, so any host can take over any agent.
+ */
+export const BLOB_BUCKET = 'blobs';
+
+/** The stream the Object Store keeps the blob bucket in. */
+export const BLOB_STREAM = `OBJ_${BLOB_BUCKET}`;
+
+/** Every subject of the blob bucket: its objects' chunks and their metadata. */
+export const BLOB_SUBJECTS = `$O.${BLOB_BUCKET}.>`;
+
+/** Subject of the chunks of one object of the blob bucket, by the object's `nuid` (the Object Store's layout). */
+export function blobChunkSubject(nuid: string): string {
+  return `$O.${BLOB_BUCKET}.C.${nuid}`;
+}
+
+/** Subject of the metadata of the object named `name` in the blob bucket: its name in padded base64url. */
+export function blobMetaSubject(name: string): string {
+  return `$O.${BLOB_BUCKET}.M.${Buffer.from(name, 'utf8').toString('base64').replace(/\+/g, '-').replace(/\//g, '_')}`;
+}
+
 /** Subject of one actor's append-only log: `log.<rootId>.<actorId>`. */
 export function logSubject(rootId: string, actorId: string): string {
   return `log.${rootId}.${actorId}`;

@@ -8,15 +8,15 @@ import { BusError } from '../protocol/errors.js';
  * Creates (or opens) a KV bucket whose keys live `ttlMs` unless rewritten: history 1 and bucket
  * max age = `ttlMs` (nats-server 2.9 has no per-key TTL, so a bucket-wide max age stands in for
  * it). An existing bucket with another TTL is updated: the deployment's TTL wins, and all hosts of
- * one deployment must use the same TTL or they will keep rewriting it.
+ * one deployment must use the same TTL or they will keep rewriting it. A new bucket gets `replicas` copies.
  */
 export async function ensureTtlBucket(
-  kvm: Kvm, bucket: string, ttlMs: number, errorCode: string, logger: Logger = pino({ level: 'silent' }),
+  kvm: Kvm, bucket: string, ttlMs: number, errorCode: string, logger: Logger = pino({ level: 'silent' }), replicas = 1,
 ): Promise<KV> {
   // history 1: only the current value matters, and an old one must not outlive a rewrite.
   // Kvm.create opens the bucket unchanged when it exists, so the TTL (a bucket property fixed at
-  // creation) is compared below.
-  const kv = await kvm.create(bucket, { history: 1, storage: StorageType.File, ttl: ttlMs });
+  // creation) is compared below. `replicas` counts only when the bucket is made (`ensureStreams` scales).
+  const kv = await kvm.create(bucket, { history: 1, storage: StorageType.File, ttl: ttlMs, replicas });
   const status = await kv.status();
   const config = status.streamInfo.config;
   if (config.max_age === nanos(ttlMs) && config.max_msgs_per_subject === 1) return kv;

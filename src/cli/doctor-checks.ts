@@ -1,4 +1,5 @@
-import { environmentOf } from '../config/config.js';
+import { environmentOf, userConfigDir } from '../config/config.js';
+import { discoverSkills } from '../knowledge/skills.js';
 import { findRipgrep } from '../tools/builtins/ripgrep.js';
 import { findBubblewrap } from '../tools/sandbox.js';
 import { randomBytes } from 'node:crypto';
@@ -9,7 +10,8 @@ import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamM
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { acquireEmbeddedNats, type EmbeddedNats } from '../bus/embedded.js';
-import { loginOptions } from '../bus/connection.js';
+import { loginOptions, natsServers } from '../bus/connection.js';
+import { clusterSizeOf, replicatedVersionRisk, SAFE_REPLICATED_VERSION } from '../bus/replicas.js';
 import type { NatsCredentials } from '../bus/nats-auth.js';
 import { natsCredentialsOf } from './runtime.js';
 import { NATS_SERVER_HINT, natsAccepts, natsServerVersion, resolveNatsServerBinary } from '../bus/nats-server.js';
@@ -77,18 +79,24 @@ export async function natsChecks(config: EffectiveConfig, logger: Logger): Promi
   let embedded: EmbeddedNats | undefined;
   if (config.natsUrl) {
     url = config.natsUrl;
-    let reachable = false;
+    const servers = natsServers(url);
+    let answering: string[];
     try {
-      reachable = await natsAccepts(url, 2_000);
+      const answers = await Promise.all(servers.map((u) => natsAccepts(u, 2_000)));
+      answering = servers.filter((_, i) => answers[i]);
     } catch (err) {
-      results.push(failed('nats-server', `${url} is not a NATS URL: ${messageOf(err)}`, 'pass --nats nats://host:port (or set NATS_URL)'));
+      results.push(failed('nats-server', `${url} is not a NATS URL: ${messageOf(err)}`, 'pass --nats nats://host:port (or set NATS_URL; a cluster comma-separated)'));
       return results;
     }
-    if (!reachable) {
+    if (answering.length === 0) {
       results.push(failed('nats-server', `no NATS server answers at ${url} (within 2 s)`, UNREACHABLE_FIX));
       return results;
     }
-    results.push(ok('nats-server', `a NATS server answers at ${url}`));
+    const silent = servers.filter((u) => !answering.includes(u));
+    results.push(silent.length === 0
+      ? ok('nats-server', servers.length === 1 ? `a NATS server answers at ${url}` : `all ${servers.length} NATS servers answer (${url})`)
+      : warning('nats-server', `${answering.length} of ${servers.length} NATS servers answer; not ${silent.join(', ')}`,
+        'start the servers that do not answer, or drop them from NATS_URL'));
   } else {
     let binary: string;
     let version: string;
@@ -117,7 +125,7 @@ export async function natsChecks(config: EffectiveConfig, logger: Logger): Promi
   const login: NatsCredentials = embedded ? { kind: 'user', ...embedded.auth.host } : natsCredentialsOf(config);
   try {
     results.push(await authCheck(url, embedded, login));
-    results.push(...(await jetStreamChecks(url, embedded, login, (c) => (nc = c))));
+    results.push(...(await jetStreamChecks(url, embedded, login, config.replicas, (c) => (nc = c))));
   } finally {
     await nc?.close().catch(() => undefined);
     await embedded?.release();
@@ -133,7 +141,7 @@ export async function natsChecks(config: EffectiveConfig, logger: Logger): Promi
 async function authCheck(url: string, embedded: EmbeddedNats | undefined, login: NatsCredentials): Promise<CheckResult> {
   let anonymous: NatsConnection | undefined;
   try {
-    anonymous = await connect({ servers: url, name: 'actorloop-doctor-anonymous', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true });
+    anonymous = await connect({ servers: natsServers(url), name: 'actorloop-doctor-anonymous', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true });
   } catch {
     // refused: the server wants a login
   }
@@ -151,7 +159,7 @@ async function authCheck(url: string, embedded: EmbeddedNats | undefined, login:
   }
   let host: NatsConnection | undefined;
   try {
-    host = await connect({ servers: url, name: 'actorloop-doctor', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true, user: embedded.auth.host.user, pass: embedded.auth.host.pass });
+    host = await connect({ servers: natsServers(url), name: 'actorloop-doctor', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true, user: embedded.auth.host.user, pass: embedded.auth.host.pass });
     const refused = await publishRefused(host, 'inbox.doctor_probe.person');
     return refused
       ? ok('auth', `the embedded server requires its logins (${embedded.auth.host.user}, ${embedded.auth.client.user}); hosts cannot speak for a person`)
@@ -176,10 +184,12 @@ async function publishRefused(nc: NatsConnection, subject: string): Promise<bool
   return Promise.race([violation, new Promise<boolean>((r) => setTimeout(() => r(false), 1_000))]);
 }
 
-async function jetStreamChecks(url: string, embedded: EmbeddedNats | undefined, login: NatsCredentials, opened: (nc: NatsConnection) => void): Promise<CheckResult[]> {
+async function jetStreamChecks(
+  url: string, embedded: EmbeddedNats | undefined, login: NatsCredentials, replicas: number, opened: (nc: NatsConnection) => void,
+): Promise<CheckResult[]> {
   let nc: NatsConnection;
   try {
-    nc = await connect({ servers: url, name: 'actorloop-doctor', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true, ...loginOptions(login) });
+    nc = await connect({ servers: natsServers(url), name: 'actorloop-doctor', reconnect: false, timeout: CONNECT_TIMEOUT_MS, noAsyncTraces: true, ...loginOptions(login) });
     opened(nc);
   } catch (err) {
     return [failed('jetstream', `cannot connect to ${url}: ${messageOf(err)}`, 'check the credentials and TLS the server needs, and --nats / NATS_URL')];
@@ -205,8 +215,34 @@ async function jetStreamChecks(url: string, embedded: EmbeddedNats | undefined, 
   // only a server given by URL may have been told sync_interval: the embedded one runs with the config actorloop writes
   const sync = embedded || olderThan(version, [2, 10]) ? null : await syncSetting(nc);
   results.push(durabilityCheck(version, embedded !== undefined, sync));
+  results.push(replicasCheck(nc.info, replicas));
   results.push(await streamsCheck(jsm));
   return results;
+}
+
+/**
+ * The `replicas` setting against the server (design §6): more copies than a lone server can hold
+ * fail every command; a replicated cluster before 2.9.21 may accept a zombie's compare-and-set.
+ */
+export function replicasCheck(info: NatsConnection['info'], replicas: number): CheckResult {
+  const size = clusterSizeOf(info);
+  const version = info?.version ?? '?';
+  const where = size.clustered ? `cluster ${size.name} (${size.servers} servers known)` : 'a single server';
+  if (replicas > 1 && !size.clustered) {
+    return failed('replicas', `replicas = ${replicas}, but the NATS server is not in a cluster (1 server)`,
+      'set replicas = 1, or point NATS_URL at a JetStream cluster of at least that many servers');
+  }
+  if (replicas > size.servers) {
+    return warning('replicas', `replicas = ${replicas} on ${where}: new streams cannot be placed until ${replicas} servers are up`,
+      `set replicas to at most ${size.servers}, or start the missing servers`);
+  }
+  const risk = replicatedVersionRisk(info?.version, replicas);
+  if (risk) return warning('replicas', risk, `upgrade nats-server to ${SAFE_REPLICATED_VERSION} or later on every node (docs/deploy.md)`);
+  if (size.clustered && replicas === 1) {
+    return warning('replicas', `replicas = 1 on ${where}, nats-server ${version}: each stream lives on one server, and is gone with its disk`,
+      'set replicas = 3 (actorloop.toml or ACTORLOOP_REPLICAS) and run any command once to scale the streams (docs/deploy.md)');
+  }
+  return ok('replicas', `replicas = ${replicas} on ${where}, nats-server ${version}`);
 }
 
 /** What a server says of its fsync setting (its varz, for a login that may read it). */
@@ -368,4 +404,25 @@ export async function toolingChecks(config: EffectiveConfig): Promise<CheckResul
   results.push(ok('trust', `workspace ${config.workspace.dir} is ${config.workspace.trusted ? 'trusted' : 'not trusted (its actorloop.toml may only tighten)'}; ` +
     `trusted workspaces: ${trusted.length > 0 ? trusted.join(', ') : 'none'}`));
   return results;
+}
+
+/**
+ * The skills an agent in `workspace` would be offered (`.agents/skills` there, `skills/` in the
+ * user's config dir): one line with their number and names, and a warning for each SKILL.md that
+ * is skipped, with its path and why. A bad skill never fails doctor: the others still work.
+ */
+export async function skillsCheck(workspace: string, userDir: string | null): Promise<CheckResult[]> {
+  const { skills, skipped } = await discoverSkills({ workspace, userConfigDir: userDir });
+  const where = `${join(workspace, '.agents', 'skills')}${userDir === null ? '' : ` and ${join(userDir, 'skills')}`}`;
+  const names = skills.map((s) => `${s.name}${s.scope === 'user' ? ' (user)' : ''}`).join(', ');
+  const results = [ok('skills', skills.length === 0 ? `no skills in ${where}` : `${skills.length} skill${skills.length === 1 ? '' : 's'} in ${where}: ${names}`)];
+  for (const s of skipped) {
+    results.push(warning('skills', `${s.path} skipped: ${s.reason}`, 'fix it (YAML front matter with `name` as its directory and a `description`), or remove it'));
+  }
+  return results;
+}
+
+/** The skills check for the config's workspace and the user's config dir. */
+export function configSkillsCheck(config: EffectiveConfig): Promise<CheckResult[]> {
+  return skillsCheck(config.workspace.dir, userConfigDir(environmentOf(config)));
 }

@@ -1,7 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { sha256Digest } from '../protocol/canonical-json.js';
 import type { BlobDelta } from '../protocol/blob-delta.js';
+import { applyDelta, decodeDelta, deltaKey, digestOfDeltaKey, encodeDelta } from './blob-delta-record.js';
 import type { LmdbStore } from './lmdb-store.js';
+
+export { deltaKey } from './blob-delta-record.js';
 
 /** Content-addressed blobs (prepared requests, artifacts, ...) named `sha256:<hex>` (design §4). */
 export interface BlobStore {
@@ -20,6 +23,12 @@ export interface BlobStore {
   has(digest: string): Promise<boolean>;
   /** Commits the writes waiting in the current batch. */
   flush(): Promise<void>;
+  /**
+   * True when other hosts read this store (the Object Store): a blob a commit names must be
+   * written before that commit, even one the log could rebuild (a prepared request). A store
+   * only this host reads may let such a blob land after the commit.
+   */
+  readonly shared?: boolean;
 }
 
 /** Options of the LMDB blob store. */
@@ -33,34 +42,6 @@ export interface LmdbBlobOptions {
   now?: () => number;
   /** Longest chain of continuations before a blob is stored whole again (default 16). */
   maxChain?: number;
-}
-
-/** The key of a blob stored as a continuation (`BlobDelta`) of another. */
-export const deltaKey = (digest: string): string => `delta:${digest}`;
-
-/** A stored continuation: one JSON header line `{base, bytes, chain}`, then the suffix's bytes. */
-interface DeltaHeader {
-  base: string;
-  bytes: number;
-  /** Continuations from here to a blob stored whole (1: the base is whole). */
-  chain: number;
-}
-
-function encodeDelta(h: DeltaHeader, suffix: string | Uint8Array): Buffer {
-  const head = Buffer.from(`${JSON.stringify(h)}\n`, 'utf8');
-  const tail = typeof suffix === 'string' ? Buffer.from(suffix, 'utf8') : suffix;
-  return Buffer.concat([head, tail]);
-}
-
-function decodeDelta(record: Uint8Array): { header: DeltaHeader; suffix: Uint8Array } | undefined {
-  const nl = record.indexOf(10);
-  if (nl < 0) return undefined;
-  try {
-    const header = JSON.parse(Buffer.from(record.buffer, record.byteOffset, nl).toString('utf8')) as DeltaHeader;
-    return { header, suffix: record.subarray(nl + 1) };
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -121,6 +102,12 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
     open = null;
     if (!b) return Promise.resolve();
     lastClose = now();
+    if (store.closed) {
+      // LMDB throws out of a later event-loop turn (no promise to catch) for a write queued on a closed environment
+      for (const key of b.writes.keys()) chains.delete(digestOfDeltaKey(key) ?? key);
+      b.reject(new Error('blob not stored: its LMDB store was closed first (the runtime stopped while it was written)'));
+      return b.done;
+    }
     landing.add(b.writes);
     // ifNoExists: two hosts writing the same content race harmlessly.
     const writing = Promise.all(
@@ -129,7 +116,7 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
       () => b.resolve(),
       (err: unknown) => {
         // not stored after all: a later put of the same content must write it again
-        for (const key of b.writes.keys()) chains.delete(key.startsWith('delta:') ? key.slice('delta:'.length) : key);
+        for (const key of b.writes.keys()) chains.delete(digestOfDeltaKey(key) ?? key);
         b.reject(err);
       },
     );
@@ -180,8 +167,7 @@ export function createLmdbBlobStore(store: LmdbStore, opts: LmdbBlobOptions = {}
     const parsed = d && hops <= maxChain ? decodeDelta(d) : undefined;
     if (!parsed) return undefined;
     const base = rebuild(parsed.header.base, hops + 1);
-    if (!base || base.length < parsed.header.bytes) return undefined;
-    return Buffer.concat([base.subarray(0, parsed.header.bytes), parsed.suffix]);
+    return base ? applyDelta(base, parsed) : undefined;
   };
 
   const get = async (digest: string): Promise<Uint8Array | undefined> => {

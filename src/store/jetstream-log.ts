@@ -214,6 +214,10 @@ export interface LogReaderOptions {
   logger?: Logger;
 }
 
+/** How long one pull of a log consumer waits, and its idle heartbeat (two missed: the consumer is remade). */
+const FOLLOW_PULL_MS = 10_000;
+const FOLLOW_HEARTBEAT_MS = 1_500;
+
 /** Commits a read takes by direct get before it makes a consumer for the rest. */
 const DIRECT_READS = 8;
 
@@ -247,7 +251,10 @@ export function createLogReader(opts: LogReaderOptions): LogReader {
         deliver_policy: DeliverPolicy.StartSequence,
         opt_start_seq: next,
       });
-      const messages = await consumer.consume({ max_messages: 256 });
+      // Short pulls and heartbeats: on a cluster an ordered consumer lives on one server, and
+      // when that server dies two missed heartbeats make nats.js remake it (below: from `next`).
+      // With the defaults (30 s pulls, 15 s heartbeats) a follower stalled for over half a minute.
+      const messages = await consumer.consume({ max_messages: 256, expires: FOLLOW_PULL_MS, idle_heartbeat: FOLLOW_HEARTBEAT_MS });
       // nats.js 3.4 remakes an ordered consumer that a nats-server restart lost, but asks the new
       // one for only as many messages as the old one had delivered (its pending count is never
       // reset): a follower then stalls until two heartbeats are missed, 30 s. Start over from here.

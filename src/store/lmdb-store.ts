@@ -12,6 +12,8 @@ export interface LmdbStore {
   readonly blobs: Database<Buffer, string>;
   /** Secondary indexes (runs by update time, parent → children, ...). */
   readonly index: Database<unknown, Key>;
+  /** True once this handle was released: a write through it could land in a closed environment. */
+  readonly closed: boolean;
   /** Releases this handle; the environment closes when its last handle does. */
   close(): Promise<void>;
 }
@@ -54,6 +56,9 @@ export function openLmdbStore(dataDir: string): LmdbStore {
     snapshots: opened.snapshots,
     blobs: opened.blobs,
     index: opened.index,
+    get closed() {
+      return closed;
+    },
     async close() {
       if (closed) return;
       closed = true;

@@ -9,6 +9,9 @@ import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { readLog, runTurn, turnRequest } from '../helpers/runtime.js';
+
+// the next request carries the 3 MB argument whole: a window it fits (the scripted model's is 128,000 tokens)
+const BIG_WINDOW = { context: { window: 100_000_000 } };
 import { actorTestWorld, captureModels, ofType, only, replay, startTurn } from './harness.js';
 
 const world = actorTestWorld();
@@ -56,7 +59,7 @@ describe('model output too big for a commit', () => {
     const models = captureModels(writeBig);
     const rt = await rts.open({ models });
     const sup = rt.supervisor();
-    const { actor, ended } = await runTurn(sup, 'write big.txt', turnRequest(world.ws));
+    const { actor, ended } = await runTurn(sup, 'write big.txt', turnRequest(world.ws, BIG_WINDOW));
     expect(ended).toMatchObject({ outcome: 'completed', answer: 'wrote big.txt' });
     expect(await readFile(join(world.ws, 'big.txt'), 'utf8')).toBe(BIG);
     const log = await readLog(sup, actor.rootId, actor.actorId);
@@ -80,7 +83,7 @@ describe('model output too big for a commit', () => {
     const models = captureModels(writeBig);
     const rt = await rts.open({ models });
     const faulty = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs('after:assistant/accepted=drop'), undefined, rt.faultRecords) });
-    const { actor: dropped, ended: lost } = await startTurn(faulty, 'write big.txt', turnRequest(world.ws));
+    const { actor: dropped, ended: lost } = await startTurn(faulty, 'write big.txt', turnRequest(world.ws, BIG_WINDOW));
     await expect(lost).rejects.toMatchObject({ code: 'actor.dropped' });
     const sup = rt.supervisor();
     let ended: Promise<TurnEnded> | null = null;

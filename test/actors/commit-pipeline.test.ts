@@ -62,4 +62,34 @@ describe('the commit pipeline', () => {
     expect(() => p.stage(note('m2'))).toThrow('stopped');
     await expect(waited).rejects.toThrow('stopped');
   });
+
+  it('holds a commit until the write it names is done, and keeps later commits behind it', async () => {
+    const { p, commits } = pipeline();
+    let written!: () => void;
+    p.hold(new Promise<void>((resolve) => (written = resolve)));
+    p.stage(note('m1'));
+    const first = p.flush();
+    // a later commit, with nothing held of its own, still goes after the held one
+    p.stage(note('m2'));
+    const second = p.flush();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(commits).toEqual([]);
+    written();
+    await Promise.all([first, second]);
+    expect(commits.map((c) => c.map((e) => e.seq))).toEqual([[1], [2]]);
+    // once both are in, a commit goes straight to the log again
+    p.stage(note('m3'));
+    await p.flush();
+    expect(commits).toHaveLength(3);
+  });
+
+  it('never commits what names a write that failed, nor anything after it', async () => {
+    const { p, commits } = pipeline();
+    p.hold(Promise.reject(new ActorloopError('store.blob_unwritten', 'blob not written')));
+    p.stage(note('m1'));
+    await expect(p.flush()).rejects.toThrow('blob not written');
+    p.stage(note('m2'));
+    await expect(p.flush()).rejects.toThrow('blob not written');
+    expect(commits).toEqual([]);
+  });
 });

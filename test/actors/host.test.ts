@@ -268,3 +268,25 @@ test("the directory follows a hosted actor's commits, so a finished actor is not
   await sleep(300);
   expect(sup.hydrated.has('agt_a')).toBe(false);
 }, 20_000);
+
+test('a renewal whose outcome is unknown (a timeout through an election) stops the actor until a read of its lease takes it again', async () => {
+  const leases = new FakeLeases(600);
+  const sup = new FakeSupervisor();
+  const host = startHost('h9', leases, sup, directoryOf([['agt_unknown', 'running']]));
+  await host.start();
+  await until('the actor hosted', () => sup.hydrated.has('agt_unknown'));
+  const firstEpoch = sup.hydrated.get('agt_unknown')!;
+  // the next renewal is not answered, nor is its read-back: the lease may or may not be ours
+  const renew = leases.renew.bind(leases);
+  let unanswered = 1;
+  leases.renew = async (lease, nowMs) => {
+    if (unanswered-- > 0) throw new BusError('bus.lease_unknown', `the lease of ${lease.actorId} may be lost`);
+    return renew(lease, nowMs);
+  };
+  sup.hydrated.delete('agt_unknown');
+  await until('the actor stopped', () => sup.evicted.includes('agt_unknown'));
+  // the next claim pass reads the lease (still this host's), takes it with a new epoch and hosts the actor again
+  await until('the actor hosted again', () => sup.hydrated.has('agt_unknown'));
+  expect(sup.hydrated.get('agt_unknown')).toBeGreaterThan(firstEpoch);
+  expect(leases.keys.get('agt_unknown')?.host).toBe('h9');
+}, 20_000);

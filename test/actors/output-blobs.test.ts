@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { INLINE_OUTPUT_BYTES, OutputTexts, clipStrings, maxOutputBytesOf, storeOutput } from '../../src/actors/agent/output-blobs.js';
+import type { StoreError } from '../../src/protocol/errors.js';
 import { sha256Digest } from '../../src/protocol/canonical-json.js';
 import type { TurnSettings } from '../../src/protocol/events.js';
 import type { HistoryItem } from '../../src/protocol/history.js';
@@ -55,6 +56,18 @@ describe('OutputTexts', () => {
     await expect(texts.load({ digest: 'sha256:00', bytes: 5 })).rejects.toMatchObject({ code: 'store.blob_missing' });
     expect(() => texts.argumentsOf({ arguments: 'preview', argumentsRef: { digest: 'sha256:00', bytes: 5 } })).toThrow(/was not loaded/);
     expect(texts.argumentsOf({ arguments: '{}' })).toBe('{}');
+  });
+
+  it('names the event of the log that names a missing blob, and says it is final', async () => {
+    const texts = new OutputTexts(createMemoryBlobStore(), {
+      actorId: 'agt_x', find: async (digest) => (digest === 'sha256:01' ? { actorId: 'agt_x', type: 'tool/call', seq: 9 } : null),
+    });
+    const err = await texts.load({ digest: 'sha256:01', bytes: 70_000 }).then(() => null, (e: unknown) => e as StoreError);
+    expect(err).toMatchObject({ code: 'store.blob_missing', retryable: false });
+    expect(err!.message).toBe('blob sha256:01 (68.4 KiB of model output) named by tool/call seq 9 of agt_x is not in the blob store');
+    expect(err!.userMessage()).toMatch(/\. this is final: the log alone cannot rebuild it; the blob store lost it: /);
+    // no event found: the agent's log is named
+    expect((await texts.load({ digest: 'sha256:02', bytes: 5 }).then(() => null, (e: unknown) => e as StoreError))!.message).toMatch(/ named by the log of agt_x is not/);
   });
 });
 

@@ -1,3 +1,4 @@
+import { PermissionViolationError } from '@nats-io/nats-core';
 import { describe, expect, it } from 'vitest';
 import { listDeadLetters } from '../../src/bus/dead-letters.js';
 import { ensureInboxConsumer, openInbox, publishInbox } from '../../src/bus/inbox.js';
@@ -25,6 +26,35 @@ describe('inbox', () => {
     expect(second).toEqual({ seq: first.seq, duplicate: true });
     const info = await t.bus.jsm.streams.info(STREAMS.inbox, { subjects_filter: inboxSubject(actor, 'person') });
     expect(info.state.subjects?.[inboxSubject(actor, 'person')]).toBe(1);
+  });
+
+  it('sets up a consumer through unanswered adds (a busy meta leader): the one an unanswered add made is found, a refusal is final', async () => {
+    const actor = newId('agent');
+    // the server's own jsm, whose first add is made but its answer lost, and whose second times out
+    const add = t.bus.jsm.consumers.add.bind(t.bus.jsm.consumers);
+    let calls = 0;
+    const jsm = Object.create(t.bus.jsm) as typeof t.bus.jsm;
+    Object.defineProperty(jsm, 'consumers', { value: Object.create(t.bus.jsm.consumers) });
+    jsm.consumers.add = async (stream, cfg) => {
+      calls++;
+      if (calls === 1) {
+        await add(stream, cfg);
+        throw new Error('TIMEOUT');
+      }
+      return add(stream, cfg);
+    };
+    await ensureInboxConsumer(jsm, actor);
+    // made once, found by the retry's look: no second add
+    expect(calls).toBe(1);
+    expect((await t.bus.jsm.consumers.info(STREAMS.inbox, inboxConsumerName(actor))).config.filter_subject).toBe(inboxFilter(actor));
+    const refusing = Object.create(t.bus.jsm) as typeof t.bus.jsm;
+    Object.defineProperty(refusing, 'consumers', { value: Object.create(t.bus.jsm.consumers) });
+    refusing.consumers.add = async () => {
+      throw new PermissionViolationError('Permissions Violation for Publish to "$JS.API.CONSUMER.CREATE.INBOX"', 'publish', '$JS.API.CONSUMER.CREATE.INBOX');
+    };
+    const started = Date.now();
+    await expect(ensureInboxConsumer(refusing, newId('agent'))).rejects.toMatchObject({ code: 'bus.consumer_failed' });
+    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it('refuses an invalid message before publishing it', async () => {

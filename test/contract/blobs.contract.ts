@@ -53,6 +53,13 @@ export function blobContract(name: string, open: () => Promise<BlobSubject>): vo
       expect(await blobs.getText(digest)).toBe('original');
     }));
 
+    it('serves a blob before its put resolves', () => withStore(async (blobs) => {
+      const text = `waiting ${Math.random()}`;
+      const put = blobs.put(text);
+      expect(await blobs.getText(sha256Digest(text))).toBe(text);
+      expect(await put).toBe(sha256Digest(text));
+    }));
+
     it('takes a digest the caller computed from the same bytes', () => withStore(async (blobs) => {
       const body = '{"model":"m"}';
       expect(await blobs.put(body, sha256Digest(body))).toBe(sha256Digest(body));

@@ -85,7 +85,8 @@ describe('model output bigger than a NATS message', () => {
       { tool_calls: [{ name: 'write_file', arguments: { path: 'out/big.txt', content: BIG } }] },
       { content: 'Wrote out/big.txt.' },
     ]);
-    const run = await cli.run(['run', 'write the big file', '--model', model, '--approve', 'full-auto', '--cwd', ws, '--json', ...common], {
+    // the next request carries the 3 MB argument whole: a window it fits
+    const run = await cli.run(['run', 'write the big file', '--model', model, '--approve', 'full-auto', '-c', 'context_window=100000000', '--cwd', ws, '--json', ...common], {
       timeoutMs: 60_000,
     });
     expectExit(expect, run, 0);

@@ -35,6 +35,31 @@ describe('LMDB blob store, grouped writes', () => {
     await again.close();
   });
 
+  it('refuses a put made after its store closed, with a rejection instead of an uncaught LMDB error', async () => {
+    const dir = await blobsDir();
+    const store = openLmdbStore(dir);
+    const blobs = createLmdbBlobStore(store, { batchMs: 0 });
+    await blobs.put('before');
+    await store.close();
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown): void => void uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      await expect(blobs.put('after the close')).rejects.toThrow(/LMDB store was closed/);
+      // LMDB's own failure would come a turn later, from an immediate
+      await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+    expect(uncaught).toEqual([]);
+    // not remembered as stored: a store opened again writes it
+    const again = openLmdbStore(dir);
+    const reopened = createLmdbBlobStore(again);
+    expect(await reopened.has(sha256Digest('after the close'))).toBe(false);
+    expect(await reopened.getText(sha256Digest('before'))).toBe('before');
+    await again.close();
+  });
+
   it('commits every put of one window in one batch, and stores equal content once', async () => {
     const dir = await blobsDir();
     const store = openLmdbStore(dir);

@@ -33,6 +33,10 @@ export class CommitPipeline {
   /** While recovering: where `recovery/continuation` goes in the staged batch, and what was closed. */
   private recovery: RecoveryNote | null = null;
   private halted = false;
+  /** Writes the staged events name (a blob), which their commit waits for. */
+  private holds: Array<Promise<unknown>> = [];
+  /** The last commit that waited on a hold, while it is not settled: later commits go after it. */
+  private gate: Promise<unknown> | null = null;
   private isoMs = -1;
   private iso = '';
 
@@ -106,6 +110,17 @@ export class CommitPipeline {
     this.launches.push({ seq, ...launch });
   }
 
+  /**
+   * Makes the commit of what is staged (or staged next) wait for `write`: a blob an event names
+   * is written before the commit that names it, and if it is not written the commit never is
+   * (the flush rejects with its error). Commits keep their order: a later one waits too.
+   */
+  hold(write: Promise<unknown>): void {
+    // a commit that is never made (the actor stopped first) never awaits it: its failure is not unhandled
+    write.catch(() => {});
+    this.holds.push(write);
+  }
+
   /** Commits everything staged as one log message. */
   async flush(): Promise<void> {
     if (this.halted) this.refuse();
@@ -116,7 +131,7 @@ export class CommitPipeline {
       batch = this.insertContinuation(batch, this.recovery);
       this.recovery = null;
     }
-    const committed = await this.host.log.commit(batch);
+    const committed = await this.commit(batch);
     const last = committed[committed.length - 1]!.seq;
     if (this.waiters.length > 0) {
       for (const w of this.waiters.filter((w) => w.seq <= last)) w.resolve();
@@ -128,6 +143,21 @@ export class CommitPipeline {
       this.launches = this.launches.filter((l) => l.seq > last);
       for (const l of ready) l.run();
     }
+  }
+
+  /** The log's commit of `batch`, after the writes it holds for and the held commits before it. */
+  private commit(batch: ActorEvent[]): Promise<ActorEvent[]> {
+    // nothing held (the usual step): straight to the log, which keeps commits in call order
+    if (this.holds.length === 0 && this.gate === null) return this.host.log.commit(batch);
+    const waits = this.gate ? [this.gate, ...this.holds] : this.holds;
+    this.holds = [];
+    const run = Promise.all(waits).then(() => this.host.log.commit(batch));
+    this.gate = run;
+    // a rejected gate stays: what follows a commit that never happened is never committed either
+    void run.then(() => {
+      if (this.gate === run) this.gate = null;
+    }, () => {});
+    return run;
   }
 
   /**
@@ -176,6 +206,7 @@ export class CommitPipeline {
     const err = this.host.refusal();
     const lost = this.staged.at(-1)?.seq ?? 0;
     this.staged = [];
+    this.holds = [];
     this.dropLaunches();
     for (const w of this.waiters.filter((w) => w.seq <= lost)) w.reject(err);
     this.waiters = this.waiters.filter((w) => w.seq > lost);

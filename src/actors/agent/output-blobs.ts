@@ -1,8 +1,9 @@
 import type { ModelOutput } from '../../model/model-port.js';
-import { ModelError, StoreError, STORE_CODES } from '../../protocol/errors.js';
+import { ModelError } from '../../protocol/errors.js';
 import type { ModelErrorClass, TurnSettings } from '../../protocol/events.js';
 import type { BlobRef, HistoryItem, ToolCallRequest } from '../../protocol/history.js';
 import type { BlobStore } from '../../store/blob-port.js';
+import { missingBlob, type MissingBlobScope } from './missing-blob.js';
 import { sealedText } from './sealed-text.js';
 
 // Model output too big for the log (design §4): the whole text goes to the blob store before the
@@ -113,23 +114,23 @@ export class OutputTexts {
   private texts = new Map<string, string>();
   private items = new WeakMap<HistoryItem, HistoryItem>();
 
-  constructor(private readonly blobs: BlobStore) {}
+  /** `scope`: the agent, and how to find the event of its log that names a blob, for the error of a missing one. */
+  constructor(private readonly blobs: BlobStore, private readonly scope: MissingBlobScope = {}) {}
 
   /** Remembers a text just stored as `ref`. */
   keep(ref: BlobRef, text: string): void {
     this.texts.set(ref.digest, text);
   }
 
-  /** The whole text of `ref`, read from the blob store unless it is remembered. */
-  async load(ref: BlobRef): Promise<string> {
+  /**
+   * The whole text of `ref`, read from the blob store unless it is remembered; a blob the store
+   * lacks is a final `store.blob_missing` naming the event that names it.
+   */
+  async load(ref: BlobRef, what = 'model output'): Promise<string> {
     const known = this.texts.get(ref.digest);
     if (known !== undefined) return known;
     const text = await this.blobs.getText(ref.digest);
-    if (text === undefined) {
-      throw new StoreError(STORE_CODES.blobMissing, `blob ${ref.digest} (${ref.bytes} bytes of model output named by the log) is not in the blob store`, {
-        hint: 'the blob store was deleted or belongs to another host; the log alone cannot rebuild this output',
-      });
-    }
+    if (text === undefined) throw await missingBlob(this.scope, ref, what);
     this.texts.set(ref.digest, text);
     return text;
   }
@@ -175,7 +176,7 @@ export class OutputTexts {
 
   /** A tool item whose observation the log keeps out (a sensitive answer): the model reads the blob. */
   private async resolveTool(item: Extract<HistoryItem, { role: 'tool' }>, ref: BlobRef): Promise<HistoryItem> {
-    const resolved: HistoryItem = { role: 'tool', callId: item.callId, name: item.name, content: sealedText(await this.load(ref)) };
+    const resolved: HistoryItem = { role: 'tool', callId: item.callId, name: item.name, content: sealedText(await this.load(ref, 'a sensitive answer')) };
     this.items.set(item, resolved);
     return resolved;
   }

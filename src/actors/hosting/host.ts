@@ -129,6 +129,10 @@ export class Host {
       } catch (err) {
         if (err instanceof BusError && err.code === 'bus.lease_lost') {
           if (this.held.get(actorId) === lease) this.lost(actorId, err);
+        } else if (err instanceof BusError && err.code === 'bus.lease_unknown') {
+          // lost until a read says otherwise: the actor stops here, and the next claim pass reads
+          // the lease and takes it again (a new epoch, fencing this incarnation) if it is still free or ours
+          if (this.held.get(actorId) === lease) this.lost(actorId, err, 'lease renewal unanswered; stopping the actor here until the lease is read again');
         } else this.opts.logger.warn({ err, actorId }, 'lease renewal failed; retrying at the next pass');
       }
     });
@@ -188,9 +192,9 @@ export class Host {
   }
 
   /** The lease moved to another host: stop the actor now, before it starts another effect. */
-  private lost(actorId: string, cause: unknown): void {
+  private lost(actorId: string, cause: unknown, why = 'lease lost to another host; stopping the actor here'): void {
     this.held.delete(actorId);
-    this.opts.logger.error({ actorId }, 'lease lost to another host; stopping the actor here');
+    this.opts.logger.error({ actorId }, why);
     this.opts.supervisor.evict(actorId, new ActorloopError('actor.lease_lost', `the lease of ${actorId} moved to another host`, { cause }));
   }
 

@@ -18,7 +18,8 @@ export function deadLocalHolder(holder: string): boolean {
 /**
  * Holds the leases of the agents one command hosts in-process (`run`, `resume`, `approve`): a
  * host process must not claim an agent that a command is running, and the command's epoch is
- * its lease revision like a host's. Renews every TTL/3; a lost lease calls `onLost`.
+ * its lease revision like a host's. Renews every TTL/3; a lost lease, or a renewal neither written
+ * nor read back (`bus.lease_unknown`), calls `onLost`.
  */
 export class LeaseKeeper {
   private readonly held = new Map<string, Lease>();
@@ -59,9 +60,14 @@ export class LeaseKeeper {
       try {
         this.held.set(actorId, await this.leases.renew(lease, Date.now()));
       } catch (err) {
-        if (err instanceof BusError && err.code === 'bus.lease_lost') {
+        if (err instanceof BusError && (err.code === 'bus.lease_lost' || err.code === 'bus.lease_unknown')) {
+          // unanswered (an election, a dead node): lost until a read says otherwise, as a host
+          // takes it; a command has no claim pass to read it again, so it stops here and
+          // `resume` (which reads the lease first) carries the agent on
           this.held.delete(actorId);
-          this.logger.error({ actorId }, 'the lease moved to another holder; stopping here');
+          this.logger.error({ actorId, code: err.code }, err.code === 'bus.lease_lost'
+            ? 'the lease moved to another holder; stopping here'
+            : 'lease renewal unanswered; stopping here until the lease is read again (resume carries it on)');
           this.onLost(actorId, err);
         } else this.logger.warn({ err, actorId }, 'lease renewal failed; retrying');
       }

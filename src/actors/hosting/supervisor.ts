@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { createMemoryTreeSlots } from '../../bus/memory-tree-slots.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
 import type { Inbox, InboxConsumerOptions, InboxDelivery, InboxWatch } from '../../bus/inbox-port.js';
-import { liveSubject } from '../../bus/subjects.js';
+import { liveSubject, type InboxChannel } from '../../bus/subjects.js';
 import { ActorloopError, agentNotFound } from '../../protocol/errors.js';
 import type { TurnSettings } from '../../protocol/events.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
@@ -10,6 +10,7 @@ import type { ModelAdapter, ModelStreamEvent } from '../../model/model-port.js';
 import type { Price } from '../../model/pricing.js';
 import type { ActorEvent } from '../../protocol/events.js';
 import type { BlobStore } from '../../store/blob-port.js';
+import { firstNaming } from '../../store/blob-refs.js';
 import type { LogReader } from '../../store/log-port.js';
 import { emptyProjection, foldEvent, PROJECTION_VERSION, type Projection } from '../../store/projection.js';
 import { rehydrate } from '../../store/rehydrate.js';
@@ -27,6 +28,8 @@ import { defaultTooling, type ToolingPorts } from '../agent/tooling.js';
 import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from '../../protocol/subagents.js';
 import type { SubagentPort } from '../agent/subagent-port.js';
 import { TreeHosting } from '../tree/tree-hosting.js';
+import { keepsOutOfLog } from '../effects/questions.js';
+import { redactedContent } from '../agent/task-redaction.js';
 import type { ResourceLeaseStore } from '../../bus/resource-lease-port.js';
 
 /** What a supervisor needs to host agents. */
@@ -70,8 +73,20 @@ export interface SupervisorOptions {
 /** A hosted agent and the state of its inbox reader. */
 interface Hosted {
   actor: AgentActor;
+  /**
+   * Its inbox's durable consumer made sure of (or being made): a new agent's is made beside its
+   * first turn, since its mail is handed to it in-process; null after a failed attempt.
+   */
+  consumer: Promise<void> | null;
   /** Open only while a drain runs: a parked actor keeps no consumer handle. */
   inbox: Inbox | null;
+  /**
+   * The last take of a message (a drain's delivery, or mail handed over in-process) until its
+   * receipt is committed: takes run one after another, in the order they came.
+   */
+  takes: Promise<void>;
+  /** Mail accepted and left to the drain (not handed over): mail after it waits for the drain too, so none overtakes it. */
+  leftToDrain: Set<string> | null;
   /** A drain is running; `again` asks it to look once more when it ends. */
   draining: boolean;
   again: boolean;
@@ -141,18 +156,26 @@ export class Supervisor {
   /** Registers a new agent in the directory and hosts it with an empty log. */
   async create(entry: Omit<DirectoryEntry, 'createdAt' | 'updatedAt' | 'status'>, opts: { epoch?: number } = {}): Promise<AgentActor> {
     const now = new Date(this.clock.nowMs()).toISOString();
-    // The entry, the mail watch and the consumer at once: creation is a round trip, not three
-    // (investigators are many and short). A new actor's log is empty, so it is not read: its first
-    // commit is fenced on "nothing on this subject yet", and a log that held anything would refuse it.
+    // The entry and the mail watch at once: creation is a round trip (investigators are many and
+    // short). A new actor's log is empty, so it is not read: its first commit is fenced on "nothing
+    // on this subject yet", and a log that held anything would refuse it. Its consumer is made
+    // beside it, not before: mail sent from this process is handed over once the inbox accepted it,
+    // and the consumer (which delivers from the inbox's first message) is only needed for the copy
+    // to ack and for mail from elsewhere. A crash before it exists loses nothing: the next host
+    // makes it, and it delivers everything.
     await Promise.all([
       this.opts.ports.directory.put({ ...entry, status: 'running', createdAt: now, updatedAt: now }),
       this.listen(),
-      this.opts.ports.inbox.ensure(entry.actorId, this.opts.inbox),
     ]);
     const projection = emptyProjection(entry.actorId);
     const actor = this.build(entry.actorId, entry.rootId, projection, null, { seq: 0, streamSeq: 0 }, opts.epoch ?? 1, 0);
     actor.open();
-    this.hosted.set(actor.actorId, { actor, inbox: null, draining: false, again: false, retry: null });
+    const h: Hosted = { actor, consumer: null, inbox: null, takes: Promise.resolve(), leftToDrain: null, draining: false, again: false, retry: null };
+    this.hosted.set(actor.actorId, h);
+    this.ensureConsumer(h).catch((err: unknown) => {
+      // the drain makes it when mail wakes the actor
+      this.opts.logger.debug({ err, actorId: actor.actorId }, 'inbox consumer not made yet; the next look makes it');
+    });
     // mail that arrived before the consumer listened for it
     this.wake(actor.actorId);
     return actor;
@@ -218,6 +241,8 @@ export class Supervisor {
 
   /** Messages waiting in an actor's inbox: not yet delivered, or delivered and not acked. */
   async inboxPending(actorId: string): Promise<number> {
+    const h = this.hosted.get(actorId);
+    if (h) await this.ensureConsumer(h);
     const inbox = await this.opts.ports.inbox.open(actorId, { logger: this.opts.logger });
     return inbox.pending();
   }
@@ -229,6 +254,61 @@ export class Supervisor {
    */
   async send(msg: InboxMessage): Promise<void> {
     await this.opts.ports.inbox.publish(msg, 'person');
+    // accepted: an actor hosted here takes it now, not when its consumer delivers it
+    this.takeAccepted(msg);
+  }
+
+  /**
+   * Hands a message a person sent, which its inbox accepted, to its actor when hosted here, as a
+   * drain would take a delivery of it (the same fault point and `beforeReceive` first); the
+   * consumer's copy is then acked once the receipt is committed. Anything that stops it leaves
+   * the message to the consumer, which takes it as any delivery (and dead-letters it in the end).
+   */
+  private takeAccepted(msg: InboxMessage): void {
+    const h = this.hosted.get(msg.to);
+    if (!h || this.stopped || h.actor.failed || h.actor.projection.inbox[msg.id]) return;
+    const { actor } = h;
+    // A message whose content the log keeps out (a sensitive answer) or redacted is erased from
+    // the inbox's store right after its receipt, before its ack: the delivery is what erases, so
+    // such a message waits for it, and so does every message after it.
+    if (h.leftToDrain || (msg.kind === 'ask_answer' ? keepsOutOfLog(actor.projection, msg.content) : redactedContent(msg.kind, msg.content, actor.ports.tooling.redactor).redactions > 0)) {
+      (h.leftToDrain ??= new Set()).add(msg.id);
+      return;
+    }
+    this.take(h, msg, 'person').catch((err: unknown) => {
+      if (err instanceof ActorDropped) actor.fail(err);
+      else this.opts.logger.debug({ err, actorId: actor.actorId, messageId: msg.id }, 'message not taken at once; its delivery takes it');
+    });
+  }
+
+  /**
+   * Takes a message into its actor's log, after the take before it: the fault point and
+   * `beforeReceive` once per message (a copy of one already received waits for its receipt
+   * alone), then the receipt. Resolves once the receipt is committed. One at a time, so a receipt
+   * that awaits (a sealed answer) keeps its place, whichever path each message came by.
+   */
+  private take(h: Hosted, msg: InboxMessage, channel: InboxChannel): Promise<void> {
+    const { actor } = h;
+    const run = async (): Promise<void> => {
+      if (!actor.projection.inbox[msg.id]) {
+        actor.ports.faults.hit('before:inbox-receive', actor.actorId);
+        if (this.opts.beforeReceive) await this.opts.beforeReceive(actor.actorId, msg);
+      }
+      // Include before ack: a crash between the two redelivers, and the message ID dedupes it.
+      await actor.receive(msg, channel);
+    };
+    const taken = h.takes.then(run);
+    h.takes = taken.catch(() => {});
+    return taken;
+  }
+
+  /** Makes sure of the hosted actor's inbox consumer, once (again after a failure). */
+  private ensureConsumer(h: Hosted): Promise<void> {
+    h.consumer ??= this.opts.ports.inbox.ensure(h.actor.actorId, this.opts.inbox).catch((err: unknown) => {
+      h.consumer = null;
+      throw err;
+    });
+    return h.consumer;
   }
 
   private build(
@@ -263,6 +343,8 @@ export class Supervisor {
         onHalt: () => life.abort(),
         subagents: this.tree.port,
         ...(this.opts.resourceLeases ? { resourceLeases: this.opts.resourceLeases } : {}),
+        // read only when a blob the log names is missing: the error names the event that needs it
+        blobNaming: (digest) => firstNaming(this.reader, rootId, actorId, digest),
         onCommit: (events) => this.opts.onCommit?.(actorId, events),
         onDelta: (d) => {
           // Live only (core NATS, not persisted): clients see tokens as they come; the log
@@ -276,8 +358,9 @@ export class Supervisor {
 
   private async serve(actor: AgentActor): Promise<void> {
     await this.listen();
-    await this.opts.ports.inbox.ensure(actor.actorId, this.opts.inbox);
-    this.hosted.set(actor.actorId, { actor, inbox: null, draining: false, again: false, retry: null });
+    const consumer = this.opts.ports.inbox.ensure(actor.actorId, this.opts.inbox);
+    await consumer;
+    this.hosted.set(actor.actorId, { actor, consumer, inbox: null, takes: Promise.resolve(), leftToDrain: null, draining: false, again: false, retry: null });
     // mail that arrived while no host listened
     this.wake(actor.actorId);
   }
@@ -328,6 +411,7 @@ export class Supervisor {
       let delivery;
       let cleanBefore = false;
       try {
+        await this.ensureConsumer(h);
         const inbox = (h.inbox ??= await this.opts.ports.inbox.open(actor.actorId, { logger: this.opts.logger }));
         const { undelivered, unacked } = known ?? (await inbox.counts());
         known = null;
@@ -352,11 +436,9 @@ export class Supervisor {
       if (this.stopped) return delivery.nak();
       let taken = false;
       try {
-        actor.ports.faults.hit('before:inbox-receive', actor.actorId);
-        if (this.opts.beforeReceive) await this.opts.beforeReceive(actor.actorId, delivery.message);
-        // Include before ack: a crash between the two redelivers, and the message ID dedupes it.
-        await actor.receive(delivery.message, delivery.channel);
+        await this.take(h, delivery.message, delivery.channel);
         taken = true;
+        this.drained(h, delivery.message.id);
         // Erased after its receipt is committed, before the ack: a crash before the erase
         // redelivers it, the receipt in the log says it must go, and this erases it then.
         if (actor.erasesFromInbox(delivery.message.id)) {
@@ -371,6 +453,7 @@ export class Supervisor {
         await delivery.ack();
         if (cleanBefore && delivery.settledBefore === 0) known = { undelivered: delivery.undeliveredAfter, unacked: 0 };
       } catch (err) {
+        this.drained(h, delivery.message.id);
         if (err instanceof ActorDropped) actor.fail(err);
         // Taken: it is in the log, and its redelivery is acked and dropped. Not taken: it comes
         // again after its backoff, and after max_deliver becomes a dead letter (fail logs which).
@@ -381,6 +464,12 @@ export class Supervisor {
         return;
       }
     }
+  }
+
+  /** A delivery left to the drain was taken (or its take failed: its redelivery keeps no order anyway). */
+  private drained(h: Hosted, messageId: string): void {
+    if (!h.leftToDrain?.delete(messageId)) return;
+    if (h.leftToDrain.size === 0) h.leftToDrain = null;
   }
 
   /**
@@ -431,12 +520,21 @@ export class Supervisor {
 
   /**
    * Hands an accepted message to the actor it is for, when hosted here, on the actors' channel
-   * (the subagent port's messages); null when it is not hosted here.
+   * (the subagent port's messages), taken as a delivery would be (in order, the fault point and
+   * `beforeReceive` first); null when it is not hosted here.
    */
   handOver(msg: InboxMessage): Promise<void> | null {
     const h = this.hosted.get(msg.to);
     if (!h || this.stopped || h.actor.failed) return null;
-    return h.actor.receive(msg, 'actor');
+    if (h.leftToDrain) {
+      // mail before it waits for its delivery: so does this
+      h.leftToDrain.add(msg.id);
+      return null;
+    }
+    return this.take(h, msg, 'actor').catch((err: unknown) => {
+      if (err instanceof ActorDropped) h.actor.fail(err);
+      throw err;
+    });
   }
 
   /** True once `stop` was called: nothing more is hosted. */

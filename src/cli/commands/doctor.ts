@@ -4,7 +4,7 @@ import { secretOf, type EffectiveConfig } from '../../config/config.js';
 import { parseModelSpec } from '../../model/model-spec.js';
 import { loadScript } from '../../model/script.js';
 import {
-  dataDirCheck, failed, lmdbCheck, messageOf, natsChecks, ok, warning, within, type CheckResult,
+  configSkillsCheck, dataDirCheck, failed, lmdbCheck, messageOf, natsChecks, ok, warning, within, type CheckResult,
   toolingChecks,
 } from '../doctor-checks.js';
 import { EXIT } from '../exit-codes.js';
@@ -22,7 +22,7 @@ export interface DoctorOptions {
 
 /**
  * `actorloop doctor`: checks nats-server, JetStream, its durability (fsync) and the streams, the data dir, LMDB, the
- * sandbox, ripgrep and the policy, and the model endpoint; one line each. Exit 1 when any check failed; warnings do not fail.
+ * sandbox, ripgrep, the policy and the skills, and the model endpoint; one line each. Exit 1 when any check failed; warnings do not fail.
  */
 export async function doctorCommand(opts: DoctorOptions, config: EffectiveConfig, out: Out): Promise<number> {
   const logger = createLogger(config);
@@ -46,6 +46,7 @@ export async function doctorCommand(opts: DoctorOptions, config: EffectiveConfig
   print([await dataDirCheck(config.dataDir)]);
   print([await lmdbCheck(config.dataDir)]);
   print(await toolingChecks(config));
+  print(await configSkillsCheck(config));
   print(await modelChecks(opts, config, apiKey));
   return anyFailed ? EXIT.failed : EXIT.completed;
 }
