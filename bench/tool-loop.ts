@@ -9,12 +9,13 @@
  * runs them all again, and the cost of rehydrating one agent by the length of its log.
  * Prints tables; never asserts. Flags: --agents 1,10,100 (0 leaves the tool loop out) --steps 20
  * --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 (the fake
- * server's delay before each answer's first byte, ms; --skip-model leaves the model section out) --pipeline-steps 300 (0 leaves the pipeline section out)
+ * server's delay before each answer's first byte, ms; --skip-model leaves the model section out) --pipeline-steps 300 (0 leaves the pipeline section out) --context-steps 200 (0 leaves the context assembly section out)
  * --takeover 10,100,1000 (idle agents per takeover; 0 leaves the whole takeover section out)
  * --takeover-mid 100 (agents killed mid-turn; 0: none) --takeover-ttl 3000 (the hosts' lease TTL, ms)
  * --rehydrate-events 100,10000 (log lengths whose rehydration is timed; 0: none) --floor-pad 0 (bytes of
  * padding in each durable floor publish: what message size alone costs the floor) --long-steps 300
- * (0 leaves the long turn out) --long-result-bytes 4000 --fresh 100 (agents created one per task, 0 leaves it out)
+ * (0 leaves the long turn out) --long-result-bytes 4000 --fresh 100 (agents created one per task, each a turn of --steps echo
+ * steps and an answer, against the same tasks on pre-created agents, --runs times each; 0 leaves it out)
  * --fresh-lanes 1,10 (how many create-and-run at once) --inbox 30 (steers and interrupts timed, one agent each; 0 leaves
  * the inbox section out) --inbox-first-byte 200 (the scripted model's delay before the steered step's answer, ms)
  * --goals 20 (goals whose continuations are timed, one agent each; 0 leaves the section out) --goal-turns 4
@@ -25,6 +26,7 @@
  * committed at that rate; its longest frame; 0 leaves the page section out; needs `npm run build` for dist/web).
  * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
  * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
+ * NATS_URL set: the in-process sections run on that server (or cluster) instead of one the bench starts.
  */
 import { cpus, loadavg, platform, release } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -33,12 +35,13 @@ import { STREAMS } from '../src/bus/subjects.js';
 import { Cleanup, openBenchRuntime, type BenchRuntime } from './harness.js';
 import { ensureFloorStream, FLOOR_STREAM, runFloor } from './floors.js';
 import { runPark, type ParkResult } from './park.js';
-import { printFresh, runFreshAgents } from './fresh-agent.js';
+import { printFresh, runFreshPairs } from './fresh-agent.js';
 import { fmtMs, median, percentile, table, type CpuUse } from './stats.js';
 import { runActorloop, toolLoopScript, type RunResult } from './workload.js';
 import { runActorloopNoIo } from './no-io.js';
 import { runModelOverhead } from './model-overhead.js';
 import { runToolPipelineBench } from './tool-pipeline.js';
+import { runContextAssemblyBench } from './context-assembly.js';
 import { runTakeoverSection } from './takeover-report.js';
 import { runLongTurn } from './long-turn.js';
 import { runInboxLatency } from './inbox-latency.js';
@@ -61,6 +64,7 @@ interface Flags {
   modelLatency: number[];
   skipModel: boolean;
   pipelineSteps: number;
+  contextSteps: number;
   takeover: number[];
   takeoverMid: number;
   takeoverTtl: number;
@@ -105,6 +109,7 @@ const FLAG_OPTIONS = {
   'model-latency': { type: 'string', default: '0,200' },
   'skip-model': { type: 'boolean', default: false },
   'pipeline-steps': { type: 'string', default: '300' },
+  'context-steps': { type: 'string', default: '200' },
   takeover: { type: 'string', default: '10,100,1000' },
   'takeover-mid': { type: 'string', default: '100' },
   'takeover-ttl': { type: 'string', default: '3000' },
@@ -129,7 +134,7 @@ const FLAG_OPTIONS = {
 function parseFlags(): Flags {
   let values: {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'model-latency': string; 'skip-model': boolean;
-    'pipeline-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
+    'pipeline-steps': string; 'context-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
     'floor-pad': string; 'long-steps': string; 'long-result-bytes': string; fresh: string; 'fresh-lanes': string;
     inbox: string; 'inbox-first-byte': string; goals: string; 'goal-turns': string; fanout: string; 'fanout-hosts': string; 'gateway-agents': string;
     'page-actors': string; 'page-rate': string; 'page-seconds': string;
@@ -157,6 +162,7 @@ function parseFlags(): Flags {
     modelLatency: values['model-latency'].split(',').map((s) => int('model-latency', s.trim(), 0)),
     skipModel: values['skip-model'],
     pipelineSteps: int('pipeline-steps', values['pipeline-steps'], 0),
+    contextSteps: int('context-steps', values['context-steps'], 0),
     takeover: list('takeover', values.takeover),
     takeoverMid: int('takeover-mid', values['takeover-mid'], 0),
     takeoverTtl: int('takeover-ttl', values['takeover-ttl'], 200),
@@ -414,11 +420,12 @@ async function main(cleanup: Cleanup): Promise<void> {
   }
 
   if (flags.fresh > 0 && flags.freshLanes.length > 0) {
-    await runFreshAgents(rt, 1, 20, 3); // warm-up, not reported
+    // warm-up, not reported
+    await runFreshPairs(rt, 1, 20, flags.steps, 1);
     const fresh = [];
     // the tasks split over the lanes, so every concurrency creates the same number of agents
-    for (const lanes of flags.freshLanes) fresh.push(await runFreshAgents(rt, lanes, Math.max(1, Math.round(flags.fresh / lanes)), 3));
-    printFresh(fresh, 3);
+    for (const lanes of flags.freshLanes) fresh.push(await runFreshPairs(rt, lanes, Math.max(1, Math.round(flags.fresh / lanes)), flags.steps, flags.runs));
+    printFresh(fresh, flags.steps);
   }
 
   if (flags.inbox > 0) await runInboxLatency(rt, { samples: flags.inbox, firstByteMs: flags.inboxFirstByteMs });
@@ -444,6 +451,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   if (flags.pipelineSteps > 0) {
     await runToolPipelineBench({ steps: flags.pipelineSteps, runs: flags.runs, workspace: rt.workspace });
   }
+  if (flags.contextSteps > 0) runContextAssemblyBench({ steps: flags.contextSteps });
   if (flags.longSteps > 0) await runLongTurn(rt, { steps: flags.longSteps, resultBytes: flags.longResultBytes, runs: flags.runs });
   if (flags.takeover.length > 0) {
     await runTakeoverSection(cleanup, rt, {
@@ -476,7 +484,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100 --gateway-agents 100 --page-actors 1000 --page-rate 200 --page-seconds 20)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --context-steps 200 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100 --gateway-agents 100 --page-actors 1000 --page-rate 200 --page-seconds 20)\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed

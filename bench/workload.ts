@@ -36,13 +36,19 @@ export function toolLoopScript(steps: number): ScriptResponse[] {
   ];
 }
 
-/** Creates `count` agents on `sup`, a few at a time (each is a directory put and an inbox consumer). */
+/**
+ * Creates `count` agents on `sup`, a few at a time (each is a directory put and an inbox consumer).
+ * Each is ready once its consumer exists (asking for its pending mail waits for that): a
+ * supervisor that makes consumers beside the first turn would otherwise make them in the timed run.
+ */
 export function createAgents(sup: Supervisor, rt: BenchRuntime, count: number): Promise<AgentActor[]> {
-  return pool(Array.from({ length: count }), 32, () => {
+  return pool(Array.from({ length: count }), 32, async () => {
     const actorId = newId('agent');
-    return sup.create({
+    const actor = await sup.create({
       actorId, kind: 'agent', parentId: null, rootId: actorId, title: 'tool-loop bench', workspace: rt.workspace, labels: {},
     });
+    await sup.inboxPending(actorId);
+    return actor;
   });
 }
 

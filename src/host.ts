@@ -40,6 +40,10 @@ export { openLmdbStore } from './store/lmdb-store.js';
 export { createLmdbSnapshots } from './store/snapshots.js';
 export { createLmdbBlobStore, type BlobStore } from './store/blob-port.js';
 export { createMemoryBlobStore } from './store/memory-blobs.js';
+/** Blobs on the bus: the Object Store every host shares, LMDB as this host's cache of it. */
+export { createObjectBlobStore } from './store/object-blobs.js';
+export { createCachedBlobStore } from './store/cached-blobs.js';
+export { ensureBlobBucket } from './bus/blob-bucket.js';
 export { emptyProjection, foldEvent, type Projection } from './store/projection.js';
 /** A tree's fold as clients draw it. */
 export { TreeFold, ROOT_NAME } from './client/tree.js';

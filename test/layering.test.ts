@@ -16,7 +16,7 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   machines: ['protocol'],
   store: ['protocol', 'bus'],
   bus: ['protocol'],
-  actors: ['protocol', 'machines', 'store', 'bus', 'model', 'tools'],
+  actors: ['protocol', 'machines', 'store', 'bus', 'model', 'tools', 'context', 'knowledge'],
   jobs: ['protocol', 'machines', 'store', 'bus', 'tools'],
   verify: ['protocol', 'store'],
   model: ['protocol'],

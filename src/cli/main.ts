@@ -19,6 +19,9 @@ import { hostCommand } from './commands/host.js';
 import { serveCommand } from './commands/serve.js';
 import { registerDlqCommand } from './commands/dlq.js';
 import { registerApprovalsCommand } from './commands/pending-approvals.js';
+import { registerGcCommand } from './commands/gc.js';
+import { registerMemoryCommand } from './commands/memory.js';
+import { registerContextCommand } from './commands/context.js';
 import { treeCommand } from './commands/tree.js';
 import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
@@ -316,6 +319,9 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
 
   registerDlqCommand(program, { common, flags, act, out });
   registerApprovalsCommand(program, { common, flags, act, out });
+  registerGcCommand(program, { common, flags, act, out });
+  registerMemoryCommand(program, { common, flags, act, out });
+  registerContextCommand(program, { common, flags, act, out });
   common(program.command('tree').argument('<rootId>', 'the top agent of the tree (a subagent: its tree is shown)', idArgument('agent')))
     .description('show an agent and its subagents: name, ID, status, step or tool, tokens and cost of each, and the sums')
     .option('--follow', 'redraw as the tree changes, until no agent runs or waits (Ctrl-C stops)')

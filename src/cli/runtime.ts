@@ -5,10 +5,11 @@ import { createFaultInjector, parseFaultSpecs, type ArmableFaultInjector } from 
 import { createFileFaultRecords } from '../actors/faults/fault-records.js';
 import { Supervisor, type SupervisorOptions } from '../actors/hosting/supervisor.js';
 import { compose, modelsFromSpecs } from '../actors/composition.js';
-import { environmentOf, redactedValues, secretOf, type EffectiveConfig } from '../config/config.js';
+import { configFilePaths, environmentOf, redactedValues, secretOf, type EffectiveConfig } from '../config/config.js';
 import { writeSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { createRipgrepRetriever } from '../knowledge/ripgrep-retriever.js';
 import type { ToolingPorts } from '../actors/agent/tooling.js';
 import { createRedactor } from '../tools/redact.js';
 import { createPolicySource } from '../config/turn-policy.js';
@@ -103,6 +104,8 @@ export function busOptions(config: EffectiveConfig, logger: Logger, name: string
     role,
     person,
     credentials: natsCredentialsOf(config),
+    // scaled only when named: a command run with the default leaves an operator's streams as they are
+    replicas: { replicas: config.replicas, scale: config.sources.replicas !== undefined && config.sources.replicas !== 'default' },
     ...(config.natsServerBinary ? { binary: config.natsServerBinary } : {}),
     ...pathOf(config),
   };
@@ -233,6 +236,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
 export async function toolingFor(config: EffectiveConfig): Promise<ToolingPorts> {
   const env = environmentOf(config);
   const home = env.HOME || homedir();
+  const userConfigDir = dirname(configFilePaths(config.workspace.dir, env).user);
   return {
     // the turn's own workspace and the user's file as they are now, never this process's directory
     policy: createPolicySource(config),
@@ -244,7 +248,10 @@ export async function toolingFor(config: EffectiveConfig): Promise<ToolingPorts>
     askTtlMs: config.askTtlMs,
     maxParallelCalls: config.maxParallelCalls,
     interruptFollowUps: config.interruptFollowUps,
-    // what a sandboxed command must not read: the runtime's own store and the user's keys
-    hiddenPaths: [config.dataDir, ...['.ssh', '.aws', '.gnupg', '.config/actorloop', '.docker', '.kube'].map((d) => join(home, d))],
+    // what a sandboxed command must not read: the runtime's own store, the user's keys and memory
+    hiddenPaths: [config.dataDir, userConfigDir, ...['.ssh', '.aws', '.gnupg', '.config/actorloop', '.docker', '.kube'].map((d) => join(home, d))],
+    userConfigDir,
+    // ripgrep as found on the tool environment's PATH (never one inside a workspace)
+    retriever: createRipgrepRetriever({ ...(env.PATH ? { searchPath: env.PATH } : {}) }),
   };
 }

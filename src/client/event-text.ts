@@ -100,7 +100,7 @@ export class EventDescriber {
       case 'step/start':
         return `step ${e.data.index} · model ${e.data.model}${e.data.effort ? ` · effort ${e.data.effort}` : ''}${e.data.messageIds?.length ? ` · claims ${e.data.messageIds.join(', ')}` : ''}`;
       case 'request/prepared':
-        return `${byteSize(e.data.bytes)} · ${e.data.messages} messages · ${shortDigest(e.data.digest)}${e.data.messageIds?.length ? ` · includes ${e.data.messageIds.join(', ')}` : ''}`;
+        return `${byteSize(e.data.bytes)} · ${e.data.messages} messages · ${shortDigest(e.data.digest)}${e.data.budget ? ` · ${e.data.budget.estimated ? '~' : ''}${e.data.budget.tokens} tokens${e.data.budget.window ? ` of ${e.data.budget.window}` : ''}` : ''}${e.data.messageIds?.length ? ` · includes ${e.data.messageIds.join(', ')}` : ''}`;
       case 'attempt/start':
         return `attempt ${e.data.index}${this.stepModel ? ` · ${this.stepModel}` : ''} · request ${shortDigest(e.data.requestDigest)}`;
       case 'attempt/end': {
@@ -221,6 +221,24 @@ export class EventDescriber {
         return `${e.data.any ? 'any of' : 'the end of'} ${e.data.childIds.join(', ') || '(none)'}${e.data.deadlineAt !== null ? ` · until ${new Date(e.data.deadlineAt).toISOString()}` : ''}`;
       case 'subagent/detached':
         return `${e.data.childId} · ${clip(e.data.reason, 60)}`;
+      case 'doc/loaded':
+        return `${e.data.path} · ${e.data.scope} · ${byteSize(e.data.bytes)}${e.data.truncated ? ' (cut)' : ''} · ${e.data.placement === 'after_call' ? 'after a call' : 'in the instructions'} · ${shortDigest(e.data.digest)}`;
+      case 'skills/indexed':
+        return e.data.skills.length === 0 ? 'no skills' : `${counted(e.data.skills.length, 'skill')}: ${clip(e.data.skills.map((s) => s.name).join(', '), 80)}`;
+      case 'skill/loaded':
+        return `${e.data.name} · ${e.data.path} · ${byteSize(e.data.bytes)} · ${shortDigest(e.data.digest)}`;
+      case 'memory/loaded':
+        return `${e.data.file === 'user' ? 'USER.md' : 'MEMORY.md'} · ${byteSize(e.data.bytes)}${e.data.summarized ? ' · index only (past its budget)' : ''} · ${shortDigest(e.data.digest)}`;
+      case 'retrieval/loaded':
+        return `${counted(e.data.excerpts.length, 'excerpt')} by ${e.data.retriever} for "${clip(e.data.query, 50)}" · ${shortDigest(e.data.textRef.digest)}`;
+      case 'memory/changed':
+        return `${e.data.file === 'user' ? 'USER.md' : 'MEMORY.md'} ${e.data.action} · ${shortDigest(e.data.before)} → ${shortDigest(e.data.digest)}`;
+      case 'compaction/started':
+        return `${e.data.checkpoint} · items ${e.data.range.from}-${e.data.range.to - 1} · ${e.data.trigger} · ${e.data.tokensBefore} tokens · history r${e.data.historyRevision} · request r${e.data.requestRevision}`;
+      case 'checkpoint/committed':
+        return `${e.data.id} · items ${e.data.range.from}-${e.data.range.to - 1} · ${e.data.tokensBefore} → ${e.data.tokensAfter} tokens · kept ${counted(e.data.kept.length, 'item')}`;
+      case 'compaction/rejected':
+        return `${e.data.checkpoint} ${e.data.reason} · ${clip(e.data.message, 100)}`;
       default:
         return assertNever(e, 'event type');
     }

@@ -17,8 +17,13 @@ export const ConfigFileSchema = z.strictObject({
   api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name such as OPENAI_API_KEY').optional(),
   /** Where logs, snapshots and the embedded server live. */
   data_dir: z.string().min(1).optional(),
-  /** A NATS server with JetStream instead of the embedded one. */
+  /** A NATS server with JetStream instead of the embedded one; a cluster as a comma-separated list (`nats://a:4222,nats://b:4222`). */
   nats_url: z.string().min(1).optional(),
+  /**
+   * Copies of every stream and bucket actorloop creates: 1 (default) on one server, 3 on a cluster.
+   * Given explicitly, an existing stream with fewer copies is scaled up to it.
+   */
+  replicas: z.number().int().min(1).max(5).optional(),
   /** A `.creds` file (JWT + NKey seed) to log in to `nats_url` with; passwords and tokens go in NATS_PASSWORD / NATS_TOKEN. */
   nats_creds: z.string().min(1).optional(),
   /** User file only: `[workspaces."/abs/dir"] trusted = true`, as `actorloop trust <dir>` writes it. */
@@ -71,6 +76,14 @@ export const ConfigFileSchema = z.strictObject({
   max_completion_rejections: z.number().int().min(1).max(100).optional(),
   /** What the refusal at that limit does: `fail` the turn (default), or `block` the agent's active goal and stop the turn. */
   on_completion_exhausted: OnCompletionExhaustedSchema.optional(),
+  /** The context window requests must fit, in tokens, for every model (default: the model's known window; none known: unchecked). */
+  context_window: z.number().int().min(1024).max(100_000_000).optional(),
+  /** Bytes the project docs (AGENTS.md files) may take together in a request (default 32 KiB). */
+  docs_max_bytes: z.number().int().min(0).max(1024 * 1024).optional(),
+  /** Tokens of excerpts a retriever (ripgrep) finds for each turn's task and adds to its requests (default 0: none). */
+  retrieval_tokens: z.number().int().min(0).max(100_000).optional(),
+  /** Bytes of a memory file given whole at a turn's start; past it only its index is, and memory_search reads the rest (default 8 KiB). */
+  memory_max_bytes: z.number().int().min(0).max(1024 * 1024).optional(),
   /** Turns in a row without progress before a goal is `blocked` with reason `no_progress` (default 2). */
   max_idle_turns: z.number().int().min(1).max(100).optional(),
   /** How deep a tree of subagents may go (default 3: a top agent's children's children's children). */

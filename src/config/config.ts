@@ -26,7 +26,10 @@ export type ConfigSource = z.infer<typeof ConfigSourceSchema>;
  */
 export const EffectiveConfigSchema = z.object({
   dataDir: z.string(),
+  /** NATS_URL / `nats_url` / `--nats`: one server, or a cluster's servers comma-separated; null: the embedded server. */
   natsUrl: z.string().nullable(),
+  /** Copies of every stream and bucket (`replicas`, ACTORLOOP_REPLICAS): 1–5. */
+  replicas: z.number().int().min(1).max(5),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   faults: z.string().nullable(),
   /** The model a run uses when `--model` is not given, from ACTORLOOP_MODEL. */
@@ -80,6 +83,8 @@ export const EffectiveConfigSchema = z.object({
   interruptFollowUps: z.enum(['keep', 'cancel']),
   /** Turns in a row without progress before a goal is `blocked` (`max_idle_turns`). */
   maxIdleTurns: z.number().int().positive(),
+  /** What requests are assembled within (`context_window`, `docs_max_bytes`, `memory_max_bytes`); absent keys: the defaults. */
+  context: z.object({ window: z.number().int().positive().optional(), docsMaxBytes: z.number().int().nonnegative().optional(), memoryMaxBytes: z.number().int().nonnegative().optional(), retrievalTokens: z.number().int().nonnegative().optional() }),
   /** Names (never values) of environment variables whose values are redacted from tool output. */
   redactEnv: z.array(z.string()),
   /** Limits of subagent trees (`max_subagent_depth`, `max_children_per_parent`, `max_children_per_tree`, `on_parent_end`). */
@@ -116,10 +121,15 @@ export interface ConfigFlags {
   overrides?: string[];
 }
 
+/** The user's actorloop config dir: `$XDG_CONFIG_HOME/actorloop`, else `~/.config/actorloop` (config.toml, AGENTS.md, skills/). */
+export function userConfigDir(env: NodeJS.ProcessEnv): string {
+  const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(env.HOME || homedir(), '.config');
+  return join(base, 'actorloop');
+}
+
 /** Where the config files of a workspace and a user are. */
 export function configFilePaths(cwd: string, env: NodeJS.ProcessEnv): { workspace: string; user: string } {
-  const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(env.HOME || homedir(), '.config');
-  return { workspace: join(resolve(cwd), 'actorloop.toml'), user: join(base, 'actorloop', 'config.toml') };
+  return { workspace: join(resolve(cwd), 'actorloop.toml'), user: join(userConfigDir(env), 'config.toml') };
 }
 
 /** Default data dir: `$XDG_DATA_HOME/actorloop`, else `~/.local/share/actorloop`. */
@@ -151,6 +161,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const given: Partial<Record<keyof ConfigFile, { flag: string | undefined; env: string | undefined }>> = {
     data_dir: { flag: flags.dataDir, env: env.ACTORLOOP_DATA_DIR },
     nats_url: { flag: flags.nats, env: env.NATS_URL },
+    replicas: { flag: undefined, env: env.ACTORLOOP_REPLICAS },
     nats_creds: { flag: flags.natsCreds, env: env.NATS_CREDS },
     model: { flag: undefined, env: env.ACTORLOOP_MODEL },
     base_url: { flag: undefined, env: env.OPENAI_BASE_URL },
@@ -159,6 +170,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const parsed = EffectiveConfigSchema.safeParse({
     dataDir: resolve(flags.dataDir ?? (over.data_dir || env.ACTORLOOP_DATA_DIR || file.data_dir || defaultDataDir(env))),
     natsUrl: flags.nats ?? (over.nats_url || env.NATS_URL || file.nats_url || null),
+    replicas: over.replicas ?? (env.ACTORLOOP_REPLICAS ? Number(env.ACTORLOOP_REPLICAS) : undefined) ?? file.replicas ?? 1,
     logLevel: level,
     faults: [flags.fault, env.ACTORLOOP_FAULTS].filter((x) => x && x !== '').join(',') || null,
     defaultModel: over.model || env.ACTORLOOP_MODEL || file.model || null,
@@ -200,6 +212,12 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     maxParallelCalls: file.max_parallel_calls ?? 8,
     interruptFollowUps: file.interrupt_follow_ups ?? 'keep',
     maxIdleTurns: file.max_idle_turns ?? 2,
+    context: {
+      ...(file.context_window !== undefined ? { window: file.context_window } : {}),
+      ...(file.docs_max_bytes !== undefined ? { docsMaxBytes: file.docs_max_bytes } : {}),
+      ...(file.memory_max_bytes !== undefined ? { memoryMaxBytes: file.memory_max_bytes } : {}),
+      ...(file.retrieval_tokens !== undefined ? { retrievalTokens: file.retrieval_tokens } : {}),
+    },
     subagents: {
       maxDepth: file.max_subagent_depth ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
       maxChildrenPerParent: file.max_children_per_parent ?? DEFAULT_SUBAGENT_LIMITS.maxChildrenPerParent,
@@ -219,7 +237,9 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     const hint =
       field === 'logLevel'
         ? 'set ACTORLOOP_LOG to one of fatal, error, warn, info, debug, trace, silent'
-        : 'check the flag or environment variable that sets it';
+        : field === 'replicas'
+          ? 'set ACTORLOOP_REPLICAS (or replicas in actorloop.toml) to a whole number from 1 to 5: 1 on one server, 3 on a cluster'
+          : 'check the flag or environment variable that sets it';
     throw new ConfigError('config.invalid', `invalid setting ${field}: ${issue.message}`, { hint });
   }
   const config = { ...parsed.data };

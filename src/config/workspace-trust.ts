@@ -20,8 +20,11 @@ export const DEFAULT_APPROVAL_TTL_SECONDS = 24 * 60 * 60;
 /** How long a question waits for a person unless configured: a day, as an approval does. */
 export const DEFAULT_ASK_TTL_SECONDS = 24 * 60 * 60;
 
-/** Keys a workspace file never sets until the user trusts it: they would send the user's secrets or data elsewhere. */
-const NEVER_UNTRUSTED = ['base_url', 'api_key_env', 'nats_url', 'nats_creds', 'data_dir'] as const;
+/**
+ * Keys a workspace file never sets until the user trusts it: they would send the user's secrets or
+ * data elsewhere, or (replicas) rescale the streams of the deployment the user points at.
+ */
+const NEVER_UNTRUSTED = ['base_url', 'api_key_env', 'nats_url', 'nats_creds', 'data_dir', 'replicas'] as const;
 /** Keys only the user's own file may set, trusted workspace or not. */
 const USER_ONLY = ['trust_workspace_policy', 'workspaces'] as const;
 

@@ -80,13 +80,15 @@ export function prepareOpenAIChat(request: ModelRequest): PreparedRequest {
 
 /** The layout `prepareOpenAIChat` writes (the adapter writes the same bytes step by step, `GrowingBody`). */
 function chatLayout(request: ModelRequest): BodyLayout {
-  const tail: Record<string, unknown> = {};
+  // the tool schemas before the messages: a request's bytes up to its last message are a prefix of the next one's
+  const head: Record<string, unknown> = { model: request.model };
   if (request.tools.length > 0) {
-    tail['tools'] = request.tools.map((t) => ({
+    head['tools'] = request.tools.map((t) => ({
       type: 'function',
       function: { name: t.name, description: t.description, parameters: t.parameters },
     }));
   }
+  const tail: Record<string, unknown> = {};
   if (request.maxOutputTokens !== null) tail['max_completion_tokens'] = request.maxOutputTokens;
   if (request.effort) tail['reasoning_effort'] = request.effort;
   // Structured output, natively: the runtime validates the answer against the schema either way.
@@ -95,7 +97,7 @@ function chatLayout(request: ModelRequest): BodyLayout {
   }
   tail['stream'] = true;
   tail['stream_options'] = { include_usage: true };
-  return { head: { model: request.model }, key: 'messages', lead: [{ role: 'system', content: request.instructions }], tail };
+  return { head, key: 'messages', lead: [{ role: 'system', content: request.instructions }], tail };
 }
 
 const chatWire: WireItems = (item) => [toWireMessage(item)];

@@ -59,10 +59,14 @@ export const STORE_CODES = {
   invalidEvent: 'store.invalid_event',
   publishUnknown: 'store.publish_unknown',
   publishRejected: 'store.publish_rejected',
-  /** A blob the log names (model output stored whole) is not in the blob store. */
+  /** A blob the log names is not in the blob store: final, the log alone cannot rebuild it. */
   blobMissing: 'store.blob_missing',
+  /** A blob could not be written to the Object Store (NATS unreachable, out of storage): the commit naming it waits. */
+  blobUnwritten: 'store.blob_unwritten',
   /** A commit is larger than the server takes in one message (max_payload): retrying cannot help. */
   commitTooLarge: 'store.commit_too_large',
+  /** `actorloop gc` could not read the blob bucket or remove a blob from it; running it again is safe. */
+  blobGcFailed: 'store.blob_gc_failed',
 } as const;
 
 /** Narrows an unknown thrown value to an ActorloopError with the given code. */

@@ -3,6 +3,8 @@ import { BlobRefSchema, ToolCallRequestSchema, UsageSchema } from './history.js'
 import { CompleteWhenSchema } from './completion.js';
 import { TurnOutcomeSchema, ReasoningEffortSchema, GoalPhaseSchema, GoalBudgetSchema, GoalUsageSchema, TurnSettingsSchema, TurnRequestSchema } from './turn-settings.js';
 import { SUBAGENT_EVENT_DATA } from './subagent-events.js';
+import { COMPACTION_EVENT_DATA } from './compaction-events.js';
+import { CONTEXT_EVENT_DATA, ContextBudgetSchema, ContributionRecordSchema } from './context-events.js';
 
 /** Version of the event format written by this code. */
 export const EVENT_VERSION = 1;
@@ -143,8 +145,16 @@ export const EventDataSchemas = {
     messages: z.number().int().nonnegative(),
     /** Inbox messages this request holds for the first time: `included` from this commit on. */
     messageIds: z.array(z.string()).optional(),
+    /** What the request is made of, in the order sent (design §10); absent in logs written before it. */
+    contributions: z.array(ContributionRecordSchema).optional(),
+    /** Its size against the window it must fit. */
+    budget: ContextBudgetSchema.optional(),
   }),
-  'attempt/start': z.object({ index: z.number().int().positive(), requestDigest: z.string() }),
+  /**
+   * `kind: compaction`: the attempt writes a checkpoint's summary (design §10), on a bounded request
+   * of its own; absent: the step's request.
+   */
+  'attempt/start': z.object({ index: z.number().int().positive(), requestDigest: z.string(), kind: z.literal('compaction').optional() }),
   'attempt/end': z.object({
     /** `overflow`: the request did not fit the model's context (its own outcome: compaction acts on it). */
     outcome: z.enum(['succeeded', 'failed', 'overflow', 'interrupted', 'aborted']),
@@ -488,6 +498,9 @@ export const EventDataSchemas = {
   }),
   // a parent and its children (design §6b): spawn, messages, notices, waits
   ...SUBAGENT_EVENT_DATA,
+  // what the model is given besides the history (design §10): docs, skills, memory
+  ...CONTEXT_EVENT_DATA,
+  ...COMPACTION_EVENT_DATA,
 } as const;
 
 /** Every event type this version writes. */

@@ -37,6 +37,8 @@ export const HistoryItemSchema = z.discriminatedUnion('role', [
     content: z.string(),
     /** The blob holding what the model reads when the log may not (a sensitive answer); `content` is a placeholder. */
     contentRef: BlobRefSchema.optional(),
+    /** Tool output from outside the agent: the request marks it as data, not instructions (design §10). */
+    untrusted: z.boolean().optional(),
   }),
 ]);
 export type HistoryItem = z.infer<typeof HistoryItemSchema>;

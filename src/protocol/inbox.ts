@@ -9,6 +9,8 @@ export const InboxKindSchema = z.enum([
   'goal_control',
   // a parent's stop of its child's running turn (`interrupt_agent`, or the parent's turn ending): the child checks the sender is its parent
   'subagent_interrupt',
+  // a person's ask for a checkpoint at the next step boundary (`actorloop compact <agent>`)
+  'compact',
 ]);
 export type InboxKind = z.infer<typeof InboxKindSchema>;
 

@@ -106,6 +106,19 @@ const ChildFields = {
   readOnly: z.boolean().optional(),
 };
 
+/** What a turn's requests are assembled within (design §10): absent fields take the defaults. */
+export const ContextSettingsSchema = z.object({
+  /** The context window requests must fit (tokens), over the model's known one. */
+  window: z.number().int().positive().optional(),
+  /** Bytes the project docs may take together. */
+  docsMaxBytes: z.number().int().nonnegative().optional(),
+  /** Bytes of a memory file given whole; past it, its index. */
+  memoryMaxBytes: z.number().int().nonnegative().optional(),
+  /** Tokens of excerpts retrieved for the turn's task (0 or absent: none). */
+  retrievalTokens: z.number().int().nonnegative().optional(),
+});
+export type ContextSettings = z.infer<typeof ContextSettingsSchema>;
+
 /** What a Turn runs with, recorded in `turn/start` so a resume needs nothing else. */
 export const TurnSettingsSchema = z.object({
   model: z.string(),
@@ -128,6 +141,8 @@ export const TurnSettingsSchema = z.object({
   approvalMode: ApprovalModeSchema.optional(),
   /** Plan mode: the turn is read-only (every call with possible effects is denied) and writes a plan; absent: false. */
   planMode: z.boolean().optional(),
+  /** Context assembly limits from the config (absent: the defaults). */
+  context: ContextSettingsSchema.optional(),
   ...CompletionFields,
   ...ChildFields,
 });
@@ -155,6 +170,7 @@ export const TurnRequestSchema = z.object({
   approvalMode: ApprovalModeSchema.optional(),
   /** Run the turn in plan mode (`actorloop run --plan-mode`). */
   planMode: z.boolean().optional(),
+  context: ContextSettingsSchema.optional(),
   ...CompletionFields,
   ...ChildFields,
   /** A goal the turn starts (`run --goal`): `goal/created` is committed with its `turn/start`. */

@@ -6,6 +6,8 @@ import { noteEpochs } from './incarnations.js';
 import { emptyFacts, foldFacts, type CompletionFacts } from './completion-facts.js';
 import { foldGoal, type GoalRecord } from './goal-projection.js';
 import { foldReserved, foldSettled, type BudgetSpend, type ReservationRecord } from './budget-projection.js';
+import { foldContext, type ContextState } from './context-projection.js';
+import { foldCompaction, type CompactionState } from './compaction-projection.js';
 import { foldSubagents, type ChildRecord, type NoticeOwed, type ParentLink, type SpawnRequestRecord, type WaitRecord } from './subagent-projection.js';
 
 export type { BudgetSpend, ReservationRecord } from './budget-projection.js';
@@ -144,7 +146,8 @@ export interface Projection {
     /** The step's context held untrusted content since the last user message (provenance). */
     untrusted?: boolean;
   } | null;
-  openAttempt: { id: string; index: number; requestDigest: string } | null;
+  /** `kind: compaction`: the attempt writes a checkpoint's summary. */
+  openAttempt: { id: string; index: number; requestDigest: string; kind?: 'compaction' } | null;
   lastPrepared: { digest: string; bytes: number } | null;
   inbox: Record<string, InboxItem>;
   usage: Usage;
@@ -219,6 +222,10 @@ export interface Projection {
   noticeOwed?: NoticeOwed;
   /** A child's open turn: the messages it took (its place in the tree is held under their IDs). */
   turnMessages?: string[];
+  /** Docs, skills and memory the model is given besides the history (made on first use). */
+  context?: ContextState;
+  /** Compaction: the history revision, what checkpoints must keep, the checkpoints (made on first use). */
+  compaction?: CompactionState;
 }
 
 /** The projection of an empty log. */
@@ -307,6 +314,8 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
   // before the rest: it reads the plan an update replaces and the calls of the step
   foldGoal(p, e);
   foldSubagents(p, e);
+  foldContext(p, e);
+  foldCompaction(p, e);
   switch (e.type) {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
@@ -351,9 +360,12 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
       }
       break;
     case 'attempt/start':
-      p.openAttempt = { id: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest };
+      p.openAttempt = e.data.kind === 'compaction'
+        ? { id: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest, kind: 'compaction' }
+        : { id: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest };
       break;
-    case 'attempt/end':
+    case 'attempt/end': {
+      const summary = p.openAttempt?.kind === 'compaction';
       p.openAttempt = null;
       p.usage = addUsage(p.usage, e.data.usage);
       if (p.openStep) {
@@ -364,8 +376,10 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
         p.openTurn.usage = addUsage(p.openTurn.usage, e.data.usage);
         p.openTurn.costUsd = addCost(p.openTurn.costUsd, e.data.costUsd ?? null);
       }
-      if (e.data.outcome === 'succeeded' || e.data.outcome === 'failed' || e.data.outcome === 'overflow') p.modelResponses += 1;
+      // a compaction attempt's answer comes from the script's `summaries`, not its responses
+      if (!summary && (e.data.outcome === 'succeeded' || e.data.outcome === 'failed' || e.data.outcome === 'overflow')) p.modelResponses += 1;
       break;
+    }
     case 'assistant/accepted':
       p.pending.assistant = { role: 'assistant', content: e.data.content, toolCalls: e.data.toolCalls };
       // a blob-stored answer: the history keeps the reference, and the request sent resolves it
@@ -553,6 +567,15 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'actor/rehydrated':
     case 'actor/killed':
     case 'tool/reconciled':
+    case 'doc/loaded':
+    case 'skills/indexed':
+    case 'skill/loaded':
+    case 'memory/loaded':
+    case 'memory/changed':
+    case 'retrieval/loaded':
+    case 'compaction/started':
+    case 'checkpoint/committed':
+    case 'compaction/rejected':
       break;
     default:
       assertNever(e, 'event');
@@ -585,9 +608,12 @@ function closeStep(p: Projection): void {
     const byIndex = [...calls].sort((a, b) => a.index - b.index);
     for (const c of byIndex) {
       const content = c.observation ?? 'No result was recorded.';
-      p.history.push(c.observationRef
+      const item: HistoryItem = c.observationRef
         ? { role: 'tool', callId: c.providerId, name: c.name, content, contentRef: c.observationRef }
-        : { role: 'tool', callId: c.providerId, name: c.name, content });
+        : { role: 'tool', callId: c.providerId, name: c.name, content };
+      // the request wraps it as data from outside (design §10): the model is told not to obey it
+      if (c.untrusted) item.untrusted = true;
+      p.history.push(item);
       if (c.untrusted) p.untrusted = true;
     }
     if (completion) p.history.push({ role: 'user', content: completionFeedback(completion) });

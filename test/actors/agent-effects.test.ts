@@ -3,7 +3,7 @@ import { performEffect } from '../../src/actors/actor/agent-effects.js';
 import { abortReason, scope } from '../../src/actors/agent/effect-context.js';
 import { estimateUsage } from '../../src/actors/agent/model-request.js';
 import { fakeContext, openTurnAndStep, type FakeContext } from './fake-effect-context.js';
-import { turnRequest } from './agent-fixture.js';
+import { memoryBlobs, turnRequest } from './agent-fixture.js';
 
 // The effect table run against a fake EffectContext: effect in, staged events out, no actor or NATS.
 
@@ -69,6 +69,21 @@ describe('agent effects on a fake context', () => {
     const digest = (ctx.staged[0]!.data as { digest: string }).digest;
     expect([...ctx.turn.prepared.keys()]).toEqual([digest]);
     expect(ctx.turn.model).not.toBeNull();
+  });
+
+  it('prepareRequest holds the commit of request/prepared for its blob when other hosts read the store, and not otherwise', async () => {
+    const shared = fakeContext({ ports: { blobs: { ...memoryBlobs(), shared: true } } });
+    openTurnAndStep(shared);
+    await performEffect(shared, { name: 'prepareRequest', params: { index: 1 } });
+    const digest = (shared.staged[0]!.data as { digest: string }).digest;
+    expect(shared.holds).toHaveLength(1);
+    expect(await shared.holds[0]).toBe(digest);
+    expect(await shared.ports.blobs.has(digest)).toBe(true);
+
+    const local = fakeContext();
+    openTurnAndStep(local);
+    await performEffect(local, { name: 'prepareRequest', params: { index: 1 } });
+    expect(local.holds).toEqual([]);
   });
 
   it('interruptAttempt closes the attempt with estimated usage and notes it for the recovery continuation', async () => {

@@ -3,6 +3,7 @@ import type { StateValue } from 'xstate';
 import type { EffectContext, EffectPorts } from '../../src/actors/agent/effect-context.js';
 import { createFaultInjector } from '../../src/actors/faults/faults.js';
 import { OutputTexts } from '../../src/actors/agent/output-blobs.js';
+import { blobScope } from '../../src/actors/agent/missing-blob.js';
 import { defaultTooling } from '../../src/actors/agent/tooling.js';
 import { createScriptedModel } from '../../src/model/scripted-model.js';
 import type { ScriptResponse } from '../../src/model/script.js';
@@ -24,6 +25,8 @@ export interface FakeContext extends EffectContext {
   readonly started: Array<{ callId: string; rerun: boolean }>;
   readonly recovered: string[];
   readonly failures: unknown[];
+  /** Writes the next commit was told to wait for. */
+  readonly holds: Array<Promise<unknown>>;
   /** Call states `callState` answers with. */
   readonly calls: Map<string, StateValue>;
   /** Aborts the turn's signal. */
@@ -62,7 +65,7 @@ export function fakeContext(o: FakeContextOptions = {}): FakeContext {
     foldEvent(projection, e);
     return e;
   };
-  const outputs = new OutputTexts(ports.blobs);
+  const outputs = new OutputTexts(ports.blobs, blobScope({ actorId, ports }));
   const ctx: FakeContext = {
     actorId,
     rootId: actorId,
@@ -82,6 +85,7 @@ export function fakeContext(o: FakeContextOptions = {}): FakeContext {
     started: [],
     recovered: [],
     failures: [],
+    holds: [],
     calls: new Map(),
     stage(d) {
       const e = stamp(d);
@@ -92,6 +96,7 @@ export function fakeContext(o: FakeContextOptions = {}): FakeContext {
       ctx.flushes.push(ctx.staged.length);
     },
     afterCommit: (_seq, launch) => launch.run(),
+    holdCommit: (write) => void ctx.holds.push(write),
     noteRecovered: (d) => void ctx.recovered.push(d),
     send: (s) => void ctx.signals.push(s),
     callState: (id) => ctx.calls.get(id),

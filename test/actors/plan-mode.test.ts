@@ -1,3 +1,4 @@
+import { UNTRUSTED_NOTE } from '../../src/context/assembly.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -41,7 +42,7 @@ describe('plan mode', () => {
     expect(await readFile(join(world.ws, 'src', 'a.txt'), 'utf8')).toBe('alpha\nbeta\n');
     expect(actor.projection.plan?.version).toBe(1);
     // the model is told it is in plan mode
-    expect(models.requests()[0]!.request.instructions).toBe(DEFAULT_INSTRUCTIONS + PLAN_MODE_INSTRUCTIONS);
+    expect(models.requests()[0]!.request.instructions).toBe(`${DEFAULT_INSTRUCTIONS}${PLAN_MODE_INSTRUCTIONS}\n\n${UNTRUSTED_NOTE}`);
     expect(models.requests()[0]!.request.tools.map((t) => t.name)).toContain('update_plan');
     expect(verifyLog(log, { complete: true })).toEqual([]);
   });

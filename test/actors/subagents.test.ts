@@ -94,7 +94,8 @@ describe('delegation modes', () => {
         call('wait_agents', { ids: ['worker'] }),
         answer('both parts done'),
       ],
-      worker: [answer('first part done'), answer('second part done')],
+      // its first answer takes a while: its notice comes while the parent waits, not before its next request
+      worker: [{ ...answer('first part done'), delay_ms: 300 }, answer('second part done')],
     });
     expect(end.outcome).toBe('completed');
     const out = results(log);

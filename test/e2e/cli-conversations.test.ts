@@ -8,7 +8,7 @@ import { describe, test, type ExpectStatic } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { createLmdbBlobStore } from '../../src/store/blob-port.js';
 import { openLmdbStore } from '../../src/store/lmdb-store.js';
-import { AGENT_ID, lines, parseEvents, parseRuns, show, type CliResult } from '../helpers/cli.js';
+import { AGENT_ID, lines, parseEvents, parseRuns, show, type CliProcesses, type CliResult, type RunningCli } from '../helpers/cli.js';
 import { useCliStack } from '../helpers/cli-stack.js';
 
 const stack = useCliStack();
@@ -25,6 +25,18 @@ async function setup(onTestFinished: (fn: () => Promise<void>) => void, script: 
 
 function expectExit(expect: ExpectStatic, r: CliResult, code: number): void {
   expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
+}
+
+/**
+ * Starts a `run` (with `--json`) whose first model call is slow and returns once that call is in
+ * flight: stderr's first line names the agent, and `request/prepared` is on stdout as it commits.
+ * Polling `runs` instead could outlast turn 1 on a loaded machine (each poll is a process start).
+ */
+async function startSlowRun(cli: CliProcesses, args: string[]): Promise<{ running: RunningCli; agentId: string }> {
+  const running = cli.start([...args, '--json']);
+  const agentId = (await running.waitFor(/^agt_[0-9A-HJKMNP-TV-Z]{26}$/m))[0];
+  await running.waitFor(/"type":"request\/prepared"/);
+  return { running, agentId };
 }
 
 function ofType<T extends ActorEvent['type']>(events: ActorEvent[], type: T): Array<Extract<ActorEvent, { type: T }>> {
@@ -137,15 +149,7 @@ describe('run --continue and --last', () => {
       // slow enough that the agent is still in turn 1 when a second CLI process starts on a busy machine
       responses: [{ content: 'first answer', delay_ms: 10_000 }, { content: 'second answer' }],
     });
-    const running = cli.run(['run', 'slow question', '--model', model, '--cwd', ws, ...common]);
-    // the agent is in its turn once `runs` says so
-    let agentId = '';
-    for (let i = 0; i < 100 && !agentId; i++) {
-      const runs = parseRuns((await cli.run(['runs', '--json', ...common])).stdout);
-      agentId = runs.find((r) => r.workspace === ws && r.status === 'running')?.actorId ?? '';
-      if (!agentId) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(agentId).toMatch(AGENT_ID);
+    const { running, agentId } = await startSlowRun(cli, ['run', 'slow question', '--model', model, '--cwd', ws, ...common]);
     const next = await cli.run(['run', '--continue', agentId, 'quick question', '--json', ...common]);
     expectExit(expect, next, 0);
     expect(next.stderr).toContain('this task is queued as a follow-up and starts turn 2 when that one ends');
@@ -154,7 +158,7 @@ describe('run --continue and --last', () => {
     // the running turn's end is shown on the way; the command ends with the turn that took the task
     expect(ends).toEqual(['first answer', 'second answer']);
     expect(ofType(events, 'turn/start').at(-1)!.data.source).toBe('follow_up');
-    expectExit(expect, await running, 0);
+    expectExit(expect, await running.ended, 0);
   });
 
   test('a follow-up sent with --no-follow while run hosts the turn: run ends with turn 1 and says resume carries the next on; resume does', async ({ expect, onTestFinished }) => {
@@ -162,17 +166,10 @@ describe('run --continue and --last', () => {
       // turn 2 is slow too, so it is still open when the run that hosts it stops
       responses: [{ content: 'first answer', delay_ms: 6_000 }, { content: 'second answer', delay_ms: 4_000 }],
     });
-    const running = cli.run(['run', 'slow question', '--model', model, '--cwd', ws, ...common]);
-    let agentId = '';
-    for (let i = 0; i < 100 && !agentId; i++) {
-      const runs = parseRuns((await cli.run(['runs', '--json', ...common])).stdout);
-      agentId = runs.find((r) => r.workspace === ws && r.status === 'running')?.actorId ?? '';
-      if (!agentId) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(agentId).toMatch(AGENT_ID);
+    const { running, agentId } = await startSlowRun(cli, ['run', 'slow question', '--model', model, '--cwd', ws, ...common]);
     const sent = await cli.run(['send', agentId, 'and then?', '--follow-up', '--no-follow', ...common]);
     expectExit(expect, sent, 0);
-    const run = await running;
+    const run = await running.ended;
     expectExit(expect, run, 0);
     // the turn it left is named, with the command that carries it on
     expect(run.stderr).toContain(`${agentId}: turn 2 (a follow-up) started as this command ended; nothing runs it now: actorloop resume ${agentId}`);

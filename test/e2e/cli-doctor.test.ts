@@ -108,7 +108,7 @@ describe('doctor against a working setup', () => {
     const r = await doctor(...args);
     expectExit(r, 0);
     const checks = parseText(r.stdout);
-    expect(checks.map((c) => c.check)).toEqual(['nats-server', 'auth', 'jetstream', 'durability', 'streams', 'data dir', 'lmdb', 'sandbox', 'search', 'policy', 'trust', ...MODEL_CHECKS]);
+    expect(checks.map((c) => c.check)).toEqual(['nats-server', 'auth', 'jetstream', 'durability', 'replicas', 'streams', 'data dir', 'lmdb', 'sandbox', 'search', 'policy', 'trust', 'skills', ...MODEL_CHECKS]);
     // the test server takes anonymous connections, and (before 2.10) fsyncs every 2 minutes: only those are worth a warning
     const warned = ['auth', ...(lazyFsync ? ['durability'] : [])];
     expect(checks.filter((c) => c.status !== 'ok'), r.stdout).toEqual([

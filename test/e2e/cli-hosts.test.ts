@@ -7,13 +7,13 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { expect, test } from 'vitest';
 import { openBus } from '../../src/bus/connection.js';
-import { publishInbox } from '../../src/bus/inbox.js';
 import { createKvLeaseStore, type Lease } from '../../src/bus/leases.js';
 import { Kvm } from '@nats-io/kv';
 import { newId } from '../../src/protocol/ids.js';
 import { DEMO_SCRIPT, parseEvents, show } from '../helpers/cli.js';
 import { useCliStack } from '../helpers/cli-stack.js';
 import { until } from '../helpers/processes.js';
+import { submitTask } from '../helpers/submit.js';
 
 const stack = useCliStack();
 
@@ -164,27 +164,8 @@ test('SIGTERM drains a host mid-turn: it commits actor/released, and the agent r
 }, 90_000);
 
 /** Submits work the way a client does: a directory entry and a message in the agent's inbox. */
-async function submit(dataDir: string, ws: string, script: string): Promise<string> {
-  const bus = await openBus({ natsUrl: stack.nats.url, dataDir, logger: pino({ level: 'silent' }) });
-  const agentId = newId('agent');
-  const now = new Date().toISOString();
-  try {
-    await bus.directory.put({
-      actorId: agentId, kind: 'agent', parentId: null, rootId: agentId, status: 'running', title: 'fix it', workspace: ws,
-      createdAt: now, updatedAt: now, labels: {},
-    });
-    await publishInbox(bus.js, {
-      id: newId('message'), from: 'client:test', to: agentId, kind: 'user_message', target: 'next_turn', wakeup: true,
-      content: 'fix the failing test', sentAt: now,
-      request: {
-        model: `scripted:${script}`, baseUrl: null, workspace: ws, tools: null, instructions: null, approvalMode: 'auto-edit',
-        maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
-      },
-    }, 'person');
-  } finally {
-    await bus.close();
-  }
-  return agentId;
+function submit(dataDir: string, ws: string, script: string): Promise<string> {
+  return submitTask({ natsUrl: stack.nats.url, dataDir, ws, model: `scripted:${script}` });
 }
 
 /** The live lease on the agent: which host holds it, at which revision. */

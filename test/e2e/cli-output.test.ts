@@ -115,7 +115,7 @@ describe('events', () => {
     expect(all.code, show(all)).toBe(0);
     const text = all.stdout;
     expect(text).toMatch(/^\s+\d+ {2}\S+ {2}policy\/decided +allow · \S+/m);
-    expect(text).toMatch(/^\s+\d+ {2}\S+ {2}request\/prepared +[\d.]+ (?:bytes|KiB) · \d+ messages · sha256:[0-9a-f]{12}$/m);
+    expect(text).toMatch(/^\s+\d+ {2}\S+ {2}request\/prepared +[\d.]+ (?:bytes|KiB) · \d+ messages · sha256:[0-9a-f]{12}(?: · ~?\d+ tokens(?: of \d+)?)?$/m);
     expect(text).toMatch(/^\s+\d+ {2}\S+ {2}attempt\/start +attempt 1 · scripted:\S+ · request sha256:[0-9a-f]{12}$/m);
     expect(text).toMatch(/^\s+\d+ {2}\S+ {2}tool\/result +ok · \d+ bytes · 4 lines · \d+ ms · README\.md$/m);
     expect(text).toMatch(/^\s+\d+ {2}\S+ {2}actor\/killed +incarnation 1 died after seq \d+ · at after:tool\/start · fault record \(kill\)$/m);

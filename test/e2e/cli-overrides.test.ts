@@ -1,6 +1,7 @@
 // Settings for one command through the real CLI: `-c key=value` over both config files, `config
 // show` naming where each value came from, and `--instructions FILE` reaching the model as the
 // system message and `turn/start` recording it.
+import { UNTRUSTED_NOTE } from '../../src/context/assembly.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
@@ -135,22 +136,23 @@ describe('--instructions FILE', () => {
     const r = await cli.run(['run', 'hi', '--instructions', file, ...model]);
     expectExit(r, 0);
     expect(ofType(parseEvents(r.stdout), 'turn/start')[0]!.data.settings.instructions).toBe('You are terse.\nAnswer in one line.\n');
-    expect(systemOf(0)).toEqual({ role: 'system', content: 'You are terse.\nAnswer in one line.\n' });
+    // the instructions, then the one sentence on tool output as data (docs/context.md)
+    expect(systemOf(0)).toEqual({ role: 'system', content: `You are terse.\nAnswer in one line.\n\n\n${UNTRUSTED_NOTE}` });
 
     // without the flag, the config's instructions; with -c, those
     const fromConfig = await cli.run(['run', 'hi', ...model]);
     expectExit(fromConfig, 0);
     expect(ofType(parseEvents(fromConfig.stdout), 'turn/start')[0]!.data.settings.instructions).toBe('From the user config.');
-    expect(systemOf(1)).toEqual({ role: 'system', content: 'From the user config.' });
+    expect(systemOf(1)).toEqual({ role: 'system', content: `From the user config.\n\n${UNTRUSTED_NOTE}` });
     const fromFlag = await cli.run(['run', 'hi', '-c', 'instructions=Be brief.', ...model]);
     expectExit(fromFlag, 0);
-    expect(systemOf(2)).toEqual({ role: 'system', content: 'Be brief.' });
+    expect(systemOf(2)).toEqual({ role: 'system', content: `Be brief.\n\n${UNTRUSTED_NOTE}` });
 
     // plan mode keeps its paragraph after the person's instructions
     const plan = await cli.run(['run', 'plan it', '--plan-mode', '--instructions', file, ...model]);
     const planned = ofType(parseEvents(plan.stdout), 'turn/start')[0]!.data.settings;
     expect(planned.instructions).toBe(`You are terse.\nAnswer in one line.\n${PLAN_MODE_INSTRUCTIONS}`);
-    expect(systemOf(3)!.content).toBe(planned.instructions);
+    expect(systemOf(3)!.content).toBe(`${planned.instructions}\n\n${UNTRUSTED_NOTE}`);
     expect(planned.instructions).not.toContain(DEFAULT_INSTRUCTIONS);
   });
 

@@ -7,7 +7,7 @@
 // survives the same kill: its call's result is the child's answer from the host that took over.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expect, test } from 'vitest';
+import { afterEach, expect, test } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { ScriptResponse } from '../../src/model/script.js';
 import { AGENT_ID, type RunningCli } from '../helpers/cli.js';
@@ -16,6 +16,8 @@ import { until } from '../helpers/processes.js';
 import { readTreeState, treeViolations, type TreeState } from '../helpers/tree-logs.js';
 
 const stack = useCliStack();
+// a failed test's hosts die with it: one left running would take the next test's tree
+afterEach(() => stack.pool.killAll());
 
 /** Starts the CLI on the file's server in the background (killed after the file's tests). */
 function startCli(args: string[], dataDir: string): RunningCli {
@@ -104,9 +106,10 @@ test('SIGKILL of the host running three children: the other host takes the tree 
     return kids.length === 3 && kids.every(([, log]) => log.some((e) => e.type === 'attempt/start')) ? t : null;
   });
   const epochA = before.logs.get(rootId)![0]!.epoch;
-  const b = await startHost('tree-b');
+  // killed before B starts: a loaded machine's process start could outlast the children's answers
   a.child.kill('SIGKILL');
   await a.exited;
+  const b = await startHost('tree-b');
 
   const t = await until('the root\'s turn to end under host B', async () => {
     const s = await readTreeState(stack.nats.url, dataDir, rootId);
@@ -165,9 +168,9 @@ test('foreground delegation across a SIGKILL of the host running the child mid-t
     return [...t.logs].some(([id, log]) => id !== rootId && log.some((e) => e.type === 'attempt/start')) ? t : null;
   });
   const epochA = before.logs.get(rootId)![0]!.epoch;
-  const b = await startHost('fg-b');
   a.child.kill('SIGKILL');
   await a.exited;
+  const b = await startHost('fg-b');
   const t = await until('the root\'s turn to end under host B', async () => {
     const s = await readTreeState(stack.nats.url, dataDir, rootId);
     return s.logs.get(rootId)!.some((e) => e.type === 'turn/end') ? s : null;

@@ -67,7 +67,7 @@ describe('openai-chat: prepare', () => {
     expect(a.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(a.digest).toBe(b.digest);
     const body = JSON.parse(a.body) as Record<string, unknown>;
-    expect(Object.keys(body)).toEqual(['model', 'messages', 'tools', 'max_completion_tokens', 'stream', 'stream_options']);
+    expect(Object.keys(body)).toEqual(['model', 'tools', 'messages', 'max_completion_tokens', 'stream', 'stream_options']);
     expect(body['messages']).toEqual([
       { role: 'system', content: 'You are a careful coding agent.' },
       { role: 'user', content: 'Fix the failing test.' },

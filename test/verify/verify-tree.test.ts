@@ -52,8 +52,10 @@ describe('verifyTree', () => {
           call('wait_agents', {}),
           answer('merged: alpha, 2 lines'),
         ],
-        reader: [call('read_file', { path: 'src/a.txt' }), answer('the first line is alpha')],
-        counter: [call('report', { content: 'halfway there' }), answer('2 lines')],
+        // each notice comes while the parent waits (one per wait_agents), not before its next
+        // request: children hosted in-process start at once and would otherwise be done first
+        reader: [{ ...call('read_file', { path: 'src/a.txt' }), delay_ms: 200 }, answer('the first line is alpha')],
+        counter: [{ ...call('report', { content: 'halfway there' }), delay_ms: 500 }, { ...answer('2 lines'), delay_ms: 500 }],
       }),
     });
     const sup = rt.supervisor();
@@ -164,6 +166,7 @@ describe('verifyTree', () => {
     const never = copy(logs);
     const parent = never.get(rootId)!;
     const taken = ofType(parent, 'subagent/completed').find((e) => e.data.kind === 'subagent_report')!;
+    expect(taken, 'a wait_agents took the report').toBeDefined();
     // the wait took nothing: the call's result stays, the inclusion is gone
     parent.splice(parent.indexOf(taken), 1, { ...taken, type: 'subagent/waiting', data: { childIds: [counter], deadlineAt: null, any: true } } as ActorEvent);
     // an idle parent holding a report would take it into a turn next: from the logs alone, running

@@ -18,7 +18,7 @@ export interface EffectContextHost {
   readonly halted: boolean;
   readonly turnCache: TurnCache;
   readonly outputs: OutputTexts;
-  readonly pipeline: Pick<CommitPipeline, 'afterCommit' | 'noteRecovered'>;
+  readonly pipeline: Pick<CommitPipeline, 'afterCommit' | 'noteRecovered' | 'hold'>;
   readonly machines: Pick<MachineSet, 'callState'>;
   readonly runner: Pick<ToolRunner, 'request'>;
   stage(d: EventDraft): ActorEvent;
@@ -72,6 +72,9 @@ export class ActorEffectContext implements EffectContext {
   }
   afterCommit(seq: number, launch: { run(): void; drop(): void }): void {
     this.a.pipeline.afterCommit(seq, launch);
+  }
+  holdCommit(write: Promise<unknown>): void {
+    this.a.pipeline.hold(write);
   }
   noteRecovered(description: string): void {
     this.a.pipeline.noteRecovered(description);

@@ -6,6 +6,7 @@ import type { InboxMessage } from '../../protocol/inbox.js';
 import type { InboxChannel } from '../../bus/subjects.js';
 import { admit } from './inbox-door.js';
 import { OutputTexts } from '../agent/output-blobs.js';
+import { blobScope } from '../agent/missing-blob.js';
 import { PROJECTION_VERSION, type Projection } from '../../store/projection.js';
 import { queuedForNextTurn } from '../../store/inbox-delivery.js';
 import { ActorDropped } from '../faults/faults.js';
@@ -131,7 +132,7 @@ export class AgentActor implements HostedAgent {
 
   /** Whole texts of blob-stored model output: the next request's history, the open step's calls. @internal */
   get outputs(): OutputTexts {
-    return (this.outputTexts ??= new OutputTexts(this.ports.blobs));
+    return (this.outputTexts ??= new OutputTexts(this.ports.blobs, blobScope(this)));
   }
 
   /** The approvals and questions this actor waits on (made on first use: most agents have none). */
@@ -510,6 +511,7 @@ export class AgentActor implements HostedAgent {
     this.clearDeadline();
     this.turnCache.model = null;
     this.turnCache.prepared.clear();
+    delete this.turnCache.context;
     const ended: TurnEnded = {
       turnId: e.turn!,
       outcome: e.data.outcome,

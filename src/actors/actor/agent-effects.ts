@@ -1,7 +1,8 @@
 import { derivedId, newId } from '../../protocol/ids.js';
 import { ZERO_USAGE, type ToolCallRequest } from '../../protocol/history.js';
 import { abortReason, scope, settings, type EffectContext } from '../agent/effect-context.js';
-import { ensureModel, estimateUsage, costFor, prepare } from '../agent/model-request.js';
+import { assemblyOf, ensureModel, estimateUsage, costFor, prepare } from '../agent/model-request.js';
+import { loadTurnContext } from '../agent/context-load.js';
 import { sleep } from '../../protocol/sleep.js';
 import type { EffectParams, MachineEffect } from './machine-effects.js';
 import { callModel } from '../effects/model-call.js';
@@ -102,17 +103,22 @@ const EFFECTS: EffectTable = {
     // What the step claimed enters the history in the commit of the request that includes it: the
     // request is prepared with it, then both are staged in one tick (no commit can split them).
     const turn = ctx.projection.openTurn!.id;
+    // a turn's first request: its docs, skill index and memory are loaded and recorded first
+    await loadTurnContext(ctx);
     const claimed = (ctx.projection.claimed ?? []).map((id) => ({ messageId: id, content: modelText(ctx.projection.inbox[id]) }));
     const prepared = await prepare(ctx, claimed.map((c) => ({ role: 'user' as const, content: c.content })));
+    const assembly = assemblyOf(ctx, prepared.digest);
     for (const c of claimed) ctx.stage({ type: 'user/message', turn, data: c });
     const included = ctx.projection.unsent && ctx.projection.unsent.length > 0 ? [...ctx.projection.unsent] : null;
-    // The blob is written off the step's critical path, in the blob store's next batch (a
-    // synced LMDB commit waits for the disk). A crash before it lands loses nothing: preparing
-    // again from the log gives the same bytes, and the digest in request/prepared proves it.
-    // A body that continues the last one's is stored as what it adds (`BlobDelta`).
-    ctx.ports.blobs.put(prepared.body, prepared.digest, prepared.delta).catch((err: unknown) =>
-      ctx.logger.warn({ err, digest: prepared.digest }, 'prepared request blob not stored'),
-    );
+    // A body that continues the last one's is stored as what it adds (`BlobDelta`). The step
+    // goes on while it is written: a store other hosts read (the Object Store) holds back the
+    // commit of request/prepared until it is acked, so no host reads a digest it cannot find.
+    // A store only this host reads is not waited for (a synced LMDB batch waits for the disk): a
+    // crash before it lands loses nothing, since preparing again from the log gives the same
+    // bytes, and the digest in request/prepared proves it.
+    const write = ctx.ports.blobs.put(prepared.body, prepared.digest, prepared.delta);
+    if (ctx.ports.blobs.shared) ctx.holdCommit(write);
+    else write.catch((err: unknown) => ctx.logger.warn({ err, digest: prepared.digest }, 'prepared request blob not stored'));
     ctx.stage({
       type: 'request/prepared',
       ...scope(ctx),
@@ -121,6 +127,7 @@ const EFFECTS: EffectTable = {
         bytes: prepared.bytes ?? Buffer.byteLength(prepared.body),
         messages: ctx.projection.history.length,
         ...(included ? { messageIds: included } : {}),
+        ...(assembly ? { contributions: assembly.contributions, budget: assembly.budget } : {}),
       },
     });
   },

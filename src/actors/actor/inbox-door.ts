@@ -6,7 +6,7 @@ import type { InboxKind, InboxMessage } from '../../protocol/inbox.js';
  * change of a goal, the start of a task, whose request carries the workspace, run mode, model endpoint and budgets.
  */
 export const PERSON_ONLY_KINDS: ReadonlySet<InboxKind> = new Set<InboxKind>([
-  'user_message', 'approval_response', 'ask_answer', 'interrupt', 'control', 'goal_control',
+  'user_message', 'approval_response', 'ask_answer', 'interrupt', 'control', 'goal_control', 'compact',
 ]);
 
 /** How a person's command names itself in `from` (`client:cli`); anything else becomes `client:unknown`. */

@@ -10,6 +10,7 @@ import type { FaultInjector } from '../faults/faults.js';
 import type { ToolingPorts } from './tooling.js';
 import type { SubagentPort } from './subagent-port.js';
 import type { ResourceLeaseStore } from '../../bus/resource-lease-port.js';
+import type { FindBlobNaming } from './missing-blob.js';
 
 /** The ports an agent actor acts through (design §2): everything outside the machines. */
 export interface AgentPorts {
@@ -37,4 +38,6 @@ export interface AgentPorts {
   subagents?: SubagentPort;
   /** Leases ordering conflicting calls across the agents of a tree (absent: each agent orders only its own calls). */
   resourceLeases?: ResourceLeaseStore;
+  /** Finds the event of this agent's log that names a blob, for the error of a missing one (absent: the error names the digest only). */
+  blobNaming?: FindBlobNaming;
 }

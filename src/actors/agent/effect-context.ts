@@ -8,6 +8,7 @@ import type { Projection } from '../../store/projection.js';
 import type { AgentPorts } from './agent-ports.js';
 import type { Launch } from './commit-batch.js';
 import type { OutputTexts } from './output-blobs.js';
+import type { Assembly, ContextAssembler } from '../../context/assembly.js';
 
 /** The ports an effect acts through: the agent's, less the log and snapshots (the commit pipeline's). */
 export type EffectPorts = Omit<AgentPorts, 'log' | 'snapshots' | 'onCommit' | 'onHalt'>;
@@ -20,6 +21,8 @@ export interface TurnCache {
   readonly prepared: Map<string, PreparedRequest>;
   /** The output room of the attempt about to stream, when a budget reserved it (absent: none). */
   outputRoom?: { attemptId: string; tokens: number; budget: 'token_budget' | 'cost_budget' | 'goal_token_budget' | 'goal_cost_budget' } | null;
+  /** The turn's request assembler (it keeps what it computed of history items) and the step's assembly. */
+  context?: { assembler: ContextAssembler; texts: Map<string, string>; last: { digest: string; assembly: Assembly } | null };
 }
 
 /**
@@ -50,6 +53,11 @@ export interface EffectContext {
   flush(): Promise<void>;
   /** Runs `launch.run` once the event at `seq` is committed; `drop` if it never will be. */
   afterCommit(seq: number, launch: Omit<Launch, 'seq'>): void;
+  /**
+   * The commit of what is staged (or staged next) waits for `write` (a blob an event names), and
+   * is never made if it rejects: a commit never names a blob that is not written.
+   */
+  holdCommit(write: Promise<unknown>): void;
   /** Notes a closing event staged by recovery, for `recovery/continuation`. */
   noteRecovered(description: string): void;
   /** Sends a runtime signal to the machines. */

@@ -21,3 +21,24 @@ export interface RuntimeTool {
   readonly name: string;
   run(a: EffectContext, r: RuntimeToolRun): Promise<void>;
 }
+
+/**
+ * Stages a runtime tool's result: `ok` when there is no error (a business failure the model reads,
+ * never retried). Its output is the agent's own (its goal, its memory and skills as the runtime
+ * read them): nothing from outside the agent, so it is not wrapped as untrusted data.
+ */
+export function stageRuntimeResult(a: EffectContext, r: RuntimeToolRun, tool: string, output: string, error: { code: string; message: string } | null): void {
+  a.stage({
+    type: 'tool/result',
+    ...r.ids,
+    data: {
+      ok: error === null,
+      output,
+      error: error ? { ...error, retryable: false } : null,
+      durationMs: 0,
+      artifact: null,
+      source: `tool:${tool}`,
+      trust: 'trusted',
+    },
+  });
+}

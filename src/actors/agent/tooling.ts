@@ -1,4 +1,5 @@
 import type { PolicyRule, RunMode } from '../../tools/policy.js';
+import type { Retriever } from '../../knowledge/retriever.js';
 import type { TurnSettings } from '../../protocol/events.js';
 import { createRedactor, type Redactor } from '../../tools/redact.js';
 import { DEFAULT_OBSERVATION_BUDGET_BYTES } from '../../tools/observation.js';
@@ -30,6 +31,13 @@ export interface ToolingPorts {
   interruptFollowUps?: 'keep' | 'cancel';
   /** Host directories masked inside the sandbox (the data dir, ~/.ssh, ...). */
   hiddenPaths: string[];
+  /**
+   * The user's actorloop config dir (`$XDG_CONFIG_HOME/actorloop`): the user's AGENTS.md, skills
+   * and memory files live there. Absent or null: no user-level docs, skills or memory.
+   */
+  userConfigDir?: string | null;
+  /** Finds excerpts for a turn's task when its settings ask for some (`retrieval_tokens`); absent: none are. */
+  retriever?: Retriever | null;
   /**
    * How long a started call whose signal aborted (interrupt, deadline, timeout) gets to settle
    * before it is abandoned; an effectful call abandoned unconfirmed ends `outcome_unknown`.

@@ -30,6 +30,7 @@ export function resolveSettings(req: TurnRequest | null, last: TurnSettings | nu
     ...(req.agentName ? { agentName: req.agentName } : {}),
     ...(req.readOnly ? { readOnly: true } : {}),
     ...(req.treeLimits ? { treeLimits: req.treeLimits } : {}),
+    ...(req.context && Object.keys(req.context).length > 0 ? { context: req.context } : {}),
     ...completionOf(req),
     model: req.model,
     baseUrl: req.baseUrl,

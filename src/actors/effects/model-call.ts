@@ -8,7 +8,7 @@ import { settleAttempt, type BudgetStop } from '../goals/budget.js';
 import { stopInAnswer } from './stop-decision.js';
 import { modelName } from '../../model/model-spec.js';
 import { abortReason, scope, settings, type EffectContext } from '../agent/effect-context.js';
-import { costFor, ensureModel, estimateUsage, prepare } from '../agent/model-request.js';
+import { assemblyOf, costFor, ensureModel, estimateUsage, prepare } from '../agent/model-request.js';
 import { maxOutputBytesOf, OUTPUT_TOO_LARGE, outputBytes, outputTooLarge, storeOutput } from '../agent/output-blobs.js';
 
 /** The error that cuts a stream at its reservation's output room: classed by the budget, never retried. */
@@ -53,6 +53,9 @@ export async function callModel(a: EffectContext, attemptId: string, digest: str
   let output: ModelOutput | null = null;
   try {
     if (signal.aborted) throw new Error('aborted before the request was sent');
+    // known before it is sent: a request that cannot fit the window ends the step (design §10)
+    const overflow = assemblyOf(a, prepared.digest)?.overflow ?? null;
+    if (overflow !== null) throw new ModelError('context_overflow', overflow, { retryable: false });
     let first = true;
     for await (const ev of model.stream(prepared, attempt.signal)) {
       if (ev.type === 'done') {
@@ -103,7 +106,7 @@ export async function callModel(a: EffectContext, attemptId: string, digest: str
       return;
     }
     // our own stop at the cap is no adapter's error to classify: final, since a retry would do it again
-    const info = hasCode(err, OUTPUT_TOO_LARGE) || hasCode(err, 'token_budget') || hasCode(err, 'cost_budget') || hasCode(err, 'goal_token_budget') || hasCode(err, 'goal_cost_budget')
+    const info = hasCode(err, OUTPUT_TOO_LARGE) || (err instanceof ModelError && err.code === 'context_overflow' && streamed === 0 && latencyMs >= 0 && !err.retryable && err.message.startsWith('the request needs')) || hasCode(err, 'token_budget') || hasCode(err, 'cost_budget') || hasCode(err, 'goal_token_budget') || hasCode(err, 'goal_cost_budget')
       ? { class: err.code as ModelErrorClass, message: err.message, retryable: false, retryAfterMs: null }
       : model.classifyError(err);
     const index = a.projection.openAttempt?.index ?? 1;

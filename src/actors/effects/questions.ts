@@ -5,6 +5,7 @@ import { abortReason, type EffectContext } from '../agent/effect-context.js';
 import type { RuntimeTool, RuntimeToolRun } from '../agent/runtime-tool.js';
 import { CLIENT_SENDER } from './tool-policy.js';
 import { sealText, unsealText } from '../agent/sealed-text.js';
+import { blobScope, missingBlob } from '../agent/missing-blob.js';
 
 // Questions a person answers (design §6): `ask_user` commits `ask/asked` and its call stays
 // started, with no end, until `ask/answered` and the call's end are committed together — by an
@@ -112,7 +113,8 @@ export async function answerQuestion(a: EffectContext, messageId: string, from: 
   if (!CLIENT_SENDER.test(from)) return refuse(`questions are answered by client commands (actorloop answer), not by ${from}`);
   const ref = a.projection.inbox[messageId]?.contentRef;
   const text = ref ? await unsealText(a.ports.blobs, ref) : content;
-  if (text === undefined) return refuse('the answer was kept out of the log, and its blob is no longer in the blob store; answer again');
+  // a person can say it again: the refusal names the blob and its event, and the question waits on
+  if (text === undefined) return refuse(`the answer was kept out of the log, and ${(await missingBlob(blobScope(a), ref!, 'a sensitive answer')).message}; answer again`);
   const answer = parseQuestionAnswer(text);
   if (!answer) return refuse('the message is not an answer ({questionId, optionId?, text?})');
   const q = questionById(a.projection, answer.questionId);

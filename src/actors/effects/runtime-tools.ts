@@ -2,6 +2,7 @@ import type { RuntimeTool } from '../agent/runtime-tool.js';
 import { updatePlanRuntime } from './update-plan.js';
 import { askUserRuntime } from './questions.js';
 import { stopRuntime } from './stop-decision.js';
+import { loadSkillRuntime, memoryRuntime, memorySearchRuntime } from './knowledge-tools.js';
 import { getGoalRuntime, updateGoalRuntime } from '../goals/goals.js';
 import { spawnAgentRuntime } from '../tree/spawn-agent.js';
 import { interruptAgentRuntime, reportRuntime, sendMessageRuntime, waitAgentsRuntime } from '../tree/subagent-messages.js';
@@ -17,6 +18,9 @@ const TOOLS: Record<string, RuntimeTool> = {
   [reportRuntime.name]: reportRuntime,
   [waitAgentsRuntime.name]: waitAgentsRuntime,
   [interruptAgentRuntime.name]: interruptAgentRuntime,
+  [loadSkillRuntime.name]: loadSkillRuntime,
+  [memoryRuntime.name]: memoryRuntime,
+  [memorySearchRuntime.name]: memorySearchRuntime,
 };
 
 /** The runtime's own implementation of a tool, if it has one. */

@@ -8,8 +8,11 @@ import type { OpenCall } from '../../store/projection.js';
 import { abortReason, scope, settings, type EffectContext } from '../agent/effect-context.js';
 import { planCall, type CallPlan } from './tool-policy.js';
 import { clipStrings } from '../agent/output-blobs.js';
+import { blobScope, missingBlob } from '../agent/missing-blob.js';
 import { ToolError } from '../../protocol/errors.js';
 import { runtimeTool } from './runtime-tools.js';
+import { loadDocsForPath } from '../agent/context-load.js';
+import { resolve } from 'node:path';
 
 /** The tool's record of what a call is about to change (undefined: it keeps none, or could not take it). */
 function capturePreimage(a: EffectContext, planned: CallPlan, workspace: string): unknown {
@@ -305,6 +308,12 @@ export class ToolRunner {
         return;
       }
       const shaped = shapeObservation(result.output, { budgetBytes: t.observationBudgetBytes, redactor: t.redactor });
+      // a file in a deeper directory with its own AGENTS.md: the model reads it after this step's results
+      if (result.ok) {
+        for (const touched of touchedPaths(call.name, planned.input)) {
+          await loadDocsForPath(a, ids, resolve(settings(a).workspace, touched)).catch((err: unknown) => a.logger.warn({ err, path: touched }, 'the project docs of a path were not loaded'));
+        }
+      }
       let artifact = null;
       if (shaped.artifact) {
         const { content, lines: _lines, ...meta } = shaped.artifact;
@@ -336,8 +345,32 @@ export class ToolRunner {
     }
   }
 
+  /**
+   * An artifact's bytes; undefined for an ID this agent never had. One its log names whose blob
+   * is gone is a tool error the model reads, naming the event that stored it: no retry can help.
+   */
   private async readArtifact(id: string): Promise<Uint8Array | undefined> {
     const digest = this.a.projection.artifacts?.[id];
-    return digest ? this.a.ports.blobs.get(digest) : undefined;
+    if (!digest) return undefined;
+    const bytes = await this.a.ports.blobs.get(digest);
+    if (bytes !== undefined) return bytes;
+    const missing = await missingBlob(blobScope(this.a), { digest }, `artifact ${id}`);
+    throw new ToolError(missing.code, missing.userMessage(), { cause: missing });
   }
+}
+
+/** Tools whose `path` names where the agent read or wrote: a deeper AGENTS.md there applies from then on. */
+const PATH_TOOLS: ReadonlySet<string> = new Set(['read_file', 'write_file', 'list_dir', 'search']);
+
+/** The paths a call touched (relative to the workspace): a file tool's `path`, a shell's `cwd`, the files a patch names. */
+export function touchedPaths(tool: string, input: unknown): string[] {
+  const i = (input ?? {}) as { path?: unknown; cwd?: unknown; patch?: unknown };
+  if (PATH_TOOLS.has(tool)) return typeof i.path === 'string' && i.path !== '' ? [i.path] : [];
+  if (tool === 'shell') return typeof i.cwd === 'string' && i.cwd !== '' && i.cwd !== '.' ? [i.cwd] : [];
+  if (tool === 'apply_patch' && typeof i.patch === 'string') {
+    const paths = new Set<string>();
+    for (const m of i.patch.matchAll(/^(?:\+\+\+|---) (?:[ab]\/)?(\S+)/gm)) if (m[1] !== '/dev/null') paths.add(m[1]!);
+    return [...paths].slice(0, 20);
+  }
+  return [];
 }

@@ -5,7 +5,7 @@ import { pendingApprovals, pendingQuestions, type Projection } from '../../store
 import type { UpdateGoalInput } from '../../tools/builtins/goal-tools.js';
 import { GOAL_BUDGET_STOPS } from './budget.js';
 import type { EffectContext } from '../agent/effect-context.js';
-import type { RuntimeTool, RuntimeToolRun } from '../agent/runtime-tool.js';
+import { stageRuntimeResult, type RuntimeTool } from '../agent/runtime-tool.js';
 
 /** Default of `max_idle_turns`: turns in a row without progress before a goal is `blocked`. */
 export const DEFAULT_MAX_IDLE_TURNS = 2;
@@ -161,22 +161,7 @@ export function controlGoal(a: EffectContext, messageId: string, content: string
   stageUpdate(a, g, { phase: rule.to, reason: `${ask.action} by a person`, by: 'person', messageId }, turn ? { turn } : {});
 }
 
-function stageResult(a: EffectContext, r: RuntimeToolRun, tool: string, output: string, error: { code: string; message: string } | null): void {
-  a.stage({
-    type: 'tool/result',
-    ...r.ids,
-    data: {
-      ok: error === null,
-      output,
-      error: error ? { ...error, retryable: false } : null,
-      durationMs: 0,
-      artifact: null,
-      source: `tool:${tool}`,
-      // the agent's own goal, read and written by the runtime: nothing from outside the agent
-      trust: 'trusted',
-    },
-  });
-}
+const stageResult = stageRuntimeResult;
 
 /** The goal as the model reads it. */
 function shown(g: GoalRecord, nowMs: number): string {

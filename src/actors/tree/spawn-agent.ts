@@ -3,6 +3,7 @@ import type { InboxMessage } from '../../protocol/inbox.js';
 import type { TreeLimits } from '../../protocol/turn-settings.js';
 import { childOfRequest, runningChildren, type SpawnRequestRecord } from '../../store/subagent-projection.js';
 import { CHILD_TOOLS, PARENT_TOOLS, type SpawnAgentInput } from '../../tools/builtins/subagent-tools.js';
+import { MEMORY } from '../../tools/builtins/knowledge-tools.js';
 import { turnCountRoom, turnRoom, type Room } from '../goals/budget.js';
 import { costOf } from '../../model/pricing.js';
 import { forkTranscript } from './child-task.js';
@@ -11,6 +12,7 @@ import type { RuntimeTool, RuntimeToolRun } from '../agent/runtime-tool.js';
 import { TURN_DEFAULTS } from '../agent/turn-settings.js';
 import { modelName } from '../../model/model-spec.js';
 import { armWait, callFailed, callSucceeded } from './child-waits.js';
+import { ActorloopError } from '../../protocol/errors.js';
 
 // `spawn_agent` (design §6b): two phases, each a commit before the next acts. First
 // `subagent/spawn_requested` (with the carve of the parent's budget reserved in the same commit),
@@ -48,7 +50,8 @@ export function planSpawn(a: EffectContext, input: SpawnAgentInput): Plan {
   if (running >= limits.maxChildrenPerParent) {
     return { code: 'subagent.width', error: `you have ${running} subagents running, the most one agent may have (max_children_per_parent = ${limits.maxChildrenPerParent}): wait for one with wait_agents first` };
   }
-  const asked = input.tools ?? s.tools.filter((t) => !CHILD_TOOLS.has(t));
+  // a child reads its parent's memory but changes it only when given `memory` by name
+  const asked = input.tools ?? s.tools.filter((t) => !CHILD_TOOLS.has(t) && t !== MEMORY);
   const lacking = asked.filter((t) => !s.tools.includes(t) || CHILD_TOOLS.has(t));
   if (lacking.length > 0) {
     return { code: 'subagent.tools', error: `a subagent gets only tools you have, and you do not have ${lacking.join(', ')} (yours: ${s.tools.join(', ')})` };
@@ -228,7 +231,7 @@ export const spawnAgentRuntime: RuntimeTool = {
       }
       childId = childIdOf(requestId);
       clamped = plan.clamped;
-      a.stage({
+      let last = a.stage({
         type: 'subagent/spawn_requested', ...r.ids,
         data: {
           requestId, childId, name: plan.name, task: input.task, mode: input.mode, context: input.context, depth: plan.depth,
@@ -236,7 +239,7 @@ export const spawnAgentRuntime: RuntimeTool = {
         },
       });
       if (plan.reserve) {
-        a.stage({
+        last = a.stage({
           type: 'budget/reserved', ...r.ids,
           data: {
             reservationId: carveReservationId(requestId), scope: 'turn', kind: 'subagent', tokens: plan.reserve.tokens ?? 0, costUsd: plan.reserve.costUsd,
@@ -245,7 +248,7 @@ export const spawnAgentRuntime: RuntimeTool = {
         });
       }
       // committed before anything of the child exists: a kill after it finds the same child
-      await a.flush();
+      await commitWithSiblings(a, last.seq);
     }
     const child = a.projection.children![childId]!;
     if (child.state === 'requested') {
@@ -272,8 +275,8 @@ export const spawnAgentRuntime: RuntimeTool = {
         title: `${asked.name}: ${a.ports.tooling.redactor.redact(asked.task.trim()).text.slice(0, 100)}`, workspace, labels: { name: asked.name },
       }, task, { fresh });
       if (a.halted) return;
-      a.stage({ type: 'subagent/spawned', ...r.ids, data: { requestId, childId, messageId: requestId, ...(worktree ? { worktree } : {}) } });
-      await a.flush();
+      const spawned = a.stage({ type: 'subagent/spawned', ...r.ids, data: { requestId, childId, messageId: requestId, ...(worktree ? { worktree } : {}) } });
+      await commitWithSiblings(a, spawned.seq);
     }
     const note = clamped.length > 0 ? `\nIts budget was cut to what you had left: ${clamped.join('; ')}.` : '';
     const name = child.name;
@@ -297,6 +300,34 @@ export const spawnAgentRuntime: RuntimeTool = {
     }
   },
 };
+
+/** The commit a spawn's events wait for, shared by every spawn of the agent staging in the same turn of the event loop. */
+const sharedFlushes = new WeakMap<EffectContext, Promise<void>>();
+
+/**
+ * Resolves once the event at `seq` is committed. The commit is made a turn of the event loop
+ * later, so the spawns of one step that reach the same phase together (their places taken, their
+ * children created) share one commit of the parent's log instead of queueing one each behind it.
+ * Waits for that seq, not for a flush: another flush may have taken the event and be in flight.
+ */
+async function commitWithSiblings(a: EffectContext, seq: number): Promise<void> {
+  const committed = new Promise<void>((resolve, reject) => a.afterCommit(seq, {
+    run: resolve,
+    drop: () => reject(new ActorloopError('actor.stopped', `actor ${a.actorId} stopped before its spawn was committed`)),
+  }));
+  // a flush that fails says why; the drop that follows it is then nobody's to hear
+  committed.catch(() => {});
+  let flush = sharedFlushes.get(a);
+  if (!flush) {
+    flush = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      sharedFlushes.delete(a);
+      return a.flush();
+    });
+    sharedFlushes.set(a, flush);
+  }
+  await flush;
+  await committed;
+}
 
 /** The spawn request the log holds for a child. */
 function requestOf(a: EffectContext, requestId: string): SpawnRequestRecord {

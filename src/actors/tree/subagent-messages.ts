@@ -1,4 +1,4 @@
-import { ToolError } from '../../protocol/errors.js';
+import { ActorloopError, ToolError } from '../../protocol/errors.js';
 import { derivedId } from '../../protocol/ids.js';
 import type { InboxKind, InboxMessage } from '../../protocol/inbox.js';
 import { SubagentNoticeSchema, type SubagentNotice } from '../../protocol/subagents.js';
@@ -132,15 +132,24 @@ async function owedNotice(a: EffectContext): Promise<SubagentNotice | null> {
   const owed = a.projection.noticeOwed;
   const link = a.projection.parentLink;
   if (!owed || !link) return null;
-  const answer = owed.answerRef ? await a.outputs.load(owed.answerRef).catch(() => owed.answer) : owed.answer;
+  // A lost answer blob does not hold the notice back (the parent waits on it): it carries the
+  // preview the log holds, and its reason says why the rest is gone.
+  let lost: string | null = null;
+  const answer = owed.answerRef
+    ? await a.outputs.load(owed.answerRef, 'its answer').catch((err: unknown) => {
+      lost = err instanceof ActorloopError ? err.userMessage() : String(err);
+      a.logger.warn({ err, turn: owed.turn }, 'the whole answer of the turn is not in the blob store; its notice carries the preview');
+      return owed.answer;
+    })
+    : owed.answer;
   const artifacts: SubagentNotice['artifacts'] = [];
   const ws = a.projection.lastSettings?.workspace;
-  let reason = owed.reason;
+  let reason = lost === null ? owed.reason : [owed.reason, `the answer is its preview only: ${lost}`].filter((r) => r !== null).join('; ');
   if (a.ports.subagents?.worktreeDiff && ws && link.workspaceMode === 'worktree') {
     const found = await a.ports.subagents.worktreeDiff(ws).catch((err: unknown) => {
       a.logger.warn({ err, worktree: ws }, 'the worktree diff could not be made; the notice goes without it');
       // a refusal (a worktree the child tampered with) is the parent's to know: it gets no diff
-      if (err instanceof ToolError) reason = [owed.reason, `its worktree gave no diff: ${err.message}`].filter((r) => r !== null).join('; ');
+      if (err instanceof ToolError) reason = [reason, `its worktree gave no diff: ${err.message}`].filter((r) => r !== null).join('; ');
       return null;
     });
     if (found) {

@@ -59,7 +59,7 @@ export class TreeHosting {
    * written), one the directory already has by rehydrating it — unless another process holds its
    * lease, when only its entry is made sure of.
    */
-  host(entry: ChildEntry, opts: { fresh?: boolean } = {}): Promise<void> {
+  host(entry: ChildEntry, opts: { fresh?: boolean; beside?: () => Promise<unknown> } = {}): Promise<void> {
     const id = entry.actorId;
     if (this.supervisor.hosts(id) || this.supervisor.isStopped) return Promise.resolve();
     let p = this.adopting.get(id);
@@ -76,8 +76,13 @@ export class TreeHosting {
           return;
         }
         const at = epoch !== undefined ? { epoch } : {};
-        if (known) await this.supervisor.hydrate(id, undefined, at);
-        else await this.supervisor.create(entry, at);
+        // hosted here from now on (its lease is this process's): what goes `beside` its hosting
+        // (its task's publish) needs nothing of it, and no other host will take its mail
+        const both = await Promise.allSettled([
+          known ? this.supervisor.hydrate(id, undefined, at) : this.supervisor.create(entry, at),
+          opts.beside?.(),
+        ]);
+        for (const r of both) if (r.status === 'rejected') throw r.reason;
       })().finally(() => this.adopting.delete(id));
       this.adopting.set(id, p);
     }
@@ -114,8 +119,12 @@ export class TreeHosting {
     return {
       limits,
       spawn: async (entry, task, opts) => {
-        await this.host(entry, opts);
-        await inbox.publish(task, 'actor');
+        // the task is published beside the child's creation once this process hosts it (one round
+        // trip, not two), after its entry when another process does (its host looks the entry up
+        // when the mail comes); the child acts on it only once the inbox accepted it
+        let published: Promise<unknown> | null = null;
+        await this.host(entry, { ...opts, beside: () => (published = inbox.publish(task, 'actor')) });
+        await (published ?? inbox.publish(task, 'actor'));
         // accepted: a child hosted here takes its task at once, not when its consumer delivers it
         this.handOver(task);
       },

@@ -92,6 +92,7 @@ export async function validateRun(task: string, opts: RunOptions, config: Effect
     ...(flags.maxCostUsd ? { maxCostUsd: flags.maxCostUsd } : {}),
     maxAttempts: null,
     ...completionRequest(flags, config),
+    ...(Object.keys(config.context).length > 0 ? { context: { ...config.context } } : {}),
   };
   checkCompletion(request);
   return request;

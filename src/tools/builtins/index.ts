@@ -11,6 +11,7 @@ import { shellTool } from './shell.js';
 import { stopTool } from './stop.js';
 import { updatePlanTool } from './update-plan.js';
 import { writeFileTool } from './write-file.js';
+import { loadSkillTool, memorySearchTool, memoryTool } from './knowledge-tools.js';
 import { interruptAgentTool, reportTool, sendMessageTool, spawnAgentTool, waitAgentsTool } from './subagent-tools.js';
 
 export { applyPatchTool } from './apply-patch.js';
@@ -24,6 +25,7 @@ export { shellTool } from './shell.js';
 export { stopTool, type StopInput } from './stop.js';
 export { formatPlan, updatePlanTool, type Plan, type UpdatePlanInput } from './update-plan.js';
 export { writeFileTool } from './write-file.js';
+export { loadSkillTool, memoryTool, memorySearchTool, LOAD_SKILL, MEMORY, MEMORY_SEARCH } from './knowledge-tools.js';
 export { spawnAgentTool, sendMessageTool, reportTool, waitAgentsTool, interruptAgentTool, PARENT_TOOLS, CHILD_TOOLS } from './subagent-tools.js';
 
 /**
@@ -34,6 +36,8 @@ export { spawnAgentTool, sendMessageTool, reportTool, waitAgentsTool, interruptA
  * goal lives in its log; a turn sees them only when it has a goal).
  * spawn_agent, send_message, wait_agents, interrupt_agent and report (run by the runtime: a tree of
  * agents talking through their inboxes; `report` only a child sees).
+ * load_skill, memory and memory_search (run by the runtime: skills and memory files it records
+ * what the model was given of).
  * `redactor` masks secrets in artifact hex dumps with the pipeline's configured values too.
  */
 export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition<any>[] {
@@ -55,5 +59,8 @@ export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition
     waitAgentsTool,
     interruptAgentTool,
     reportTool,
+    loadSkillTool,
+    memoryTool,
+    memorySearchTool,
   ];
 }

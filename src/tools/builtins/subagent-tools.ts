@@ -15,7 +15,7 @@ const runtimeOnly = (name: string) => async (): Promise<never> => {
 const SpawnAgentInput = z.strictObject({
   task: z.string().trim().min(1).max(32_000).describe('What the subagent should do, complete in itself: it sees nothing else unless context is "fork"'),
   name: ChildNameSchema.optional().describe('A short name for it (e.g. "log-reader"); default: "agent-<n>"'),
-  tools: z.array(z.string()).optional().describe('The tools it may use: a subset of yours (default: all of yours)'),
+  tools: z.array(z.string()).optional().describe('The tools it may use: a subset of yours (default: all of yours but memory, which a subagent reads and changes only when given it)'),
   context: SpawnContextSchema.default('blank').describe('"blank": only its task; "fork": your history so far, then its task'),
   mode: SpawnModeSchema.default('background').describe(
     '"foreground": wait for its final answer as this call\'s result; "background": return its ID now, its notice comes as a message; ' +
