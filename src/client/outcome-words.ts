@@ -17,6 +17,7 @@ const REASONS: Record<string, string> = {
   goal_cost_budget: "it spent its goal's cost budget (--goal-cost)",
   interrupted: 'a person interrupted it',
   user_cancelled: 'a person cancelled it',
+  context_cannot_fit: "its request could not be made to fit the model's context window, even by compacting its history",
 };
 
 /** Model error classes (`attempt/end` errors) in words. */
@@ -43,6 +44,8 @@ export function reasonMeaning(reason: string): string | null {
   // `context_overflow: 400 …`: a model error class and the provider's message
   const m = /^([a-z_]+):/.exec(reason);
   if (m && Object.hasOwn(MODEL_ERRORS, m[1]!)) return MODEL_ERRORS[m[1] as ModelErrorClass];
+  // `context_cannot_fit: <why>`: the runtime's own reason, its words after it
+  if (m && Object.hasOwn(REASONS, m[1]!)) return REASONS[m[1]!]!;
   return null;
 }
 

@@ -82,6 +82,10 @@ export const ConfigFileSchema = z.strictObject({
   docs_max_bytes: z.number().int().min(0).max(1024 * 1024).optional(),
   /** Tokens of excerpts a retriever (ripgrep) finds for each turn's task and adds to its requests (default 0: none). */
   retrieval_tokens: z.number().int().min(0).max(100_000).optional(),
+  /** Tokens a checkpoint must save over the steps it replaces, or it is not committed (default 512). */
+  compaction_min_gain_tokens: z.number().int().min(0).max(1_000_000).optional(),
+  /** The newest closed steps a compaction keeps verbatim (default 2). */
+  compaction_keep_steps: z.number().int().min(1).max(100).optional(),
   /** Bytes of a memory file given whole at a turn's start; past it only its index is, and memory_search reads the rest (default 8 KiB). */
   memory_max_bytes: z.number().int().min(0).max(1024 * 1024).optional(),
   /** Turns in a row without progress before a goal is `blocked` with reason `no_progress` (default 2). */

@@ -84,7 +84,14 @@ export const EffectiveConfigSchema = z.object({
   /** Turns in a row without progress before a goal is `blocked` (`max_idle_turns`). */
   maxIdleTurns: z.number().int().positive(),
   /** What requests are assembled within (`context_window`, `docs_max_bytes`, `memory_max_bytes`); absent keys: the defaults. */
-  context: z.object({ window: z.number().int().positive().optional(), docsMaxBytes: z.number().int().nonnegative().optional(), memoryMaxBytes: z.number().int().nonnegative().optional(), retrievalTokens: z.number().int().nonnegative().optional() }),
+  context: z.object({
+    window: z.number().int().positive().optional(),
+    docsMaxBytes: z.number().int().nonnegative().optional(),
+    memoryMaxBytes: z.number().int().nonnegative().optional(),
+    retrievalTokens: z.number().int().nonnegative().optional(),
+    compactionMinGainTokens: z.number().int().nonnegative().optional(),
+    compactionKeepSteps: z.number().int().positive().optional(),
+  }),
   /** Names (never values) of environment variables whose values are redacted from tool output. */
   redactEnv: z.array(z.string()),
   /** Limits of subagent trees (`max_subagent_depth`, `max_children_per_parent`, `max_children_per_tree`, `on_parent_end`). */
@@ -217,6 +224,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       ...(file.docs_max_bytes !== undefined ? { docsMaxBytes: file.docs_max_bytes } : {}),
       ...(file.memory_max_bytes !== undefined ? { memoryMaxBytes: file.memory_max_bytes } : {}),
       ...(file.retrieval_tokens !== undefined ? { retrievalTokens: file.retrieval_tokens } : {}),
+      ...(file.compaction_min_gain_tokens !== undefined ? { compactionMinGainTokens: file.compaction_min_gain_tokens } : {}),
+      ...(file.compaction_keep_steps !== undefined ? { compactionKeepSteps: file.compaction_keep_steps } : {}),
     },
     subagents: {
       maxDepth: file.max_subagent_depth ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,

@@ -6,6 +6,8 @@ export interface AttemptInput {
   attemptId: string;
   index: number;
   requestDigest: string;
+  /** A compaction's summary, not the step's own request (its answer becomes a checkpoint, not an output). */
+  kind?: 'compaction';
 }
 
 /** Context of the attempt machine. */
@@ -23,7 +25,7 @@ export type AttemptEvent = MachineEvent;
 export const attemptMachine = setup({
   types: {} as { context: AttemptContext; events: AttemptEvent; input: AttemptInput },
   actions: {
-    callModel: slot<{ attemptId: string; index: number; requestDigest: string }>(),
+    callModel: slot<{ attemptId: string; index: number; requestDigest: string; kind?: 'compaction' }>(),
     interruptAttempt: slot<{ attemptId: string }>(),
   },
 }).createMachine({

@@ -63,8 +63,15 @@ function answerOutcome(e: Accepted): EndStepParams {
 
 const TOOL_ENDS = ['tool/result', 'tool/denied', 'tool/cancelled', 'tool/outcome_unknown'] as const;
 
+/** The ending of a step whose request cannot be made to fit (a rejection that ends it). */
+function cannotFit(message: string): EndStepParams {
+  return { outcome: 'failed', reason: `context_cannot_fit: ${message}`, toolCalls: 0 };
+}
+
 /**
- * A Step: `assembling` (the request is prepared) → `generating` (at most one open Attempt;
+ * A Step: `assembling` (the request is prepared; when it would not fit, or a person asked, a
+ * compaction starts) → `compacting` (one summary attempt, then a checkpoint or a rejection; back
+ * to `assembling` with the request revision one more) → `generating` (at most one open Attempt;
  * retries wait until an absolute `retryAt`) → `accepting` → `tools` (every call of the accepted
  * output reaches an end) → `ending` → `done`.
  */
@@ -72,6 +79,7 @@ export const stepMachine = setup({
   types: {} as { context: StepContext; events: StepEvent; input: StepInput },
   actions: {
     prepareRequest: slot<{ index: number }>(),
+    compact: slot<{ index: number }>(),
     startAttempt: slot<{ index: number; notBeforeMs: number | null }>(),
     dispatchCalls: slot<{ calls: ToolCallRequest[]; toolBudgetLeft: number | null }>(),
     endStep: slot<EndStepParams>(),
@@ -102,7 +110,33 @@ export const stepMachine = setup({
       entry: { type: 'prepareRequest', params: ({ context }) => ({ index: context.index }) },
       on: {
         'request/prepared': { target: 'generating' },
+        'compaction/started': { target: 'compacting' },
+        // no compaction could start (nothing closed to compact, the fixed parts alone too large, the revision limit)
+        'compaction/rejected': {
+          guard: ({ event }) => event.data.endsStep,
+          target: 'ending',
+          actions: assign({ ending: ({ event }) => cannotFit(event.data.message) }),
+        },
         recover: { actions: { type: 'prepareRequest', params: ({ context }) => ({ index: context.index }) } },
+        abort: { target: 'ending', actions: assign({ ending: ({ event }) => stopped(event.reason) }) },
+      },
+    },
+    compacting: {
+      // starts the summary's attempt (the attempt machine runs it); on recover, once the open one is closed
+      entry: { type: 'compact', params: ({ context }) => ({ index: context.index }) },
+      on: {
+        'checkpoint/committed': { target: 'assembling' },
+        'compaction/rejected': [
+          { guard: ({ event }) => event.data.endsStep, target: 'ending', actions: assign({ ending: ({ event }) => cannotFit(event.data.message) }) },
+          { target: 'assembling' },
+        ],
+        // an attempt closed as interrupted (its process died): the summary is asked for again
+        'attempt/end': [
+          { guard: ({ event }) => event.data.outcome === 'interrupted', target: 'compacting', reenter: true },
+          // the turn was interrupted while the summary streamed
+          { guard: ({ event }) => event.data.outcome === 'aborted', target: 'ending', actions: assign({ ending: ({ event }) => stopped(event.data.error?.message ?? 'cancelled') }) },
+        ],
+        recover: { actions: { type: 'compact', params: ({ context }) => ({ index: context.index }) } },
         abort: { target: 'ending', actions: assign({ ending: ({ event }) => stopped(event.reason) }) },
       },
     },
@@ -146,16 +180,10 @@ export const stepMachine = setup({
                 actions: assign({ retryAt: ({ event }) => eventTimeMs(event) + (event.data.backoffMs ?? 0) }),
               },
               {
-                // Until compaction exists, a request that does not fit ends the step with a clear reason.
+                // the request did not fit (known before the send, or the provider said so): assemble
+                // it again, which compacts (or ends the step context_cannot_fit)
                 guard: ({ event }) => event.data.outcome === 'overflow',
-                target: '#step.ending',
-                actions: assign({
-                  ending: ({ event }) => ({
-                    outcome: 'failed' as const,
-                    reason: `context_overflow: ${event.data.error?.message ?? 'the request does not fit the model context window'}`,
-                    toolCalls: 0,
-                  }),
-                }),
+                target: '#step.assembling',
               },
               {
                 guard: ({ event }) => event.data.outcome === 'aborted',

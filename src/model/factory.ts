@@ -1,6 +1,6 @@
 import type { ModelAdapter, ModelCapabilities } from './model-port.js';
 import { parseModelSpec } from './model-spec.js';
-import { loadScript } from './script.js';
+import { loadAgentScript } from './script.js';
 import { createOpenAIChatModel } from './openai-chat.js';
 import { createOpenAIResponsesModel } from './openai-responses.js';
 import { createScriptedModel } from './scripted-model.js';
@@ -23,8 +23,8 @@ export async function createModelAdapter(
   const parsed = parseModelSpec(spec);
   switch (parsed.provider) {
     case 'scripted': {
-      const responses = await loadScript(parsed.file, opts.agentName ?? 'main');
-      return createScriptedModel({ responses, cursor: opts.cursor, source: parsed.file, record: false });
+      const { responses, summaries } = await loadAgentScript(parsed.file, opts.agentName ?? 'main');
+      return createScriptedModel({ responses, ...(summaries ? { summaries } : {}), cursor: opts.cursor, source: parsed.file, record: false });
     }
     case 'openai':
     case 'openai-responses': {

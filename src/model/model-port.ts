@@ -15,6 +15,12 @@ export interface ModelRequest {
   outputSchema?: Record<string, unknown> | null;
   /** Reasoning effort, for models that take one. */
   effort?: ReasoningEffort | null;
+  /**
+   * What the request is for when it is not the step's own: a compaction's summary (`index`: how
+   * many compaction summaries the agent received before; the scripted model answers from its
+   * `summaries` list by it). Not sent.
+   */
+  purpose?: { kind: 'compaction'; index: number };
 }
 
 /** A request in its final form: the exact body an adapter sends, and its digest. */

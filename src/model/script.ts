@@ -41,7 +41,14 @@ export const ScriptResponseSchema = z.strictObject({
 /** One scripted model response. */
 export type ScriptResponse = z.infer<typeof ScriptResponseSchema>;
 
-const ResponsesFileSchema = z.strictObject({ responses: z.array(ScriptResponseSchema) });
+const ResponsesFileSchema = z.strictObject({
+  responses: z.array(ScriptResponseSchema),
+  /**
+   * What the agent's compaction attempts answer, in order (they do not take from `responses`);
+   * absent, or past its end: a deterministic summary built from the compacted range.
+   */
+  summaries: z.array(z.string()).optional(),
+});
 const AgentsFileSchema = z.strictObject({ agents: z.record(z.string(), ResponsesFileSchema) });
 
 /** A script file: one agent's responses, or responses per agent name (the top agent is `main`). */
@@ -51,16 +58,27 @@ export type Script = z.infer<typeof ScriptSchema>;
 
 /** Loads the responses of one agent from a script file; every failure is one clear ConfigError line. */
 export async function loadScript(path: string, agentName = 'main'): Promise<ScriptResponse[]> {
+  return (await loadAgentScript(path, agentName)).responses;
+}
+
+/** One agent's part of a script file: its responses and its compaction summaries. */
+export interface AgentScript {
+  responses: ScriptResponse[];
+  summaries?: string[];
+}
+
+/** Loads one agent's responses and summaries from a script file; failures as in `loadScript`. */
+export async function loadAgentScript(path: string, agentName = 'main'): Promise<AgentScript> {
   const script = await loadScriptFile(path);
   if ('responses' in script) {
-    if (agentName === 'main') return script.responses;
+    if (agentName === 'main') return script;
     throw scriptError(
       `script ${path} has no agent "${agentName}": it holds only the main agent's responses`,
       `use { "agents": { "main": {...}, "${agentName}": {...} } }`,
     );
   }
   const agent = script.agents[agentName];
-  if (agent) return agent.responses;
+  if (agent) return agent;
   const known = Object.keys(script.agents).map((n) => `"${n}"`).join(', ') || 'none';
   throw scriptError(`script ${path} has no agent "${agentName}" (agents: ${known})`);
 }

@@ -36,6 +36,11 @@ export interface ScriptedModelOptions {
   record?: boolean;
   /** The model name this adapter reports; requests carry their own. */
   model?: string;
+  /**
+   * What compaction attempts answer, by the request's `purpose.index`: they never take from
+   * `responses`. Absent, or past its end: a deterministic summary built from the request.
+   */
+  summaries?: string[];
 }
 
 /** The scripted adapter: replays fixed responses in order, and records what it was asked. */
@@ -68,7 +73,24 @@ export function createScriptedModel(opts: ScriptedModelOptions): ScriptedModel {
   let cursor = opts.cursor ?? 0;
   const bodies = new GrowingBody(asIs);
 
+  async function* summarize(prepared: PreparedRequest, signal: AbortSignal, index: number): AsyncGenerator<ModelStreamEvent> {
+    const content = opts.summaries?.[index] ?? deterministicSummary(prepared.request);
+    for (const text of splitNearMiddle(content)) {
+      await Promise.resolve();
+      checkAborted(signal);
+      yield { type: 'text_delta', text };
+    }
+    await Promise.resolve();
+    checkAborted(signal);
+    yield { type: 'done', output: { content, toolCalls: [], finishReason: 'stop', usage: usageOf({}, prepared, content, []) } };
+  }
+
   async function* run(prepared: PreparedRequest, signal: AbortSignal): AsyncGenerator<ModelStreamEvent> {
+    const purpose = prepared.request.purpose;
+    if (purpose?.kind === 'compaction') {
+      yield* summarize(prepared, signal, purpose.index);
+      return;
+    }
     const index = cursor;
     const response = responses[index];
     if (!response) {
@@ -150,6 +172,19 @@ export function createScriptedModel(opts: ScriptedModelOptions): ScriptedModel {
       }
     },
   };
+}
+
+/**
+ * A compaction's summary when the script gives none: the first line of each message of the range
+ * (the request's last message), at most 40, each cut at 160 characters. The same range gives the
+ * same summary.
+ */
+export function deterministicSummary(request: ModelRequest): string {
+  const last = request.messages[request.messages.length - 1];
+  const text = last && last.role !== 'assistant' ? last.content : '';
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('['));
+  const picked = lines.slice(0, 40).map((l) => (l.length > 160 ? `${l.slice(0, 159)}…` : l));
+  return [`The compacted steps (${lines.length} messages):`, ...picked, ...(lines.length > 40 ? [`… and ${lines.length - 40} more`] : [])].join('\n');
 }
 
 /** The wire body's layout: a fixed key order, stable parts first, so equal requests give equal bytes. */

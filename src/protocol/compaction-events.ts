@@ -11,13 +11,18 @@ export const CompactionTriggerSchema = z.enum(['budget', 'overflow', 'asked']);
 export type CompactionTrigger = z.infer<typeof CompactionTriggerSchema>;
 
 /**
- * Why a candidate checkpoint was not committed. `conflict`: the history changed while it was made
- * (its `historyRevision` no longer holds); the step picks a new range. The others end the step
- * `context_cannot_fit` when the request still does not fit: `no_gain` (it saves fewer tokens than
- * `compaction_min_gain_tokens`), `missing_pins` (the text lost a required item), `unchanged` (the
- * summary is the one already there), `attempt_failed` (the summary's model attempt failed).
+ * Why a candidate checkpoint was not committed, or no compaction could start. `conflict`: the
+ * history changed while it was made (its `historyRevision` no longer holds); the step picks a new
+ * range. The others end the step `context_cannot_fit` when the request still does not fit:
+ * `no_gain` (it saves fewer tokens than `compaction_min_gain_tokens`), `missing_pins` (the text
+ * lost a required item), `unchanged` (the summary is the one already there), `attempt_failed` (the
+ * summary's model attempt failed), `nothing_to_compact` (no closed step is left outside the kept
+ * tail), `fixed_too_large` (the instructions, docs and tool schemas alone exceed the window),
+ * `revision_limit` (the step made as many checkpoints as one step may).
  */
-export const CompactionRejectionSchema = z.enum(['conflict', 'no_gain', 'missing_pins', 'unchanged', 'attempt_failed']);
+export const CompactionRejectionSchema = z.enum([
+  'conflict', 'no_gain', 'missing_pins', 'unchanged', 'attempt_failed', 'nothing_to_compact', 'fixed_too_large', 'revision_limit',
+]);
 export type CompactionRejection = z.infer<typeof CompactionRejectionSchema>;
 
 /**
@@ -61,5 +66,12 @@ export const COMPACTION_EVENT_DATA = {
     reason: CompactionRejectionSchema,
     /** One line the CLI and the page print. */
     message: z.string(),
+    /**
+     * The step ends `context_cannot_fit: <message>` with it (the request does not fit without it);
+     * false: the step assembles its request again (a conflict, or a person's ask that saved too little).
+     */
+    endsStep: z.boolean(),
+    /** The `compact` message this answers (a person's ask that found nothing to do). */
+    messageId: z.string().optional(),
   }),
 } as const;

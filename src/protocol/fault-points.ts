@@ -40,11 +40,21 @@ export const TREE_FAULT_POINTS = [
   'before:notice-ack',
 ] as const;
 
+/**
+ * Points only a step that compacts reaches: the compaction is committed and its summary's
+ * attempt not started, and the summary is back and neither its checkpoint nor its rejection is
+ * committed.
+ */
+export const COMPACTION_FAULT_POINTS = [
+  'after:compaction/started',
+  'before:checkpoint/committed',
+] as const;
+
 /** A fault order's "point" that is no point: the host kills itself as soon as it has replied. */
 export const FAULT_NOW = 'now';
 
 /** Every point a fault order may name: the listed points, and `now`. */
-export const ORDERABLE_FAULT_POINTS = [...FAULT_POINTS, ...TREE_FAULT_POINTS, FAULT_NOW] as const;
+export const ORDERABLE_FAULT_POINTS = [...FAULT_POINTS, ...TREE_FAULT_POINTS, ...COMPACTION_FAULT_POINTS, FAULT_NOW] as const;
 
 /** A point of a fault order; a bad name fails with the list of points. */
 export const FaultOrderPointSchema = z.enum(ORDERABLE_FAULT_POINTS, {

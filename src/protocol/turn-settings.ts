@@ -116,6 +116,10 @@ export const ContextSettingsSchema = z.object({
   memoryMaxBytes: z.number().int().nonnegative().optional(),
   /** Tokens of excerpts retrieved for the turn's task (0 or absent: none). */
   retrievalTokens: z.number().int().nonnegative().optional(),
+  /** Tokens a checkpoint must save over the steps it replaces (`compaction_min_gain_tokens`). */
+  compactionMinGainTokens: z.number().int().nonnegative().optional(),
+  /** The newest closed steps a compaction keeps verbatim (`compaction_keep_steps`). */
+  compactionKeepSteps: z.number().int().positive().optional(),
 });
 export type ContextSettings = z.infer<typeof ContextSettingsSchema>;
 

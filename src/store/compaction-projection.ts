@@ -48,6 +48,10 @@ export interface CompactionState {
   asked: string | null;
   /** The open step's request revision: one more with every checkpoint committed within it. */
   requestRevision: number;
+  /** The open step's last model attempt ended `overflow` (the provider refused it) and no checkpoint was committed since. */
+  overflowed: boolean;
+  /** Candidates of the open step rejected on a conflict (the history changed while they were made). */
+  conflicts: number;
 }
 
 /** Corrections are kept whole up to this many characters each (the checkpoint's lines say so). */
@@ -71,6 +75,8 @@ export function compactionState(p: Projection): CompactionState {
     summaries: 0,
     asked: null,
     requestRevision: 1,
+    overflowed: false,
+    conflicts: 0,
   });
 }
 
@@ -94,7 +100,11 @@ export function foldCompaction(p: Projection, e: ActorEvent): void {
     }
     case 'step/start': {
       const c = p.compaction;
-      if (c) c.requestRevision = 1;
+      if (c) {
+        c.requestRevision = 1;
+        c.overflowed = false;
+        c.conflicts = 0;
+      }
       break;
     }
     case 'step/end':
@@ -132,7 +142,9 @@ export function foldCompaction(p: Projection, e: ActorEvent): void {
       break;
     }
     case 'attempt/end':
-      if (p.openAttempt?.kind === 'compaction' && e.data.outcome === 'succeeded') compactionState(p).summaries += 1;
+      if (p.openAttempt?.kind === 'compaction') {
+        if (e.data.outcome === 'succeeded') compactionState(p).summaries += 1;
+      } else if (e.data.outcome === 'overflow') compactionState(p).overflowed = true;
       break;
     case 'checkpoint/committed': {
       const c = compactionState(p);
@@ -146,13 +158,18 @@ export function foldCompaction(p: Projection, e: ActorEvent): void {
       }
       c.checkpoints.push({ id: e.data.id, range: e.data.range, digest: e.data.digest, tokensBefore: e.data.tokensBefore, tokensAfter: e.data.tokensAfter, kept: e.data.kept, seq: e.seq, at: from });
       c.open = null;
+      c.overflowed = false;
       c.historyRevision += 1;
       c.requestRevision += 1;
       break;
     }
-    case 'compaction/rejected':
-      compactionState(p).open = null;
+    case 'compaction/rejected': {
+      const c = compactionState(p);
+      c.open = null;
+      if (e.data.reason === 'conflict') c.conflicts += 1;
+      if (e.data.messageId !== undefined && c.asked === e.data.messageId) c.asked = null;
       break;
+    }
     default:
       break;
   }

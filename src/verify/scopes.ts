@@ -24,6 +24,8 @@ interface AttemptState {
   id: string;
   seq: number;
   step: StepState;
+  /** A compaction's summary attempt (`attempt/start {kind: compaction}`). */
+  compaction?: true;
 }
 
 /** Types that only happen inside a Turn (besides the starts and ends handled on their own). */
@@ -139,7 +141,7 @@ export function createScopeCheck(report: Report): Check {
     if (e.attempt === undefined) return report('scope.attempt', e.seq, 'attempt/start has no attempt ID');
     const open = s.attempts.values().next();
     if (!open.done) report('attempt.nested', e.seq, `attempt ${e.attempt} starts while attempt ${open.value.id} of step ${s.id} is open`);
-    const a: AttemptState = { id: e.attempt, seq: e.seq, step: s };
+    const a: AttemptState = { id: e.attempt, seq: e.seq, step: s, ...(e.data.kind === 'compaction' ? { compaction: true } : {}) };
     s.attempts.add(a);
     attempts.set(a.id, a);
   }
@@ -156,7 +158,8 @@ export function createScopeCheck(report: Report): Check {
     attempts.delete(a.id);
     a.step.attempts.delete(a);
     endedAttempts.add(a.id);
-    if (e.data.outcome === 'succeeded') a.step.succeeded = a.id;
+    // a compaction's summary is no output the step may accept
+    if (e.data.outcome === 'succeeded' && a.compaction !== true) a.step.succeeded = a.id;
     // The schema requires usage; this catches events that reached us without being parsed.
     if ((e.data.usage as unknown) == null) report('attempt.unsettled', e.seq, `attempt/end of ${a.id} carries no usage`);
   }

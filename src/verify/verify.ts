@@ -9,6 +9,7 @@ import { createQuestionCheck } from './questions.js';
 import { createBudgetCheck } from './budgets.js';
 import { createCompletionCheck } from './completion.js';
 import { createContinuationCheck, createGoalCheck } from './goals.js';
+import { createCompactionCheck } from './compaction.js';
 
 /** Options of `verifyLog`. */
 export interface VerifyOptions {
@@ -42,6 +43,7 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
     createCompletionCheck(report),
     createGoalCheck(report),
     createContinuationCheck(report),
+    createCompactionCheck(report),
   ];
   for (const e of events) for (const c of checks) c.event(e);
   for (const c of checks) c.end(opts.complete ?? false);

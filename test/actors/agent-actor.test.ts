@@ -244,12 +244,12 @@ describe('model errors', () => {
     expect(verifyLog(log, { complete: true })).toEqual([]);
   });
 
-  it('fails on context_overflow without a retry', async () => {
+  it('fails on context_overflow without a retry when nothing closed is left to compact', async () => {
     const rt = await rts.open({ script: [{ error: { type: 'context_overflow' } }, { content: 'never asked for' }] });
     const sup = rt.supervisor();
     const { actor, ended } = await runTurn(sup, 'answer', turnRequest(world.ws));
     expect(ended.outcome).toBe('failed');
-    expect(ended.reason).toContain('context_overflow');
+    expect(ended.reason).toMatch(/^context_cannot_fit: nothing closed is left to compact.*the provider refused the request/);
     const log = await readLog(sup, actor.rootId, actor.actorId);
     expect(ofType(log, 'attempt/start')).toHaveLength(1);
     expect(only(log, 'attempt/end').data).toMatchObject({

@@ -23,12 +23,12 @@ export interface CapturedModels {
 }
 
 /** A `modelFor` that builds scripted models over `script` and keeps them, so a test sees their requests. */
-export function captureModels(script: ScriptResponse[]): CapturedModels {
+export function captureModels(script: ScriptResponse[], summaries?: string[]): CapturedModels {
   const models: ScriptedModel[] = [];
   return {
     models,
     async modelFor(_settings, cursor) {
-      const m = createScriptedModel({ responses: script, cursor });
+      const m = createScriptedModel({ responses: script, cursor, ...(summaries ? { summaries } : {}) });
       models.push(m);
       return m;
     },

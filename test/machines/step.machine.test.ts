@@ -366,17 +366,17 @@ describe('step machine', () => {
   });
 });
 
-describe('step machine, context overflow', () => {
-  it('ends the step failed with a context_overflow reason, without another attempt', () => {
-    const [s0] = initialTransition(stepMachine, {
-      stepId: 'step_x', index: 1, maxAttempts: 3, toolBudgetLeft: null,
-    });
-    const evs = [
+describe('step machine, context overflow and compaction', () => {
+  const rejected = (reason: 'conflict' | 'no_gain' | 'nothing_to_compact', endsStep: boolean) => ev('compaction/rejected', { checkpoint: 'ckpt_1', reason, message: 'nothing closed is left to compact', endsStep }, { step: 'step_x' });
+  const started = ev('compaction/started', { checkpoint: 'ckpt_1', trigger: 'budget', range: { from: 1, to: 3 }, historyRevision: 2, requestRevision: 1, tokensBefore: 9000 }, { step: 'step_x' });
+  const start = () => initialTransition(stepMachine, { stepId: 'step_x', index: 1, maxAttempts: 3, toolBudgetLeft: null })[0];
+
+  it('assembles the request again when the provider refused it as too long (which compacts), without counting an attempt', () => {
+    let s = start();
+    for (const e of [
       ev('request/prepared', { digest: 'sha256:a', bytes: 10, messages: 1 }, { step: 'step_x' }),
       ev('attempt/start', { index: 1, requestDigest: 'sha256:a' }, { step: 'step_x', attempt: 'att_1' }),
-    ];
-    let s = s0;
-    for (const e of evs) [s] = transition(stepMachine, s, e);
+    ]) [s] = transition(stepMachine, s, e);
     const [after, actions] = transition(
       stepMachine,
       s,
@@ -388,10 +388,45 @@ describe('step machine, context overflow', () => {
         latencyMs: 5,
       }, { step: 'step_x', attempt: 'att_1' }),
     );
-    expect(after.value).toBe('ending');
+    expect(after.value).toBe('assembling');
+    expect(actions.map((a) => a.type)).toEqual(['prepareRequest']);
+  });
+
+  it('compacts on compaction/started, and assembles again once the checkpoint is committed', () => {
+    const [compacting, entry] = transition(stepMachine, start(), started);
+    expect(compacting.value).toBe('compacting');
+    expect(entry.map((a) => a.type)).toEqual(['compact']);
+    const committed = ev('checkpoint/committed', { id: 'ckpt_1', range: { from: 1, to: 3 }, historyRevision: 2, text: 't', digest: 'sha256:t', tokensBefore: 5000, tokensAfter: 100, kept: ['task'], files: [] }, { step: 'step_x' });
+    const [again, actions] = transition(stepMachine, compacting, committed);
+    expect(again.value).toBe('assembling');
+    expect(actions.map((a) => a.type)).toEqual(['prepareRequest']);
+  });
+
+  it('asks for the summary again after its attempt was interrupted (a crash), and re-issues compact on recover', () => {
+    const [compacting] = transition(stepMachine, start(), started);
+    const [same, actions] = transition(stepMachine, compacting, ev('attempt/end', { outcome: 'interrupted', error: null, usage: { inputTokens: 0, outputTokens: 0, estimated: true }, backoffMs: null, latencyMs: null }, { step: 'step_x', attempt: 'att_c' }));
+    expect(same.value).toBe('compacting');
+    expect(actions.map((a) => a.type)).toEqual(['compact']);
+    const [, onRecover] = transition(stepMachine, compacting, { type: 'recover' } as never);
+    expect(onRecover.map((a) => a.type)).toEqual(['compact']);
+  });
+
+  it('takes a new range after a conflict, and ends the step context_cannot_fit on a rejection that ends it', () => {
+    const [compacting] = transition(stepMachine, start(), started);
+    const [again] = transition(stepMachine, compacting, rejected('conflict', false));
+    expect(again.value).toBe('assembling');
+    const [ending, actions] = transition(stepMachine, compacting, rejected('no_gain', true));
+    expect(ending.value).toBe('ending');
     expect(actions.map((a) => ({ type: a.type, params: a.params }))).toEqual([
-      { type: 'endStep', params: { outcome: 'failed', reason: 'context_overflow: maximum context length is 128000 tokens', toolCalls: 0 } },
+      { type: 'endStep', params: { outcome: 'failed', reason: 'context_cannot_fit: nothing closed is left to compact', toolCalls: 0 } },
     ]);
+  });
+
+  it('ends the step from assembling when no compaction could start, and ignores a rejection that does not end it', () => {
+    const [ending] = transition(stepMachine, start(), rejected('nothing_to_compact', true));
+    expect(ending.value).toBe('ending');
+    const [stays] = transition(stepMachine, start(), rejected('nothing_to_compact', false));
+    expect(stays.value).toBe('assembling');
   });
 });
 

@@ -140,6 +140,30 @@ function approvedByMessage(): ActorEvent[] {
   });
 }
 
+const CHECKPOINT_TEXT = ["Checkpoint: items 1-2 of this conversation were compacted into this summary.", '', "Task (the user's words): Summarise notes.txt", 'Changed: notes.md (sha256:n)', 'Permissions: mode auto-edit; tools read_file', '', 'Summary of the compacted steps:', 'read notes.txt'].join('\n');
+
+/**
+ * `toolTurn` whose second step compacts its first before its request: compaction/started (seq
+ * 13, from history revision 2: the task and the closed step), the summary's attempt (14, 15),
+ * checkpoint/committed (16), then the step's request as before.
+ */
+function compacted(): ActorEvent[] {
+  return mutate(clean(), (r) => {
+    const at = indexOf(r, 'step/start', 2);
+    const step = r[at]!;
+    const scope = { turn: step.turn, step: step.step };
+    const base = { ...structuredClone(step), ...scope };
+    const started = { ...base, type: 'compaction/started', data: { checkpoint: 'ckpt_1', trigger: 'budget', range: { from: 1, to: 3 }, historyRevision: 2, requestRevision: 1, tokensBefore: 9000 } };
+    const start = { ...base, attempt: 'att_c', type: 'attempt/start', data: { index: 1, requestDigest: 'sha256:c', kind: 'compaction' } };
+    const end = { ...base, attempt: 'att_c', type: 'attempt/end', data: { outcome: 'succeeded', error: null, usage: { inputTokens: 10, outputTokens: 5, estimated: false }, backoffMs: null, latencyMs: 3 } };
+    const committed = {
+      ...base, type: 'checkpoint/committed',
+      data: { id: 'ckpt_1', range: { from: 1, to: 3 }, historyRevision: 2, text: CHECKPOINT_TEXT, digest: 'sha256:t', tokensBefore: 5000, tokensAfter: 100, kept: ['task', 'file notes.md', 'permissions'], files: [{ path: 'notes.md', digest: 'sha256:n' }] },
+    };
+    r.splice(at + 1, 0, started, start, end, committed);
+  });
+}
+
 /** `toolTurn`, then a second turn that answers at once. Seqs 21 inbox/received, 22 turn/start, … */
 function twoTurns(): ActorEvent[] {
   const b = toolTurn();
@@ -163,6 +187,10 @@ function like(r: RawEvent[], i: number, over: Partial<RawEvent>, data: Record<st
 const pairs = (v: Violation[]) => v.map((x) => [x.code, x.seq]);
 
 describe('verifyLog on logs the runtime writes', () => {
+  it('holds for a step that compacted its closed steps before its request', () => {
+    expect(verifyLog(compacted(), { complete: true })).toEqual([]);
+  });
+
   it('holds for a turn that parked for its approval before the grant', () => {
     const log = mutate(approved(), (r) => r.splice(indexOf(r, 'approval/granted'), 0, parked(r, indexOf(r, 'approval/requested'))));
     expect(verifyLog(log, { complete: true })).toEqual([]);
@@ -232,6 +260,25 @@ interface Case {
 }
 
 const cases: Case[] = [
+  { name: 'a checkpoint of a compaction never started', code: 'compaction.unstarted', seq: 17, log: () => mutate(compacted(), (r) => r.splice(indexOf(r, 'compaction/started'), 1)) },
+  {
+    name: 'a compaction committed twice', code: 'compaction.closed_twice', seq: 19,
+    log: () => mutate(compacted(), (r) => r.splice(indexOf(r, 'checkpoint/committed') + 1, 0, { ...structuredClone(r[indexOf(r, 'checkpoint/committed')]!), type: 'compaction/rejected', data: { checkpoint: 'ckpt_1', reason: 'no_gain', message: 'x', endsStep: true } })),
+  },
+  {
+    name: 'a compaction starts while another is open', code: 'compaction.nested', seq: 16,
+    log: () => mutate(compacted(), (r) => {
+      const i = indexOf(r, 'compaction/started');
+      r.splice(i + 1, 0, like(r, i, {}, { checkpoint: 'ckpt_2' }), { ...structuredClone(r[i]!), type: 'compaction/rejected', data: { checkpoint: 'ckpt_2', reason: 'conflict', message: 'x', endsStep: false } });
+    }),
+  },
+  { name: 'a checkpoint replaces another range than its compaction was started for', code: 'compaction.mismatch', seq: 18, log: () => mutate(compacted(), (r) => { r[indexOf(r, 'checkpoint/committed')]!.data.range = { from: 1, to: 2 }; }) },
+  {
+    name: 'a checkpoint committed after the history changed under it (the CAS)', code: 'compaction.cas', seq: 19,
+    log: () => mutate(compacted(), (r) => r.splice(indexOf(r, 'checkpoint/committed'), 0, { ...structuredClone(r[0]!), data: { ...structuredClone(r[0]!.data), messageId: 'msg_steer', kind: 'steer' } })),
+  },
+  { name: 'a checkpoint that does not keep a changed file', code: 'compaction.missing_pins', seq: 18, log: () => mutate(compacted(), (r) => { r[indexOf(r, 'checkpoint/committed')]!.data.kept = ['task', 'permissions']; }) },
+  { name: 'a step ends with its compaction open', code: 'compaction.open_at_step_end', seq: 20, log: () => mutate(compacted(), (r) => r.splice(indexOf(r, 'attempt/start', 2), 3)) },
   { name: 'an event is missing', code: 'seq.gap', seq: 11, log: () => mutate(clean(), (r) => r.splice(indexOf(r, 'policy/decided'), 1), false) },
   {
     name: 'a call starts though the policy asked and nobody approved', code: 'call.start_without_allow', seq: 11,

@@ -3,6 +3,7 @@ import { ZERO_USAGE, type ToolCallRequest } from '../../protocol/history.js';
 import { abortReason, scope, settings, type EffectContext } from '../agent/effect-context.js';
 import { assemblyOf, ensureModel, estimateUsage, costFor, prepare } from '../agent/model-request.js';
 import { loadTurnContext } from '../agent/context-load.js';
+import { maybeCompact, runCompactionAttempt, startCompactionAttempt } from '../agent/compaction.js';
 import { sleep } from '../../protocol/sleep.js';
 import type { EffectParams, MachineEffect } from './machine-effects.js';
 import { callModel } from '../effects/model-call.js';
@@ -108,6 +109,8 @@ const EFFECTS: EffectTable = {
     const claimed = (ctx.projection.claimed ?? []).map((id) => ({ messageId: id, content: modelText(ctx.projection.inbox[id]) }));
     const prepared = await prepare(ctx, claimed.map((c) => ({ role: 'user' as const, content: c.content })));
     const assembly = assemblyOf(ctx, prepared.digest);
+    // a request that would not fit (or a person's ask) compacts first: no request is recorded yet
+    if (await maybeCompact(ctx, assembly)) return;
     for (const c of claimed) ctx.stage({ type: 'user/message', turn, data: c });
     const included = ctx.projection.unsent && ctx.projection.unsent.length > 0 ? [...ctx.projection.unsent] : null;
     // A body that continues the last one's is stored as what it adds (`BlobDelta`). The step
@@ -162,7 +165,8 @@ const EFFECTS: EffectTable = {
       ctx.ports.faults.hit('after:budget-reserved', ctx.actorId);
     }
   },
-  callModel: (ctx, p) => callModel(ctx, p.attemptId, p.requestDigest),
+  callModel: (ctx, p) => (p.kind === 'compaction' ? runCompactionAttempt(ctx, p.attemptId, p.requestDigest) : callModel(ctx, p.attemptId, p.requestDigest)),
+  compact: (ctx) => startCompactionAttempt(ctx),
   interruptAttempt(ctx, p) {
     const usage = estimateUsage(ctx.projection.lastPrepared?.bytes ?? 0, 0);
     ctx.stage({

@@ -179,7 +179,7 @@ export class MachineSet {
         });
         break;
       case 'attempt/start':
-        this.attempt = this.open(this.engines.attempt, { attemptId: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest });
+        this.attempt = this.open(this.engines.attempt, { attemptId: e.attempt!, index: e.data.index, requestDigest: e.data.requestDigest, ...(e.data.kind ? { kind: e.data.kind } : {}) });
         break;
       case 'tool/call':
         this.calls.set(
