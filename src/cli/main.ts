@@ -13,7 +13,8 @@ import { ApprovalModeSchema } from '../protocol/events.js';
 import { runCommand } from './commands/run.js';
 import { planCommand } from './commands/plan.js';
 import { sendCommand } from './commands/send.js';
-import { remoteAnswerCommand, remoteApproveCommand, remoteEventsCommand, remoteInterruptCommand, remoteRunCommand, remoteSendCommand, remoteTreeCommand } from './commands/remote.js';
+import { compactCommand } from './commands/compact.js';
+import { remoteAnswerCommand, remoteApproveCommand, remoteEventsCommand, remoteCompactCommand, remoteInterruptCommand, remoteRunCommand, remoteSendCommand, remoteTreeCommand } from './commands/remote.js';
 import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
 import { serveCommand } from './commands/serve.js';
@@ -222,6 +223,11 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'print only NDJSON events on stdout')
     .option('--in-process', 'carry the interrupt out in this process when no host holds the agent, even with hosts running')
     .action(act(async (id: string, o) => (o.gateway ? remoteInterruptCommand(id, o, load(o), out) : interruptCommand(id, o, load(o), out))));
+
+  remote(common(program.command('compact').argument('<agentId>', 'the agent', idArgument('agent'))))
+    .description('ask the agent to compact its closed steps into a checkpoint at its next step boundary, whether or not its request fits')
+    .option('--json', 'print the message ID as JSON')
+    .action(act(async (id: string, o) => (o.gateway ? remoteCompactCommand(id, o, load(o), out) : compactCommand(id, o, load(o), out))));
 
   remote(common(program.command('send').argument('<agentId>', 'the agent', idArgument('agent')).argument('<text>', 'what the agent should know; - reads it from stdin')))
     .description("send a person's message to an agent: a steer while a turn runs, else a new turn; then follow it to its next turn end")

@@ -65,3 +65,10 @@ export async function readAll(input: NodeJS.ReadableStream | undefined): Promise
   for await (const chunk of input) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
   return Buffer.concat(chunks).toString('utf8');
 }
+
+/** What `compact` says the agent does with the ask, by whether a turn is open. */
+export function compactFate(agentId: string, turnOpen: boolean): string {
+  return turnOpen
+    ? `${agentId} compacts its closed steps into a checkpoint at its next step boundary (actorloop events shows compaction/started, then checkpoint/committed or compaction/rejected)`
+    : `${agentId} has no open turn: it compacts at the first step of its next turn`;
+}

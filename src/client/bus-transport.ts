@@ -7,7 +7,7 @@ import type { LogReader, StoredEvent, TreeEvent } from '../store/log-port.js';
 import { approvalById, emptyProjection, foldEvent, questionById, type Projection } from '../store/projection.js';
 import { checkMessageSize } from './message-size.js';
 import {
-  approvalMessage, CLI_SENDER, goalControlMessage, interruptMessage, questionAnswerMessage, textMessage,
+  approvalMessage, CLI_SENDER, compactMessage, goalControlMessage, interruptMessage, questionAnswerMessage, textMessage,
 } from './messages.js';
 import type { ClientCommand, ClientTransport, FollowSpec, TransportEvent } from './transport.js';
 
@@ -81,6 +81,8 @@ export function createBusTransport(o: BusTransportOptions): BusTransport {
         return questionAnswerMessage(c.agentId, c.questionId, c.answer, from);
       case 'interrupt':
         return interruptMessage(c.agentId, from);
+      case 'compact':
+        return compactMessage(c.agentId, from);
       case 'goal':
         // a change of no goal would be refused by the agent: said here, before it is sent
         await checkGoal(c.agentId);

@@ -60,6 +60,8 @@ export function createGatewayTransport(session: GatewaySession): ClientTransport
           })).messageId;
         case 'interrupt':
           return (await client.call('turn.interrupt', { agentId: c.agentId })).messageId;
+        case 'compact':
+          return (await client.call('turn.compact', { agentId: c.agentId })).messageId;
         case 'goal':
           return (await client.call('goal.control', { agentId: c.agentId, action: c.change.action, expectedRevision: c.change.expectedRevision })).messageId;
       }

@@ -89,6 +89,14 @@ export function interruptMessage(agentId: string, from: string = CLI_SENDER): In
   return message(from, agentId, 'interrupt', NOW, 'interrupted');
 }
 
+/**
+ * A person's ask for a checkpoint (`actorloop compact`): the agent compacts its closed steps at its
+ * next step boundary (a turn's first step when it is idle), whether or not its request fits.
+ */
+export function compactMessage(agentId: string, from: string = CLI_SENDER): InboxMessage {
+  return message(from, agentId, 'compact', { target: 'next_step', wakeup: false }, 'compact');
+}
+
 /** The message that carries a person's change of the goal. */
 export function goalControlMessage(agentId: string, change: GoalChange, from: string = CLI_SENDER): InboxMessage {
   return message(from, agentId, 'goal_control', NOW, JSON.stringify(change));

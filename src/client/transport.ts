@@ -38,6 +38,8 @@ export type ClientCommand =
   | { type: 'deny'; agentId: string; approvalId: string; planDigest?: string; reason?: string }
   | { type: 'answer'; agentId: string; questionId: string; answer: PersonAnswer }
   | { type: 'interrupt'; agentId: string }
+  /** Ask for a checkpoint at the agent's next step boundary. */
+  | { type: 'compact'; agentId: string }
   | { type: 'goal'; agentId: string; change: GoalChange };
 
 /**

@@ -372,6 +372,8 @@ export const RpcParamsSchemas = {
   'ask.answer': z.object({ agentId: idString('agent'), questionId: idString('question'), optionId: z.string().optional(), text: z.string().optional() })
     .strict().refine((p) => p.optionId !== undefined || p.text !== undefined, { message: 'give optionId or text' }),
   'turn.interrupt': z.object({ agentId: idString('agent') }).strict(),
+  /** A person's ask for a checkpoint at the agent's next step boundary (`actorloop compact`). */
+  'turn.compact': z.object({ agentId: idString('agent') }).strict(),
   /**
    * A person's change of the agent's goal (`actorloop goal <agent> pause|resume|cancel`), against
    * `expectedRevision` (default: the goal's revision as the gateway reads it): the agent refuses a
@@ -407,6 +409,7 @@ export const RpcResultSchemas = {
   'approval.respond': z.object({ messageId: z.string() }),
   'ask.answer': z.object({ messageId: z.string() }),
   'turn.interrupt': z.object({ messageId: z.string() }),
+  'turn.compact': z.object({ messageId: z.string() }),
   'goal.control': z.object({ messageId: z.string() }),
   'actors.list': ActorsResponseSchema,
   'actor.inspect': ActorDetailSchema,

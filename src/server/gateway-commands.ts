@@ -152,6 +152,10 @@ export function gatewayCommands(rt: GatewayRuntime, o: GatewayCommandOptions = {
       if (!proj.openTurn) throw new ConfigError('gateway.no_open_turn', `${p.agentId} has no open turn: nothing to interrupt`);
       return messageId(await transport.send({ type: 'interrupt', agentId: p.agentId }));
     },
+    async compact(p) {
+      await rt.entryOf(p.agentId);
+      return messageId(await transport.send({ type: 'compact', agentId: p.agentId }));
+    },
     async controlGoal(p) {
       const proj = await rt.foldLog(await rt.entryOf(p.agentId));
       const expectedRevision = p.expectedRevision ?? proj.goal?.revision ?? 0;

@@ -17,6 +17,7 @@ export interface GatewayCommands {
   respondApproval(p: RpcParams<'approval.respond'>): Promise<RpcResult<'approval.respond'>>;
   answer(p: RpcParams<'ask.answer'>): Promise<RpcResult<'ask.answer'>>;
   interrupt(p: RpcParams<'turn.interrupt'>): Promise<RpcResult<'turn.interrupt'>>;
+  compact(p: RpcParams<'turn.compact'>): Promise<RpcResult<'turn.compact'>>;
   controlGoal(p: RpcParams<'goal.control'>): Promise<RpcResult<'goal.control'>>;
   kill(p: RpcParams<'fault.kill'>): Promise<RpcResult<'fault.kill'>>;
 }

@@ -84,6 +84,7 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts
     'approval.respond': (p) => o.commands.respondApproval(p),
     'ask.answer': (p) => o.commands.answer(p),
     'turn.interrupt': (p) => o.commands.interrupt(p),
+    'turn.compact': (p) => o.commands.compact(p),
     'goal.control': (p) => o.commands.controlGoal(p),
     'actors.list': async (p) => ({ actors: await listActors(reads, p?.rootId) }),
     'actor.inspect': (p) => inspectActor(reads, p.agentId),

@@ -1,6 +1,8 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { ToolDefinition } from '../../src/tools/tool.js';
 import type { AgentActor } from '../../src/actors/actor/agent-actor.js';
 import type { TurnEnded } from '../../src/actors/actor/hosted-agent.js';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
@@ -223,4 +225,63 @@ describe('compaction across a drop', () => {
       expect(summaries.length).toBeGreaterThanOrEqual(point === 'before:checkpoint/committed' ? 2 : 1);
     });
   }
+});
+
+describe('compaction retention', () => {
+  it('a 300-step investigation compacted many times keeps every pinned fact in its final request: a correction, a changed file, a call whose outcome is unknown, the plan and the task', async () => {
+    const ws = await workspace(30);
+    let release!: () => void;
+    const gateOpen = new Promise<void>((r) => (release = r));
+    const gate: ToolDefinition<{ text: string }> = {
+      name: 'gate', version: '1', description: 'Waits for the test.', input: z.strictObject({ text: z.string() }), level: 'read',
+      executionSemantics: () => ({ effects: 'none', retry: 'auto' }), resources: () => [],
+      async execute() {
+        await gateOpen;
+        return { ok: true, output: 'open' };
+      },
+    };
+    const patch = '--- /dev/null\n+++ b/out.txt\n@@ -0,0 +1 @@\n+x\n';
+    const script: ScriptResponse[] = [plan, read(0), { tool_calls: [{ id: 'c_gate', name: 'gate', arguments: { text: 'step 3' } }] }];
+    for (let i = 4; i <= 300; i++) {
+      if (i === 10) script.push(writeNotes);
+      else if (i === 20) script.push({ tool_calls: [{ id: 'c_patch', name: 'apply_patch', arguments: { patch } }] });
+      else script.push(read(i % 30));
+    }
+    script.push({ content: 'The loop bound skips the last token.' });
+    const models = captureModels(script);
+    const rt = await rts.open({ models, tools: [gate] });
+    const tools = ['read_file', 'write_file', 'apply_patch', 'update_plan', 'gate'];
+    // the 20th tool/start is apply_patch's, at step 20
+    const sup1 = rt.supervisor({ faults: createFaultInjector(parseFaultSpecs('after:tool/start@20=drop'), undefined, rt.faultRecords) });
+    const { actor: first, ended: firstEnded } = await startTurn(sup1, TASK, request(ws, { tools, maxSteps: 400 }));
+    await waitForLog(sup1, first, (log) => log.some((e) => e.type === 'tool/start' && e.data.name === 'gate'));
+    const correction = message(first.actorId, 'the bug is in the loop bound, not the tokenizer', { kind: 'steer', target: 'next_step', wakeup: true, from: 'client:test' });
+    await sup1.send(correction);
+    await waitForLog(sup1, first, (log) => log.some((e) => e.type === 'inbox/received' && e.data.messageId === correction.id));
+    release();
+    await expect(firstEnded).rejects.toMatchObject({ code: 'actor.dropped' });
+    const sup = rt.supervisor();
+    const dropped = await readLog(sup, first.rootId, first.actorId);
+    expect(dropped.at(-1)).toMatchObject({ type: 'tool/start', data: { name: 'apply_patch' } });
+    let ended: Promise<TurnEnded> | null = null;
+    const { actor } = await sup.hydrate(first.actorId, (a) => {
+      ended = a.whenTurnEnds();
+    });
+    expect(await ended!).toMatchObject({ outcome: 'completed' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expectClean(log);
+    const checkpoints = ofType(log, 'checkpoint/committed');
+    expect(checkpoints.length).toBeGreaterThanOrEqual(5);
+    const unknown = only(log, 'tool/outcome_unknown');
+    const final = models.requests().filter((r) => r.request.purpose === undefined).at(-1)!;
+    const facts = {
+      task: `Task (the user's words): ${TASK}`,
+      correction: 'User, later: the bug is in the loop bound, not the tokenizer',
+      file: 'Changed: notes.md (sha256:',
+      unknown: `Outcome unknown (may or may not have taken effect): apply_patch ${unknown.call}`,
+      plan: 'Plan: [in_progress] read every file; [pending] write notes.md',
+    };
+    const kept = Object.entries(facts).filter(([, line]) => final.body.includes(JSON.stringify(line).slice(1, -1)));
+    expect(kept.map(([k]) => k)).toEqual(Object.keys(facts));
+  }, 120_000);
 });

@@ -54,8 +54,9 @@ test('a child\'s approval in the page: the tree shows it waiting, its call light
   expect(page.url()).toBe(`${url}?actor=${rootId}`);
   expect(asked[0]).toContain('?token=');
   expect(asked.slice(1).filter((u) => u.includes('token')), 'a URL of the page carries the token').toEqual([]);
-  expect(asked.some((u) => u.includes('/v1/actors/') && u.includes('/events'))).toBe(true);
-  expect(asked.some((u) => u.startsWith('ws://') && u.endsWith('/v1/rpc'))).toBe(true);
+  // the tree may show from the first reads before the page opens its event stream and its RPC socket
+  await until('the page to follow the events and open its RPC socket', async () =>
+    asked.some((u) => u.includes('/v1/actors/') && u.includes('/events')) && asked.some((u) => u.startsWith('ws://') && u.endsWith('/v1/rpc')));
   // the token is out of the page's reach: the cookie is HttpOnly
   expect(await page.evaluate('document.cookie')).toBe('');
   // a browser that never had the token gets the page and no data, and is told what to open

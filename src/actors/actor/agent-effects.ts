@@ -3,7 +3,7 @@ import { ZERO_USAGE, type ToolCallRequest } from '../../protocol/history.js';
 import { abortReason, scope, settings, type EffectContext } from '../agent/effect-context.js';
 import { assemblyOf, ensureModel, estimateUsage, costFor, prepare } from '../agent/model-request.js';
 import { loadTurnContext } from '../agent/context-load.js';
-import { maybeCompact, runCompactionAttempt, startCompactionAttempt } from '../agent/compaction.js';
+import { maybeCompact, runCompactionAttempt, startCompactionAttempt } from '../effects/compaction.js';
 import { sleep } from '../../protocol/sleep.js';
 import type { EffectParams, MachineEffect } from './machine-effects.js';
 import { callModel } from '../effects/model-call.js';

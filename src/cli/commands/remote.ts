@@ -26,7 +26,7 @@ import { answerFromArgs } from '../turn/question-prompt.js';
 import { promptFor } from '../turn/approval-prompt.js';
 import { readToken } from '../token-file.js';
 import { findGatewayToken } from '../../server/gateway-token.js';
-import { readAll, validateSend, type SendOptions } from '../person-messages.js';
+import { compactFate, readAll, validateSend, type SendOptions } from '../person-messages.js';
 import { checkTask, goalOfFlags, settingsOfFlags, type RunOptions } from '../turn/turn-flags.js';
 import { answerLines, drawTreeViews, treeLines } from '../tree/tree-view.js';
 import { terminalColumns } from '../terminal-width.js';
@@ -335,6 +335,18 @@ export async function remoteInterruptCommand(agentId: string, opts: GatewayFlags
     const code = await followRemoteTurn({ session, agentId, printer: new RunPrinter(out, json), out, json, prompt: null, config: remoteWhere(config, opts), printAfterSeq: d.seq });
     // the turn ended as asked: the command did what it was told
     return code === EXIT.interrupted ? EXIT.completed : code;
+  });
+}
+
+/** `compact --gateway URL <agentId>`: `turn.compact`; returns once the gateway's inbox has it. */
+export async function remoteCompactCommand(agentId: string, opts: GatewayFlags & { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
+  return withSession(opts, config, out, async (session) => {
+    const d = await session.client.call('actor.inspect', { agentId });
+    const messageId = await createGatewayTransport(session).send({ type: 'compact', agentId });
+    if (opts.json === true) out.stdout.write(`${JSON.stringify({ messageId, agentId, turnOpen: d.openTurn !== null })}\n`);
+    else (out.quiet ? out.stderr : out.stdout).write(`${messageId} compact\n`);
+    out.stderr.write(`${compactFate(agentId, d.openTurn !== null)}\n`);
+    return EXIT.completed;
   });
 }
 

@@ -11,8 +11,8 @@ import { modelName } from '../../model/model-spec.js';
 import { applyCheckpoint, compactionRange, enoughGain, missingPins, type CompactionRange, type PinnedFacts } from '../../context/checkpoint.js';
 import type { Assembly } from '../../context/assembly.js';
 import { compactionState, type CompactionState } from '../../store/compaction-projection.js';
-import { abortReason, scope, settings, type EffectContext } from './effect-context.js';
-import { costFor, ensureModel, estimateUsage } from './model-request.js';
+import { abortReason, scope, settings, type EffectContext } from '../agent/effect-context.js';
+import { costFor, ensureModel, estimateUsage } from '../agent/model-request.js';
 import { reserveAttempt, reservesAttempt, settleAttempt } from '../goals/budget.js';
 
 // Compaction (design §10): when a step's request would not fit its window (or the provider said
