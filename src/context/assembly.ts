@@ -40,6 +40,8 @@ export interface AssemblyInput {
   tools: ToolSpec[];
   /** The closed history, blob-stored texts resolved. */
   history: readonly HistoryItem[];
+  /** History items that are checkpoints (index → checkpoint ID): each is recorded as a contribution of its own. */
+  checkpoints?: ReadonlyMap<number, string>;
   /** Docs of deeper directories, shown after the results of the step whose call (provider ID) touched them. */
   afterCall: ReadonlyMap<string, readonly TextContribution[]>;
   /** What the step claimed from the inbox (steer, inject): the end of the request. */
@@ -187,10 +189,15 @@ export class ContextAssembler {
       }
       owed = [];
     };
-    for (const item of input.history) {
+    for (const [index, item] of input.history.entries()) {
       if (item.role !== 'tool') flushDocs();
       const sent = this.sent(item);
       messages.push(sent);
+      const checkpoint = input.checkpoints?.get(index);
+      if (checkpoint !== undefined) {
+        records.push({ source: 'checkpoint', scope: checkpoint, trust: 'system', digest: this.digest(sent), tokens: this.tokens(sent, tokensOf) });
+        continue;
+      }
       historyTokens += this.tokens(sent, tokensOf);
       historyDigests.push(this.digest(sent));
       if (item.role === 'tool') {

@@ -6,7 +6,7 @@ import { BlobRefSchema } from './history.js';
  * it, and `actorloop context` names it.
  */
 export const ContributionSourceSchema = z.enum([
-  'instructions', 'project_doc', 'skill_index', 'memory', 'tool_schemas', 'history', 'inbox', 'retrieval',
+  'instructions', 'project_doc', 'skill_index', 'memory', 'tool_schemas', 'history', 'inbox', 'retrieval', 'checkpoint',
 ]);
 export type ContributionSource = z.infer<typeof ContributionSourceSchema>;
 

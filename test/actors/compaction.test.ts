@@ -87,6 +87,9 @@ describe('compaction', () => {
       expect(textOf(r)).toContain(TASK);
       expect(textOf(r)).toContain('read every file');
     }
+    // each request after a checkpoint records it as a contribution of its own, apart from the history
+    const after = ofType(log.slice(first), 'request/prepared');
+    expect(after.every((r) => r.data.contributions!.some((c) => c.source === 'checkpoint' && c.scope.startsWith('ckpt_')))).toBe(true);
     // the full log is untouched: each tool result is still in it
     expect(ofType(log, 'tool/result')).toHaveLength(32);
     // the projection's history starts with the task, then the newest checkpoint

@@ -95,6 +95,7 @@ export async function prepare(a: EffectContext, extra: HistoryItem[] = []): Prom
     tools: a.ports.tools.specs(offered),
     // Model output the log keeps as a blob is sent whole (resolved items are kept by identity).
     history: await a.outputs.history(a.projection.history),
+    checkpoints: new Map((a.projection.compaction?.checkpoints ?? []).filter((k) => k.at !== null).map((k) => [k.at!, k.id])),
     afterCall,
     inbox: extra,
     window,

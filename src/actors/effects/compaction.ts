@@ -68,7 +68,7 @@ export async function maybeCompact(ctx: EffectContext, assembly: Assembly | null
   };
   if (mustFit && assembly) {
     const b = assembly.budget;
-    const fixed = assembly.contributions.filter((r) => r.source !== 'history').reduce((n, r) => n + r.tokens, 0);
+    const fixed = assembly.contributions.filter((r) => r.source !== 'history' && r.source !== 'checkpoint').reduce((n, r) => n + r.tokens, 0);
     if (b.window !== null && fixed + b.reserve > b.window) {
       return reject('fixed_too_large', `the instructions, docs, tool schemas and this step's messages alone need ${fixed} tokens and ${b.reserve} are kept for the answer, over the ${b.window}-token window: compaction cannot help (raise context_window or cut the docs)`);
     }

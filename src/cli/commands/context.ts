@@ -21,6 +21,8 @@ export interface RequestContext {
   budget: ContextBudget | null;
   /** The docs, skills and memory the log recorded for that turn (paths and versions). */
   loaded: Array<{ type: string; what: string; digest: string }>;
+  /** The checkpoints the request holds, with what each kept (from their `checkpoint/committed`). */
+  checkpoints: Array<{ id: string; kept: string[]; tokensBefore: number; tokensAfter: number }>;
 }
 
 function stepNumber(value: string): number {
@@ -47,6 +49,7 @@ export async function contextCommand(agentId: string, opts: { step?: number; tur
     const entry = await entryOf(rt, agentId);
     const requests: RequestContext[] = [];
     const loaded = new Map<string, RequestContext['loaded']>();
+    const committed = new Map<string, RequestContext['checkpoints'][number]>();
     let stepIndex = 0;
     for await (const { event } of rt.reader.read(entry.rootId, agentId, { afterSeq: 0 })) {
       if (event.type === 'step/start') stepIndex = event.data.index;
@@ -55,9 +58,10 @@ export async function contextCommand(agentId: string, opts: { step?: number; tur
       if (event.type === 'skills/indexed') (loaded.get(turn) ?? loaded.set(turn, []).get(turn)!).push({ type: event.type, what: event.data.skills.map((s) => s.name).join(', ') || '(none)', digest: event.data.textRef.digest });
       if (event.type === 'skill/loaded') (loaded.get(turn) ?? loaded.set(turn, []).get(turn)!).push({ type: event.type, what: event.data.path, digest: event.data.digest });
       if (event.type === 'memory/loaded') (loaded.get(turn) ?? loaded.set(turn, []).get(turn)!).push({ type: event.type, what: `${event.data.path}${event.data.summarized ? ' (index only)' : ''}`, digest: event.data.digest });
+      if (event.type === 'checkpoint/committed') committed.set(event.data.id, { id: event.data.id, kept: event.data.kept, tokensBefore: event.data.tokensBefore, tokensAfter: event.data.tokensAfter });
       if (event.type === 'request/prepared') {
         const e = event as EventOf<'request/prepared'>;
-        requests.push({ turn, step: stepIndex, seq: e.seq, digest: e.data.digest, bytes: e.data.bytes, contributions: e.data.contributions ?? [], budget: e.data.budget ?? null, loaded: [] });
+        requests.push({ turn, step: stepIndex, seq: e.seq, digest: e.data.digest, bytes: e.data.bytes, contributions: e.data.contributions ?? [], budget: e.data.budget ?? null, loaded: [], checkpoints: [] });
       }
     }
     const turnId = opts.turn ?? requests.at(-1)?.turn;
@@ -72,6 +76,7 @@ export async function contextCommand(agentId: string, opts: { step?: number; tur
       });
     }
     chosen.loaded = loaded.get(chosen.turn) ?? [];
+    chosen.checkpoints = chosen.contributions.filter((c) => c.source === 'checkpoint').flatMap((c) => committed.get(c.scope) ?? []);
     if (opts.json) {
       out.stdout.write(`${JSON.stringify(chosen)}\n`);
       return EXIT.completed;
@@ -101,6 +106,9 @@ export function describe(agentId: string, r: RequestContext): string {
     lines.push(b.window === null
       ? `total ${b.tokens} tokens${est}; no context window known, so none was checked`
       : `total ${b.tokens} tokens + ${b.reserve} kept for the answer and the next observation = ${b.tokens + b.reserve} of a ${b.window}-token window${est}${b.tokens + b.reserve > b.window ? ' — did not fit: the step ended context_overflow' : ''}`);
+  }
+  for (const k of r.checkpoints) {
+    lines.push(`checkpoint ${k.id}: replaced ${k.tokensBefore} tokens of closed steps with ${k.tokensAfter}; kept ${k.kept.join(', ')}`);
   }
   if (r.loaded.length > 0) {
     lines.push('recorded for the turn:');
