@@ -64,20 +64,24 @@ export function modelText(item: Pick<InboxItem, 'kind' | 'content'> | undefined)
 /**
  * The parent's model-visible history as a transcript a forked child reads first: only closed
  * steps are in the history, so the parent's current step is never cut in half. The newest part is
- * kept when it is longer than the bound.
+ * kept when it is longer than the bound. When the history holds a checkpoint (`checkpointAt`, the
+ * index of the latest), the child starts from it: the task and the checkpoint whole (what it pins
+ * is exact), then the steps after it, the newest kept within the bound.
  */
-export function forkTranscript(history: readonly HistoryItem[]): string {
-  const lines = history.map((h) => {
+export function forkTranscript(history: readonly HistoryItem[], checkpointAt: number | null = null): string {
+  const line = (h: HistoryItem): string => {
     if (h.role === 'assistant') {
       const calls = h.toolCalls.map((c) => `[called ${c.name} ${c.arguments}]`).join(' ');
       return `assistant: ${h.content ?? ''}${calls ? ` ${calls}` : ''}`;
     }
     if (h.role === 'tool') return `tool ${h.name}: ${h.content}`;
     return `${h.role}: ${h.content}`;
-  });
-  let text = lines.join('\n');
+  };
+  const at = checkpointAt !== null && checkpointAt < history.length ? checkpointAt : null;
+  const head = at === null ? '' : `${history.slice(0, at + 1).map(line).join('\n')}\n`;
+  let text = history.slice(at === null ? 0 : at + 1).map(line).join('\n');
   if (text.length > FORK_TRANSCRIPT_CHARS) text = `[… earlier history left out]\n${text.slice(text.length - FORK_TRANSCRIPT_CHARS)}`;
-  return `What your parent agent has seen and done so far (its history):\n${text}`;
+  return `What your parent agent has seen and done so far (its history${at === null ? '' : ', from its latest checkpoint'}):\n${head}${text}`;
 }
 
 /**

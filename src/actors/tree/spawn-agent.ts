@@ -1,4 +1,5 @@
 import { carveReservationId, childIdOf, spawnRequestId, stricterLimits, type ChildTask, type CarvedBudget, type ChildPermissions, type SubagentLimits } from '../../protocol/subagents.js';
+import type { Projection } from '../../store/projection.js';
 import type { InboxMessage } from '../../protocol/inbox.js';
 import type { TreeLimits } from '../../protocol/turn-settings.js';
 import { childOfRequest, runningChildren, type SpawnRequestRecord } from '../../store/subagent-projection.js';
@@ -261,7 +262,7 @@ export const spawnAgentRuntime: RuntimeTool = {
       }
       const task = taskMessage(a, requestId, childId, {
         name: asked.name, depth: asked.depth, task: asked.task, mode: asked.mode, context: asked.context,
-        forkTranscript: asked.context === 'fork' ? forkTranscript(a.projection.history) : null,
+        forkTranscript: asked.context === 'fork' ? forkTranscript(a.projection.history, latestCheckpointAt(a.projection)) : null,
         permissions: { ...asked.permissions, workspace },
         budget: asked.budget,
         model: settings(a).model,
@@ -338,4 +339,10 @@ function requestOf(a: EffectContext, requestId: string): SpawnRequestRecord {
 
 function treeLimitsOf(l: SubagentLimits): TreeLimits {
   return { maxDepth: l.maxDepth, maxChildrenPerParent: l.maxChildrenPerParent, maxChildrenPerTree: l.maxChildrenPerTree };
+}
+
+/** The history index of the parent's latest checkpoint still in its history; null: none. */
+function latestCheckpointAt(p: Projection): number | null {
+  const ks = (p.compaction?.checkpoints ?? []).filter((k) => k.at !== null);
+  return ks.length === 0 ? null : ks[ks.length - 1]!.at;
 }
