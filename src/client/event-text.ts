@@ -102,7 +102,7 @@ export class EventDescriber {
       case 'request/prepared':
         return `${byteSize(e.data.bytes)} · ${e.data.messages} messages · ${shortDigest(e.data.digest)}${e.data.budget ? ` · ${e.data.budget.estimated ? '~' : ''}${e.data.budget.tokens} tokens${e.data.budget.window ? ` of ${e.data.budget.window}` : ''}` : ''}${e.data.messageIds?.length ? ` · includes ${e.data.messageIds.join(', ')}` : ''}`;
       case 'attempt/start':
-        return `attempt ${e.data.index}${this.stepModel ? ` · ${this.stepModel}` : ''} · request ${shortDigest(e.data.requestDigest)}`;
+        return `${e.data.kind === 'compaction' ? 'compaction summary' : `attempt ${e.data.index}`}${this.stepModel ? ` · ${this.stepModel}` : ''} · request ${shortDigest(e.data.requestDigest)}`;
       case 'attempt/end': {
         const d = e.data;
         const error = d.error ? ` (${d.error.class}: ${clip(d.error.message, 60)})` : '';

@@ -26,7 +26,12 @@ describe('modes', () => {
       'after:budget-reserved': 'budget',
       'after:approval/granted': 'ask',
       'after:goal/updated': 'goal',
+      'after:compaction/started': 'compact',
+      'before:checkpoint/committed': 'compact',
     });
+    // a compact run is the scenario as it is, asked for a checkpoint at its first approval wait
+    expect(MODES.compact).toMatchObject({ approve: 'ask', outcome: 'completed', runArgs: ['-c', 'compaction_keep_steps=1', '-c', 'compaction_min_gain_tokens=0'] });
+    expect(responsesFor('compact', responses)).toEqual(responses);
     // a budget run is the scenario as it is, with a token budget no attempt comes near
     expect(MODES.budget).toMatchObject({ approve: 'full-auto', outcome: 'completed', runArgs: ['--max-tokens', String(CHAOS_MAX_TOKENS)] });
     expect(responsesFor('budget', responses)).toEqual(responses);

@@ -44,8 +44,8 @@ export interface Scenario {
 
 /** One CLI process of a run. */
 export interface ProcessRecord {
-  /** `send` and `interrupt` are a person's acts the driver does mid-run (modes `steer`, `interrupt`). */
-  command: 'run' | 'resume' | 'approve' | 'answer' | 'send' | 'interrupt' | 'host';
+  /** `send`, `interrupt` and `compact` are a person's acts the driver does mid-run (modes `steer`, `interrupt`, `compact`). */
+  command: 'run' | 'resume' | 'approve' | 'answer' | 'send' | 'interrupt' | 'compact' | 'host';
   /** A host's name (`--hosts` > 1). */
   name?: string;
   fault: string | null;

@@ -2,15 +2,16 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Script, ScriptResponse } from '../../model/script.js';
 import type { TurnOutcome } from '../../protocol/events.js';
-import { FAULT_POINTS, type TREE_FAULT_POINTS } from '../../actors/faults/faults.js';
+import { COMPACTION_FAULT_POINTS, FAULT_POINTS, type TREE_FAULT_POINTS } from '../../actors/faults/faults.js';
 
 /**
  * The points `actorloop chaos --points all` kills at: every fault point of design §7 this
- * runtime has, plus `after:approval/granted`, which only a run that asks can reach. Points that
+ * runtime has, plus `after:approval/granted`, which only a run that asks can reach, and the
+ * compaction points, which a run reaches once a person asked for a checkpoint. Points that
  * need a person's act (an approval, a steer, an interrupt, an answer) run in a mode of their own
  * (`modeFor`), which the driver carries out.
  */
-export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted'] as const;
+export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted', ...COMPACTION_FAULT_POINTS] as const;
 /** One of `CHAOS_POINTS`, or of the points only a tree reaches (`TREE_FAULT_POINTS`). */
 export type ChaosPoint = (typeof CHAOS_POINTS)[number] | (typeof TREE_FAULT_POINTS)[number];
 
@@ -33,8 +34,12 @@ export type ChaosPoint = (typeof CHAOS_POINTS)[number] | (typeof TREE_FAULT_POIN
  * - `goal`: the run has a goal (`run --goal`, the task as its objective), and the script asks to
  *   complete it (`update_goal`) before its final answer, so the turn ends with the goal complete
  *   and no continuation: two `goal/updated` (the request, the completion) to kill after.
+ * - `compact`: as `ask`, and at the first approval wait the driver runs `actorloop compact`
+ *   before approving; the step after the approval compacts the closed steps but the newest
+ *   (`compaction_keep_steps = 1`), its checkpoint committed whatever it saves
+ *   (`compaction_min_gain_tokens = 0`).
  */
-export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'budget' | 'goal';
+export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'budget' | 'goal' | 'compact';
 
 /** How a mode's runs go: the approval mode they run with, and the end their turn must reach. */
 export interface ModeSpec {
@@ -58,6 +63,7 @@ export const MODES: Readonly<Record<ChaosMode, ModeSpec>> = {
   question: { approve: 'full-auto', outcome: 'completed' },
   budget: { approve: 'full-auto', outcome: 'completed', runArgs: ['--max-tokens', String(CHAOS_MAX_TOKENS)] },
   goal: { approve: 'full-auto', outcome: 'completed', goal: true },
+  compact: { approve: 'ask', outcome: 'completed', runArgs: ['-c', 'compaction_keep_steps=1', '-c', 'compaction_min_gain_tokens=0'] },
 };
 
 /** The run mode the runs of `point` use: only points that need a person's act leave `full-auto`. */
@@ -75,6 +81,9 @@ export function modeFor(point: ChaosPoint): ChaosMode {
       return 'budget';
     case 'after:goal/updated':
       return 'goal';
+    case 'after:compaction/started':
+    case 'before:checkpoint/committed':
+      return 'compact';
     default:
       return 'full-auto';
   }
@@ -115,6 +124,7 @@ export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse
     case 'full-auto':
     case 'ask':
     case 'budget':
+    case 'compact':
       return [...responses];
     case 'steer':
       return [...responses, SPARE_ANSWER];
@@ -138,7 +148,7 @@ export function scriptFor(mode: ChaosMode, script: Script): Script {
 
 /** True when `mode` runs the scenario's script unchanged. */
 export function runsScriptAsIs(mode: ChaosMode): boolean {
-  return mode === 'full-auto' || mode === 'ask' || mode === 'budget';
+  return mode === 'full-auto' || mode === 'ask' || mode === 'budget' || mode === 'compact';
 }
 
 /**

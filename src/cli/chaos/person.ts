@@ -27,6 +27,7 @@ export type AtWait =
  */
 export class PersonActs {
   private steered = false;
+  private compacted = false;
   private interrupter: Child | null = null;
 
   constructor(
@@ -64,6 +65,15 @@ export class PersonActs {
         return { kind: 'failed' };
       }
     }
+    if (this.mode === 'compact' && !this.compacted) {
+      this.compacted = true;
+      const asked = await spawnCli(this.ctx, ['compact', agentId, '--json']);
+      this.processes.push({ command: 'compact', fault: null, code: asked.code, signal: asked.signal, killedByFault: false, ms: asked.ms });
+      if (asked.code !== 0) {
+        this.violations.push({ code: 'chaos.compact_not_sent', seq: null, message: `compact exited ${asked.code ?? asked.signal}: ${tail(asked.stderr)}` });
+        return { kind: 'failed' };
+      }
+    }
     const approval = pendingApprovals(log)[0];
     if (approval) return { kind: 'next', args: ['approve', agentId, approval] };
     const question = pendingQuestions(log)[0];
@@ -87,6 +97,9 @@ export class PersonActs {
       }
     } else if (this.mode === 'interrupt' && quiet()) {
       this.violations.push({ code: 'chaos.interrupt_not_sent', seq: null, message: 'the first process ended before its model call was open: no interrupt was sent' });
+    }
+    if (this.mode === 'compact' && !this.compacted && quiet()) {
+      this.violations.push({ code: 'chaos.compact_not_sent', seq: null, message: 'the turn never waited for an approval, so no compaction was asked for: the compact mode needs a scenario with a call that asks (a write or a shell command)' });
     }
     if (this.mode === 'steer' && !this.steered && quiet()) {
       this.violations.push({ code: 'chaos.steer_not_sent', seq: null, message: 'the turn never waited for an approval, so no steer was sent: the steer mode needs a scenario with a call that asks (a write or a shell command)' });

@@ -62,6 +62,11 @@ export function occurrences(point: string, events: readonly ActorEvent[]): numbe
     const type = point.slice('after:'.length);
     return count((e) => e.type === type);
   }
+  if (point === 'before:checkpoint/committed') {
+    // once per summary that came back: a compaction attempt that succeeded
+    const summaries = new Set(events.filter((e) => e.type === 'attempt/start' && e.data.kind === 'compaction').map((e) => e.attempt));
+    return count((e) => e.type === 'attempt/end' && e.data.outcome === 'succeeded' && summaries.has(e.attempt));
+  }
   switch (point) {
     case 'mid:model-stream':
       return count((e) => e.type === 'attempt/end' && e.data.outcome === 'succeeded');
