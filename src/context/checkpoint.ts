@@ -77,6 +77,9 @@ export function pinnedLines(p: PinnedFacts): Array<{ item: string; line: string 
   return out;
 }
 
+/** The line after which a checkpoint's text holds the model's summary. */
+export const SUMMARY_HEADING = 'Summary of the compacted steps:';
+
 /**
  * The checkpoint as the model reads it: what the compacted steps came to (the summary), then every
  * required item on a line of its own. Deterministic for the same input.
@@ -87,7 +90,7 @@ export function checkpointText(summary: string, pins: PinnedFacts, range: Compac
     '',
     ...pinnedLines(pins).map((p) => p.line),
     '',
-    'Summary of the compacted steps:',
+    SUMMARY_HEADING,
     summary.trim() === '' ? '(empty)' : summary.trim(),
   ].join('\n');
 }

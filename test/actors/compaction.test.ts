@@ -13,6 +13,9 @@ import type { ActorEvent, TurnRequest } from '../../src/protocol/events.js';
 import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { tempDir } from '../helpers/nats.js';
 import { readLog, turnRequest as baseRequest, type TestRuntime } from '../helpers/runtime.js';
+import { fakeContext, openTurnAndStep } from './fake-effect-context.js';
+import { MAX_REQUEST_REVISIONS, maybeCompact } from '../../src/actors/effects/compaction.js';
+import { compactionState } from '../../src/store/compaction-projection.js';
 import { captureModels, message, ofType, only, replay, startTurn, actorTestWorld, waitForLog } from './harness.js';
 
 // Compaction (design §10) on the real actor over in-memory ports: a turn whose tool results do
@@ -287,4 +290,32 @@ describe('compaction retention', () => {
     const kept = Object.entries(facts).filter(([, line]) => final.body.includes(JSON.stringify(line).slice(1, -1)));
     expect(kept.map(([k]) => k)).toEqual(Object.keys(facts));
   }, 120_000);
+});
+
+describe('compaction that makes no progress', () => {
+  it('a summary that is the one of the checkpoint at the head of its range is not committed: context_cannot_fit', async () => {
+    const ws = await workspace(30);
+    const script = [...Array.from({ length: 30 }, (_, i) => read(i)), { content: 'done' }];
+    const same = 'The files hold filler text; nothing about the parser yet.';
+    const rt = await rts.open({ models: captureModels(script, [same, same, same]) });
+    const sup = rt.supervisor();
+    const { actor, ended } = await startTurn(sup, TASK, request(ws));
+    const end = await ended;
+    expect(end.outcome).toBe('failed');
+    expect(end.reason).toBe('context_cannot_fit: the summary is the one of the checkpoint already there: compacting again makes no progress');
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(ofType(log, 'checkpoint/committed')).toHaveLength(1);
+    expect(only(log, 'compaction/rejected').data).toMatchObject({ reason: 'unchanged', endsStep: true });
+    expectClean(log);
+  });
+
+  it('a step that already made its most checkpoints ends context_cannot_fit at the next overflow, starting no compaction', async () => {
+    const ctx = fakeContext();
+    openTurnAndStep(ctx);
+    compactionState(ctx.projection).requestRevision = MAX_REQUEST_REVISIONS;
+    const assembly = { request: {} as never, contributions: [{ source: 'history' as const, scope: '9 items', trust: 'system' as const, digest: 'sha256:h', tokens: 9_000 }], budget: { tokens: 9_000, window: 8_000, reserve: 1_000, estimated: true }, overflow: 'the request needs 9000 tokens' };
+    expect(await maybeCompact(ctx, assembly)).toBe(true);
+    expect(ctx.staged.map((e) => e.type)).toEqual(['compaction/rejected']);
+    expect(ctx.staged[0]!.data).toMatchObject({ reason: 'revision_limit', endsStep: true, message: `this step compacted ${MAX_REQUEST_REVISIONS - 1} times and its request still does not fit (at most ${MAX_REQUEST_REVISIONS - 1} checkpoints a step)` });
+  });
 });

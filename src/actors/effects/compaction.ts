@@ -8,7 +8,7 @@ import type { CompactionRejection } from '../../protocol/compaction-events.js';
 import type { ModelOutput, ModelRequest, PreparedRequest } from '../../model/model-port.js';
 import { countTokens } from '../../model/tokens.js';
 import { modelName } from '../../model/model-spec.js';
-import { applyCheckpoint, compactionRange, enoughGain, missingPins, type CompactionRange, type PinnedFacts } from '../../context/checkpoint.js';
+import { applyCheckpoint, compactionRange, enoughGain, missingPins, SUMMARY_HEADING, type CompactionRange, type PinnedFacts } from '../../context/checkpoint.js';
 import type { Assembly } from '../../context/assembly.js';
 import { compactionState, type CompactionState } from '../../store/compaction-projection.js';
 import { abortReason, scope, settings, type EffectContext } from '../agent/effect-context.js';
@@ -264,8 +264,11 @@ async function decide(ctx: EffectContext, c: CompactionState, open: NonNullable<
   const missing = missingPins(candidate.text, pins);
   if (missing.length > 0) return { reason: 'missing_pins', message: `the checkpoint lost required items: ${missing.join(', ')}` };
   const replaced = p.history.slice(open.range.from, open.range.to);
-  if (replaced.length === 1 && replaced[0]!.role === 'user' && replaced[0]!.content === candidate.text) {
-    return { reason: 'unchanged', message: 'the summary is the checkpoint already there: compacting again changes nothing' };
+  // a range that starts with a checkpoint, summarized as that checkpoint was: no progress
+  const head = replaced[0];
+  const before = head && head.role === 'user' && c.checkpoints.some((k) => k.at === open.range.from) ? summaryOf(head.content) : null;
+  if (before !== null && before === summaryOf(candidate.text)) {
+    return { reason: 'unchanged', message: 'the summary is the one of the checkpoint already there: compacting again makes no progress' };
   }
   const name = modelName(settings(ctx).model);
   const full = await ctx.outputs.history(replaced);
@@ -276,6 +279,12 @@ async function decide(ctx: EffectContext, c: CompactionState, open: NonNullable<
     return { reason: 'no_gain', message: `no progress: the checkpoint saves ${tokensBefore - tokensAfter} tokens of ${tokensBefore}, fewer than compaction_min_gain_tokens (${minGain})` };
   }
   return { id: open.checkpoint, range: open.range, historyRevision: open.historyRevision, text: candidate.text, digest: candidate.digest, tokensBefore, tokensAfter, kept: candidate.kept, files };
+}
+
+/** The model's summary in a checkpoint's text (what follows its summary heading). */
+function summaryOf(text: string): string | null {
+  const at = text.indexOf(SUMMARY_HEADING);
+  return at < 0 ? null : text.slice(at + SUMMARY_HEADING.length).trim();
 }
 
 function itemText(h: HistoryItem): string {
