@@ -23,7 +23,8 @@ export function activeStates(p: Projection): Record<string, string> {
   active.turn = p.openStep ? 'stepping' : 'launching';
   if (!p.openStep) return active;
   const calls = p.pending.calls;
-  active.step = p.openAttempt ? 'generating.attempting' : calls.length > 0 ? 'tools' : 'assembling';
+  // a compaction open (its summary's attempt or not yet): the step is compacting
+  active.step = p.compaction?.open ? 'compacting' : p.openAttempt ? 'generating.attempting' : calls.length > 0 ? 'tools' : 'assembling';
   if (p.openAttempt) active.attempt = 'streaming';
   const approvals = p.approvals ?? {};
   for (const c of calls) {

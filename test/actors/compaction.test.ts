@@ -16,6 +16,7 @@ import { readLog, turnRequest as baseRequest, type TestRuntime } from '../helper
 import { fakeContext, openTurnAndStep } from './fake-effect-context.js';
 import { MAX_REQUEST_REVISIONS, maybeCompact } from '../../src/actors/effects/compaction.js';
 import { compactionState } from '../../src/store/compaction-projection.js';
+import { activeStates } from '../../src/server/machine-states.js';
 import { captureModels, message, ofType, only, replay, startTurn, actorTestWorld, waitForLog } from './harness.js';
 
 // Compaction (design §10) on the real actor over in-memory ports: a turn whose tool results do
@@ -212,6 +213,8 @@ describe('compaction across a drop', () => {
       const started = ofType(before, 'compaction/started');
       expect(started).toHaveLength(1);
       expect(ofType(before, 'checkpoint/committed')).toHaveLength(0);
+      // what the gateway says of the dropped actor's machines: its step is compacting
+      expect(activeStates(replay(dropped.actorId, before)).step).toBe('compacting');
       let ended: Promise<TurnEnded> | null = null;
       const { actor, recovered } = await sup.hydrate(dropped.actorId, (a) => {
         ended = a.whenTurnEnds();
