@@ -10,7 +10,7 @@ type MessageKind = RpcParams<'inbox.send'>['kind'];
 
 // What an operator may do to the selected actor, each through the gateway's JSON-RPC (every
 // command becomes an inbox message or a fault order, never a call into an actor): steer / inject /
-// follow up, interrupt, and kill when the gateway allows faults (now, or at a fault point the
+// follow up, interrupt, compact (a checkpoint at the next step boundary), and kill when the gateway allows faults (now, or at a fault point the
 // agent reaches next: the points are read from the gateway's own schema, so the page keeps no
 // copy of the list). Approvals and questions are answered in "Needs you" (needs-you.tsx). Only
 // live: a past position has nothing to act on. What each did is said in words.
@@ -64,6 +64,11 @@ export function Actions({ agentId, name, projection, rpc, live, faultsAllowed }:
       <div class="buttons">
         <button class="interrupt" disabled={!live || projection.openTurn === null}
           onClick={() => act('interrupting', rpc.call('turn.interrupt', { agentId }), (r) => `interrupt sent (${r.messageId}): ${name}'s turn ends at its next safe point`)}>Interrupt</button>
+        {/* idle, it compacts at its next turn's first step; a stopped agent takes no more turns */}
+        <button class="compact" disabled={!live || projection.stopped}
+          onClick={() => act('asking for a checkpoint', rpc.call('turn.compact', { agentId }), (r) => projection.openTurn === null
+            ? `compact sent (${r.messageId}): ${name} has no open turn, it compacts at the first step of its next turn`
+            : `compact sent (${r.messageId}): ${name} compacts at its next step boundary`)}>Compact</button>
         {faultsAllowed && (
           <span class="kill-at">
             <select aria-label="kill at" value={point} onChange={(e) => setPoint((e.target as HTMLSelectElement).value as FaultOrderPoint)}>

@@ -75,9 +75,16 @@ const turnWalk: Walk = (s, e) => {
 const stepWalk: Walk = (s, e) => {
   switch (e.type) {
     case 'step/start': return 'assembling';
+    case 'compaction/started': return 'compacting';
+    // a compaction's summary is an attempt of the step that keeps it in `compacting`
+    case 'checkpoint/committed': return 'assembling';
+    case 'compaction/rejected': return e.data.endsStep ? 'ending' : 'assembling';
     case 'request/prepared': return 'generating.launching';
-    case 'attempt/start': return 'generating.attempting';
-    case 'attempt/end': return e.data.outcome === 'succeeded' ? 'accepting' : e.data.outcome === 'failed' ? 'generating.launching' : 'ending';
+    case 'attempt/start': return s === 'compacting' ? s : 'generating.attempting';
+    case 'attempt/end':
+      if (s === 'compacting') return e.data.outcome === 'aborted' ? 'ending' : s;
+      // overflow: the request did not fit, it is assembled again (which compacts)
+      return e.data.outcome === 'succeeded' ? 'accepting' : e.data.outcome === 'failed' ? 'generating.launching' : e.data.outcome === 'overflow' ? 'assembling' : 'ending';
     case 'assistant/accepted': return e.data.toolCalls.length > 0 ? 'tools' : 'ending';
     case 'assistant/rejected': return 'ending';
     case 'tool/call': case 'tool/result': case 'tool/denied': case 'tool/cancelled': case 'tool/outcome_unknown': return 'tools';
@@ -148,7 +155,8 @@ export function machinesOf(a: ActorState): MachineView[] {
     const inStep = ev.filter((e) => e.step === step.step && e.seq >= step.seq);
     out.push(run('step', `step ${step.type === 'step/start' ? step.data.index : ''}`, stepWalk, inStep, null));
     const attempt = inStep.findLast((e) => e.type === 'attempt/start');
-    if (attempt) out.push(run('attempt', `attempt ${attempt.type === 'attempt/start' ? attempt.data.index : ''}`, attemptWalk, inStep.filter((e) => e.attempt === attempt.attempt), null));
+    const summary = attempt?.type === 'attempt/start' && attempt.data.kind === 'compaction' ? 'summary (compaction) ' : '';
+    if (attempt) out.push(run('attempt', `${summary}attempt ${attempt.type === 'attempt/start' ? attempt.data.index : ''}`, attemptWalk, inStep.filter((e) => e.attempt === attempt.attempt), null));
   }
   // the calls of the last step that made any: a step answering after them still shows how they ended
   const waiting: MachineView[] = [];

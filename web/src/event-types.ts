@@ -16,4 +16,6 @@ export const EVENT_TYPES = Object.keys({
   'completion/rejected': true, 'goal/created': true, 'goal/updated': true, 'actor/parked': true, 'subagent/spawn_requested': true,
   'subagent/spawned': true, 'subagent/message_sent': true, 'subagent/reported': true, 'subagent/completed': true,
   'subagent/notified': true, 'subagent/waiting': true, 'subagent/detached': true,
+  'doc/loaded': true, 'skills/indexed': true, 'skill/loaded': true, 'memory/loaded': true, 'retrieval/loaded': true,
+  'memory/changed': true, 'compaction/started': true, 'checkpoint/committed': true, 'compaction/rejected': true,
 } satisfies Record<EventType, true>) as EventType[];

@@ -6,8 +6,9 @@ import { durationText, timeText } from './format.js';
 import type { TreeRow } from './tree.js';
 
 // A timeline like Temporal's: per actor (children as nested lanes), its turns, steps, attempts,
-// tool calls and waits as bars over time; kills, recoveries and failures (a failed attempt, a
-// denied or unknown tool call, a turn that failed) as marks; a time axis from the tree's first
+// tool calls and waits as bars over time (a compaction's summary attempt apart from the step's own
+// model attempts); kills, recoveries, failures (a failed attempt, a denied or unknown tool call, a
+// turn that failed), checkpoints and the compactions refused that ended their step as marks; a time axis from the tree's first
 // event, a legend, and the panel's whole width. A bar still open runs to the latest event shown. Each actor's bars are folded once per event (kept by its event
 // array), only the lanes in view are drawn, and the axis runs to a step past the latest event, so
 // a new event redraws the lanes whose bars it moved, not every bar of the tree.
@@ -15,16 +16,28 @@ import type { TreeRow } from './tree.js';
 // whoever reads the page, not only its eyes.
 
 type Kind = 'turn' | 'step' | 'attempt' | 'tool' | 'wait';
-interface Bar { kind: Kind; label: string; from: number; to: number | null; failed?: boolean }
-type MarkKind = 'killed' | 'rehydrated' | 'failed';
+interface Bar { kind: Kind; label: string; from: number; to: number | null; failed?: boolean; summary?: boolean }
+type MarkKind = 'killed' | 'rehydrated' | 'failed' | 'checkpoint' | 'compaction-rejected';
 interface Mark { kind: MarkKind; at: number; label: string }
 
 /** What a bar's or mark's colour means, for the legend (the colours are the stylesheet's). */
 const LEGEND: Array<{ cls: string; label: string }> = [
   { cls: 'bar-turn', label: 'turn' }, { cls: 'bar-step', label: 'step' }, { cls: 'bar-attempt', label: 'model attempt' },
+  { cls: 'bar-summary', label: 'summary attempt (compaction)' },
   { cls: 'bar-tool', label: 'tool call' }, { cls: 'bar-wait', label: 'waiting (approval, answer, children)' },
   { cls: 'mark-killed', label: 'killed' }, { cls: 'mark-rehydrated', label: 'recovered' }, { cls: 'mark-failed', label: 'failed' },
+  { cls: 'mark-checkpoint', label: 'checkpoint (compacted)' }, { cls: 'mark-compaction-rejected', label: 'compaction refused, step ended' },
 ];
+
+/** The mark a compaction leaves: a checkpoint committed, or a refusal that ended its step; null: none. */
+function compactionMark(e: ActorEvent, at: number): Mark | null {
+  if (e.type === 'checkpoint/committed') {
+    const saved = e.data.tokensBefore - e.data.tokensAfter;
+    return { kind: 'checkpoint', at, label: `checkpoint −${saved} tokens (${e.data.tokensBefore} → ${e.data.tokensAfter}) · ${e.data.id}` };
+  }
+  if (e.type === 'compaction/rejected' && e.data.endsStep) return { kind: 'compaction-rejected', at, label: `compaction refused (${e.data.reason}): ${e.data.message}` };
+  return null;
+}
 
 /** An event that says something failed, in words; null: it does not. */
 function failureOf(e: ActorEvent): string | null {
@@ -88,14 +101,19 @@ function laneOf(events: readonly ActorEvent[]): Lane {
     }
     const kind = OPENS[e.type];
     if (kind) {
-      const label = e.type === 'tool/call' ? e.data.name : e.type === 'step/start' ? `step ${e.data.index}` : e.type === 'attempt/start' ? `attempt ${e.data.index}` : e.type;
-      const b: Bar = { kind, label, from: t, to: null };
+      // a compaction's summary is a model attempt of the step, but not the one that answers it
+      const summary = e.type === 'attempt/start' && e.data.kind === 'compaction';
+      const label = e.type === 'tool/call' ? e.data.name : e.type === 'step/start' ? `step ${e.data.index}`
+        : e.type === 'attempt/start' ? `${summary ? 'summary (compaction) ' : ''}attempt ${e.data.index}` : e.type;
+      const b: Bar = summary ? { kind, label, from: t, to: null, summary } : { kind, label, from: t, to: null };
       lane.open.set(keyOf(kind, e), b);
       lane.bars.push(b);
     }
     if (e.type === 'actor/killed') lane.marks.push({ kind: 'killed', at: t, label: 'killed' });
     if (e.type === 'actor/rehydrated') lane.marks.push({ kind: 'rehydrated', at: t, label: 'recovered on a new incarnation' });
     if (failure !== null) lane.marks.push({ kind: 'failed', at: t, label: failure });
+    const compaction = compactionMark(e, t);
+    if (compaction !== null) lane.marks.push(compaction);
   }
   return lane;
 }
@@ -201,7 +219,7 @@ const LaneView = memo(function LaneView({ row, lane: l, y0, t0, end, latest, wid
         const bx = x(b.from);
         const w = Math.max(3, x(b.to ?? latest) - bx);
         return (
-          <rect key={j} class={`bar bar-${b.kind}${b.to === null ? ' open' : ''}${b.failed ? ' failed' : ''}`} data-kind={b.kind} data-from={b.from} data-to={b.to ?? ''} x={bx} y={y0 + 4 + ROWS.indexOf(b.kind) * LANE_ROW} width={w} height={LANE_ROW - 3}>
+          <rect key={j} class={`bar bar-${b.kind}${b.summary ? ' bar-summary' : ''}${b.to === null ? ' open' : ''}${b.failed ? ' failed' : ''}`} data-kind={b.summary ? 'summary' : b.kind} data-from={b.from} data-to={b.to ?? ''} x={bx} y={y0 + 4 + ROWS.indexOf(b.kind) * LANE_ROW} width={w} height={LANE_ROW - 3}>
             <title>{`${b.label}: ${b.to === null ? 'open' : `${b.to - b.from} ms`}${b.failed ? ' · failed' : ''}`}</title>
           </rect>
         );
@@ -210,7 +228,9 @@ const LaneView = memo(function LaneView({ row, lane: l, y0, t0, end, latest, wid
         <g key={`m${j}`} class={`mark mark-${m.kind}`} data-mark={m.kind}>
           {m.kind === 'failed'
             ? <path d={`M ${x(m.at)} ${y0 + 1} l 5 7 l -5 7 l -5 -7 z`} />
-            : <line x1={x(m.at)} x2={x(m.at)} y1={y0} y2={y0 + LANE_H - 2} />}
+            : m.kind === 'compaction-rejected'
+              ? <path d={`M ${x(m.at) - 4} ${y0 + 1} l 8 8 m 0 -8 l -8 8`} />
+              : <line x1={x(m.at)} x2={x(m.at)} y1={y0} y2={y0 + LANE_H - 2} />}
           <title>{m.label}</title>
         </g>
       ))}
