@@ -10,6 +10,7 @@
  * Prints tables; never asserts. Flags: --agents 1,10,100 (0 leaves the tool loop out) --steps 20
  * --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 (the fake
  * server's delay before each answer's first byte, ms; --skip-model leaves the model section out) --pipeline-steps 300 (0 leaves the pipeline section out) --context-steps 200 (0 leaves the context assembly section out)
+ * --compaction-steps 300 (a scripted investigation in an 8,000-token window against an unlimited one; 0 leaves the compaction section out)
  * --takeover 10,100,1000 (idle agents per takeover; 0 leaves the whole takeover section out)
  * --takeover-mid 100 (agents killed mid-turn; 0: none) --takeover-ttl 3000 (the hosts' lease TTL, ms)
  * --rehydrate-events 100,10000 (log lengths whose rehydration is timed; 0: none) --floor-pad 0 (bytes of
@@ -42,6 +43,7 @@ import { runActorloopNoIo } from './no-io.js';
 import { runModelOverhead } from './model-overhead.js';
 import { runToolPipelineBench } from './tool-pipeline.js';
 import { runContextAssemblyBench } from './context-assembly.js';
+import { runCompactionBench } from './compaction.js';
 import { runTakeoverSection } from './takeover-report.js';
 import { runLongTurn } from './long-turn.js';
 import { runInboxLatency } from './inbox-latency.js';
@@ -65,6 +67,8 @@ interface Flags {
   skipModel: boolean;
   pipelineSteps: number;
   contextSteps: number;
+  /** Steps of the compaction section's investigation (0 leaves it out). */
+  compactionSteps: number;
   takeover: number[];
   takeoverMid: number;
   takeoverTtl: number;
@@ -110,6 +114,7 @@ const FLAG_OPTIONS = {
   'skip-model': { type: 'boolean', default: false },
   'pipeline-steps': { type: 'string', default: '300' },
   'context-steps': { type: 'string', default: '200' },
+  'compaction-steps': { type: 'string', default: '300' },
   takeover: { type: 'string', default: '10,100,1000' },
   'takeover-mid': { type: 'string', default: '100' },
   'takeover-ttl': { type: 'string', default: '3000' },
@@ -134,7 +139,7 @@ const FLAG_OPTIONS = {
 function parseFlags(): Flags {
   let values: {
     agents: string; steps: string; runs: string; park: string; 'model-steps': string; 'model-agents': string; 'model-latency': string; 'skip-model': boolean;
-    'pipeline-steps': string; 'context-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
+    'pipeline-steps': string; 'context-steps': string; 'compaction-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
     'floor-pad': string; 'long-steps': string; 'long-result-bytes': string; fresh: string; 'fresh-lanes': string;
     inbox: string; 'inbox-first-byte': string; goals: string; 'goal-turns': string; fanout: string; 'fanout-hosts': string; 'gateway-agents': string;
     'page-actors': string; 'page-rate': string; 'page-seconds': string;
@@ -163,6 +168,7 @@ function parseFlags(): Flags {
     skipModel: values['skip-model'],
     pipelineSteps: int('pipeline-steps', values['pipeline-steps'], 0),
     contextSteps: int('context-steps', values['context-steps'], 0),
+    compactionSteps: int('compaction-steps', values['compaction-steps'], 0),
     takeover: list('takeover', values.takeover),
     takeoverMid: int('takeover-mid', values['takeover-mid'], 0),
     takeoverTtl: int('takeover-ttl', values['takeover-ttl'], 200),
@@ -452,6 +458,7 @@ async function main(cleanup: Cleanup): Promise<void> {
     await runToolPipelineBench({ steps: flags.pipelineSteps, runs: flags.runs, workspace: rt.workspace });
   }
   if (flags.contextSteps > 0) runContextAssemblyBench({ steps: flags.contextSteps });
+  if (flags.compactionSteps > 0) await runCompactionBench(rt, cleanup, { steps: flags.compactionSteps, runs: flags.runs });
   if (flags.longSteps > 0) await runLongTurn(rt, { steps: flags.longSteps, resultBytes: flags.longResultBytes, runs: flags.runs });
   if (flags.takeover.length > 0) {
     await runTakeoverSection(cleanup, rt, {
@@ -484,7 +491,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --context-steps 200 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100 --gateway-agents 100 --page-actors 1000 --page-rate 200 --page-seconds 20)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --context-steps 200 --compaction-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100 --gateway-agents 100 --page-actors 1000 --page-rate 200 --page-seconds 20)\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed
