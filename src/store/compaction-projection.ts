@@ -50,6 +50,8 @@ export interface CompactionState {
   requestRevision: number;
   /** The open step's last model attempt ended `overflow` (the provider refused it) and no checkpoint was committed since. */
   overflowed: boolean;
+  /** What the provider said when it refused it (absent: it said nothing, or nothing was refused). */
+  refusal?: string;
   /** Candidates of the open step rejected on a conflict (the history changed while they were made). */
   conflicts: number;
 }
@@ -103,6 +105,7 @@ export function foldCompaction(p: Projection, e: ActorEvent): void {
       if (c) {
         c.requestRevision = 1;
         c.overflowed = false;
+        delete c.refusal;
         c.conflicts = 0;
       }
       break;
@@ -144,7 +147,11 @@ export function foldCompaction(p: Projection, e: ActorEvent): void {
     case 'attempt/end':
       if (p.openAttempt?.kind === 'compaction') {
         if (e.data.outcome === 'succeeded') compactionState(p).summaries += 1;
-      } else if (e.data.outcome === 'overflow') compactionState(p).overflowed = true;
+      } else if (e.data.outcome === 'overflow') {
+        const c = compactionState(p);
+        c.overflowed = true;
+        if (e.data.error) c.refusal = e.data.error.message;
+      }
       break;
     case 'checkpoint/committed': {
       const c = compactionState(p);
@@ -159,6 +166,7 @@ export function foldCompaction(p: Projection, e: ActorEvent): void {
       c.checkpoints.push({ id: e.data.id, range: e.data.range, digest: e.data.digest, tokensBefore: e.data.tokensBefore, tokensAfter: e.data.tokensAfter, kept: e.data.kept, seq: e.seq, at: from });
       c.open = null;
       c.overflowed = false;
+      delete c.refusal;
       c.historyRevision += 1;
       c.requestRevision += 1;
       break;

@@ -229,7 +229,7 @@ describe('context: AGENTS.md, skills and memory reach the model, recorded in the
     expect((await cli.run(['memory', '--cwd', cwd, '--json', ...common])).stdout).toContain('tests run with node --test');
   });
 
-  test('a context window too small for the request: the step ends context_overflow before anything is sent, with the numbers; context shows the totals', async ({ onTestFinished }) => {
+  test('a context window too small for the fixed parts of the request: the step ends context_cannot_fit before anything is sent, with the numbers; context says why', async ({ onTestFinished }) => {
     const base = await stack.dir('ctx');
     const { cwd, xdg } = await world(base);
     const dataDir = await stack.dir('data');
@@ -240,12 +240,14 @@ describe('context: AGENTS.md, skills and memory reach the model, recorded in the
     expect(r.code, show(r)).not.toBe(0);
     expect(bodies(server)).toHaveLength(0);
     const events = parseEvents(r.stdout);
-    const end = ofType(events, 'attempt/end')[0]!;
-    expect(end.data).toMatchObject({ outcome: 'overflow', error: { class: 'context_overflow', retryable: false } });
-    expect(end.data.error!.message).toMatch(/the request needs about \d+ tokens and \d+ more are kept for the answer and the next observation, but the context window is 2000 tokens/);
+    expect(ofType(events, 'attempt/start')).toHaveLength(0);
+    const refused = ofType(events, 'compaction/rejected')[0]!;
+    expect(refused.data).toMatchObject({ reason: 'fixed_too_large', endsStep: true });
+    expect(refused.data.message).toMatch(/alone need \d+ tokens and \d+ are kept for the answer, over the 2000-token window/);
+    expect(ofType(events, 'turn/end')[0]!.data.reason).toBe(`context_cannot_fit: ${refused.data.message}`);
     const agentId = lines(r.stderr)[0]!;
     const c = await cli.run(['context', agentId, ...common]);
     expect(c.code, show(c)).toBe(0);
-    expect(c.stdout).toMatch(/of a 2000-token window .*did not fit: the step ended context_overflow/);
+    expect(c.stdout).toContain(`step 1 · sent no request: context_cannot_fit: ${refused.data.message}`);
   });
 });

@@ -279,7 +279,8 @@ describe("the actor's summary", () => {
     const agentId = await submit(`Overflow ${TAG}`, await script('overflow', { responses: [{ error: { type: 'context_overflow' } }] }));
     await settled(agentId, 'failed');
     const { body } = await get(`/v1/actors/${agentId}`);
-    expect(body.lastTurn.reason).toMatch(/^context_overflow: /);
+    // nothing closed to compact: the step cannot be made to fit, in the provider's words
+    expect(body.lastTurn.reason).toMatch(/^context_cannot_fit: nothing closed is left to compact/);
     expect(body.lastTurn.error.code).toBe('context_overflow');
     expect(body.lastTurn.error.message).toMatch(/\S/);
     expect(body.lastTurn.reason).toContain(body.lastTurn.error.message);

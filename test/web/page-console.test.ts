@@ -136,7 +136,7 @@ test('the runs list opens first: newest first with task and status, what waits o
   await page.close();
 }, 120_000);
 
-test('a stopped agent says step_budget, a failed one context_overflow, each with its ID as text; nothing scrolls sideways at 1280', async () => {
+test('a stopped agent says step_budget, a failed one context_cannot_fit, each with its ID as text; nothing scrolls sideways at 1280', async () => {
   const page = await stack.browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
@@ -154,7 +154,8 @@ test('a stopped agent says step_budget, a failed one context_overflow, each with
   expect(await scrollsSideways(page)).toBe(false);
   await page.goto(`${serve.url}?actor=${runs.failed}`);
   await until('the failed agent\'s reason', async () => ((await reason.textContent().catch(() => '')) ?? '').includes('failed'));
-  expect(await reason.textContent()).toContain('context_overflow');
+  // the provider refused the request, and nothing closed was left to compact
+  expect(await reason.textContent()).toContain('context_cannot_fit');
   expect(await reason.textContent()).toContain("context window");
   // the timeline marks the failure, with its axis and legend
   await until('a failure mark on the timeline', async () => (await page.locator('.timeline g.mark[data-mark="failed"]').count()) > 0);

@@ -83,7 +83,7 @@ export async function maybeCompact(ctx: EffectContext, assembly: Assembly | null
   const range = compactionRange(p.history, keep) ?? (mustFit && keep > 1 ? compactionRange(p.history, 1) : null);
   if (range === null) {
     return reject('nothing_to_compact', mustFit
-      ? `nothing closed is left to compact: the task and the newest step alone do not fit (${overflow ?? 'the provider refused the request'})`
+      ? `nothing closed is left to compact: the task and the newest step alone do not fit (${overflow ?? `the provider refused the request${c?.refusal ? `: ${c.refusal}` : ''}`})`
       : 'nothing closed is left to compact: the conversation is the task and its newest steps');
   }
   ctx.stage({

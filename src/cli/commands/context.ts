@@ -50,6 +50,8 @@ export async function contextCommand(agentId: string, opts: { step?: number; tur
     const requests: RequestContext[] = [];
     const loaded = new Map<string, RequestContext['loaded']>();
     const committed = new Map<string, RequestContext['checkpoints'][number]>();
+    // steps that ended context_cannot_fit: no request was sent after their rejection
+    const refused: Array<{ turn: string; step: number; seq: number; reason: string; message: string }> = [];
     let stepIndex = 0;
     for await (const { event } of rt.reader.read(entry.rootId, agentId, { afterSeq: 0 })) {
       if (event.type === 'step/start') stepIndex = event.data.index;
@@ -58,15 +60,25 @@ export async function contextCommand(agentId: string, opts: { step?: number; tur
       if (event.type === 'skills/indexed') (loaded.get(turn) ?? loaded.set(turn, []).get(turn)!).push({ type: event.type, what: event.data.skills.map((s) => s.name).join(', ') || '(none)', digest: event.data.textRef.digest });
       if (event.type === 'skill/loaded') (loaded.get(turn) ?? loaded.set(turn, []).get(turn)!).push({ type: event.type, what: event.data.path, digest: event.data.digest });
       if (event.type === 'memory/loaded') (loaded.get(turn) ?? loaded.set(turn, []).get(turn)!).push({ type: event.type, what: `${event.data.path}${event.data.summarized ? ' (index only)' : ''}`, digest: event.data.digest });
+      if (event.type === 'compaction/rejected' && event.data.endsStep) refused.push({ turn, step: stepIndex, seq: event.seq, reason: event.data.reason, message: event.data.message });
       if (event.type === 'checkpoint/committed') committed.set(event.data.id, { id: event.data.id, kept: event.data.kept, tokensBefore: event.data.tokensBefore, tokensAfter: event.data.tokensAfter });
       if (event.type === 'request/prepared') {
         const e = event as EventOf<'request/prepared'>;
         requests.push({ turn, step: stepIndex, seq: e.seq, digest: e.data.digest, bytes: e.data.bytes, contributions: e.data.contributions ?? [], budget: e.data.budget ?? null, loaded: [], checkpoints: [] });
       }
     }
-    const turnId = opts.turn ?? requests.at(-1)?.turn;
+    const lastOf = <T extends { seq: number }>(xs: T[]): T | undefined => xs.at(-1);
+    const newest = [lastOf(requests), lastOf(refused)].filter((x) => x !== undefined).sort((a, b) => a!.seq - b!.seq).at(-1);
+    const turnId = opts.turn ?? newest?.turn;
     const ofTurn = requests.filter((r) => r.turn === turnId);
     const chosen = opts.step === undefined ? ofTurn.at(-1) : ofTurn.filter((r) => r.step === opts.step).at(-1);
+    // the step asked for (or the turn's last) ended refusing to send what did not fit
+    const refusal = refused.filter((r) => r.turn === turnId && (opts.step === undefined || r.step === opts.step)).at(-1);
+    if (refusal && (!chosen || refusal.seq > chosen.seq)) {
+      if (opts.json) out.stdout.write(`${JSON.stringify({ turn: refusal.turn, step: refusal.step, seq: refusal.seq, refused: { reason: refusal.reason, message: refusal.message } })}\n`);
+      else out.stdout.write(`${agentId} · turn ${refusal.turn} · step ${refusal.step} · sent no request: context_cannot_fit: ${refusal.message}\n`);
+      return EXIT.completed;
+    }
     if (!chosen) {
       const steps = [...new Set(ofTurn.map((r) => r.step))];
       throw new NotFoundError('context.no_request', requests.length === 0
