@@ -1,5 +1,6 @@
 import { sha256Digest } from '../protocol/canonical-json.js';
 import type { HistoryItem } from '../protocol/history.js';
+import { wrapUntrusted } from './assembly.js';
 
 // The pure core of compaction (design §10): which closed steps a checkpoint may replace, what it
 // must keep, the text it is sent as, and the check that a candidate kept every required item.
@@ -81,8 +82,10 @@ export function pinnedLines(p: PinnedFacts): Array<{ item: string; line: string 
 export const SUMMARY_HEADING = 'Summary of the compacted steps:';
 
 /**
- * The checkpoint as the model reads it: what the compacted steps came to (the summary), then every
- * required item on a line of its own. Deterministic for the same input.
+ * The checkpoint as the model reads it: every required item on a line of its own, then what the
+ * compacted steps came to (the summary). The summary is a model's reading of tool output, so it is
+ * data, not instructions: wrapped as untrusted (a line in it that looks like a pinned fact is still
+ * inside the data tag). Deterministic for the same input.
  */
 export function checkpointText(summary: string, pins: PinnedFacts, range: CompactionRange): string {
   return [
@@ -91,7 +94,7 @@ export function checkpointText(summary: string, pins: PinnedFacts, range: Compac
     ...pinnedLines(pins).map((p) => p.line),
     '',
     SUMMARY_HEADING,
-    summary.trim() === '' ? '(empty)' : summary.trim(),
+    wrapUntrusted('compaction summary', summary.trim() === '' ? '(empty)' : summary.trim()),
   ].join('\n');
 }
 

@@ -312,6 +312,19 @@ describe('compaction that makes no progress', () => {
     expectClean(log);
   });
 
+  it('a summary that streams past its cap is cut: the attempt fails output_too_large and the step ends context_cannot_fit', async () => {
+    const ws = await workspace(10);
+    const rt = await rts.open({ models: captureModels([...Array.from({ length: 10 }, (_, i) => read(i)), { content: 'done' }], ['words '.repeat(20_000)]) });
+    const sup = rt.supervisor();
+    const { actor, ended } = await startTurn(sup, TASK, request(ws));
+    const end = await ended;
+    expect(end.outcome).toBe('failed');
+    expect(end.reason).toMatch(/^context_cannot_fit: the summary's model attempt failed: output_too_large: the summary ran past 65536 characters/);
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expect(ofType(log, 'attempt/end').at(-1)!.data).toMatchObject({ outcome: 'failed', error: { class: 'output_too_large' } });
+    expectClean(log);
+  });
+
   it('a step that already made its most checkpoints ends context_cannot_fit at the next overflow, starting no compaction', async () => {
     const ctx = fakeContext();
     openTurnAndStep(ctx);

@@ -3,10 +3,11 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { sha256Digest } from '../../protocol/canonical-json.js';
 import { newId } from '../../protocol/ids.js';
 import type { HistoryItem, Usage } from '../../protocol/history.js';
-import type { EventData } from '../../protocol/events.js';
+import type { EventData, ModelErrorClass } from '../../protocol/events.js';
 import type { CompactionRejection } from '../../protocol/compaction-events.js';
 import type { ModelOutput, ModelRequest, PreparedRequest } from '../../model/model-port.js';
 import { countTokens } from '../../model/tokens.js';
+import { ModelError } from '../../protocol/errors.js';
 import { modelName } from '../../model/model-spec.js';
 import { applyCheckpoint, compactionRange, enoughGain, missingPins, SUMMARY_HEADING, type CompactionRange, type PinnedFacts } from '../../context/checkpoint.js';
 import type { Assembly } from '../../context/assembly.js';
@@ -32,6 +33,8 @@ export const DEFAULT_MIN_GAIN_TOKENS = 512;
 export const DEFAULT_KEEP_STEPS = 2;
 /** Characters of one message the summary's request holds (its start; the rest is cut with a note). */
 const MESSAGE_MAX_CHARS = 2_000;
+/** Characters a summary may stream before it is cut (its request asks for at most 2,048 tokens). */
+const SUMMARY_MAX_CHARS = 64 * 1024;
 /** Files larger than this are named without a digest (reading them is not worth a checkpoint). */
 const DIGEST_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -197,7 +200,7 @@ export async function runCompactionAttempt(ctx: EffectContext, attemptId: string
   ctx.signal.addEventListener('abort', forward, { once: true });
   let output: ModelOutput | null = null;
   let streamed = 0;
-  let failure: { class: EventData<'attempt/end'>['error'] extends infer E ? (E extends { class: infer K } ? K : never) : never; message: string; retryable: boolean } | null = null;
+  let failure: { class: ModelErrorClass; message: string; retryable: boolean } | null = null;
   try {
     if (!prepared) throw new Error('no compaction is open for this attempt');
     if (ctx.signal.aborted) throw new Error('aborted before the request was sent');
@@ -207,11 +210,18 @@ export async function runCompactionAttempt(ctx: EffectContext, attemptId: string
         break;
       }
       streamed += ev.type === 'text_delta' ? ev.text.length : ev.argumentsDelta.length;
+      // a summary is asked for in at most a few thousand tokens: an endless one is stopped, never held whole
+      if (streamed > SUMMARY_MAX_CHARS) {
+        const tooLarge = new ModelError('output_too_large', `the summary ran past ${SUMMARY_MAX_CHARS} characters and was cut`, { retryable: false });
+        attempt.abort(tooLarge);
+        throw tooLarge;
+      }
     }
     if (!output) throw new Error('model stream ended without a final output');
   } catch (err) {
     if ((err as { code?: string }).code === 'actor.dropped') throw err;
-    const info = model.classifyError(err);
+    // our own cut is no adapter's error to classify
+    const info = err instanceof ModelError && err.code === 'output_too_large' ? { class: 'output_too_large' as const, message: err.message, retryable: false } : model.classifyError(err);
     failure = { class: info.class, message: info.message, retryable: info.retryable };
   } finally {
     ctx.signal.removeEventListener('abort', forward);
