@@ -236,7 +236,7 @@ export class EventDescriber {
       case 'compaction/started':
         return `${e.data.checkpoint} · items ${e.data.range.from}-${e.data.range.to - 1} · ${e.data.trigger} · ${e.data.tokensBefore} tokens · history r${e.data.historyRevision} · request r${e.data.requestRevision}`;
       case 'checkpoint/committed':
-        return `${e.data.id} · items ${e.data.range.from}-${e.data.range.to - 1} · ${e.data.tokensBefore} → ${e.data.tokensAfter} tokens · kept ${counted(e.data.kept.length, 'item')}`;
+        return `${e.data.id} · items ${e.data.range.from}-${e.data.range.to - 1} · ${e.data.tokensBefore} → ${e.data.tokensAfter} tokens · kept ${clip(e.data.kept.join(', '), 120)}`;
       case 'compaction/rejected':
         return `${e.data.checkpoint} ${e.data.reason} · ${clip(e.data.message, 100)}`;
       default:

@@ -27,6 +27,8 @@ export interface PinnedFacts {
   running: Array<{ id: string; name: string }>;
   /** What the agent may do: its run mode, whether it is read-only, its tools. */
   permissions: { approvalMode: string; readOnly: boolean; tools: string[] };
+  /** The latest failed tool result, its text kept (on one line); absent or null: none failed. */
+  latestError?: { tool: string; callId: string; text: string } | null;
 }
 
 /** A range of the closed history a checkpoint may replace: items `[from, to)`, whole steps only. */
@@ -74,6 +76,7 @@ export function pinnedLines(p: PinnedFacts): Array<{ item: string; line: string 
   for (const q of p.openQuestions) out.push({ item: `question ${q}`, line: `Waiting for an answer: ${q}` });
   for (const u of p.outcomeUnknown) out.push({ item: `unknown ${u.callId}`, line: `Outcome unknown (may or may not have taken effect): ${u.tool} ${u.callId}: ${one(u.reason)}` });
   for (const r of p.running) out.push({ item: `running ${r.id}`, line: `Running: ${r.name} ${r.id}` });
+  if (p.latestError) out.push({ item: 'latest error', line: `Latest error: ${p.latestError.tool} ${p.latestError.callId}: ${one(p.latestError.text)}` });
   out.push({ item: 'permissions', line: `Permissions: mode ${p.permissions.approvalMode}${p.permissions.readOnly ? ', read-only' : ''}; tools ${p.permissions.tools.join(', ')}` });
   return out;
 }

@@ -39,6 +39,8 @@ export interface CompactionState {
   verifications: Record<string, boolean>;
   /** Calls whose outcome is unknown and not reconciled since. */
   unknown: Array<{ callId: string; tool: string; reason: string }>;
+  /** The latest failed tool result (its first `ERROR_MAX_CHARS` characters); absent: none failed. */
+  latestError?: { tool: string; callId: string; text: string };
   /** The compaction started and neither committed nor rejected yet. */
   open: (EventData<'compaction/started'> & { seq: number }) | null;
   checkpoints: CheckpointRecord[];
@@ -55,6 +57,9 @@ export interface CompactionState {
   /** Candidates of the open step rejected on a conflict (the history changed while they were made). */
   conflicts: number;
 }
+
+/** A failed result's text is kept up to this many characters. */
+export const ERROR_MAX_CHARS = 2_000;
 
 /** Corrections are kept whole up to this many characters each (the checkpoint's lines say so). */
 export const CORRECTION_MAX_CHARS = 2_000;
@@ -118,6 +123,7 @@ export function foldCompaction(p: Projection, e: ActorEvent): void {
       if (!call) break;
       const c = compactionState(p);
       dropUnknown(c, e.call);
+      if (!e.data.ok) c.latestError = { tool: call.name, callId: e.call!, text: e.data.output.slice(0, ERROR_MAX_CHARS) };
       if (e.data.ok && WRITE_TOOLS.has(call.name)) for (const path of writtenPaths(call)) if (!c.files.includes(path)) c.files.push(path);
       if (call.verifies) {
         const command = commandOf(call);

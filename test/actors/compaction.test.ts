@@ -237,7 +237,7 @@ describe('compaction across a drop', () => {
 });
 
 describe('compaction retention', () => {
-  it('a 300-step investigation compacted many times keeps every pinned fact in its final request: a correction, a changed file, a call whose outcome is unknown, the plan and the task', async () => {
+  it('a 300-step investigation compacted many times keeps every pinned fact in its final request: a correction, a changed file, a call whose outcome is unknown, the latest error, the plan and the task', async () => {
     const ws = await workspace(30);
     let release!: () => void;
     const gateOpen = new Promise<void>((r) => (release = r));
@@ -254,6 +254,7 @@ describe('compaction retention', () => {
     for (let i = 4; i <= 300; i++) {
       if (i === 10) script.push(writeNotes);
       else if (i === 20) script.push({ tool_calls: [{ id: 'c_patch', name: 'apply_patch', arguments: { patch } }] });
+      else if (i === 25) script.push({ tool_calls: [{ id: 'c_missing', name: 'read_file', arguments: { path: 'missing.txt' } }] });
       else script.push(read(i % 30));
     }
     script.push({ content: 'The loop bound skips the last token.' });
@@ -289,6 +290,7 @@ describe('compaction retention', () => {
       file: 'Changed: notes.md (sha256:',
       unknown: `Outcome unknown (may or may not have taken effect): apply_patch ${unknown.call}`,
       plan: 'Plan: [in_progress] read every file; [pending] write notes.md',
+      error: 'Latest error: read_file call_',
     };
     const kept = Object.entries(facts).filter(([, line]) => final.body.includes(JSON.stringify(line).slice(1, -1)));
     expect(kept.map(([k]) => k)).toEqual(Object.keys(facts));

@@ -322,6 +322,7 @@ export async function pinnedFacts(ctx: EffectContext): Promise<{ pins: PinnedFac
     outcomeUnknown: c.unknown,
     running: Object.entries(p.children ?? {}).filter(([, ch]) => ch.state === 'spawned' || ch.state === 'requested').map(([id, ch]) => ({ id, name: ch.name })),
     permissions: { approvalMode: s.approvalMode ?? 'default', readOnly: s.readOnly === true, tools: s.tools },
+    latestError: c.latestError ?? null,
   };
   return { pins, files };
 }
