@@ -153,7 +153,9 @@ export function checkWorkflow(wf: Workflow): string[] {
   for (const n of wf.nodes) problems.push(...checkRun(n));
   for (const n of wf.nodes) {
     for (const need of n.needs) {
-      if (!byId.has(need)) problems.push(`node ${n.id}: needs names ${need}, which is not a node of this workflow; use one of ${[...byId.keys()].filter((k) => k !== n.id).join(', ') || '(none)'} or remove it`);
+      if (byId.has(need)) continue;
+      const others = [...byId.keys()].filter((k) => k !== n.id);
+      problems.push(`node ${n.id}: needs names ${need}, which is not a node of this workflow; ${others.length > 0 ? `use one of ${others.join(', ')} or remove it` : 'remove it'}`);
     }
   }
   if (problems.length > 0) return problems;
