@@ -57,7 +57,7 @@ export type WorkflowNode = z.infer<typeof WorkflowNodeSchema>;
 /** A workflow file's shape. */
 export const WorkflowSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be letters, digits, _, . or - (at most 64)'),
-  nodes: z.array(WorkflowNodeSchema).min(1, 'is empty; add at least one node'),
+  nodes: z.array(WorkflowNodeSchema).min(1, 'the workflow has no nodes; add at least one'),
 });
 /** A validated workflow: nodes in file order, every `needs` known, no cycle, every `when` reading an ancestor. */
 export type Workflow = z.infer<typeof WorkflowSchema>;
@@ -108,9 +108,10 @@ function describeIssue(issue: z.core.$ZodIssue, raw: unknown): string {
   const [top, index, field, ...rest] = issue.path;
   if (top !== 'nodes' || typeof index !== 'number') {
     const key = issue.path.join('.');
+    if (issue.path.length === 0 && issue.code === 'invalid_type') return 'is not a workflow; write a table (object) with name and nodes';
     if (issue.code === 'unrecognized_keys') return `unknown key ${issue.keys.join(', ')}; a workflow has only name and nodes`;
     if (missing(issue)) return `${key} is missing; add it`;
-    return `${key} ${issue.message}`;
+    return `${key}: ${issue.message}`;
   }
   const node = (raw as { nodes: unknown[] }).nodes[index] as Record<string, unknown> | undefined;
   const name = typeof node?.id === 'string' && node.id !== '' ? `node ${node.id}` : `node ${index + 1} (no id)`;
@@ -125,7 +126,7 @@ function describeIssue(issue: z.core.$ZodIssue, raw: unknown): string {
   if (field === 'run') return `${name}: run ${missing(issue) ? 'is missing' : 'is not shell, model or agent'}; set run to "shell", "model" or "agent"`;
   if (missing(issue)) return `${name}: ${key} is missing; add it`;
   if (issue.code === 'unrecognized_keys' && field === 'when') return `${name}: when has unknown key ${issue.keys.join(', ')}; it takes node, path and equals or not_equals`;
-  return `${name}: ${key} ${issue.message}`;
+  return `${name}: ${key}: ${issue.message}`;
 }
 
 /** Whether an issue is about a key the file does not have (zod words that differently for an enum). */

@@ -143,12 +143,14 @@ describe('workflow files', () => {
   });
 
   it('shape errors name the node by its ID and the field', () => {
-    expect(problems([sh('a', { retries: -1 })])).toEqual([expect.stringMatching(/^node a: retries /)]);
-    expect(problems([sh('a', { timeout_seconds: 0 })])).toEqual([expect.stringMatching(/^node a: timeout_seconds /)]);
+    expect(problems([sh('a', { retries: -1 })])).toEqual([expect.stringMatching(/^node a: retries: /)]);
+    expect(problems([sh('a', { timeout_seconds: 0 })])).toEqual([expect.stringMatching(/^node a: timeout_seconds: /)]);
     expect(problems([sh('a', { comand: 'x' })])).toEqual([expect.stringMatching(/^node a: unknown key comand; a node takes id, run, command, /)]);
     expect(problems([{ run: 'shell', command: 'x' }])).toEqual(['node 1 (no id): id is missing; add it']);
-    expect(problems([])).toEqual(['nodes is empty; add at least one node']);
+    expect(problems([])).toEqual(['nodes: the workflow has no nodes; add at least one']);
     expect(problems([sh('a')], { name: undefined })).toEqual(['name is missing; add it']);
+    expect(problems([sh('a', { needs: 'b' })])).toEqual([expect.stringMatching(/^node a: needs: .*array/)]);
+    expect(() => parseWorkflow('[]', 'w.json')).toThrow('w.json: is not a workflow; write a table (object) with name and nodes');
   });
 
   it('every problem is a line of its own', () => {

@@ -77,6 +77,10 @@ function rehydrate(wf: Workflow, log: WorkflowRunEvent[]) {
   const restored = machine.resolveState({ value: s.value, context: JSON.parse(JSON.stringify(s.context)) });
   const [after, actions] = transition(machine, restored, { type: 'recover' });
   const compiled = new CompiledMachine(machine);
+  // either engine restores what the other persisted
+  let cs = compiled.initial(undefined, null);
+  for (const e of log) cs = compiled.transition(cs, e, null);
+  expect(compiled.persist(cs)).toEqual(machine.getPersistedSnapshot(s));
   const fx: StartNodeParams[] = [];
   const c = compiled.transition(compiled.restore({ value: s.value, context: JSON.parse(JSON.stringify(s.context)) }), { type: 'recover' }, (e) => fx.push(e.params));
   expect(c.context).toEqual(after.context);
