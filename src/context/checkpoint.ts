@@ -62,15 +62,32 @@ export function compactionRange(history: readonly HistoryItem[], keepSteps: numb
   return to > from ? { from, to } : null;
 }
 
+/**
+ * The most lines one kind of fact takes in a checkpoint (the newest are kept; a line says how many
+ * older ones the log holds): a session that wrote ten thousand files must still fit its window.
+ */
+export const PINNED_LINES_MAX = 100;
+
+/** The newest `PINNED_LINES_MAX` of `xs`, and how many older ones were left out. */
+function newest<T>(xs: readonly T[]): { kept: readonly T[]; left: number } {
+  return xs.length <= PINNED_LINES_MAX ? { kept: xs, left: 0 } : { kept: xs.slice(xs.length - PINNED_LINES_MAX), left: xs.length - PINNED_LINES_MAX };
+}
+
 /** One line a required item is kept as: the check looks for these lines verbatim. */
 export function pinnedLines(p: PinnedFacts): Array<{ item: string; line: string }> {
   const out: Array<{ item: string; line: string }> = [];
   const one = (s: string) => s.replace(/\s+/g, ' ').trim();
   out.push({ item: 'task', line: `Task (the user's words): ${one(p.task)}` });
   if (p.goal) out.push({ item: 'goal', line: `Goal r${p.goal.revision} (${p.goal.phase}): ${one(p.goal.objective)}` });
-  p.corrections.forEach((c, i) => out.push({ item: `correction ${i + 1}`, line: `User, later: ${one(c)}` }));
-  for (const f of p.filesChanged) out.push({ item: `file ${f.path}`, line: `Changed: ${f.path}${f.digest ? ` (${f.digest})` : ''}` });
-  for (const v of p.verifications) out.push({ item: `verification ${v.command}`, line: `Verified: ${one(v.command)} ${v.ok ? 'passed' : 'FAILED'}` });
+  const said = newest(p.corrections);
+  if (said.left > 0) out.push({ item: 'older corrections', line: `User, earlier: ${said.left} more messages (in the log)` });
+  said.kept.forEach((c, i) => out.push({ item: `correction ${said.left + i + 1}`, line: `User, later: ${one(c)}` }));
+  const files = newest(p.filesChanged);
+  if (files.left > 0) out.push({ item: 'older files', line: `Changed: ${files.left} more files (named in the log's checkpoint/committed)` });
+  for (const f of files.kept) out.push({ item: `file ${f.path}`, line: `Changed: ${f.path}${f.digest ? ` (${f.digest})` : ''}` });
+  const checks = newest(p.verifications);
+  if (checks.left > 0) out.push({ item: 'older verifications', line: `Verified: ${checks.left} more commands (in the log)` });
+  for (const v of checks.kept) out.push({ item: `verification ${v.command}`, line: `Verified: ${one(v.command)} ${v.ok ? 'passed' : 'FAILED'}` });
   if (p.plan) out.push({ item: 'plan', line: `Plan: ${one(p.plan)}` });
   for (const a of p.openApprovals) out.push({ item: `approval ${a}`, line: `Waiting for approval: ${a}` });
   for (const q of p.openQuestions) out.push({ item: `question ${q}`, line: `Waiting for an answer: ${q}` });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyCheckpoint, checkpointText, compactionRange, enoughGain, missingPins, pinnedLines, type PinnedFacts } from '../../src/context/checkpoint.js';
+import { applyCheckpoint, checkpointText, compactionRange, enoughGain, missingPins, pinnedLines, PINNED_LINES_MAX, type PinnedFacts } from '../../src/context/checkpoint.js';
 import type { HistoryItem } from '../../src/protocol/history.js';
 
 function turn(steps: number): HistoryItem[] {
@@ -59,5 +59,25 @@ describe('compaction core', () => {
   it('commits only what saves the minimum', () => {
     expect(enoughGain(10_000, 2_000, 1_000)).toBe(true);
     expect(enoughGain(10_000, 9_500, 1_000)).toBe(false);
+  });
+});
+
+describe('a checkpoint of a long session', () => {
+  it('keeps the newest hundred files, corrections and verifications by name and counts the older ones on one line each', () => {
+    const pins: PinnedFacts = {
+      task: 'fix it', goal: null, corrections: Array.from({ length: 130 }, (_, i) => `note ${i}`),
+      filesChanged: Array.from({ length: 1_000 }, (_, i) => ({ path: `src/f${i}.ts`, digest: null })),
+      verifications: [], plan: null, openApprovals: [], openQuestions: [], outcomeUnknown: [], running: [],
+      permissions: { approvalMode: 'auto-edit', readOnly: false, tools: ['read_file'] },
+    };
+    const c = applyCheckpoint([{ role: 'user', content: 'fix it' }, { role: 'assistant', content: 'x', toolCalls: [] }], { from: 1, to: 2 }, 'summary', pins);
+    const lines = c.text.split('\n');
+    expect(lines.filter((l) => l.startsWith('Changed: src/'))).toHaveLength(PINNED_LINES_MAX);
+    expect(lines).toContain('Changed: 900 more files (named in the log\'s checkpoint/committed)');
+    expect(lines).toContain('Changed: src/f999.ts');
+    expect(lines).not.toContain('Changed: src/f0.ts');
+    expect(lines).toContain('User, earlier: 30 more messages (in the log)');
+    expect(lines).toContain('User, later: note 129');
+    expect(missingPins(c.text, pins)).toEqual([]);
   });
 });
