@@ -6,6 +6,7 @@ import { ConfigError } from '../protocol/errors.js';
 import { ApprovalModeSchema } from '../protocol/events.js';
 import { CompleteWhenSchema, DEFAULT_MAX_COMPLETION_REJECTIONS, OnCompletionExhaustedSchema } from '../protocol/completion.js';
 import { PolicyRuleSchema } from '../protocol/policy-rule.js';
+import { ContextSettingsSchema } from '../protocol/turn-settings.js';
 import { ConfigFileSchema, readConfigFile, type ConfigFile } from './config-file.js';
 import { applyOverrides, checkMerged, parseOverrides } from './overrides.js';
 import {
@@ -83,15 +84,8 @@ export const EffectiveConfigSchema = z.object({
   interruptFollowUps: z.enum(['keep', 'cancel']),
   /** Turns in a row without progress before a goal is `blocked` (`max_idle_turns`). */
   maxIdleTurns: z.number().int().positive(),
-  /** What requests are assembled within (`context_window`, `docs_max_bytes`, `memory_max_bytes`); absent keys: the defaults. */
-  context: z.object({
-    window: z.number().int().positive().optional(),
-    docsMaxBytes: z.number().int().nonnegative().optional(),
-    memoryMaxBytes: z.number().int().nonnegative().optional(),
-    retrievalTokens: z.number().int().nonnegative().optional(),
-    compactionMinGainTokens: z.number().int().nonnegative().optional(),
-    compactionKeepSteps: z.number().int().positive().optional(),
-  }),
+  /** What requests are assembled within (`context_window`, `docs_max_bytes`, `memory_max_bytes`, `retrieval_tokens`, the compaction keys); absent keys: the defaults. */
+  context: ContextSettingsSchema,
   /** Names (never values) of environment variables whose values are redacted from tool output. */
   redactEnv: z.array(z.string()),
   /** Limits of subagent trees (`max_subagent_depth`, `max_children_per_parent`, `max_children_per_tree`, `on_parent_end`). */

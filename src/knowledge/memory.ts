@@ -136,23 +136,7 @@ function unreadable(path: string, why: string, cause?: unknown): ToolError {
 export async function editMemory(
   paths: MemoryPaths, file: MemoryFile, edit: MemoryEdit, opts: { lockTimeoutMs?: number } = {},
 ): Promise<{ before: MemorySnapshot; after: MemorySnapshot; changed: boolean }> {
-  const path = paths[file];
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const lock = await acquireFileLock(path, opts.lockTimeoutMs);
-  try {
-    const before = await readMemory(paths, file);
-    const next = applyEdit(before, edit);
-    if (next === before.content && before.exists) return { before, after: before, changed: false };
-    checkBound(file, next);
-    // a holder paused past the stale age may have lost the lock: then someone else edits now
-    if (!(await lock.held())) {
-      throw new ToolError(MEMORY_CODES.lockLost, `the lock on ${path} was taken over while editing; nothing was written`, { retryable: true, hint: 'run the edit again' });
-    }
-    await writeAtomic(path, next);
-    return { before, after: snapshotOf(file, path, next), changed: true };
-  } finally {
-    await lock.release();
-  }
+  return writeLocked(paths, file, opts.lockTimeoutMs, 'editing', (before) => applyEdit(before, edit));
 }
 
 /**
@@ -163,21 +147,35 @@ export async function editMemory(
 export async function writeMemory(
   paths: MemoryPaths, file: MemoryFile, content: string, opts: { expectedDigest: string; lockTimeoutMs?: number },
 ): Promise<{ before: MemorySnapshot; after: MemorySnapshot; changed: boolean }> {
-  const path = paths[file];
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const lock = await acquireFileLock(path, opts.lockTimeoutMs);
-  try {
-    const before = await readMemory(paths, file);
+  return writeLocked(paths, file, opts.lockTimeoutMs, 'writing', (before) => {
     if (before.digest !== opts.expectedDigest) {
-      throw new ToolError(MEMORY_CODES.conflict, `${path} changed since it was read (now ${before.digest || 'missing'}, read as ${opts.expectedDigest || 'missing'})`, {
+      throw new ToolError(MEMORY_CODES.conflict, `${paths[file]} changed since it was read (now ${before.digest || 'missing'}, read as ${opts.expectedDigest || 'missing'})`, {
         retryable: true,
         hint: 'read it again and make the change on what it holds now',
       });
     }
-    if (before.exists && before.content === content) return { before, after: before, changed: false };
+    return content;
+  });
+}
+
+/**
+ * Writes what `next` makes of the file as it is inside its lock (read again there): nothing when
+ * it is unchanged, refused past its bound, and not at all when the lock was taken over meanwhile
+ * (a holder paused past the stale age may have lost it: then someone else edits now).
+ */
+async function writeLocked(
+  paths: MemoryPaths, file: MemoryFile, lockTimeoutMs: number | undefined, doing: string, next: (before: MemorySnapshot) => string,
+): Promise<{ before: MemorySnapshot; after: MemorySnapshot; changed: boolean }> {
+  const path = paths[file];
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const lock = await acquireFileLock(path, lockTimeoutMs);
+  try {
+    const before = await readMemory(paths, file);
+    const content = next(before);
+    if (before.exists && content === before.content) return { before, after: before, changed: false };
     checkBound(file, content);
     if (!(await lock.held())) {
-      throw new ToolError(MEMORY_CODES.lockLost, `the lock on ${path} was taken over while writing; nothing was written`, { retryable: true, hint: 'run the edit again' });
+      throw new ToolError(MEMORY_CODES.lockLost, `the lock on ${path} was taken over while ${doing}; nothing was written`, { retryable: true, hint: 'run the edit again' });
     }
     await writeAtomic(path, content);
     return { before, after: snapshotOf(file, path, content), changed: true };
