@@ -133,6 +133,8 @@ export const stepMachine = setup({
         // an attempt closed as interrupted (its process died): the summary is asked for again
         'attempt/end': [
           { guard: ({ event }) => event.data.outcome === 'interrupted', target: 'compacting', reenter: true },
+          // a retryable failure with attempts left: asked again after its backoff (no rejection came with it)
+          { guard: ({ event }) => event.data.outcome === 'failed' && event.data.backoffMs !== null, target: 'compacting', reenter: true },
           // the turn was interrupted while the summary streamed
           { guard: ({ event }) => event.data.outcome === 'aborted', target: 'ending', actions: assign({ ending: ({ event }) => stopped(event.data.error?.message ?? 'cancelled') }) },
         ],

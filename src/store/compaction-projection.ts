@@ -56,6 +56,10 @@ export interface CompactionState {
   refusal?: string;
   /** Candidates of the open step rejected on a conflict (the history changed while they were made). */
   conflicts: number;
+  /** Summary attempts of the open compaction so far. */
+  attempts?: number;
+  /** When the open compaction's next summary attempt may start (a retryable failure's backoff), ms since epoch. */
+  retryAt?: number;
 }
 
 /** A failed result's text is kept up to this many characters. */
@@ -144,15 +148,23 @@ export function foldCompaction(p: Projection, e: ActorEvent): void {
     case 'tool/cancelled':
       if (p.compaction) dropUnknown(p.compaction, e.call);
       break;
+    case 'attempt/start':
+      if (e.data.kind === 'compaction') compactionState(p).attempts = (p.compaction?.attempts ?? 0) + 1;
+      break;
     case 'compaction/started': {
       const c = compactionState(p);
       c.open = { ...e.data, seq: e.seq };
+      c.attempts = 0;
+      delete c.retryAt;
       if (e.data.messageId !== undefined && c.asked === e.data.messageId) c.asked = null;
       break;
     }
     case 'attempt/end':
       if (p.openAttempt?.kind === 'compaction') {
-        if (e.data.outcome === 'succeeded') compactionState(p).summaries += 1;
+        const c = compactionState(p);
+        if (e.data.outcome === 'succeeded') c.summaries += 1;
+        if (e.data.backoffMs !== null) c.retryAt = Date.parse(e.at) + e.data.backoffMs;
+        else delete c.retryAt;
       } else if (e.data.outcome === 'overflow') {
         const c = compactionState(p);
         c.overflowed = true;

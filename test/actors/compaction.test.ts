@@ -8,7 +8,7 @@ import type { TurnEnded } from '../../src/actors/actor/hosted-agent.js';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
 import type { ModelAdapter, PreparedRequest } from '../../src/model/model-port.js';
 import type { ScriptResponse } from '../../src/model/script.js';
-import { createScriptedModel } from '../../src/model/scripted-model.js';
+import { createScriptedModel, ScriptedModelError } from '../../src/model/scripted-model.js';
 import type { ActorEvent, TurnRequest } from '../../src/protocol/events.js';
 import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { tempDir } from '../helpers/nats.js';
@@ -335,5 +335,49 @@ describe('compaction that makes no progress', () => {
     expect(await maybeCompact(ctx, assembly)).toBe(true);
     expect(ctx.staged.map((e) => e.type)).toEqual(['compaction/rejected']);
     expect(ctx.staged[0]!.data).toMatchObject({ reason: 'revision_limit', endsStep: true, message: `this step compacted ${MAX_REQUEST_REVISIONS - 1} times and its request still does not fit (at most ${MAX_REQUEST_REVISIONS - 1} checkpoints a step)` });
+  });
+});
+
+describe('a summary attempt that fails', () => {
+  async function run(failures: number) {
+    const ws = await workspace(10);
+    const script = [...Array.from({ length: 10 }, (_, i) => read(i)), { content: 'done' }];
+    let failed = 0;
+    const modelFor = async (_s: unknown, cursor: number): Promise<ModelAdapter> => {
+      const m = createScriptedModel({ responses: script, cursor });
+      return {
+        ...m,
+        prepare: (r) => m.prepare(r),
+        async *stream(prepared, signal) {
+          if (prepared.request.purpose && failed < failures) {
+            failed += 1;
+            throw new ScriptedModelError('rate_limit', 'scripted rate limit of a summary', { retryable: true, retryAfterMs: 5 });
+          }
+          yield* m.stream(prepared, signal);
+        },
+      };
+    };
+    const rt = await rts.open({ modelFor });
+    const sup = rt.supervisor();
+    const { actor, ended } = await startTurn(sup, TASK, request(ws, { maxAttempts: 3 }));
+    const end = await ended;
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    expectClean(log);
+    const summaryIds = new Set(ofType(log, 'attempt/start').filter((e) => e.data.kind === 'compaction').map((e) => e.attempt));
+    return { end, log, ends: ofType(log, 'attempt/end').filter((e) => summaryIds.has(e.attempt)) };
+  }
+
+  it('is asked again after its backoff when the error is retryable, and the checkpoint is committed', async () => {
+    const { end, log, ends } = await run(2);
+    expect(end.outcome).toBe('completed');
+    expect(ends.slice(0, 3).map((e) => [e.data.outcome, e.data.backoffMs])).toEqual([['failed', 5], ['failed', 5], ['succeeded', null]]);
+    expect(ofType(log, 'compaction/rejected')).toHaveLength(0);
+  });
+
+  it('ends the step context_cannot_fit once its attempts are used up', async () => {
+    const { end, ends } = await run(3);
+    expect(end.outcome).toBe('failed');
+    expect(end.reason).toMatch(/^context_cannot_fit: the summary's model attempt failed: rate_limit: scripted rate limit of a summary/);
+    expect(ends.map((e) => e.data.backoffMs)).toEqual([5, 5, null]);
   });
 });

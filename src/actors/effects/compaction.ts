@@ -15,6 +15,7 @@ import { compactionState, type CompactionState } from '../../store/compaction-pr
 import { abortReason, scope, settings, type EffectContext } from '../agent/effect-context.js';
 import { costFor, ensureModel, estimateUsage } from '../agent/model-request.js';
 import { reserveAttempt, reservesAttempt, settleAttempt } from '../goals/budget.js';
+import { sleep } from '../../protocol/sleep.js';
 
 // Compaction (design §10): when a step's request would not fit its window (or the provider said
 // it did not, or a person asked), a range of closed steps is summarized by a model attempt of its
@@ -115,6 +116,13 @@ export async function maybeCompact(ctx: EffectContext, assembly: Assembly | null
 export async function startCompactionAttempt(ctx: EffectContext): Promise<void> {
   const open = ctx.projection.compaction?.open ?? null;
   if (open === null || ctx.projection.openAttempt !== null) return;
+  const retryAt = ctx.projection.compaction?.retryAt;
+  if (retryAt !== undefined) {
+    // the failed attempt is committed before the wait, so a crash during it waits again
+    await ctx.flush();
+    const wait = retryAt - ctx.ports.clock.nowMs();
+    if (wait > 0) await (ctx.ports.clock.sleep ? ctx.ports.clock.sleep(wait, ctx.signal) : sleep(wait, ctx.signal)).catch(() => {});
+  }
   if (ctx.signal.aborted) {
     ctx.send({ type: 'abort', reason: abortReason(ctx) });
     return;
@@ -201,6 +209,7 @@ export async function runCompactionAttempt(ctx: EffectContext, attemptId: string
   let output: ModelOutput | null = null;
   let streamed = 0;
   let failure: { class: ModelErrorClass; message: string; retryable: boolean } | null = null;
+  let retryAfter: number | null = null;
   try {
     if (!prepared) throw new Error('no compaction is open for this attempt');
     if (ctx.signal.aborted) throw new Error('aborted before the request was sent');
@@ -221,8 +230,9 @@ export async function runCompactionAttempt(ctx: EffectContext, attemptId: string
   } catch (err) {
     if ((err as { code?: string }).code === 'actor.dropped') throw err;
     // our own cut is no adapter's error to classify
-    const info = err instanceof ModelError && err.code === 'output_too_large' ? { class: 'output_too_large' as const, message: err.message, retryable: false } : model.classifyError(err);
+    const info = err instanceof ModelError && err.code === 'output_too_large' ? { class: 'output_too_large' as const, message: err.message, retryable: false, retryAfterMs: null } : model.classifyError(err);
     failure = { class: info.class, message: info.message, retryable: info.retryable };
+    retryAfter = info.retryAfterMs;
   } finally {
     ctx.signal.removeEventListener('abort', forward);
   }
@@ -237,9 +247,13 @@ export async function runCompactionAttempt(ctx: EffectContext, attemptId: string
   if (failure || !output || !open) {
     const usage: Usage = streamed > 0 ? estimateUsage(bytes, streamed) : { inputTokens: 0, outputTokens: 0, estimated: false };
     const error = failure ?? { class: 'server' as const, message: 'no compaction is open', retryable: false };
-    ctx.stage({ type: 'attempt/end', ...ids, data: { outcome: 'failed', error, usage, backoffMs: null, latencyMs, costUsd: costFor(ctx, usage) } });
+    // a retryable failure with attempts left is asked again after its backoff, as the step's own attempts are
+    const tries = c.attempts ?? 1;
+    const retry = open !== null && error.retryable && tries < settings(ctx).maxAttempts;
+    const backoffMs = retry ? (retryAfter ?? Math.round(Math.min(8000, 250 * 2 ** (tries - 1)) * (0.5 + Math.random() / 2))) : null;
+    ctx.stage({ type: 'attempt/end', ...ids, data: { outcome: 'failed', error, usage, backoffMs, latencyMs, costUsd: costFor(ctx, usage) } });
     settleAttempt(ctx, attemptId, usage);
-    if (open) {
+    if (open && !retry) {
       ctx.stage({
         type: 'compaction/rejected',
         ...scope(ctx),
