@@ -15,9 +15,12 @@ export function createJobCheck(report: Report): Check {
   let endedAt: number | null = null;
   let attempts = 0;
   let notifiedAt: number | null = null;
+  let strayed = false;
+  // once per log: every job event of a log that never started a job is the same mistake
   const uncreated = (seq: number, type: string): boolean => {
     if (created) return false;
-    report('job.uncreated', seq, `${type} with no job/created before it: the log does not start a job`);
+    if (!strayed) report('job.uncreated', seq, `${type} with no job/created before it: the log does not start a job`);
+    strayed = true;
     return true;
   };
   return {
