@@ -60,7 +60,7 @@ function lostMove(c: JobContext): CommitPhaseParams {
   return { ...base, phase: 'interrupted', reason: 'runtime_restarted', message: LOST };
 }
 
-const startParams = ({ context }: { context: JobContext }) => ({ jobId: context.jobId, attempt: context.attempts + 1, executor: context.executor as JobExecutor });
+const startParams = ({ context }: { context: JobContext }) => ({ jobId: context.jobId, attempt: context.attempts + 1, executor: context.executor });
 const notifyParams = ({ context }: { context: JobContext }) => ({ jobId: context.jobId, ownerId: context.ownerId, phase: context.end!.phase });
 const cancelPending = ({ context }: { context: JobContext }): CommitPhaseParams => ({
   jobId: context.jobId, from: 'pending', phase: 'cancelled', reason: context.cancel ?? 'user_cancelled', message: null, attempt: context.attempts,
@@ -84,7 +84,7 @@ const jobSetup = setup({
 /** A terminal phase: the notice to the owner is owed (and asked for again on recover) until `job/notified`. */
 function ended(phase: JobEndPhase) {
   return jobSetup.createStateConfig({
-    // the entry's event is the `job/phase` that ended it
+    // the entry's event is the `job/phase` that ended it (no other event enters a terminal state; the check is for the type)
     entry: assign({ end: ({ event }) => ({ phase, reason: event.type === 'job/phase' ? event.data.reason : 'runtime_restarted' }), stopping: null }),
     initial: 'notifying',
     states: {
@@ -158,10 +158,10 @@ export const jobMachine = jobSetup.createMachine({
       },
     },
     reconciling: {
-      entry: { type: 'reconcileJob', params: ({ context }) => ({ jobId: context.jobId, attempt: context.attempts, executor: context.executor as JobExecutor }) },
+      entry: { type: 'reconcileJob', params: ({ context }) => ({ jobId: context.jobId, attempt: context.attempts, executor: context.executor }) },
       on: {
         'job/phase': moves('reconciling'),
-        recover: { actions: { type: 'reconcileJob', params: ({ context }) => ({ jobId: context.jobId, attempt: context.attempts, executor: context.executor as JobExecutor }) } },
+        recover: { actions: { type: 'reconcileJob', params: ({ context }) => ({ jobId: context.jobId, attempt: context.attempts, executor: context.executor }) } },
       },
     },
     completed: ended('completed'),

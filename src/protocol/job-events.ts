@@ -23,8 +23,9 @@ export type JobEndPhase = z.infer<typeof JobEndPhaseSchema>;
 
 /**
  * Every move a job's phase may make: the job machine's edges, and what `verify` holds a job's log
- * to. `running → pending` is the restart of an idempotent job with retries left; `reconciling`
- * comes after a lost execution whose effects cannot be known without asking.
+ * to. `pending → failed`: the execution could not start (`executor_error`); `pending → cancelled`:
+ * cancelled before it ran. `running → pending` is the restart of an idempotent job with retries left;
+ * `reconciling` comes after a lost execution whose effects cannot be known without checking.
  */
 export const JOB_EDGES: { readonly [P in JobPhase]: readonly JobPhase[] } = {
   pending: ['running', 'failed', 'cancelled'],
