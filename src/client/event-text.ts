@@ -239,6 +239,22 @@ export class EventDescriber {
         return `${e.data.id} · items ${e.data.range.from}-${e.data.range.to - 1} · ${e.data.tokensBefore} → ${e.data.tokensAfter} tokens · kept ${clip(e.data.kept.join(', '), 120)}`;
       case 'compaction/rejected':
         return `${e.data.checkpoint} ${e.data.reason} · ${clip(e.data.message, 100)}`;
+      case 'job/created': {
+        const d = e.data;
+        const run = d.executor.kind === 'shell' ? `$ ${clip(d.executor.command, 80)}` : `subagent · ${clip(d.executor.task, 60)}`;
+        return `${d.jobId} "${d.name}" · ${run} · timeout ${d.executor.timeoutSeconds}s${d.idempotent ? ` · idempotent, ${d.retries} ${d.retries === 1 ? 'retry' : 'retries'}` : ''} · owner ${d.ownerId} · on owner end ${d.onOwnerEnd}`;
+      }
+      case 'job/started':
+        return `attempt ${e.data.attempt} on ${e.data.host}${e.data.deadlineAt !== null ? ` · until ${new Date(e.data.deadlineAt).toISOString()}` : ''}`;
+      case 'job/phase': {
+        const d = e.data;
+        const end = d.end === null ? '' : ` · ${d.end.exitCode !== null ? `exit ${d.end.exitCode}` : (d.end.signal ?? 'no exit code')} · ${d.end.durationMs} ms${d.end.usage ? ` · ${tokenText(d.end.usage)}` : ''}${d.end.output ? ` · output ${byteSize(d.end.output.bytes)} ${shortDigest(d.end.output.digest)}` : ''}`;
+        return `${d.from} → ${d.phase} (${d.reason})${d.message ? ` · ${clip(d.message, 80)}` : ''}${end}`;
+      }
+      case 'job/cancel_requested':
+        return `${e.data.reason} · by ${e.data.by}${e.data.messageId ? ` · ${e.data.messageId}` : ''}`;
+      case 'job/notified':
+        return `${e.data.phase} notice to ${e.data.ownerId} · ${e.data.messageId}`;
       default:
         return assertNever(e, 'event type');
     }

@@ -4,6 +4,7 @@ import { CompleteWhenSchema } from './completion.js';
 import { TurnOutcomeSchema, ReasoningEffortSchema, GoalPhaseSchema, GoalBudgetSchema, GoalUsageSchema, TurnSettingsSchema, TurnRequestSchema } from './turn-settings.js';
 import { SUBAGENT_EVENT_DATA } from './subagent-events.js';
 import { COMPACTION_EVENT_DATA } from './compaction-events.js';
+import { JOB_EVENT_DATA } from './job-events.js';
 import { CONTEXT_EVENT_DATA, ContextBudgetSchema, ContributionRecordSchema } from './context-events.js';
 
 /** Version of the event format written by this code. */
@@ -501,6 +502,8 @@ export const EventDataSchemas = {
   // what the model is given besides the history (design §10): docs, skills, memory
   ...CONTEXT_EVENT_DATA,
   ...COMPACTION_EVENT_DATA,
+  // a job's own log (design §11b): its start, every move of its machine, its notice to its owner
+  ...JOB_EVENT_DATA,
 } as const;
 
 /** Every event type this version writes. */

@@ -1,6 +1,7 @@
 import type { ActorEvent, EventData, EventType } from '../protocol/events.js';
 import type { BlobRef } from '../protocol/history.js';
 import { SubagentNoticeSchema } from '../protocol/subagents.js';
+import { JobNoticeSchema } from '../protocol/job-events.js';
 import type { LogReader } from './log-port.js';
 
 // Which blobs a log needs (design §4): every digest an event names that was put to the blob
@@ -14,14 +15,21 @@ type Named = Array<string | undefined>;
 const none = (): Named => [];
 const ref = (r: BlobRef | undefined): string | undefined => r?.digest;
 
-/** A child's completion notice names the artifacts its parent's host stored (a worktree's diff). */
+/**
+ * A child's completion notice names the artifacts its parent's host stored (a worktree's diff); a
+ * job's notice names its output.
+ */
 function noticeArtifacts(kind: string, content: string): Named {
-  if (kind !== 'subagent_completed') return [];
+  if (kind !== 'subagent_completed' && kind !== 'job_notice') return [];
   let parsed: unknown;
   try {
     parsed = JSON.parse(content);
   } catch {
     return [];
+  }
+  if (kind === 'job_notice') {
+    const j = JobNoticeSchema.safeParse(parsed);
+    return j.success ? [j.data.output?.digest] : [];
   }
   const n = SubagentNoticeSchema.safeParse(parsed);
   return n.success ? n.data.artifacts.map((a) => a.digest) : [];
@@ -90,6 +98,12 @@ const NAMED: { [T in EventType]: (d: EventData<T>) => Named } = {
   // the checkpoint's text is in the event itself
   'checkpoint/committed': none,
   'compaction/rejected': none,
+  'job/created': none,
+  'job/started': none,
+  // a terminal phase names the job's output, stored before the phase is committed
+  'job/phase': (d) => [d.end?.output?.digest],
+  'job/cancel_requested': none,
+  'job/notified': none,
 };
 
 /** Every blob digest an event names (each once, in the order the event names them). */

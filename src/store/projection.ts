@@ -8,6 +8,7 @@ import { foldGoal, type GoalRecord } from './goal-projection.js';
 import { foldReserved, foldSettled, type BudgetSpend, type ReservationRecord } from './budget-projection.js';
 import { foldContext, type ContextState } from './context-projection.js';
 import { foldCompaction, type CompactionState } from './compaction-projection.js';
+import { foldOwnerJobs, type OwnerJobRecord } from './job-projection.js';
 import { foldSubagents, type ChildRecord, type NoticeOwed, type ParentLink, type SpawnRequestRecord, type WaitRecord } from './subagent-projection.js';
 
 export type { BudgetSpend, ReservationRecord } from './budget-projection.js';
@@ -226,6 +227,8 @@ export interface Projection {
   context?: ContextState;
   /** Compaction: the history revision, what checkpoints must keep, the checkpoints (made on first use). */
   compaction?: CompactionState;
+  /** The jobs this agent started and the notices it had of them, by job ID (made on first use). */
+  jobs?: Record<string, OwnerJobRecord>;
 }
 
 /** The projection of an empty log. */
@@ -316,6 +319,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
   foldSubagents(p, e);
   foldContext(p, e);
   foldCompaction(p, e);
+  foldOwnerJobs(p, e);
   switch (e.type) {
     case 'inbox/received':
       p.inbox[e.data.messageId] = { state: 'pending', kind: e.data.kind, content: e.data.content, request: e.data.request };
@@ -576,6 +580,8 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'compaction/started':
     case 'checkpoint/committed':
     case 'compaction/rejected':
+    // a job's own log: folded by job-projection.ts
+    case 'job/created': case 'job/started': case 'job/phase': case 'job/cancel_requested': case 'job/notified':
       break;
     default:
       assertNever(e, 'event');

@@ -10,6 +10,7 @@ import { createBudgetCheck } from './budgets.js';
 import { createCompletionCheck } from './completion.js';
 import { createContinuationCheck, createGoalCheck } from './goals.js';
 import { createCompactionCheck } from './compaction.js';
+import { createJobCheck } from './jobs.js';
 
 /** Options of `verifyLog`. */
 export interface VerifyOptions {
@@ -44,6 +45,7 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
     createGoalCheck(report),
     createContinuationCheck(report),
     createCompactionCheck(report),
+    createJobCheck(report),
   ];
   for (const e of events) for (const c of checks) c.event(e);
   for (const c of checks) c.end(opts.complete ?? false);

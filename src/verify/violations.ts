@@ -84,6 +84,15 @@ export const VIOLATION_CODES = [
   'goal.updated_after_end',
   'goal.continuation_unowed',
   'goal.continuation_lost',
+  'job.uncreated',
+  'job.edge',
+  'job.end_missing',
+  'job.ended_twice',
+  'job.unended',
+  'job.started_twice',
+  'job.started_after_end',
+  'job.notified_early',
+  'job.notified_twice',
 ] as const;
 
 /** One of `VIOLATION_CODES`. */

@@ -133,6 +133,20 @@ async function cases(): Promise<Case[]> {
   };
   add([], b.push('inbox/received', { messageId: 'msg_3', kind: 'subagent_completed', from: notice.childId, content: JSON.stringify(notice), request: null }), [diffDigest]);
 
+  // a job's output, stored before its terminal phase; its notice names it in the owner's log
+  const jobOut = 'ok 12 tests\n'.repeat(100);
+  const jobDigest = await blobs.put(jobOut);
+  const jobOutput = { id: 'art_01JOB', digest: jobDigest, bytes: jobOut.length, binary: false };
+  add(['job/phase end.output.digest'], b.push('job/phase', {
+    from: 'running', phase: 'completed', reason: 'exited', message: null, attempt: 1,
+    end: { exitCode: 0, signal: null, durationMs: 10, usage: null, costUsd: null, output: jobOutput, tail: 'ok 12 tests\n' },
+  }), [jobDigest]);
+  const jobNotice = {
+    jobId: 'job_01JOB000000000000000000000', name: 'regress', phase: 'completed', reason: 'exited', message: null, attempts: 1,
+    exitCode: 0, durationMs: 10, usage: null, output: jobOutput, tail: 'ok 12 tests\n',
+  };
+  add([], b.push('inbox/received', { messageId: 'msg_4', kind: 'job_notice', from: jobNotice.jobId, content: JSON.stringify(jobNotice), request: null }), [jobDigest]);
+
   // the texts the model was given of docs, the skill index, memory and retrieved excerpts
   const textRef = async (text: string) => ({ digest: await blobs.put(text, sha256Digest(text)), bytes: Buffer.byteLength(text) });
   const docText = await textRef('Project instructions from AGENTS.md:\n\nROOT RULE');
@@ -179,5 +193,7 @@ describe('blobRefs', () => {
     expect(blobRefs(b.events[0]!)).toEqual([]);
     const odd = b.push('inbox/received', { messageId: 'msg_2', kind: 'subagent_completed', from: 'agt_x', content: '{not json', request: null });
     expect(blobRefs(odd)).toEqual([]);
+    const oddJob = b.push('inbox/received', { messageId: 'msg_3', kind: 'job_notice', from: 'job_x', content: '{"jobId":1}', request: null });
+    expect(blobRefs(oddJob)).toEqual([]);
   });
 });

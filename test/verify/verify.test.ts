@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { formatViolations, verifyLog, VIOLATION_CODES, type Violation } from '../../src/verify/verify.js';
 import { indexOf, LogBuilder, mutate, type RawEvent } from '../actors/log-builder.js';
+import { completedJob, JobLogBuilder } from '../helpers/job-log.js';
 
 /**
  * One turn as the runtime writes it: step 1 reads a file (no effects), step 2 answers.
@@ -187,6 +188,20 @@ function like(r: RawEvent[], i: number, over: Partial<RawEvent>, data: Record<st
 const pairs = (v: Violation[]) => v.map((x) => [x.code, x.seq]);
 
 describe('verifyLog on logs the runtime writes', () => {
+  it('holds for a job that ran, completed and notified its owner, and for one restarted, reconciled or cancelled', () => {
+    expect(verifyLog(completedJob(), { complete: true })).toEqual([]);
+    const restarted = new JobLogBuilder().created({ idempotent: true, retries: 1 }).started().phase('running', 'pending', 'runtime_restarted');
+    restarted.started(2).phase('running', 'completed', 'exited', 2).notified();
+    expect(verifyLog(restarted.events, { complete: true })).toEqual([]);
+    const reconciled = new JobLogBuilder().created({ effects: 'possible' }).started().phase('running', 'reconciling', 'outcome_unknown');
+    reconciled.phase('reconciling', 'interrupted', 'outcome_unknown').notified('interrupted');
+    expect(verifyLog(reconciled.events, { complete: true })).toEqual([]);
+    const cancelled = new JobLogBuilder().created();
+    cancelled.push('job/cancel_requested', { reason: 'user_cancelled', by: 'client:cli', messageId: null });
+    cancelled.phase('pending', 'cancelled', 'user_cancelled', 0).notified('cancelled');
+    expect(verifyLog(cancelled.events, { complete: true })).toEqual([]);
+  });
+
   it('holds for a step that compacted its closed steps before its request', () => {
     expect(verifyLog(compacted(), { complete: true })).toEqual([]);
   });
@@ -260,6 +275,22 @@ interface Case {
 }
 
 const cases: Case[] = [
+  // a job's log (seqs: 1 job/created, 2 job/started, 3 pending → running, 4 running → completed, 5 job/notified)
+  { name: 'job events in a log that never created a job', code: 'job.uncreated', seq: 1, log: () => mutate(completedJob(), (r) => r.splice(0, 1)) },
+  {
+    name: 'a job moves along no edge of its machine (pending → reconciling)', code: 'job.edge', seq: 3,
+    log: () => mutate(completedJob(), (r) => { r[2]!.data.phase = 'reconciling'; r[3]!.data.from = 'reconciling'; }),
+  },
+  { name: 'a job ends without its end', code: 'job.end_missing', seq: 4, log: () => mutate(completedJob(), (r) => { r[3]!.data.end = null; }) },
+  {
+    name: 'a job ends twice', code: 'job.ended_twice', seq: 5,
+    log: () => mutate(completedJob(), (r) => r.splice(4, 0, like(r, 3, {}, { from: 'completed', phase: 'failed', reason: 'executor_error' }))),
+  },
+  { name: 'a finished job log that never ends its job', code: 'job.unended', seq: 1, complete: true, log: () => completedJob().slice(0, 3) },
+  { name: 'a second execution starts while the first runs', code: 'job.started_twice', seq: 4, log: () => mutate(completedJob(), (r) => r.splice(3, 0, like(r, 1, {}, { attempt: 2 }))) },
+  { name: 'an execution starts after the job ended', code: 'job.started_after_end', seq: 5, log: () => mutate(completedJob(), (r) => r.splice(4, 0, like(r, 1, {}, { attempt: 2 }))) },
+  { name: "a job's notice is recorded before it ended", code: 'job.notified_early', seq: 4, log: () => mutate(completedJob(), (r) => r.splice(3, 0, r.splice(4, 1)[0]!)) },
+  { name: "a job's notice is recorded twice", code: 'job.notified_twice', seq: 6, log: () => mutate(completedJob(), (r) => r.push(like(r, 4, {}))) },
   { name: 'a checkpoint of a compaction never started', code: 'compaction.unstarted', seq: 17, log: () => mutate(compacted(), (r) => r.splice(indexOf(r, 'compaction/started'), 1)) },
   {
     name: 'a compaction committed twice', code: 'compaction.closed_twice', seq: 19,

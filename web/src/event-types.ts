@@ -18,4 +18,5 @@ export const EVENT_TYPES = Object.keys({
   'subagent/notified': true, 'subagent/waiting': true, 'subagent/detached': true,
   'doc/loaded': true, 'skills/indexed': true, 'skill/loaded': true, 'memory/loaded': true, 'retrieval/loaded': true,
   'memory/changed': true, 'compaction/started': true, 'checkpoint/committed': true, 'compaction/rejected': true,
+  'job/created': true, 'job/started': true, 'job/phase': true, 'job/cancel_requested': true, 'job/notified': true,
 } satisfies Record<EventType, true>) as EventType[];
