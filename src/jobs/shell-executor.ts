@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
+import { ToolError } from '../protocol/errors.js';
 import { shellInvocation } from '../tools/builtins/shell.js';
 import { groupRuns, isAlive, procStat, runProcess, signalSandboxedGroups } from '../tools/sandbox.js';
 import type { ToolContext } from '../tools/tool.js';
@@ -143,7 +144,7 @@ export async function startShellJob(spec: ShellJobSpec, ctx: ShellJobContext, op
   const pid = await Promise.race([spawned, outcome.then(() => null)]);
   if (pid === null) {
     // runProcess resolves without spawning only when aborted before, which nothing here does
-    throw new Error('the job command ended before it started');
+    throw new ToolError('tool.spawn_failed', 'the job command ended before it started');
   }
   const identity = (await processIdentity(pid)) ?? { pid, startTicks: 0, bootId: '' };
 

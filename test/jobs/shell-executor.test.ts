@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   isProcessAlive,
   killOrphanGroup,
+  OUTPUT_HIGH_WATER_BYTES,
   processGroupAlive,
   startShellJob,
   type OutputChunk,
@@ -158,6 +159,28 @@ describe.each([
     expect(Date.now() - t0).toBeGreaterThanOrEqual(350);
     expect(r).toMatchObject({ cancelled: true, stray: false });
     expect(await sleepers(m)).toEqual([]);
+  });
+
+  it('a slow sink slows the command instead of filling memory, and gets every byte in order', async () => {
+    let written = 0;
+    let most = 0;
+    let job: Awaited<ReturnType<typeof startShellJob>> | undefined;
+    job = await startShellJob({ command: 'head -c 4000000 /dev/zero | tr "\\0" a' }, ctx(bwrapPath), {
+      sink: {
+        write: async (c) => {
+          expect(c.offset).toBe(written);
+          expect(Buffer.from(c.bytes).every((b) => b === 0x61)).toBe(true);
+          await new Promise((r) => setTimeout(r, 2));
+          written += c.bytes.length;
+          if (job) most = Math.max(most, job.bytes() - written);
+        },
+      },
+    });
+    const r = await job.result;
+    expect(r).toMatchObject({ exitCode: 0, bytes: 4_000_000, outputError: null });
+    expect(written).toBe(4_000_000);
+    // a paused stream may still hand over what it had read: a chunk per stream past the high water
+    expect(most).toBeLessThanOrEqual(OUTPUT_HIGH_WATER_BYTES + 256 * 1024);
   });
 
   it('a failing sink stops the writing, not the job', async () => {
