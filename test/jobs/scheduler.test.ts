@@ -123,8 +123,9 @@ describe('job scheduler', () => {
     try {
       const s = scheduler({ maxRunningPerHost: 2 });
       const ctx = { workspace: ws, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, sandbox: { bwrapPath: bwrap, network: false, envAllow: [] } };
-      // each job leaves a mark in the workspace while it runs, and counts the marks there
-      const command = (i: number) => `touch running.${i}; sleep 0.3; ls running.* | wc -l; rm running.${i}`;
+      // each job leaves a mark in the workspace while it runs, and counts the marks there (a glob
+      // only reads the directory; ls would stat a mark another job removes meanwhile)
+      const command = (i: number) => `touch running.${i}; sleep 0.3; marks=(running.*); echo "\${#marks[@]}"; rm running.${i}`;
       const seen: number[] = [];
       await Promise.all(
         [1, 2, 3, 4, 5].map(async (i) => {
