@@ -27,6 +27,8 @@ export const DEFAULT_JOB_KILL_GRACE_MS = 5_000;
 export const DEFAULT_JOB_TAIL_BYTES = 16 * 1024;
 /** Bytes given to the sink and not yet written above which the command's output is paused. */
 export const OUTPUT_HIGH_WATER_BYTES = 1024 * 1024;
+/** The most bytes one sink call gets when chunks that waited are joined. */
+export const MAX_SINK_WRITE_BYTES = 256 * 1024;
 
 /** One piece of a job's output, in the order it was read. */
 export interface OutputChunk {
@@ -38,7 +40,10 @@ export interface OutputChunk {
 
 /** Where a job's output goes as it comes (the caller writes it to an artifact in the blob store). */
 export interface OutputSink {
-  /** Writes one chunk; called again only after the previous call settled. A throw stops the writing, not the job. */
+  /**
+   * Writes one chunk; called again only after the previous call settled, so chunks that came
+   * meanwhile arrive joined. A throw stops the writing, not the job.
+   */
   write(chunk: OutputChunk): void | Promise<void>;
 }
 
@@ -316,31 +321,68 @@ class Tail {
   }
 }
 
-/** Writes chunks to a sink one after another; says when the command should wait for it. */
+/**
+ * Writes chunks to a sink one call at a time, in order. What comes while a write is on its way is
+ * joined (consecutive chunks of one stream, up to MAX_SINK_WRITE_BYTES): a sink's cost per call
+ * (a blob store round trip) then bounds the calls, not how finely the pipe was read.
+ */
 class SinkQueue {
-  private chain: Promise<void> = Promise.resolve();
+  private readonly queue: OutputChunk[] = [];
   private pending = 0;
+  private writing: Promise<void> | null = null;
+  private waiters: (() => void)[] = [];
   error: { message: string } | null = null;
 
   constructor(private readonly sink: OutputSink) {}
 
-  /** Queues a chunk; returns a promise to pause the output on while the sink is behind by more than the high water. */
+  /** Queues a chunk; returns a promise to pause the output on while more than the high water waits. */
   push(chunk: OutputChunk): Promise<void> | undefined {
     if (this.error) return undefined;
+    this.queue.push(chunk);
     this.pending += chunk.bytes.length;
-    this.chain = this.chain.then(async () => {
-      try {
-        if (!this.error) await this.sink.write(chunk);
-      } catch (err) {
-        this.error = { message: err instanceof Error ? err.message : String(err) };
-      } finally {
-        this.pending -= chunk.bytes.length;
-      }
-    });
-    return this.pending > OUTPUT_HIGH_WATER_BYTES ? this.chain : undefined;
+    this.writing ??= this.drain();
+    if (this.pending <= OUTPUT_HIGH_WATER_BYTES) return undefined;
+    return new Promise((resolve) => this.waiters.push(resolve));
   }
 
+  /** Settles once everything queued was written (or the sink failed). */
   drained(): Promise<void> {
-    return this.chain;
+    return this.writing ?? Promise.resolve();
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0 && !this.error) {
+      const next = this.joinNext();
+      try {
+        await this.sink.write(next);
+      } catch (err) {
+        this.error = { message: err instanceof Error ? err.message : String(err) };
+      }
+      this.pending -= next.bytes.length;
+      if (this.pending <= OUTPUT_HIGH_WATER_BYTES || this.error) this.wake();
+    }
+    // after a failure nothing more is written: what waits is dropped, and the output flows on
+    this.queue.length = 0;
+    this.pending = 0;
+    this.wake();
+    this.writing = null;
+  }
+
+  private joinNext(): OutputChunk {
+    const first = this.queue.shift()!;
+    const parts = [first.bytes];
+    let size = first.bytes.length;
+    while (this.queue[0]?.stream === first.stream && size + this.queue[0].bytes.length <= MAX_SINK_WRITE_BYTES) {
+      const c = this.queue.shift()!;
+      parts.push(c.bytes);
+      size += c.bytes.length;
+    }
+    return parts.length === 1 ? first : { stream: first.stream, offset: first.offset, bytes: Buffer.concat(parts, size) };
+  }
+
+  private wake(): void {
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const w of waiting) w();
   }
 }

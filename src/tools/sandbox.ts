@@ -364,8 +364,10 @@ function collect(file: string, args: readonly string[], opts: RunProcessOptions,
       kept.push(chunk);
       const stream = child[name];
       const wait = opts.onOutput?.(name, chunk);
-      // the stray timer destroys a stream paused for a reader that never returns
-      if (wait) {
+      // Only while the process runs: after its exit the stray timer would take a stream paused
+      // for a slow reader for one held by an escaped process. What is left then is bounded (the
+      // pipe's buffer, and what descendants write before the group is stopped).
+      if (wait && exit === null) {
         stream.pause();
         void wait.catch(() => undefined).then(() => stream.resume());
       }
@@ -382,6 +384,8 @@ function collect(file: string, args: readonly string[], opts: RunProcessOptions,
     });
     child.once('exit', (code, signal) => {
       exit = { code, signal };
+      child.stdout.resume();
+      child.stderr.resume();
       // Background jobs outlive the shell and keep our pipes open; they are part of this call.
       stop();
     });

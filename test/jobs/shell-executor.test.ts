@@ -183,6 +183,23 @@ describe.each([
     expect(most).toBeLessThanOrEqual(OUTPUT_HIGH_WATER_BYTES + 256 * 1024);
   });
 
+  it('a sink still behind when the command exits is waited for, not taken for an escaped process', async () => {
+    let written = 0;
+    // The first write takes 1.5 s: the rest of a little over the high water queues, the output is
+    // paused, and the command exits with its last bytes in the pipe. killGraceMs 0: runProcess
+    // gives up 1 s after the exit on pipes still open, unless the output flows again at the exit.
+    const job = await startShellJob({ command: 'head -c 1100000 /dev/zero', killGraceMs: 0 }, ctx(bwrapPath), {
+      sink: {
+        write: async (c) => {
+          if (written === 0) await new Promise((r) => setTimeout(r, 1_500));
+          written += c.bytes.length;
+        },
+      },
+    });
+    expect(await job.result).toMatchObject({ exitCode: 0, bytes: 1_100_000, stray: false, outputError: null });
+    expect(written).toBe(1_100_000);
+  });
+
   it('a failing sink stops the writing, not the job', async () => {
     const job = await startShellJob({ command: 'echo one; sleep 0.2; echo two' }, ctx(bwrapPath), {
       sink: {
