@@ -177,7 +177,8 @@ export async function startShellJob(spec: ShellJobSpec, ctx: ShellJobContext, op
         }
         abort.abort();
       }, graceMs);
-      await outcome.finally(() => clearTimeout(timer));
+      // settled either way: a stop never rejects
+      await outcome.then(() => clearTimeout(timer), () => clearTimeout(timer));
     })();
     return stopping;
   };
