@@ -195,6 +195,13 @@ export interface RunProcessOptions {
   sandbox: ProcessSandbox | null;
   /** SIGTERM-to-SIGKILL grace; default DEFAULT_KILL_GRACE_MS. */
   killGraceMs?: number;
+  /**
+   * Each chunk as it is read, besides the capped copy kept in the outcome. A returned promise
+   * pauses that stream until it settles: a slow reader slows the process instead of filling memory.
+   */
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void | Promise<void>;
+  /** The PID of the process started (bubblewrap when sandboxed), which leads its own process group. */
+  onSpawn?: (pid: number) => void;
 }
 
 /** How a process ended and what it wrote. */
@@ -270,7 +277,8 @@ export async function sweepStaleTmpDirs(dir: string = tmpdir()): Promise<string[
   return removed;
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this PID exists (a zombie counts; this process always does). */
+export function isAlive(pid: number): boolean {
   if (pid === process.pid) return true;
   try {
     process.kill(pid, 0);
@@ -352,8 +360,21 @@ function collect(file: string, args: readonly string[], opts: RunProcessOptions,
     };
 
     // Keep reading past the cap: a child blocked on a full pipe would never exit.
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    const onData = (name: 'stdout' | 'stderr', kept: CappedBuffer) => (chunk: Buffer): void => {
+      kept.push(chunk);
+      const stream = child[name];
+      const wait = opts.onOutput?.(name, chunk);
+      // Only while the process runs: after its exit the stray timer would take a stream paused
+      // for a slow reader for one held by an escaped process. What is left then is bounded (the
+      // pipe's buffer, and what descendants write before the group is stopped).
+      if (wait && exit === null) {
+        stream.pause();
+        void wait.catch(() => undefined).then(() => stream.resume());
+      }
+    };
+    child.stdout.on('data', onData('stdout', stdout));
+    child.stderr.on('data', onData('stderr', stderr));
+    if (child.pid !== undefined) opts.onSpawn?.(child.pid);
     child.once('error', (err) => {
       if (child.pid !== undefined) return;
       settled = true;
@@ -363,6 +384,8 @@ function collect(file: string, args: readonly string[], opts: RunProcessOptions,
     });
     child.once('exit', (code, signal) => {
       exit = { code, signal };
+      child.stdout.resume();
+      child.stderr.resume();
       // Background jobs outlive the shell and keep our pipes open; they are part of this call.
       stop();
     });
@@ -402,7 +425,7 @@ async function reapGroup(pgid: number | undefined, waitMs: number): Promise<bool
 }
 
 /** Whether a process of group `pgid` runs: signal 0 to the group, then /proc to skip zombies nobody reaped. */
-async function groupRuns(pgid: number): Promise<boolean> {
+export async function groupRuns(pgid: number): Promise<boolean> {
   try {
     process.kill(-pgid, 0);
   } catch (err) {
@@ -413,12 +436,51 @@ async function groupRuns(pgid: number): Promise<boolean> {
   if (!names) return true;
   for (const name of names) {
     if (!/^\d+$/.test(name)) continue;
-    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
-    // fields after the command (which may hold spaces and parentheses): state ppid pgrp ...
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') return true;
+    const stat = await procStat(Number(name));
+    if (stat?.pgrp === pgid && stat.state !== 'Z' && stat.state !== 'X') return true;
   }
   return false;
+}
+
+/** The fields of /proc/<pid>/stat this module reads; null when the process is gone (or there is no /proc). */
+export interface ProcStat {
+  state: string;
+  ppid: number;
+  pgrp: number;
+  session: number;
+  /** When it started, in clock ticks since boot: with the PID, it names one process across PID reuse. */
+  startTicks: number;
+}
+
+/** Reads /proc/<pid>/stat; null when the process is gone or there is no /proc. */
+export async function procStat(pid: number): Promise<ProcStat | null> {
+  const raw = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  if (raw === '') return null;
+  // fields after the command (which may hold spaces and parentheses): state ppid pgrp session ...
+  const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+  return { state: f[0] ?? '', ppid: Number(f[1]), pgrp: Number(f[2]), session: Number(f[3]), startTicks: Number(f[19]) };
+}
+
+/**
+ * Sends `sig` to the process groups of the children of `bwrapPid` that lead their own: bubblewrap
+ * starts the command in a new session (`--new-session`), out of reach of a signal to its own
+ * group, and a signal to bubblewrap itself kills the sandbox at once (`--die-with-parent`). This
+ * is how a sandboxed command gets a SIGTERM it can clean up on. Returns the groups signalled.
+ */
+export async function signalSandboxedGroups(bwrapPid: number, sig: NodeJS.Signals): Promise<number[]> {
+  const signalled: number[] = [];
+  for (const name of await readdir('/proc').catch(() => [])) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await procStat(Number(name));
+    if (stat?.ppid !== bwrapPid || stat.pgrp !== Number(name)) continue;
+    try {
+      process.kill(-stat.pgrp, sig);
+      signalled.push(stat.pgrp);
+    } catch {
+      // ESRCH: gone meanwhile.
+    }
+  }
+  return signalled;
 }
 
 /** Keeps the first `max` bytes of a stream and counts the rest. */

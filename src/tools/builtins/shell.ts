@@ -2,8 +2,8 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../../protocol/errors.js';
-import { DEFAULT_PATH, findExecutable, runProcess, sandboxEnv, type ProcessOutcome } from '../sandbox.js';
-import { TOOL_STOP_CODES, type PreviewContext, type ToolDefinition, type ToolPreview, type ToolResult } from '../tool.js';
+import { DEFAULT_PATH, findExecutable, runProcess, sandboxEnv, type ProcessOutcome, type ProcessSandbox } from '../sandbox.js';
+import { TOOL_STOP_CODES, type PreviewContext, type ToolContext, type ToolDefinition, type ToolPreview, type ToolResult } from '../tool.js';
 import { shownWord } from '../approval-preview.js';
 import { resolveInWorkspace } from '../workspace-path.js';
 
@@ -61,22 +61,46 @@ export const shellTool: ToolDefinition<ShellInput> = {
   timeoutMs: MAX_SHELL_TIMEOUT_MS + 15_000,
   async execute(input, ctx) {
     ctx.signal.throwIfAborted();
-    const cwd = await resolveInWorkspace(ctx.workspace, input.cwd ?? '.', { mustExist: true });
-    if (!(await stat(cwd)).isDirectory()) {
-      throw new ToolError('tool.not_directory', `cwd ${JSON.stringify(input.cwd)} is not a directory; pass a directory relative to the workspace`);
-    }
-    const sandboxed = ctx.sandbox.bwrapPath !== null;
-    const env = processEnv(ctx.env, ctx.sandbox.envAllow, sandboxed);
-    const outcome = await runProcess([await shellPath(env.PATH), '-c', input.command], {
-      cwd,
-      env,
+    const run = await shellInvocation(input.command, input.cwd, ctx);
+    const outcome = await runProcess(run.argv, {
+      cwd: run.cwd,
+      env: run.env,
       signal: ctx.signal,
       timeoutMs: input.timeout_ms ?? DEFAULT_SHELL_TIMEOUT_MS,
-      sandbox: ctx.sandbox.bwrapPath ? { bwrapPath: ctx.sandbox.bwrapPath, workspace: ctx.workspace, network: ctx.sandbox.network, hide: ctx.sandbox.hide ?? [] } : null,
+      sandbox: run.sandbox,
     });
-    return shellResult(outcome, sandboxed, input.timeout_ms ?? DEFAULT_SHELL_TIMEOUT_MS);
+    return shellResult(outcome, run.sandbox !== null, input.timeout_ms ?? DEFAULT_SHELL_TIMEOUT_MS);
   },
 };
+
+/** How a command line runs: the argv, cwd, environment and containment `runProcess` takes. */
+export interface ShellInvocation {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  sandbox: ProcessSandbox | null;
+}
+
+/**
+ * How `shell` runs `command` in `cwd` (relative to the workspace) under a call's grant; anything
+ * else that runs a command line the way `shell` does (a background job) builds it here, so both
+ * get the same sandbox, environment and cwd checks. Throws a ToolError for a cwd outside the
+ * workspace, missing, or not a directory.
+ */
+export async function shellInvocation(command: string, cwdInput: string | undefined, ctx: Pick<ToolContext, 'workspace' | 'env' | 'sandbox'>): Promise<ShellInvocation> {
+  const cwd = await resolveInWorkspace(ctx.workspace, cwdInput ?? '.', { mustExist: true });
+  if (!(await stat(cwd)).isDirectory()) {
+    throw new ToolError('tool.not_directory', `cwd ${JSON.stringify(cwdInput)} is not a directory; pass a directory relative to the workspace`);
+  }
+  const { bwrapPath } = ctx.sandbox;
+  const env = processEnv(ctx.env, ctx.sandbox.envAllow, bwrapPath !== null);
+  return {
+    argv: [await shellPath(env.PATH), '-c', command],
+    cwd,
+    env,
+    sandbox: bwrapPath ? { bwrapPath, workspace: ctx.workspace, network: ctx.sandbox.network, hide: ctx.sandbox.hide ?? [] } : null,
+  };
+}
 
 /** The cwd as the plan records it: relative to the workspace, `/`-separated, "." for the root; lexical only. */
 export function relativeCwd(workspace: string, cwd: string | undefined): string {
