@@ -84,8 +84,12 @@ describe('a node dies under a 3-node cluster with replicas = 3', () => {
     expect(warnings.some((w) => w.includes('retrying with the same ID'))).toBe(true);
     const reader = createLogReader({ js: bus.js, jsm: bus.jsm });
     for (const [i, actorId] of actors.entries()) {
-      const events = [];
-      for await (const { event } of reader.read(actorId, actorId)) events.push(event);
+      // read right after the restart: the cluster may still be settling (a read timed out once in CI)
+      const events = await answered(async () => {
+        const read = [];
+        for await (const { event } of reader.read(actorId, actorId)) read.push(event);
+        return read;
+      });
       expect(events.map((e) => e.seq)).toEqual(Array.from({ length: counts[i]! }, (_, k) => k + 1));
     }
     console.log(`LOGS leader ${leader} killed; longest commit ${Math.max(...latencies)} ms; ${warnings.length} retries logged; ${Date.now() - killedAt} ms`);
