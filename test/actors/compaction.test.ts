@@ -1,4 +1,4 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -379,5 +379,47 @@ describe('a summary attempt that fails', () => {
     expect(end.outcome).toBe('failed');
     expect(end.reason).toMatch(/^context_cannot_fit: the summary's model attempt failed: rate_limit: scripted rate limit of a summary/);
     expect(ends.map((e) => e.data.backoffMs)).toEqual([5, 5, null]);
+  });
+});
+
+describe('the files a checkpoint names', () => {
+  it('are hashed inside the workspace only: a link the agent made to a file outside is named without a digest', async () => {
+    const ws = await workspace(10);
+    const outside = await tempDir('compaction-outside');
+    dirs.push(outside);
+    await writeFile(join(outside, 'secret.txt'), 'not the workspace\'s');
+    let release!: () => void;
+    const gateOpen = new Promise<void>((r) => (release = r));
+    let gated!: () => void;
+    const atGate = new Promise<void>((r) => (gated = r));
+    const gate: ToolDefinition<{ text: string }> = {
+      name: 'gate', version: '1', description: 'Waits for the test.', input: z.strictObject({ text: z.string() }), level: 'read',
+      executionSemantics: () => ({ effects: 'none', retry: 'auto' }), resources: () => [],
+      async execute() {
+        gated();
+        await gateOpen;
+        return { ok: true, output: 'open' };
+      },
+    };
+    const script: ScriptResponse[] = [
+      { tool_calls: [{ id: 'c_w', name: 'write_file', arguments: { path: 'inside.md', content: 'mine\n' } }] },
+      { tool_calls: [{ id: 'c_gate', name: 'gate', arguments: { text: 'swap' } }] },
+      ...Array.from({ length: 10 }, (_, i) => read(i)),
+      { content: 'done' },
+    ];
+    const rt = await rts.open({ script, tools: [gate] });
+    const sup = rt.supervisor();
+    const { actor, ended } = await startTurn(sup, TASK, request(ws, { tools: ['read_file', 'write_file', 'gate'] }));
+    // the file the agent wrote becomes a link out of the workspace before any compaction
+    await atGate;
+    await unlink(join(ws, 'inside.md'));
+    await symlink(join(outside, 'secret.txt'), join(ws, 'inside.md'));
+    release();
+    expect(await ended).toMatchObject({ outcome: 'completed' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const committed = ofType(log, 'checkpoint/committed');
+    expect(committed.length).toBeGreaterThanOrEqual(1);
+    for (const c of committed) expect(c.data.files).toEqual([{ path: 'inside.md', digest: null }]);
+    expectClean(log);
   });
 });

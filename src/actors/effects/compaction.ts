@@ -1,4 +1,4 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { sha256Digest } from '../../protocol/canonical-json.js';
 import { newId } from '../../protocol/ids.js';
@@ -341,15 +341,20 @@ export async function pinnedFacts(ctx: EffectContext): Promise<{ pins: PinnedFac
   return { pins, files };
 }
 
-/** The sha256 of a workspace file as it is now; null when it is gone, too large, or outside the workspace. */
+/**
+ * The sha256 of a workspace file as it is now; null when it is gone, too large, not a plain file,
+ * or (through a link anywhere on its path) outside the workspace: the host reads nothing an agent
+ * pointed it at beyond the workspace.
+ */
 async function fileDigest(workspace: string, path: string): Promise<string | null> {
-  const abs = isAbsolute(path) ? path : resolve(workspace, path);
-  const rel = relative(workspace, abs);
-  if (rel.startsWith('..') || isAbsolute(rel)) return null;
   try {
-    const st = await stat(abs);
+    const root = await realpath(workspace);
+    const real = await realpath(isAbsolute(path) ? path : resolve(workspace, path));
+    const rel = relative(root, real);
+    if (rel.startsWith('..') || isAbsolute(rel)) return null;
+    const st = await stat(real);
     if (!st.isFile() || st.size > DIGEST_MAX_BYTES) return null;
-    return sha256Digest(await readFile(abs));
+    return sha256Digest(await readFile(real));
   } catch {
     return null;
   }
