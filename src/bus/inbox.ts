@@ -141,7 +141,7 @@ export async function openInbox(
         if (left <= 0) return null;
         // Short heartbeats whatever the wait: a pull on a consumer whose server died (its leader
         // on a cluster) ends after two missed ones, and the caller pulls again from the new leader,
-        // instead of waiting out the pull (a 30 s one stalled an inbox for half a minute).
+        // instead of waiting out the pull (a long one would stall the inbox for its whole length).
         const expires = Math.max(1_000, left);
         // nats.js 3.4 hands `next`'s options to its fetch, which takes a heartbeat; its type omits it
         const m = await consumer.next({ expires, idle_heartbeat: Math.min(INBOX_HEARTBEAT_MS, expires / 2) } as NextOptions);

@@ -253,7 +253,7 @@ export function createLogReader(opts: LogReaderOptions): LogReader {
       });
       // Short pulls and heartbeats: on a cluster an ordered consumer lives on one server, and
       // when that server dies two missed heartbeats make nats.js remake it (below: from `next`).
-      // With the defaults (30 s pulls, 15 s heartbeats) a follower stalled for over half a minute.
+      // With nats.js's default pulls and heartbeats a follower would stall for a whole pull.
       const messages = await consumer.consume({ max_messages: 256, expires: FOLLOW_PULL_MS, idle_heartbeat: FOLLOW_HEARTBEAT_MS });
       // nats.js 3.4 remakes an ordered consumer that a nats-server restart lost, but asks the new
       // one for only as many messages as the old one had delivered (its pending count is never

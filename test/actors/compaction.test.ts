@@ -53,6 +53,24 @@ function expectClean(log: ActorEvent[]): void {
   expect(violations, formatViolations(violations)).toEqual([]);
 }
 
+/**
+ * A scripted model over `script` whose compaction summaries first pass `before` (which may wait
+ * or throw); the step's own requests go through as they are.
+ */
+function summariesThrough(script: ScriptResponse[], before: () => Promise<void>) {
+  return async (_s: unknown, cursor: number): Promise<ModelAdapter> => {
+    const m = createScriptedModel({ responses: script, cursor });
+    return {
+      ...m,
+      prepare: (r) => m.prepare(r),
+      async *stream(prepared, signal) {
+        if (prepared.request.purpose) await before();
+        yield* m.stream(prepared, signal);
+      },
+    };
+  };
+}
+
 /** The model-visible text of a prepared request (its messages and instructions). */
 function textOf(r: PreparedRequest): string {
   return r.body;
@@ -159,18 +177,10 @@ describe('compaction', () => {
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));
     let held = 0;
-    const modelFor = async (_s: unknown, cursor: number): Promise<ModelAdapter> => {
-      const m = createScriptedModel({ responses: script, cursor });
-      return {
-        ...m,
-        prepare: (r) => m.prepare(r),
-        async *stream(prepared, signal) {
-          // the first summary waits until the test has steered
-          if (prepared.request.purpose && held++ === 0) await gate;
-          yield* m.stream(prepared, signal);
-        },
-      };
-    };
+    // the first summary waits until the test has steered
+    const modelFor = summariesThrough(script, async () => {
+      if (held++ === 0) await gate;
+    });
     const rt = await rts.open({ modelFor });
     const sup = rt.supervisor();
     const { actor, ended } = await startTurn(sup, TASK, request(ws));
@@ -343,20 +353,12 @@ describe('a summary attempt that fails', () => {
     const ws = await workspace(10);
     const script = [...Array.from({ length: 10 }, (_, i) => read(i)), { content: 'done' }];
     let failed = 0;
-    const modelFor = async (_s: unknown, cursor: number): Promise<ModelAdapter> => {
-      const m = createScriptedModel({ responses: script, cursor });
-      return {
-        ...m,
-        prepare: (r) => m.prepare(r),
-        async *stream(prepared, signal) {
-          if (prepared.request.purpose && failed < failures) {
-            failed += 1;
-            throw new ScriptedModelError('rate_limit', 'scripted rate limit of a summary', { retryable: true, retryAfterMs: 5 });
-          }
-          yield* m.stream(prepared, signal);
-        },
-      };
-    };
+    const modelFor = summariesThrough(script, async () => {
+      if (failed < failures) {
+        failed += 1;
+        throw new ScriptedModelError('rate_limit', 'scripted rate limit of a summary', { retryable: true, retryAfterMs: 5 });
+      }
+    });
     const rt = await rts.open({ modelFor });
     const sup = rt.supervisor();
     const { actor, ended } = await startTurn(sup, TASK, request(ws, { maxAttempts: 3 }));
