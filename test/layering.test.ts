@@ -16,7 +16,8 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   machines: ['protocol'],
   store: ['protocol', 'bus'],
   bus: ['protocol'],
-  actors: ['protocol', 'machines', 'store', 'bus', 'model', 'tools', 'context', 'knowledge'],
+  // and `jobs`: the hosting room hosts job actors beside agents (jobs imports nothing of actors)
+  actors: ['protocol', 'machines', 'store', 'bus', 'model', 'tools', 'context', 'knowledge', 'jobs'],
   jobs: ['protocol', 'machines', 'store', 'bus', 'tools'],
   verify: ['protocol', 'store'],
   model: ['protocol'],

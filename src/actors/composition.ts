@@ -53,6 +53,7 @@ export interface CompositionOptions {
   pricing: NonNullable<SupervisorOptions['pricing']>;
   snapshotEvery?: number;
   subagentLimits?: SupervisorOptions['subagentLimits'];
+  jobLimits?: SupervisorOptions['jobLimits'];
   inspect?: InspectObserver;
   /**
    * Opens the `leases` and `hosts` buckets (needs a bus): `ttlMs` sets their TTL (a host's),
@@ -175,6 +176,7 @@ function wired(
       pricing: opts.pricing,
       modelFor: opts.modelFor,
       ...(opts.subagentLimits ? { subagentLimits: opts.subagentLimits } : {}),
+      ...(opts.jobLimits ? { jobLimits: opts.jobLimits } : {}),
       ...(opts.inspect ? { inspect: opts.inspect } : {}),
       ...(worktrees ? { worktrees } : {}),
       resourceLeases,

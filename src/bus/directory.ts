@@ -49,7 +49,7 @@ export function statusAfter(e: { type: string; data?: unknown }): ActorStatus | 
 }
 
 /** Kinds of mail an idle agent takes as a new turn. */
-const TURN_MAIL = new Set(['user_message', 'follow_up', 'subagent_task', 'subagent_completed', 'subagent_report']);
+const TURN_MAIL = new Set(['user_message', 'follow_up', 'subagent_task', 'subagent_completed', 'subagent_report', 'job_notice']);
 
 /** Whether mail of this kind starts a turn when its agent is idle. */
 export function mailStartsTurn(kind: string): boolean {

@@ -154,6 +154,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     pricing: (model) => priceFor(model, config.pricing),
     modelFor: modelsFromSpecs(secretOf(config, 'OPENAI_API_KEY'), config.capabilities),
     subagentLimits: config.subagents,
+    jobLimits: config.jobs,
     leases: opts.leaseTtlMs ? { ttlMs: opts.leaseTtlMs } : {},
   });
   const { bus, lmdb, blobs, snapshots, leases, hosts } = composition;
@@ -214,7 +215,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
     },
     statuses,
     supervisor(extra = {}) {
-      const s = new Supervisor(composition.supervisorOptions(extra));
+      const s = new Supervisor(composition.supervisorOptions({ hostId: opts.hostName ?? holder, ...extra }));
       listenForWatchers();
       // the children its agents spawn run here too, under leases this command keeps until it closes
       s.setAdopter(async (actorId) => (await keeper.take(actorId))?.epoch ?? null);

@@ -96,6 +96,16 @@ export const ConfigFileSchema = z.strictObject({
   max_children_per_parent: z.number().int().min(1).max(10_000).optional(),
   /** Subagents a whole tree may have running at once (default 64). */
   max_children_per_tree: z.number().int().min(1).max(100_000).optional(),
+  /** Background jobs one host runs at once (default 4); more wait in its queue. */
+  max_running_jobs: z.number().int().min(1).max(1_000).optional(),
+  /** Background jobs one tree runs at once, across every host (default 4). */
+  max_running_jobs_per_tree: z.number().int().min(1).max(10_000).optional(),
+  /** Jobs one host keeps waiting (default 100); a start beyond it fails the job at once. */
+  max_queued_jobs: z.number().int().min(0).max(100_000).optional(),
+  /** How long a job runs when its start_job names no timeout (default 1800). */
+  job_timeout_seconds: z.number().positive().max(7 * 86_400).optional(),
+  /** Between SIGTERM and SIGKILL when a job is stopped (default 5000). */
+  job_kill_grace_ms: z.number().int().min(0).max(600_000).optional(),
   /** What a parent's cancelled or failed turn does to its running subagents: `cancel` them (default) or `detach` them. */
   on_parent_end: z.enum(['cancel', 'detach']).optional(),
   /** Environment variables whose values are redacted from tool output (the API key always is). */

@@ -1,4 +1,5 @@
 import { DEFAULT_SUBAGENT_LIMITS } from '../protocol/subagents.js';
+import { DEFAULT_JOB_LIMITS } from '../protocol/job-events.js';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -94,6 +95,14 @@ export const EffectiveConfigSchema = z.object({
     maxChildrenPerParent: z.number().int().positive(),
     maxChildrenPerTree: z.number().int().positive(),
     onParentEnd: z.enum(['cancel', 'detach']),
+  }),
+  /** Limits of background jobs (`max_running_jobs`, `max_running_jobs_per_tree`, `max_queued_jobs`, `job_timeout_seconds`, `job_kill_grace_ms`). */
+  jobs: z.object({
+    maxRunningPerHost: z.number().int().positive(),
+    maxRunningPerTree: z.number().int().positive(),
+    maxQueued: z.number().int().nonnegative(),
+    timeoutSeconds: z.number().positive(),
+    killGraceMs: z.number().int().nonnegative(),
   }),
   /** The workspace whose actorloop.toml was read, and whether the user trusts it. */
   workspace: z.object({ dir: z.string(), trusted: z.boolean() }),
@@ -226,6 +235,13 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       maxChildrenPerParent: file.max_children_per_parent ?? DEFAULT_SUBAGENT_LIMITS.maxChildrenPerParent,
       maxChildrenPerTree: file.max_children_per_tree ?? DEFAULT_SUBAGENT_LIMITS.maxChildrenPerTree,
       onParentEnd: file.on_parent_end ?? DEFAULT_SUBAGENT_LIMITS.onParentEnd,
+    },
+    jobs: {
+      maxRunningPerHost: file.max_running_jobs ?? DEFAULT_JOB_LIMITS.maxRunningPerHost,
+      maxRunningPerTree: file.max_running_jobs_per_tree ?? DEFAULT_JOB_LIMITS.maxRunningPerTree,
+      maxQueued: file.max_queued_jobs ?? DEFAULT_JOB_LIMITS.maxQueued,
+      timeoutSeconds: file.job_timeout_seconds ?? DEFAULT_JOB_LIMITS.timeoutSeconds,
+      killGraceMs: file.job_kill_grace_ms ?? DEFAULT_JOB_LIMITS.killGraceMs,
     },
     redactEnv: [...new Set([keyEnv, 'NATS_PASSWORD', 'NATS_TOKEN', ...(file.redact_env ?? [])])],
     workspace: { dir: workspaceKey(cwd), trusted },

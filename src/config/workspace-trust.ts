@@ -1,4 +1,5 @@
 import { DEFAULT_SUBAGENT_LIMITS } from '../protocol/subagents.js';
+import { DEFAULT_JOB_LIMITS } from '../protocol/job-events.js';
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ApprovalMode } from '../protocol/events.js';
@@ -107,6 +108,18 @@ export function workspaceLayer(ws: ConfigFile | null, user: ConfigFile | null, t
       delete file[key];
     }
   }
+  // job limits only go down too: a workspace may not let its jobs run longer or more at once
+  for (const [key, dflt] of [
+    ['max_running_jobs', DEFAULT_JOB_LIMITS.maxRunningPerHost], ['max_running_jobs_per_tree', DEFAULT_JOB_LIMITS.maxRunningPerTree],
+    ['max_queued_jobs', DEFAULT_JOB_LIMITS.maxQueued], ['job_timeout_seconds', DEFAULT_JOB_LIMITS.timeoutSeconds],
+  ] as const) {
+    const base = user?.[key] ?? dflt;
+    const v = file[key];
+    if (v !== undefined && v > base) {
+      ignored.push(`${key} = ${v}: above ${base}, and an untrusted workspace only lowers it`);
+      delete file[key];
+    }
+  }
   if (file.on_parent_end === 'detach' && (user?.on_parent_end ?? DEFAULT_SUBAGENT_LIMITS.onParentEnd) !== 'detach') {
     ignored.push('on_parent_end = "detach": looser than "cancel", and an untrusted workspace only tightens');
     delete file.on_parent_end;
@@ -133,7 +146,7 @@ export function mergeLayers(ws: ConfigFile, user: ConfigFile | null): ConfigFile
   if (ws.ask_ttl_seconds !== undefined && user?.ask_ttl_seconds !== undefined) {
     merged.ask_ttl_seconds = Math.min(ws.ask_ttl_seconds, user.ask_ttl_seconds);
   }
-  for (const key of ['max_subagent_depth', 'max_children_per_parent', 'max_children_per_tree'] as const) {
+  for (const key of ['max_subagent_depth', 'max_children_per_parent', 'max_children_per_tree', 'max_running_jobs', 'max_running_jobs_per_tree', 'max_queued_jobs', 'job_timeout_seconds'] as const) {
     if (ws[key] !== undefined && user?.[key] !== undefined) merged[key] = Math.min(ws[key], user[key]);
   }
   if (ws.on_parent_end === 'cancel') merged.on_parent_end = 'cancel';

@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import { ActorloopError } from '../protocol/errors.js';
+import { DEFAULT_JOB_LIMITS } from '../protocol/job-events.js';
 import type { JobSlotStore } from './job-slot-port.js';
 
 // The one place that limits how much runs at once (design §6a, §11b): a host runs at most
@@ -11,11 +12,11 @@ import type { JobSlotStore } from './job-slot-port.js';
 // jobs but the names: a foreground tool call can take a slot the same way.
 
 /** Jobs one host runs at once. */
-export const DEFAULT_MAX_RUNNING_JOBS = 4;
+export const DEFAULT_MAX_RUNNING_JOBS = DEFAULT_JOB_LIMITS.maxRunningPerHost;
 /** Jobs one tree runs at once, across every host. */
-export const DEFAULT_MAX_RUNNING_JOBS_PER_TREE = 4;
+export const DEFAULT_MAX_RUNNING_JOBS_PER_TREE = DEFAULT_JOB_LIMITS.maxRunningPerTree;
 /** Jobs one host keeps waiting; an acquire beyond it is refused at once. */
-export const DEFAULT_MAX_QUEUED_JOBS = 100;
+export const DEFAULT_MAX_QUEUED_JOBS = DEFAULT_JOB_LIMITS.maxQueued;
 /** How often a job waiting for a tree full with jobs of other hosts asks again. */
 export const DEFAULT_TREE_RETRY_MS = 1_000;
 

@@ -16,10 +16,11 @@ export interface SteerQueue {
 export const NO_STEERS: SteerQueue = { pending: [], claimed: [] };
 
 /**
- * Kinds that wait for the next step and wake an idle agent: a person's steer, and what a child
- * says to its parent (a report, a completion notice), which a parent reads at its next step.
+ * Kinds that wait for the next step and wake an idle agent: a person's steer, what a child
+ * says to its parent (a report, a completion notice) and a job's notice to its owner, which it
+ * reads at its next step.
  */
-export const STEER_KINDS: ReadonlySet<string> = new Set(['steer', 'subagent_report', 'subagent_completed']);
+export const STEER_KINDS: ReadonlySet<string> = new Set(['steer', 'subagent_report', 'subagent_completed', 'job_notice']);
 
 /** The queue after one event; what it was (absent: empty) when the event changes nothing. */
 export function nextSteers(q: SteerQueue | undefined, e: MachineEvent): SteerQueue | undefined {

@@ -13,6 +13,15 @@ export function jobIdOf(callId: string): string {
   return derivedId('job', 'start', callId);
 }
 
+/** The limits of background jobs when the config names none (the scheduler's and the executor's defaults). */
+export const DEFAULT_JOB_LIMITS = {
+  maxRunningPerHost: 4,
+  maxRunningPerTree: 4,
+  maxQueued: 100,
+  timeoutSeconds: 30 * 60,
+  killGraceMs: 5_000,
+} as const;
+
 /** The phases of a job, one per state of the job machine (`src/machines/job.machine.ts`). */
 export const JobPhaseSchema = z.enum(['pending', 'running', 'reconciling', 'completed', 'failed', 'cancelled', 'interrupted']);
 export type JobPhase = z.infer<typeof JobPhaseSchema>;
@@ -63,6 +72,11 @@ export const ShellExecutorSchema = z.object({
   /** Absolute working directory, inside the owner's workspace. */
   cwd: z.string(),
   timeoutSeconds: z.number().positive(),
+  /** The owner's workspace root, which the sandbox shows writable (absent: `cwd`). */
+  workspace: z.string().optional(),
+  /** What the policy granted the `start_job` call, as it grants a `shell` call: network, secret-looking names let through. */
+  network: z.boolean().optional(),
+  envAllow: z.array(z.string()).optional(),
 });
 
 /** A one-shot background subagent: its one turn is the job, its answer the output. */
@@ -184,3 +198,18 @@ export const JobNoticeSchema = z.object({
   tail: z.string(),
 });
 export type JobNotice = z.infer<typeof JobNoticeSchema>;
+
+/** What the owner's model reads of a job's notice (a malformed one is shown as it came). */
+export function jobNoticeText(content: string): string {
+  let n: JobNotice;
+  try {
+    n = JobNoticeSchema.parse(JSON.parse(content));
+  } catch {
+    return content;
+  }
+  const how = n.exitCode !== null ? `exit code ${n.exitCode}` : n.reason;
+  const head = `Job ${n.name} (${n.jobId}) ended ${n.phase} (${how}${n.message ? `: ${n.message}` : ''}) after ${(n.durationMs / 1000).toFixed(1)} s.`;
+  const out = n.output ? `\nIts whole output (${n.output.bytes} bytes) is artifact ${n.output.id}: read it with artifact_read.` : '';
+  const tail = n.tail !== '' ? `\nThe last lines of its output:\n${n.tail}` : '';
+  return `${head}${out}${tail}`;
+}

@@ -45,7 +45,8 @@ export const SUBAGENT_EVENT_DATA = {
   'subagent/completed': z.object({
     childId: z.string(),
     messageId: z.string(),
-    kind: z.enum(['subagent_completed', 'subagent_report']),
+    /** `job_notice`: a job's end taken into `wait_jobs` (`childId` is then the job's ID). */
+    kind: z.enum(['subagent_completed', 'subagent_report', 'job_notice']),
     outcome: TurnOutcomeSchema.nullable(),
   }),
   /** A child's completion notice reached its parent's inbox (the PubAck): nothing is owed any more. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { jobNoticeText } from './job-events.js';
 import { UsageSchema } from './history.js';
 import { ApprovalModeSchema, TreeLimitsSchema, TurnOutcomeSchema, type TreeLimits } from './turn-settings.js';
 import { derivedId } from './ids.js';
@@ -156,6 +157,7 @@ export function noticeText(kind: string, content: string): string {
       const arts = n.artifacts.map((a) => `\nArtifact ${a.id} (${a.what}, ${a.bytes} bytes): read it with artifact_read.`).join('');
       return `${head}${n.answer !== null ? `\nIts answer:\n${n.answer}` : ''}${arts}`;
     }
+    if (kind === 'job_notice') return jobNoticeText(content);
     if (kind === 'subagent_report') {
       const r = SubagentReportSchema.parse(JSON.parse(content));
       return `Subagent ${r.name} (${r.childId}) reports:\n${r.content}`;

@@ -4,7 +4,7 @@ import type { InboxItemState, Projection } from './projection.js';
 // the next step claims, and how a claim no request included goes back to pending.
 
 /** Kinds of message delivered at the next step boundary of the running (or next) turn. */
-export const NEXT_STEP_KINDS: ReadonlySet<string> = new Set(['steer', 'inject', 'subagent_report', 'subagent_completed']);
+export const NEXT_STEP_KINDS: ReadonlySet<string> = new Set(['steer', 'inject', 'subagent_report', 'subagent_completed', 'job_notice']);
 
 export function without(ids: string[], drop: readonly string[]): string[] {
   return ids.filter((id) => !drop.includes(id));

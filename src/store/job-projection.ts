@@ -148,5 +148,7 @@ export function foldOwnerJobs(p: Projection, e: ActorEvent): void {
     const jobs = (p.jobs ??= {});
     const known = Object.hasOwn(jobs, n.jobId) ? jobs[n.jobId] : undefined;
     jobs[n.jobId] = { name: known?.name ?? n.name, callId: known?.callId ?? '', phase: n.phase, notified: true, noticeId: e.data.messageId };
+    // its whole output is readable with artifact_read (the job stored it in the shared blob store)
+    if (n.output) (p.artifacts ??= {})[n.output.id] = n.output.digest;
   }
 }

@@ -98,6 +98,10 @@ class FakeSupervisor {
     }
   }
 
+  hostClaimed(actorId: string, epoch: number): Promise<unknown> {
+    return this.hydrate(actorId, undefined, { epoch });
+  }
+
   evict(actorId: string): void {
     this.evicted.push(actorId);
   }

@@ -78,7 +78,13 @@ describe('agent machine', () => {
       expect(fx).toEqual([{ type: 'startTurn', params: { messageIds: ['s1'], source: 'user_message' } }]);
     });
 
-    it.each(['job_notice', 'inject', 'notification', ''])('ignores an inbox message of kind %j', (kind) => {
+    it('claims a job notice: it wakes the agent, in a turn of its own', () => {
+      const [s, fx] = step(start(), received('j1', 'job_notice'));
+      expect(s.value).toBe('claiming');
+      expect(fx).toEqual([{ type: 'startTurn', params: { messageIds: ['j1'], source: 'user_message' } }]);
+    });
+
+    it.each(['inject', 'notification', ''])('ignores an inbox message of kind %j', (kind) => {
       const s0 = start();
       const [s, fx] = step(s0, received('n1', kind));
       expect(s.value).toBe('idle');

@@ -280,7 +280,7 @@ export class AgentActor implements HostedAgent {
         return this.commitReceived(e);
       });
     }
-    if (verdict.admit && NOTICE_KINDS.has(msg.kind)) return this.receiveFromChild(msg, verdict.from);
+    if (verdict.admit && (NOTICE_KINDS.has(msg.kind) || msg.kind === 'job_notice')) return this.receiveFromChild(msg, verdict.from);
     const taskRefused = verdict.admit && msg.kind === 'subagent_task' ? refusedTask(this.actorId, this.projection, msg) : null;
     if (taskRefused) {
       this.ports.logger.warn({ messageId: msg.id, from: msg.from }, `subagent task refused: ${taskRefused}`);

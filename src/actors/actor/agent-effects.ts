@@ -28,7 +28,8 @@ import { continuationMessage, controlGoal, createGoal, settleGoalAtTurnEnd } fro
  */
 function sourceOf(claimed: 'user_message' | 'follow_up' | 'goal_continuation', kinds: Array<string | undefined>): EventData<'turn/start'>['source'] {
   if (kinds.includes('subagent_task')) return 'subagent_task';
-  if (kinds.length > 0 && kinds.every((k) => k !== undefined && NOTICE_KINDS.has(k))) return 'subagent_notice';
+  if (kinds.length > 0 && kinds.every((k) => k === 'job_notice')) return 'job_notice';
+  if (kinds.length > 0 && kinds.every((k) => k !== undefined && (NOTICE_KINDS.has(k) || k === 'job_notice'))) return 'subagent_notice';
   return claimed;
 }
 

@@ -1,3 +1,4 @@
+import type { JobPort } from './job-port.js';
 import type { Logger } from 'pino';
 import type { ActorEvent, TurnSettings } from '../../protocol/events.js';
 import type { ModelAdapter, ModelStreamEvent } from '../../model/model-port.js';
@@ -36,6 +37,8 @@ export interface AgentPorts {
   onHalt?(): void;
   /** Other actors of the tree: children it creates, inboxes it writes to (absent: this runtime hosts no subagents). */
   subagents?: SubagentPort;
+  /** Background jobs it starts (absent: this runtime runs none, and the job tools answer so). */
+  jobs?: JobPort;
   /** Leases ordering conflicting calls across the agents of a tree (absent: each agent orders only its own calls). */
   resourceLeases?: ResourceLeaseStore;
   /** Finds the event of this agent's log that names a blob, for the error of a missing one (absent: the error names the digest only). */

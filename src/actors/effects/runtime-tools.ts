@@ -5,6 +5,7 @@ import { stopRuntime } from './stop-decision.js';
 import { loadSkillRuntime, memoryRuntime, memorySearchRuntime } from './knowledge-tools.js';
 import { getGoalRuntime, updateGoalRuntime } from '../goals/goals.js';
 import { spawnAgentRuntime } from '../tree/spawn-agent.js';
+import { cancelJobRuntime, jobStatusRuntime, startJobRuntime, waitJobsRuntime } from './job-tools.js';
 import { interruptAgentRuntime, reportRuntime, sendMessageRuntime, waitAgentsRuntime } from '../tree/subagent-messages.js';
 
 const TOOLS: Record<string, RuntimeTool> = {
@@ -21,6 +22,10 @@ const TOOLS: Record<string, RuntimeTool> = {
   [loadSkillRuntime.name]: loadSkillRuntime,
   [memoryRuntime.name]: memoryRuntime,
   [memorySearchRuntime.name]: memorySearchRuntime,
+  [startJobRuntime.name]: startJobRuntime,
+  [jobStatusRuntime.name]: jobStatusRuntime,
+  [waitJobsRuntime.name]: waitJobsRuntime,
+  [cancelJobRuntime.name]: cancelJobRuntime,
 };
 
 /** The runtime's own implementation of a tool, if it has one. */

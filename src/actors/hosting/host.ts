@@ -172,7 +172,7 @@ export class Host {
       if (!lease) return false;
       this.held.set(actorId, lease);
       try {
-        await this.opts.supervisor.hydrate(actorId, undefined, { epoch: lease.epoch });
+        await this.opts.supervisor.hostClaimed(actorId, lease.epoch);
       } catch (err) {
         this.opts.logger.error({ err, actorId }, 'could not host the actor; releasing its lease');
         this.held.delete(actorId);

@@ -9,6 +9,9 @@ import { createMemoryTreeSlots } from '../../bus/memory-tree-slots.js';
 import { createKvTreeSlots, type TreeSlotStore } from '../../bus/tree-slots.js';
 import { createJetStreamLogs } from '../../store/jetstream-log.js';
 import type { ActorLogs } from '../../store/log-port.js';
+import type { JobSlotStore } from '../../jobs/job-slot-port.js';
+import { createKvJobSlots } from '../../jobs/kv-job-slots.js';
+import { createMemoryJobSlots } from '../../jobs/memory-job-slots.js';
 import { createMemoryLogs, type MemoryLogs } from '../../store/memory-log.js';
 
 /** The I/O a supervisor hosts agents on: inboxes and their signals, the directory, the logs, live deltas. */
@@ -20,6 +23,8 @@ export interface SupervisorPorts {
   live: LivePublisher;
   /** The places of trees (`max_children_per_tree`), shared by every host; absent: each supervisor counts its own. */
   treeSlots?: TreeSlotStore;
+  /** The job places of trees (`max_running_jobs_per_tree`), shared by every host; absent: each supervisor counts its own. */
+  jobSlots?: JobSlotStore;
 }
 
 /** The ports over an open bus: the INBOX stream, KV `actors`, the LOGS stream, core NATS live messages, KV `tree_slots`. */
@@ -31,6 +36,7 @@ export function createJetStreamPorts(bus: Bus): SupervisorPorts {
     live: bus.live,
     // the bucket is made on the first spawn: a command that hosts no tree never touches it
     treeSlots: createKvTreeSlots({ js: bus.js }),
+    jobSlots: createKvJobSlots({ js: bus.js }),
   };
 }
 
@@ -52,5 +58,6 @@ export function createMemoryPorts(): MemoryPorts {
     logs: createMemoryLogs(),
     live: { publish: () => {}, flush: () => {} },
     treeSlots: createMemoryTreeSlots(),
+    jobSlots: createMemoryJobSlots(),
   };
 }

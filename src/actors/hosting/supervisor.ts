@@ -31,6 +31,20 @@ import { TreeHosting } from '../tree/tree-hosting.js';
 import { keepsOutOfLog } from '../effects/questions.js';
 import { redactedContent } from '../agent/task-redaction.js';
 import type { ResourceLeaseStore } from '../../bus/resource-lease-port.js';
+import { createJobScheduler } from '../../jobs/scheduler.js';
+import { createMemoryJobSlots } from '../../jobs/memory-job-slots.js';
+import { JobHosting } from './job-hosting.js';
+
+/** Limits of the background jobs a supervisor hosts (`max_running_jobs`, …); absent ones take the scheduler's defaults. */
+export interface JobLimits {
+  maxRunningPerHost?: number;
+  maxRunningPerTree?: number;
+  maxQueued?: number;
+  /** How long a job runs when its `start_job` names no timeout. */
+  timeoutSeconds?: number;
+  /** SIGTERM-to-SIGKILL grace of a job's stop. */
+  killGraceMs?: number;
+}
 
 /** What a supervisor needs to host agents. */
 export interface SupervisorOptions {
@@ -68,6 +82,10 @@ export interface SupervisorOptions {
   worktrees?: Pick<SubagentPort, 'worktree' | 'worktreeDiff' | 'worktreeProblem'>;
   /** Leases that order conflicting calls of different agents of a tree (absent: only each agent orders its own). */
   resourceLeases?: ResourceLeaseStore;
+  /** Limits of background jobs (default: the scheduler's). */
+  jobLimits?: JobLimits;
+  /** This process's name in leases and `job/started` (a host sets it; default `local`). */
+  hostId?: string;
 }
 
 /** A hosted agent and the state of its inbox reader. */
@@ -118,6 +136,8 @@ export class Supervisor {
   private stopped = false;
   /** Hosting of the children its agents spawn, and the port they reach their tree through. */
   private readonly tree: TreeHosting;
+  /** The background jobs its agents start, each an actor of its own hosted beside them. */
+  private readonly jobs: JobHosting;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.reader = opts.ports.logs.reader;
@@ -133,6 +153,33 @@ export class Supervisor {
       // without a shared store the places are this supervisor's own: exact for the trees it hosts alone
       slots: opts.ports.treeSlots ?? createMemoryTreeSlots(),
       ...(opts.worktrees ? { worktrees: opts.worktrees } : {}),
+    });
+    const limits = opts.jobLimits ?? {};
+    const hostId = opts.hostId ?? 'local';
+    const slots = opts.ports.jobSlots ?? createMemoryJobSlots();
+    this.jobs = new JobHosting({
+      hostId,
+      directory: opts.ports.directory,
+      inbox: opts.ports.inbox,
+      ...(opts.inbox ? { inboxOptions: opts.inbox } : {}),
+      logs: opts.ports.logs,
+      live: opts.ports.live,
+      blobs: opts.blobs,
+      slots,
+      scheduler: createJobScheduler({
+        hostId, slots, logger: opts.logger,
+        ...(limits.maxRunningPerHost !== undefined ? { maxRunningPerHost: limits.maxRunningPerHost } : {}),
+        ...(limits.maxRunningPerTree !== undefined ? { maxRunningPerTree: limits.maxRunningPerTree } : {}),
+        ...(limits.maxQueued !== undefined ? { maxQueued: limits.maxQueued } : {}),
+      }),
+      tooling: this.tooling,
+      faults: opts.faults,
+      clock: this.clock,
+      logger: opts.logger,
+      ...(limits.killGraceMs !== undefined ? { killGraceMs: limits.killGraceMs } : {}),
+      ...(limits.timeoutSeconds !== undefined ? { timeoutSeconds: limits.timeoutSeconds } : {}),
+      onCommit: (actorId, events) => this.opts.onCommit?.(actorId, events),
+      listen: () => this.listen(),
     });
   }
 
@@ -194,6 +241,9 @@ export class Supervisor {
     if (!entry) {
       throw agentNotFound(actorId);
     }
+    if (entry.kind === 'job') {
+      throw new ActorloopError('actor.is_job', `${actorId} is a background job, not an agent`, { hint: `see it with actorloop job ${actorId}` });
+    }
     const r = await rehydrate<Projection>({
       reader: this.reader,
       snapshots: this.opts.snapshots ?? { load: async () => undefined, save: async () => {}, delete: async () => {} },
@@ -237,6 +287,16 @@ export class Supervisor {
     // a child that died owing its parent a turn's notice sends it now (deduped by its ID)
     if (!recovered && actor.projection.noticeOwed) actor.sendOwedNotice();
     return { actor, recovered, entry };
+  }
+
+  /**
+   * Hosts an actor a host took the lease of, with the lease revision as its epoch: an agent is
+   * rehydrated (and recovered), a job replayed from its log (and its lost execution decided).
+   */
+  async hostClaimed(actorId: string, epoch: number): Promise<void> {
+    const entry = await this.opts.ports.directory.get(actorId);
+    if (entry?.kind === 'job') return this.jobs.hydrate(entry, epoch);
+    await this.hydrate(actorId, undefined, { epoch });
   }
 
   /** Messages waiting in an actor's inbox: not yet delivered, or delivered and not acked. */
@@ -342,6 +402,7 @@ export class Supervisor {
         logger,
         onHalt: () => life.abort(),
         subagents: this.tree.port,
+        jobs: this.jobs.port,
         ...(this.opts.resourceLeases ? { resourceLeases: this.opts.resourceLeases } : {}),
         // read only when a blob the log names is missing: the error names the event that needs it
         blobNaming: (digest) => firstNaming(this.reader, rootId, actorId, digest),
@@ -367,6 +428,7 @@ export class Supervisor {
 
   /** Reads an actor's inbox until nothing is waiting; a wake during a drain makes it look again. */
   private wake(actorId: string): void {
+    if (this.jobs.hosts(actorId)) return this.jobs.wake(actorId);
     const h = this.hosted.get(actorId);
     if (!h && !this.stopped) this.onUnhostedMail?.(actorId);
     if (!h || this.stopped) return;
@@ -447,7 +509,7 @@ export class Supervisor {
         }
         actor.ports.faults.hit('before:inbox-ack', actor.actorId);
         // a child's notice or report is in the parent's log, its ack not yet sent: it comes again and is deduped
-        if (delivery.message.kind === 'subagent_completed' || delivery.message.kind === 'subagent_report') {
+        if (delivery.message.kind === 'subagent_completed' || delivery.message.kind === 'subagent_report' || delivery.message.kind === 'job_notice') {
           actor.ports.faults.hit('before:notice-ack', actor.actorId);
         }
         await delivery.ack();
@@ -501,11 +563,12 @@ export class Supervisor {
    */
   setAdopter(adopter: (actorId: string) => Promise<number | null>): void {
     this.tree.setAdopter(adopter);
+    this.jobs.setAdopter(adopter);
   }
 
   /** True when this process hosts the actor now. */
   hosts(actorId: string): boolean {
-    return this.hosted.has(actorId);
+    return this.hosted.has(actorId) || this.jobs.hosts(actorId);
   }
 
   /** The root of an actor hosted here now, or undefined (the live inspection feed's subject names it). */
@@ -558,13 +621,14 @@ export class Supervisor {
   async listenForMail(onUnhosted: (actorId: string) => void): Promise<void> {
     this.onUnhostedMail = onUnhosted;
     this.claims ??= this.opts.ports.inbox.watchClaims((actorId) => {
-      if (!this.stopped && !this.hosted.has(actorId)) onUnhosted(actorId);
+      if (!this.stopped && !this.hosts(actorId)) onUnhosted(actorId);
     });
     await this.listen();
   }
 
   /** Stops hosting one actor (its lease moved elsewhere): in-flight work is aborted, nothing committed. */
   evict(actorId: string, reason: unknown): void {
+    this.jobs.evict(actorId);
     const h = this.hosted.get(actorId);
     if (!h) return;
     if (h.retry) clearTimeout(h.retry);
@@ -601,6 +665,6 @@ export class Supervisor {
       if (open) releases.push(commitRelease(a, reason));
     }
     this.hosted.clear();
-    await Promise.all(releases);
+    await Promise.all([...releases, this.jobs.stop()]);
   }
 }

@@ -53,7 +53,7 @@ export function childRequest(task: ChildTask, nowMs: number): TurnRequest {
 /** What the model reads of an inbox message that enters its history. */
 export function modelText(item: Pick<InboxItem, 'kind' | 'content'> | undefined): string {
   if (!item) return '';
-  if (NOTICE_KINDS.has(item.kind)) return noticeText(item.kind, item.content);
+  if (NOTICE_KINDS.has(item.kind) || item.kind === 'job_notice') return noticeText(item.kind, item.content);
   if (item.kind === 'subagent_task') {
     // a fork's transcript is a message of its own before this one (see startTurn)
     return parseChildTask(item.content)?.task ?? item.content;

@@ -1,3 +1,4 @@
+import { JobNoticeSchema } from '../../protocol/job-events.js';
 import { noticeText, NOTICE_KINDS, SubagentNoticeSchema, SubagentReportSchema } from '../../protocol/subagents.js';
 import type { Projection } from '../../store/projection.js';
 import { abortReason, type EffectContext } from '../agent/effect-context.js';
@@ -26,11 +27,15 @@ export function callFailed(a: EffectContext, r: Pick<RuntimeToolRun, 'ids' | 'ca
 }
 
 /** What one pending child message is: its kind and the child it is from. */
-function messageOf(p: Projection, messageId: string): { kind: 'subagent_completed' | 'subagent_report'; childId: string; outcome: string | null } | null {
+type WaitedKind = 'subagent_completed' | 'subagent_report' | 'job_notice';
+
+function messageOf(p: Projection, messageId: string): { kind: WaitedKind; childId: string; outcome: string | null } | null {
   const item = p.inbox[messageId];
-  if (!item || item.state !== 'pending' || !NOTICE_KINDS.has(item.kind)) return null;
+  if (!item || item.state !== 'pending' || !(NOTICE_KINDS.has(item.kind) || item.kind === 'job_notice')) return null;
   try {
     const raw: unknown = JSON.parse(item.content);
+    // a job's notice: `wait_jobs` waits on job IDs as `wait_agents` waits on children
+    if (item.kind === 'job_notice') return { kind: 'job_notice', childId: JobNoticeSchema.parse(raw).jobId, outcome: null };
     if (item.kind === 'subagent_completed') {
       const n = SubagentNoticeSchema.parse(raw);
       return { kind: 'subagent_completed', childId: n.childId, outcome: n.outcome };
@@ -46,7 +51,7 @@ function messageOf(p: Projection, messageId: string): { kind: 'subagent_complete
  * from its children (a fan-out's notices that came together are one result, not a step each), a
  * foreground spawn its child's notice alone.
  */
-function matchesFor(p: Projection, wait: { childIds: string[]; any: boolean }): Array<{ messageId: string; kind: 'subagent_completed' | 'subagent_report'; childId: string; outcome: string | null }> {
+function matchesFor(p: Projection, wait: { childIds: string[]; any: boolean }): Array<{ messageId: string; kind: WaitedKind; childId: string; outcome: string | null }> {
   const found = [];
   for (const id of p.nextStep ?? []) {
     const m = messageOf(p, id);
@@ -86,7 +91,8 @@ function settleOne(a: EffectContext, ids: Ids): boolean {
   for (const m of found) {
     a.stage({ type: 'subagent/completed', ...ids, data: { childId: m.childId, messageId: m.messageId, kind: m.kind, outcome: (m.outcome as 'completed' | null) ?? null } });
   }
-  const source = found.length === 1 ? `subagent:${found[0]!.childId}` : 'subagents';
+  const jobs = found.every((m) => m.kind === 'job_notice');
+  const source = found.length === 1 ? `${jobs ? 'job' : 'subagent'}:${found[0]!.childId}` : jobs ? 'jobs' : 'subagents';
   a.stage({ type: 'tool/result', ...ids, data: { ok: true, output: texts.join('\n\n'), error: null, durationMs: 0, artifact: null, source, trust: 'untrusted' } });
   clearTimer(a, ids.call);
   return true;
@@ -97,13 +103,17 @@ function expire(a: EffectContext, ids: Ids): void {
   const wait = a.projection.waits?.[ids.call];
   clearTimer(a, ids.call);
   if (!wait || !stillWaiting(a, ids.call)) return;
+  const jobs = a.projection.jobs ?? {};
   const running = wait.childIds.filter((c) => {
+    if (Object.hasOwn(jobs, c)) return !jobs[c]!.notified;
     const st = a.projection.children?.[c]?.state;
     return st === 'requested' || st === 'spawned';
   });
   const still = running.length > 0 ? ` Still running: ${running.join(', ')}; their notices come to you as messages.` : '';
   if (wait.any) {
-    a.stage({ type: 'tool/result', ...ids, data: { ok: true, output: `No subagent reported or ended before the wait's timeout.${still}`, error: null, durationMs: 0, artifact: null, source: 'tool:wait_agents', trust: 'trusted' } });
+    const ofJobs = wait.childIds.every((c) => Object.hasOwn(jobs, c));
+    const output = ofJobs ? `No job ended before the wait's timeout.${still}` : `No subagent reported or ended before the wait's timeout.${still}`;
+    a.stage({ type: 'tool/result', ...ids, data: { ok: true, output, error: null, durationMs: 0, artifact: null, source: ofJobs ? 'tool:wait_jobs' : 'tool:wait_agents', trust: 'trusted' } });
   } else {
     const message = `the subagent did not end its turn before the timeout.${still}`;
     a.stage({ type: 'tool/result', ...ids, data: { ok: false, output: `Error: ${message}`, error: { code: 'subagent.timeout', message, retryable: false }, durationMs: 0, artifact: null, source: 'tool:spawn_agent', trust: 'trusted' } });

@@ -13,6 +13,7 @@ import { updatePlanTool } from './update-plan.js';
 import { writeFileTool } from './write-file.js';
 import { loadSkillTool, memorySearchTool, memoryTool } from './knowledge-tools.js';
 import { interruptAgentTool, reportTool, sendMessageTool, spawnAgentTool, waitAgentsTool } from './subagent-tools.js';
+import { cancelJobTool, jobStatusTool, startJobTool, waitJobsTool } from './job-tools.js';
 
 export { applyPatchTool } from './apply-patch.js';
 export { askUserTool } from './ask-user.js';
@@ -26,6 +27,7 @@ export { stopTool, type StopInput } from './stop.js';
 export { formatPlan, updatePlanTool, type Plan, type UpdatePlanInput } from './update-plan.js';
 export { writeFileTool } from './write-file.js';
 export { loadSkillTool, memoryTool, memorySearchTool, LOAD_SKILL, MEMORY, MEMORY_SEARCH } from './knowledge-tools.js';
+export { startJobTool, jobStatusTool, waitJobsTool, cancelJobTool, JOB_TOOLS, MAX_JOB_TIMEOUT_SECONDS } from './job-tools.js';
 export { spawnAgentTool, sendMessageTool, reportTool, waitAgentsTool, interruptAgentTool, PARENT_TOOLS, CHILD_TOOLS } from './subagent-tools.js';
 
 /**
@@ -62,5 +64,9 @@ export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition
     loadSkillTool,
     memoryTool,
     memorySearchTool,
+    startJobTool,
+    jobStatusTool,
+    waitJobsTool,
+    cancelJobTool,
   ];
 }
