@@ -84,7 +84,7 @@ export interface EnsureStreamsOptions {
 
 /**
  * Creates the streams and every KV bucket the runtime uses (`actors`, `leases`, `hosts`,
- * `resource_leases`, `tree_slots`), or updates them when their settings differ. Buckets are all
+ * `resource_leases`, `tree_slots`, `job_slots`), or updates them when their settings differ. Buckets are all
  * made here, with the plan's copies, so that whoever opens one later (a host's first tree) finds
  * it with the deployment's replicas rather than making it with one.
  */
@@ -120,6 +120,7 @@ export async function ensureStreams(
   await bucket(BUCKETS.resourceLeases, () =>
     kvm.create(BUCKETS.resourceLeases, { history: 1, storage: StorageType.File, ttl: DEFAULT_RESOURCE_LEASE_TTL_MS, replicas }));
   await bucket(BUCKETS.treeSlots, () => kvm.create(BUCKETS.treeSlots, { history: 1, storage: StorageType.File, replicas }));
+  await bucket(BUCKETS.jobSlots, () => kvm.create(BUCKETS.jobSlots, { history: 1, storage: StorageType.File, replicas }));
   return { actors, leases, hosts };
 }
 

@@ -2,7 +2,7 @@
 export const STREAMS = { logs: 'LOGS', inbox: 'INBOX', dlq: 'DLQ' } as const;
 
 /** KV bucket names (design §6). */
-export const BUCKETS = { actors: 'actors', leases: 'leases', hosts: 'hosts', resourceLeases: 'resource_leases', treeSlots: 'tree_slots' } as const;
+export const BUCKETS = { actors: 'actors', leases: 'leases', hosts: 'hosts', resourceLeases: 'resource_leases', treeSlots: 'tree_slots', jobSlots: 'job_slots' } as const;
 
 /**
  * The JetStream Object Store bucket of content-addressed blobs (its stream is `OBJ_blobs`, its

@@ -4,6 +4,7 @@ import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import { createHolderRecords, openOnce } from '../bus/holder-record.js';
 import { BusError } from '../protocol/errors.js';
+import { BUCKETS } from '../bus/subjects.js';
 import { afterReleaseJobSlot, afterTakeJobSlot, JOB_SLOT_CODES, type JobSlotHolder, type JobSlotStore, type JobSlotTake } from './job-slot-port.js';
 
 // Job places on KV `job_slots`, one record per tree, changed only by compare-and-set on its last
@@ -12,11 +13,8 @@ import { afterReleaseJobSlot, afterTakeJobSlot, JOB_SLOT_CODES, type JobSlotHold
 // as long as its job runs, which may be longer than any lease; a dead host's places are given back
 // by the jobs' next holder, which ends them (`holders` says which are whose).
 
-/**
- * The bucket's name. It belongs beside the others in `BUCKETS` (src/bus/subjects.ts), made by
- * `ensureStreams` with the deployment's replicas; until then it is made here on first use.
- */
-export const JOB_SLOTS_BUCKET = 'job_slots';
+/** The bucket's name (`BUCKETS.jobSlots`): `ensureStreams` makes it with the deployment's replicas; a bus it did not make gets it on first use. */
+export const JOB_SLOTS_BUCKET = BUCKETS.jobSlots;
 
 /** Creates (or opens) the `job_slots` bucket. */
 export async function ensureJobSlotBucket(kvm: Kvm): Promise<KV> {
