@@ -293,8 +293,12 @@ export class JobActor {
     const r = await job.result;
     if (this.life.signal.aborted) return;
     this.handle = null;
-    await this.releaseSlot();
-    await this.ended(attempt, r, Buffer.concat(chunks), job.tail());
+    // its end is committed before its place is given back: the log never shows more running than the limit
+    try {
+      await this.ended(attempt, r, Buffer.concat(chunks), job.tail());
+    } finally {
+      await this.releaseSlot();
+    }
   }
 
   private async releaseSlot(): Promise<void> {

@@ -1,23 +1,27 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultTooling } from '../../src/actors/agent/tooling.js';
+import { defaultTooling, staticPolicy } from '../../src/actors/agent/tooling.js';
 import { findBubblewrap } from '../../src/tools/sandbox.js';
 import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { JobNoticeSchema, jobIdOf } from '../../src/protocol/job-events.js';
 import { foldJobLog } from '../../src/store/job-projection.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
-import { actorTestWorld, ofType, startTurn, waitForLog } from '../actors/harness.js';
+import { actorTestWorld, message, ofType, startTurn, waitForLog } from '../actors/harness.js';
+import { interruptMessage } from '../../src/client/messages.js';
 import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 
 const world = actorTestWorld();
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp' };
 
-async function sandboxed() {
+async function sandboxed(over: Parameters<typeof defaultTooling>[0] = {}) {
   const bwrapPath = await findBubblewrap(env.PATH);
   expect(bwrapPath, 'bubblewrap must work here (.ci/run installs it)').not.toBeNull();
-  return defaultTooling({ bwrapPath, env });
+  return defaultTooling({ bwrapPath, env, ...over });
 }
+
+const jobIdsOf = (log: Awaited<ReturnType<typeof readLog>>) =>
+  ofType(log, 'tool/result').filter((e) => e.data.ok && e.data.output.startsWith('Started job')).map((e) => jobIdOf(e.call!));
 
 describe('jobs started by the model', () => {
   it('a job appends a line after 2 s; the turn ends first; its notice starts a new turn with source job_notice', async () => {
@@ -55,4 +59,130 @@ describe('jobs started by the model', () => {
       expect(v, formatViolations(v)).toEqual([]);
     }
   });
+
+  it('cancel_job of a running sleep 30: the process group is gone within the grace and the job ends cancelled', async () => {
+    let jobId = '';
+    const rt = await world.rts.open({
+      // read at each turn's first attempt: the second turn names the job the first one started
+      modelFor: treeModels(() => ({
+        main: [
+          call('start_job', { name: 'sleeper', command: 'sleep 30.0417' }),
+          answer('started'),
+          call('cancel_job', { job_id: jobId }),
+          call('wait_jobs', { timeout_seconds: 20 }),
+          answer('cancelled it'),
+        ],
+      })),
+    });
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed(), jobLimits: { killGraceMs: 1_000 } } });
+    const { actor, ended } = await startTurn(sup, 'start it', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    jobId = jobIdsOf(await readLog(sup, actor.rootId, actor.actorId))[0]!;
+    await waitForLog(sup, { rootId: actor.rootId, actorId: jobId }, (l) => l.some((e) => e.type === 'job/phase' && e.data.phase === 'running'));
+    await until(async () => (await sleepers('30.0417')) > 0);
+    const next = actor.whenTurnEnds();
+    await sup.send(message(actor.actorId, 'stop it now', { request: turnRequest(world.ws, { approvalMode: 'full-auto' }) }));
+    await expect(next).resolves.toMatchObject({ outcome: 'completed' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const results = ofType(log, 'tool/result').map((e) => e.data.output);
+    expect(results[1]).toContain('Asked job sleeper');
+    expect(results[2]).toMatch(/Job sleeper \(job_\w+\) ended cancelled/);
+    const state = foldJobLog(await readLog(sup, actor.rootId, jobId))!;
+    expect(state).toMatchObject({ phase: 'cancelled', reason: 'user_cancelled', cancel: { reason: 'user_cancelled', by: actor.actorId } });
+    expect(state.end!.durationMs).toBeLessThan(10_000);
+    expect(await sleepers('30.0417')).toBe(0);
+    const v = verifyLog(await readLog(sup, actor.rootId, jobId));
+    expect(v, formatViolations(v)).toEqual([]);
+  });
+
+  it('a person cancels a running job through its inbox (the CLI\'s and the page\'s path): it ends cancelled, by them', async () => {
+    const rt = await world.rts.open({ modelFor: treeModels({ main: [call('start_job', { name: 'sleeper', command: 'sleep 30.0418' }), answer('started'), answer('it was cancelled')] }) });
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed(), jobLimits: { killGraceMs: 1_000 } } });
+    const { actor, ended } = await startTurn(sup, 'start it', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    const jobId = jobIdsOf(await readLog(sup, actor.rootId, actor.actorId))[0]!;
+    await until(async () => (await sleepers('30.0418')) > 0);
+    await sup.send(interruptMessage(jobId));
+    const jobLog = await waitForLog(sup, { rootId: actor.rootId, actorId: jobId }, (l) => l.some((e) => e.type === 'job/notified'));
+    expect(foldJobLog(jobLog)).toMatchObject({ phase: 'cancelled', cancel: { reason: 'user_cancelled', by: 'client:cli' } });
+    expect(await sleepers('30.0418')).toBe(0);
+    // its notice woke the owner
+    const log = await waitForLog(sup, actor, (l) => ofType(l, 'turn/end').length === 2);
+    expect(ofType(log, 'turn/start')[1]!.data.source).toBe('job_notice');
+  });
+
+  it('max_running_jobs = 2 with five jobs started in one step: never more than two run; all five end', async () => {
+    const starts = Array.from({ length: 5 }, (_, i) => ({ name: 'start_job', arguments: { name: `j${i}`, command: `echo start >> runs.log; sleep 0.6; echo end >> runs.log` } }));
+    const rt = await world.rts.open({
+      modelFor: treeModels({ main: [{ tool_calls: starts }, call('wait_jobs', {}), call('wait_jobs', {}), call('wait_jobs', {}), call('wait_jobs', {}), call('wait_jobs', {}), answer('all ran')] }),
+    });
+    await rm(join(world.ws, 'runs.log'), { force: true });
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed(), jobLimits: { maxRunningPerHost: 2 } } });
+    const { actor, ended } = await startTurn(sup, 'five at once', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const ids = jobIdsOf(log);
+    expect(ids).toHaveLength(5);
+    const spans: Array<[number, number]> = [];
+    for (const id of ids) {
+      const j = await waitForLog(sup, { rootId: actor.rootId, actorId: id }, (l) => l.some((e) => e.type === 'job/notified'));
+      const state = foldJobLog(j)!;
+      expect(state.phase).toBe('completed');
+      const started = Date.parse(ofType(j, 'job/started')[0]!.at);
+      const end = Date.parse(ofType(j, 'job/phase').at(-1)!.at);
+      spans.push([started, end]);
+    }
+    // at every start, at most one other job's span is open
+    for (const [s] of spans) expect(spans.filter(([a, b]) => a <= s && s < b).length).toBeLessThanOrEqual(2);
+    // and the file says the same: never three starts ahead of the ends
+    let open = 0;
+    let most = 0;
+    for (const line of (await readFile(join(world.ws, 'runs.log'), 'utf8')).trim().split('\n')) {
+      open += line === 'start' ? 1 : -1;
+      most = Math.max(most, open);
+    }
+    expect(most).toBe(2);
+  });
+
+  it('bad input: an unknown job ID and a command the policy denies are clear errors, and nothing starts', async () => {
+    const rt = await world.rts.open({
+      modelFor: treeModels({
+        main: [
+          call('job_status', { job_id: 'job_01ABCDEFGHJKMNPQRSTVWXYZ00' }),
+          call('cancel_job', { job_id: 'nope' }),
+          call('start_job', { name: 'push', command: 'git push origin main' }),
+          answer('could not'),
+        ],
+      }),
+    });
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed({ policy: staticPolicy([{ command: 'git push', decision: 'deny', reason: 'pushing is for people' }]) }) } });
+    const { actor, ended } = await startTurn(sup, 'try', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    const log = await readLog(sup, actor.rootId, actor.actorId);
+    const results = ofType(log, 'tool/result').map((e) => [e.data.ok, e.data.error?.code, e.data.output]);
+    expect(results[0]).toEqual([false, 'job.not_found', expect.stringContaining('no job job_01ABCDEFGHJKMNPQRSTVWXYZ00')]);
+    expect(results[1]).toEqual([false, 'invalid_call', expect.stringContaining('expected a job ID')]);
+    expect(ofType(log, 'policy/decided').at(-1)!.data).toMatchObject({ decision: 'deny', reason: expect.stringContaining('pushing is for people') });
+    expect(jobIdsOf(log)).toEqual([]);
+    expect((await rt.ports.directory.list()).filter((e) => e.kind === 'job' && e.parentId === actor.actorId)).toEqual([]);
+  });
 });
+
+async function until(cond: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Processes whose command line is `sleep <arg>` on this machine (inside a sandbox too: /proc shows them all). */
+async function sleepers(arg: string): Promise<number> {
+  let n = 0;
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmd === `sleep\0${arg}\0`) n += 1;
+  }
+  return n;
+}
