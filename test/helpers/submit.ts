@@ -15,6 +15,8 @@ export interface SubmitOptions {
   model: string;
   task?: string;
   title?: string;
+  /** The turn's run mode (default auto-edit). */
+  approvalMode?: 'ask' | 'auto-edit' | 'full-auto' | 'deny-all';
 }
 
 /** Puts a new agent in the directory and its first task (auto-edit) in its inbox; returns its ID. */
@@ -31,7 +33,7 @@ export async function submitTask(o: SubmitOptions): Promise<string> {
       id: newId('message'), from: 'client:test', to: agentId, kind: 'user_message', target: 'next_turn', wakeup: true,
       content: o.task ?? 'fix the failing test', sentAt: now,
       request: {
-        model: o.model, baseUrl: null, workspace: o.ws, tools: null, instructions: null, approvalMode: 'auto-edit',
+        model: o.model, baseUrl: null, workspace: o.ws, tools: null, instructions: null, approvalMode: o.approvalMode ?? 'auto-edit',
         maxSteps: null, maxToolCalls: null, deadlineSeconds: null, maxAttempts: null,
       },
     }, 'person');
