@@ -24,6 +24,8 @@ import { registerGcCommand } from './commands/gc.js';
 import { registerMemoryCommand } from './commands/memory.js';
 import { registerContextCommand } from './commands/context.js';
 import { treeCommand } from './commands/tree.js';
+import { jobsCommand } from './commands/jobs.js';
+import { jobCommand } from './commands/job.js';
 import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
 import { idArgument } from './id-arguments.js';
@@ -281,6 +283,18 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--limit <n>', `how many to list (default ${RUNS_DEFAULT_LIMIT}; with --json: all)`, wholeNumber('--limit', 1))
     .option('--json', 'NDJSON, one agent per line')
     .action(act(async (o) => runsCommand(o, load(o), out)));
+
+  common(program.command('jobs').argument('[agentId]', 'the agent whose jobs to list (default: every tree of this data dir)', idArgument('agent')))
+    .description("list background jobs (an agent's start_job): ID, name, phase (queued #N while it waits), attempts, exit, duration, owner")
+    .option('--json', 'one JSON array of the jobs')
+    .action(act(async (id: string | undefined, o) => jobsCommand(id, o, load(o), out)));
+
+  common(program.command('job').argument('<jobId>', 'the job (job_…)', idArgument('job')))
+    .description("show a background job: what it runs, owner, phase or place in the queue, attempts, exit, duration, its output's digest and tail")
+    .option('--cancel', 'ask the job to stop: it ends cancelled (with --follow: wait for that)')
+    .option('--follow', 'print its live output (stdout) and phase moves (stderr) until it ends; exit 0 when it completed, 1 otherwise')
+    .option('--json', 'the job as one JSON object (with --follow: NDJSON of its events and output chunks)')
+    .action(act(async (id: string, o) => jobCommand(id, o, load(o), out)));
 
   common(program.command('verify').argument('<agentId>', 'the agent', idArgument('agent')))
     .description("check an agent's log against the runtime's invariants")
