@@ -50,6 +50,11 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+// a job's log is an actor's: `events` and `verify` read it by its ID as they read an agent's
+function agentOrJob(text: string): string {
+  return text.startsWith('job_') ? idArgument('job')(text) : idArgument('agent')(text);
+}
+
 function positiveNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`--deadline takes seconds (a number above 0), got "${value}"`);
@@ -270,7 +275,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
       return serveCommand({ ...o, noAuth: o.auth === false }, load(o), out);
     }));
 
-  remote(common(program.command('events').argument('<agentId>', 'the agent', idArgument('agent'))))
+  remote(common(program.command('events').argument('<agentId>', 'the agent (or a job: job_…)', agentOrJob)))
     .description("print an agent's event log")
     .option('--after <seq>', 'only events after this sequence', wholeNumber('--after', 0))
     .option('--follow', 'keep printing new events until Ctrl-C')
@@ -296,7 +301,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'the job as one JSON object (with --follow: NDJSON of its events and output chunks)')
     .action(act(async (id: string, o) => jobCommand(id, o, load(o), out)));
 
-  common(program.command('verify').argument('<agentId>', 'the agent', idArgument('agent')))
+  common(program.command('verify').argument('<agentId>', 'the agent (or a job: job_…)', agentOrJob))
     .description("check an agent's log against the runtime's invariants")
     .option('--tree', "check every log of the agent's tree (from its root) and what links them")
     .option('--json', 'one JSON object')
