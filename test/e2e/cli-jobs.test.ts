@@ -157,7 +157,7 @@ describe('job', () => {
     expect(await bus.jsm.streams.getMessage(STREAMS.inbox, { last_by_subj: inboxSubject(DONE, 'person') }).catch(() => null)).toBeNull();
   });
 
-  test('job <id> --follow prints the live output and the phase moves until it ends, exit 0 once it completed', async (ctx) => {
+  test('job <id> --follow prints the live output and the phase moves until it ends, exit 1 when it failed', async (ctx) => {
     const follow = stack.cli(ctx, dataDir).start(['job', RUNNING, '--follow', ...common]);
     // the status line is written once the live watch is ready
     await follow.waitFor(new RegExp(`${RUNNING} build: running`), 10_000);
