@@ -25,12 +25,14 @@ const OWNER_B = 'agt_01JQBSRXXTB0000000000000BB';
 const DONE = jobIdOf('call_1');
 const QUEUED = jobIdOf('call_queued');
 const RUNNING = jobIdOf('call_running');
+const STOPPING = jobIdOf('call_stopping');
 const UNKNOWN = 'job_01ABCDEFGHJKMNPQRSTVWXYZ01';
 
 let bus: Bus;
 let dataDir: string;
 let common: string[];
 let running: ActorLogWriter;
+let stopping: ActorLogWriter;
 
 function drafts(events: readonly ActorEvent[]): EventDraft[] {
   return events.map(({ type, data, turn, step, attempt, call }) => ({ type, data, turn, step, attempt, call }) as EventDraft);
@@ -70,11 +72,13 @@ beforeAll(async () => {
   await writeLog(OWNER_A, DONE, jobLog(DONE, OWNER_A, 'call_1', 'regress', (j) => j.started().phase('running', 'completed', 'exited').notified()));
   await writeLog(OWNER_B, QUEUED, jobLog(QUEUED, OWNER_B, 'call_queued', 'lint', (j) => j));
   running = await writeLog(OWNER_B, RUNNING, jobLog(RUNNING, OWNER_B, 'call_running', 'build', (j) => j.started()));
+  stopping = await writeLog(OWNER_B, STOPPING, jobLog(STOPPING, OWNER_B, 'call_stopping', 'serve', (j) => j.started()));
   await bus.directory.put(entry({ actorId: OWNER_A, kind: 'agent', parentId: null, rootId: OWNER_A, status: 'completed', title: 'run the tests' }));
   await bus.directory.put(entry({ actorId: OWNER_B, kind: 'agent', parentId: null, rootId: OWNER_B, status: 'completed', title: 'lint and build' }));
   await bus.directory.put(entry({ actorId: DONE, kind: 'job', parentId: OWNER_A, rootId: OWNER_A, status: 'completed', title: 'regress' }));
   await bus.directory.put(entry({ actorId: QUEUED, kind: 'job', parentId: OWNER_B, rootId: OWNER_B, status: 'running', title: 'lint', labels: { queuePosition: '2' } }));
   await bus.directory.put(entry({ actorId: RUNNING, kind: 'job', parentId: OWNER_B, rootId: OWNER_B, status: 'running', title: 'build' }));
+  await bus.directory.put(entry({ actorId: STOPPING, kind: 'job', parentId: OWNER_B, rootId: OWNER_B, status: 'running', title: 'serve' }));
 }, 30_000);
 
 afterAll(async () => {
@@ -93,7 +97,7 @@ describe('jobs', () => {
     expect(rows.find((l) => l.startsWith(RUNNING))).toMatch(/\bbuild\s+running\s+1\s+-\s+/);
     expect(json.code, show(json)).toBe(0);
     const jobs = JSON.parse(json.stdout) as Array<Record<string, unknown>>;
-    expect(jobs.map((j) => j.jobId).sort()).toEqual([DONE, QUEUED, RUNNING].sort());
+    expect(jobs.map((j) => j.jobId).sort()).toEqual([DONE, QUEUED, RUNNING, STOPPING].sort());
     expect(jobs.find((j) => j.jobId === DONE)).toMatchObject({
       name: 'regress', ownerId: OWNER_A, phase: 'completed', attempts: 1, exitCode: 0, durationMs: 1500, command: 'npm test',
       output: { digest: 'sha256:out', bytes: 12 }, notified: true,
@@ -172,6 +176,27 @@ describe('job', () => {
     expect(r.stdout).toBe('compiling 3 files\n');
     expect(r.stderr).toMatch(/job\/phase\s+running → failed \(exited\) · exit 2/);
   });
+});
+
+test('job <id> --cancel --follow waits for the job to end cancelled: exit 0, what was asked; the tail when no live output came', async (ctx) => {
+  const follow = stack.cli(ctx, dataDir).start(['job', STOPPING, '--cancel', '--follow', ...common]);
+  await follow.waitFor(new RegExp(`${STOPPING} serve: running`), 10_000);
+  const m = await bus.jsm.streams.getMessage(STREAMS.inbox, { last_by_subj: inboxSubject(STOPPING, 'person') });
+  const msg = JSON.parse(new TextDecoder().decode(m!.data)) as { id: string; kind: string };
+  expect(msg.kind).toBe('interrupt');
+  // what the job's host commits when it takes the interrupt in
+  await stopping.commit([
+    { type: 'job/cancel_requested', data: { reason: 'user_cancelled', by: 'client:cli', messageId: msg.id } },
+    { type: 'job/phase', data: {
+      from: 'running', phase: 'cancelled', reason: 'user_cancelled', message: null, attempt: 1,
+      end: { exitCode: null, signal: 'SIGTERM', durationMs: 4_000, usage: null, costUsd: null, output: null, tail: 'listening on :8080\n' },
+    } },
+  ]);
+  const r = await follow.ended;
+  expect(r.code, show(r)).toBe(0);
+  expect(r.stdout).toBe('listening on :8080\n');
+  expect(r.stderr).toMatch(new RegExp(`cancel of ${STOPPING} sent \\(${msg.id}\\)`));
+  expect(r.stderr).toMatch(/job\/cancel_requested\s+user_cancelled · by client:cli/);
 });
 
 describe('jobs in the other commands', () => {
