@@ -232,6 +232,11 @@ describe('jobs in the other commands', () => {
     expect(v.actors.find((a) => a.actorId === DONE)).toMatchObject({ kind: 'job', name: 'regress', events: 5, violations: [] });
     expect(events.code, show(events)).toBe(0);
     expect(events.stdout).toMatch(/^regress\s+4 .*job\/phase\s+running → completed \(exited\) · exit 0/m);
+    // a job's own log, by its ID
+    const [one, log] = await Promise.all([cli.run(['verify', DONE, ...common]), cli.run(['events', DONE, '--json', ...common])]);
+    expect(one.code, show(one)).toBe(0);
+    expect(one.stdout).toBe(`${DONE}: 5 events, all invariants hold\n`);
+    expect(lines(log.stdout).map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(['job/created', 'job/started', 'job/phase', 'job/phase', 'job/notified']);
     // the tree with a job still running is running, not broken
     const b = await cli.run(['verify', OWNER_B, '--tree', '--json', ...common]);
     expect(b.code, show(b)).toBe(0);
