@@ -68,9 +68,13 @@ export function verifyJobLog(events: ActorEvent[], opts: VerifyOptions = {}): Vi
   return found.sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity));
 }
 
-/** True for a job's log (one with job events), which `verifyJobLog` checks rather than `verifyLog`. */
+/**
+ * True for a job's log (its first event is `job/created`), which `verifyJobLog` checks rather than
+ * `verifyLog`. A log whose job events come without it stays an agent's: `verifyLog`'s job check
+ * names the stray events (`job.uncreated`), and its other checks still run.
+ */
 export function isJobLog(events: readonly ActorEvent[]): boolean {
-  return events.some((e) => e.type.startsWith('job/'));
+  return events[0]?.type === 'job/created';
 }
 
 /** One line per violation, `seq <n>: <code>: <message>`, for people and CLI output. */

@@ -1,5 +1,5 @@
 import type { ActorEvent } from '../../protocol/events.js';
-import { formatViolations } from '../../verify/verify.js';
+import { formatViolations, isJobLog } from '../../verify/verify.js';
 import { treeOk, verifyTree } from '../../verify/tree.js';
 import type { LogReader } from '../../store/log-port.js';
 import type { TreeLimits } from '../../protocol/turn-settings.js';
@@ -33,14 +33,13 @@ export async function verifyTreeCommand(
   const names = new Map<string, string>([[rootId, 'main']]);
   const jobs = new Set<string>();
   for (const [actorId, log] of logs) {
-    for (const e of log) {
-      if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
-      // a job's log names it in its first event
-      else if (e.type === 'job/created') {
-        names.set(actorId, e.data.name);
-        jobs.add(actorId);
-      }
+    // a job's log names it in its first event
+    const first = log[0];
+    if (isJobLog(log) && first?.type === 'job/created') {
+      names.set(actorId, first.data.name);
+      jobs.add(actorId);
     }
+    for (const e of log) if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
   }
   const ok = treeOk(v);
   if (opts.json) {
