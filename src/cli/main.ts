@@ -347,7 +347,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
   registerGcCommand(program, { common, flags, act, out });
   registerMemoryCommand(program, { common, flags, act, out });
   registerContextCommand(program, { common, flags, act, out });
-  common(program.command('tree').argument('<rootId>', 'the top agent of the tree (a subagent: its tree is shown)', idArgument('agent')))
+  common(program.command('tree').argument('<rootId>', 'the top agent of the tree (a subagent or a job: its tree is shown)', agentOrJob))
     .description('show an agent and its subagents: name, ID, status, step or tool, tokens and cost of each, and the sums')
     .option('--follow', 'redraw as the tree changes, until no agent runs or waits (Ctrl-C stops)')
     .option('--json', 'the tree as one JSON object (with --follow: NDJSON, one snapshot per change)')

@@ -213,6 +213,11 @@ describe('jobs in the other commands', () => {
     const view = JSON.parse(json.stdout) as { agents: Array<Record<string, unknown>>; settled: boolean };
     expect(view.agents[1]).toMatchObject({ actorId: DONE, parentId: OWNER_A, depth: 1, status: 'completed', job: { phase: 'completed', exitCode: 0 } });
     expect(view.settled).toBe(true);
+    // a job's ID shows its owner's tree
+    const byJob = await cli.run(['tree', DONE, ...common]);
+    expect(byJob.code, show(byJob)).toBe(0);
+    expect(byJob.stdout).toBe(tree.stdout);
+    expect(byJob.stderr).toContain(`${DONE} is a job in the tree of ${OWNER_A}; showing that tree`);
     expect(runs.code, show(runs)).toBe(0);
     const ids = lines(runs.stdout).map((l) => (JSON.parse(l) as { actorId: string }).actorId);
     expect(ids.sort()).toEqual([OWNER_A, OWNER_B].sort());

@@ -18,11 +18,11 @@ export interface TreeOptions {
 
 /**
  * The root of the tree `agentId` belongs to: itself for a top agent, its root (said on stderr) for
- * a subagent; a NotFoundError for an agent this data dir does not know.
+ * a subagent or a job; a NotFoundError for an agent this data dir does not know.
  */
 export async function treeRootOf(rt: Runtime, agentId: string, out: Out): Promise<string> {
   const entry = await entryOf(rt, agentId);
-  if (entry.rootId !== agentId) out.stderr.write(`${agentId} is a subagent in the tree of ${entry.rootId}; showing that tree\n`);
+  if (entry.rootId !== agentId) out.stderr.write(`${agentId} is a ${entry.kind === 'job' ? 'job' : 'subagent'} in the tree of ${entry.rootId}; showing that tree\n`);
   return entry.rootId;
 }
 
