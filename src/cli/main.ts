@@ -24,6 +24,8 @@ import { registerGcCommand } from './commands/gc.js';
 import { registerMemoryCommand } from './commands/memory.js';
 import { registerContextCommand } from './commands/context.js';
 import { treeCommand } from './commands/tree.js';
+import { jobsCommand } from './commands/jobs.js';
+import { jobCommand } from './commands/job.js';
 import { chaosCommand } from './commands/chaos.js';
 import { EXIT } from './exit-codes.js';
 import { idArgument } from './id-arguments.js';
@@ -46,6 +48,11 @@ function wholeNumber(name: string, min: 0 | 1) {
 // commander's way to take an option more than once: each value is added to the list
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+// a job's log is an actor's: `events` and `verify` read it by its ID as they read an agent's
+function agentOrJob(text: string): string {
+  return text.startsWith('job_') ? idArgument('job')(text) : idArgument('agent')(text);
 }
 
 function positiveNumber(value: string): number {
@@ -268,7 +275,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
       return serveCommand({ ...o, noAuth: o.auth === false }, load(o), out);
     }));
 
-  remote(common(program.command('events').argument('<agentId>', 'the agent', idArgument('agent'))))
+  remote(common(program.command('events').argument('<agentId>', 'the agent (or a job: job_…)', agentOrJob)))
     .description("print an agent's event log")
     .option('--after <seq>', 'only events after this sequence', wholeNumber('--after', 0))
     .option('--follow', 'keep printing new events until Ctrl-C')
@@ -282,7 +289,19 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .option('--json', 'NDJSON, one agent per line')
     .action(act(async (o) => runsCommand(o, load(o), out)));
 
-  common(program.command('verify').argument('<agentId>', 'the agent', idArgument('agent')))
+  common(program.command('jobs').argument('[agentId]', 'the agent whose jobs to list (default: every tree of this data dir)', idArgument('agent')))
+    .description("list background jobs (an agent's start_job): ID, name, phase (queued #N while it waits), attempts, exit, duration, owner")
+    .option('--json', 'one JSON array of the jobs')
+    .action(act(async (id: string | undefined, o) => jobsCommand(id, o, load(o), out)));
+
+  common(program.command('job').argument('<jobId>', 'the job (job_…)', idArgument('job')))
+    .description("show a background job: what it runs, owner, phase or place in the queue, attempts, exit, duration, its output's digest and tail")
+    .option('--cancel', 'ask the job to stop: it ends cancelled (with --follow: wait for that)')
+    .option('--follow', 'print its live output (stdout) and phase moves (stderr) until it ends; exit 0 when it completed, 1 otherwise')
+    .option('--json', 'the job as one JSON object (with --follow: NDJSON of its events and output chunks)')
+    .action(act(async (id: string, o) => jobCommand(id, o, load(o), out)));
+
+  common(program.command('verify').argument('<agentId>', 'the agent (or a job: job_…)', agentOrJob))
     .description("check an agent's log against the runtime's invariants")
     .option('--tree', "check every log of the agent's tree (from its root) and what links them")
     .option('--json', 'one JSON object')
@@ -328,7 +347,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
   registerGcCommand(program, { common, flags, act, out });
   registerMemoryCommand(program, { common, flags, act, out });
   registerContextCommand(program, { common, flags, act, out });
-  common(program.command('tree').argument('<rootId>', 'the top agent of the tree (a subagent: its tree is shown)', idArgument('agent')))
+  common(program.command('tree').argument('<rootId>', 'the top agent of the tree (a subagent or a job: its tree is shown)', agentOrJob))
     .description('show an agent and its subagents: name, ID, status, step or tool, tokens and cost of each, and the sums')
     .option('--follow', 'redraw as the tree changes, until no agent runs or waits (Ctrl-C stops)')
     .option('--json', 'the tree as one JSON object (with --follow: NDJSON, one snapshot per change)')

@@ -2,14 +2,18 @@ import type { ActorEvent } from '../protocol/events.js';
 import { addCost } from '../protocol/history.js';
 import type { LogReader } from '../store/log-port.js';
 import { emptyProjection, foldEvent, type Projection } from '../store/projection.js';
+import { createJobState, foldJobEvent, type JobState } from '../store/job-projection.js';
+import { isJobEnd, type JobPhase, type JobReason } from '../protocol/job-events.js';
 import { followTree, type TreeClientEvent } from './follower.js';
+import { jobTreeStatus } from './job-view.js';
 import { agentStatus, isBusy, type TreeStatus } from './status.js';
 import type { ClientTransport, TransportEvent } from './transport.js';
 
 // A run seen whole (design §6b, §11): every agent under one root, each folded from its own log
 // with the projection every reader uses, put together into one tree. Nothing here is guessed
 // from time or silence: names, parents and depths come from the spawn records and the children's
-// tasks; statuses from each log as `agentStatus` reads it.
+// tasks; statuses from each log as `agentStatus` reads it. A job (a log that starts with
+// `job/created`) hangs under the agent that owns it, its status its phase's.
 
 /** The name the tree gives its top agent (the scripted model's `agents.main` too). */
 export const ROOT_NAME = 'main';
@@ -40,12 +44,26 @@ export interface TreeAgent {
   costUsd: number | null;
   /** Its children, in the order it spawned them. */
   children: string[];
+  /** Set for a background job (a `start_job`'s): what its own log says of it. */
+  job?: TreeJob;
+}
+
+/** What a tree shows of a job beside its status. */
+export interface TreeJob {
+  phase: JobPhase;
+  reason: JobReason | null;
+  attempts: number;
+  /** Its exit code once it ended as a process did (null: running, killed by a signal, or no process). */
+  exitCode: number | null;
+  /** Its owner's inbox has its terminal notice. */
+  notified: boolean;
 }
 
 /** A tree as a client shows it: its agents root first, each followed by its subtree, and the sums. */
 export interface TreeView {
   rootId: string;
   agents: TreeAgent[];
+  /** The sums; `agents` counts the agents alone (jobs are rows, not agents), the tokens and costs are of every row. */
   total: { agents: number; tokens: number; estimated: boolean; costUsd: number | null };
   /** No agent runs, starts, recovers or waits, and no child owes its parent a notice: nothing more happens unasked. */
   settled: boolean;
@@ -75,6 +93,8 @@ export class TreeFold {
   private readonly spawns = new Map<string, SpawnFacts>();
   /** Children in spawn order, by parent. */
   private readonly childOrder = new Map<string, string[]>();
+  /** Jobs by job ID, folded from their own logs. */
+  private readonly jobs = new Map<string, JobState>();
 
   constructor(readonly rootId: string) {}
 
@@ -89,6 +109,10 @@ export class TreeFold {
     a.lastType = e.event.type;
     const ev = e.event;
     if (ev.type === 'attempt/end') a.costUsd = addCost(a.costUsd, ev.data.costUsd ?? null);
+    const job = this.jobs.get(e.actorId);
+    if (job) {
+      if (ev.seq > job.seq) foldJobEvent(job, ev);
+    } else if (ev.type === 'job/created') this.jobs.set(e.actorId, createJobState(ev));
     if (ev.type === 'subagent/spawn_requested' && !this.spawns.has(ev.data.childId)) {
       this.spawns.set(ev.data.childId, { parentId: e.actorId, name: ev.data.name, depth: ev.data.depth });
       const order = this.childOrder.get(e.actorId) ?? [];
@@ -102,6 +126,8 @@ export class TreeFold {
     const ids = new Set<string>([this.rootId, ...this.actors.keys(), ...this.spawns.keys()]);
     const agents = new Map<string, TreeAgent>();
     for (const id of ids) agents.set(id, this.agent(id));
+    // a job sits one level under its owner (whose depth its log does not know)
+    for (const a of agents.values()) if (a.job && a.parentId !== null) a.depth = (agents.get(a.parentId)?.depth ?? 0) + 1;
     // a child whose parent's log was not read (a cursor past the spawn) hangs off its task's parent
     for (const a of agents.values()) {
       if (a.parentId === null) continue;
@@ -128,16 +154,19 @@ export class TreeFold {
       costUsd = addCost(costUsd, a.costUsd);
       estimated ||= a.estimated;
     }
-    const busy = (a: TreeAgent): boolean => isBusy(a.status) || this.actors.get(a.actorId)?.projection.noticeOwed !== undefined;
+    const busy = (a: TreeAgent): boolean =>
+      isBusy(a.status) || this.actors.get(a.actorId)?.projection.noticeOwed !== undefined || (a.job !== undefined && !a.job.notified);
     return {
       rootId: this.rootId,
       agents: ordered,
-      total: { agents: ordered.length, tokens, estimated, costUsd },
+      total: { agents: ordered.filter((a) => a.job === undefined).length, tokens, estimated, costUsd },
       settled: !ordered.some(busy),
     };
   }
 
   private agent(id: string): TreeAgent {
+    const job = this.jobs.get(id);
+    if (job) return jobRow(job, id === this.rootId);
     const facts = this.actors.get(id);
     const p = facts?.projection;
     const spawn = this.spawns.get(id);
@@ -162,6 +191,21 @@ export class TreeFold {
       children: [...(this.childOrder.get(id) ?? [])],
     };
   }
+}
+
+/** A job's row in its owner's tree: its phase as its status, what a model-running job spent. */
+function jobRow(s: JobState, isRoot: boolean): TreeAgent {
+  const usage = s.end?.usage ?? null;
+  return {
+    actorId: s.jobId, name: s.name, parentId: isRoot ? null : s.ownerId, depth: 1, status: jobTreeStatus(s.phase), waitingFor: null,
+    step: null, tool: null, tokens: usage ? usage.inputTokens + usage.outputTokens : 0, estimated: usage?.estimated ?? false,
+    costUsd: usage === null ? 0 : (s.end?.costUsd ?? null), children: [],
+    job: {
+      phase: s.phase, reason: s.reason, attempts: s.attempts, exitCode: s.end?.exitCode ?? null,
+      // a job that has not ended owes nothing yet: `notified` reads as done only once it ended and told its owner
+      notified: isJobEnd(s.phase) && s.notified !== null,
+    },
+  };
 }
 
 /** Options of `readTreeView` and `watchTree`. */

@@ -1,5 +1,6 @@
 import type { ActorEvent } from '../protocol/events.js';
-import { verifyLog } from './verify.js';
+import { isJobLog, verifyJobLog, verifyLog } from './verify.js';
+import { checkJobOwners, jobRunningReasons, treeJobs } from './tree-jobs.js';
 import type { TreeReport, TreeViolation, Violation } from './violations.js';
 
 export { TREE_VIOLATION_CODES, type TreeViolation, type TreeViolationCode } from './violations.js';
@@ -42,31 +43,44 @@ export function treeOk(v: TreeVerdict): boolean {
  * every child one request; every spawn ends in the notice of the child's last turn, an interrupt
  * that cancelled it, or a detach; every notice and report enters its parent's history exactly
  * once; permissions only narrow down the tree; the tree spends within its root's budget; every
- * child's budget is carved out of its parent's; no more children run at once than the tree allows. Pure.
+ * child's budget is carved out of its parent's; no more children run at once than the tree allows.
+ * A job's log (`isJobLog`) is checked as a job's (`verifyJobLog`), and its owner must be an agent of
+ * the tree that started it. Pure.
  */
 export function verifyTree(logs: Map<string, ActorEvent[]>, rootId: string, opts: VerifyTreeOptions = {}): TreeVerdict {
   const tree: TreeViolation[] = [];
   const report: TreeReport = (code, actorId, seq, message) => tree.push({ code, actorId, seq, message });
   const facts = new Map<string, ActorFacts>();
-  for (const [id, events] of logs) facts.set(id, actorFacts(id, events));
+  // a job's log is no agent's: checked by the job checks, linked to the tree by its owner alone
+  const jobLogs = new Map<string, ActorEvent[]>();
+  const agentLogs = new Map<string, ActorEvent[]>();
+  for (const [id, events] of logs) {
+    if (isJobLog(events)) jobLogs.set(id, events);
+    else {
+      agentLogs.set(id, events);
+      facts.set(id, actorFacts(id, events));
+    }
+  }
+  const jobs = treeJobs(jobLogs);
   const parentOf = new Map<string, string>();
   for (const f of facts.values()) for (const r of f.requests) if (!parentOf.has(r.data.childId)) parentOf.set(r.data.childId, f.actorId);
-  const running = opts.complete === true ? [] : runningReasons(facts, parentOf);
+  const running = opts.complete === true ? [] : [...runningReasons(facts, parentOf), ...jobRunningReasons(jobs)];
   const complete = opts.complete ?? running.length === 0;
-  const actors = [...facts.values()].map((f) => ({
-    actorId: f.actorId, events: f.events.length, violations: verifyLog(f.events, { complete }),
+  const actors = [...logs].map(([actorId, events]) => ({
+    actorId, events: events.length, violations: jobLogs.has(actorId) ? verifyJobLog(events, { complete }) : verifyLog(events, { complete }),
   }));
   if (!facts.has(rootId)) report('tree.root_missing', rootId, null, `the tree has no log of its root ${rootId}`);
   checkLinks(facts, rootId, complete, report);
   if (complete) checkSpawnEnds(facts, report);
   checkInclusion(facts, parentOf, complete, report);
+  checkJobOwners(jobs, agentLogs, complete, report);
   checkPermissions(facts, report);
   checkTreeBudget(facts, rootId, report);
   checkCarves(facts, report);
   const width = treeWidthLimit(facts.get(rootId), opts.limits);
   if (width !== null) checkWidth(facts, width, opts.order, complete, report);
   // grouped by actor in the order the logs came, each actor's ordered by seq like verifyLog's
-  const order = new Map([...facts.keys()].map((id, i) => [id, i]));
+  const order = new Map([...logs.keys()].map((id, i) => [id, i]));
   tree.sort((a, b) => (order.get(a.actorId) ?? -1) - (order.get(b.actorId) ?? -1) || (a.seq ?? Infinity) - (b.seq ?? Infinity));
   return { rootId, running: opts.complete === true ? [] : running, actors, tree };
 }

@@ -54,6 +54,29 @@ export function verifyLog(events: ActorEvent[], opts: VerifyOptions = {}): Viola
   return found.sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity));
 }
 
+/**
+ * Checks a job's log (design §11b): the envelope every log keeps (seqs gapless, epochs never
+ * back, one actor) and the job's own invariants (`createJobCheck`); an agent's turn, call and
+ * inbox invariants are not a job's. Pure, O(n).
+ */
+export function verifyJobLog(events: ActorEvent[], opts: VerifyOptions = {}): Violation[] {
+  const found: Violation[] = [];
+  const report: Report = (code, seq, message) => found.push({ code, seq, message });
+  const checks = [createEnvelopeCheck(report), createJobCheck(report)];
+  for (const e of events) for (const c of checks) c.event(e);
+  for (const c of checks) c.end(opts.complete ?? false);
+  return found.sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity));
+}
+
+/**
+ * True for a job's log (its first event is `job/created`), which `verifyJobLog` checks rather than
+ * `verifyLog`. A log whose job events come without it stays an agent's: `verifyLog`'s job check
+ * names the stray events (`job.uncreated`), and its other checks still run.
+ */
+export function isJobLog(events: readonly ActorEvent[]): boolean {
+  return events[0]?.type === 'job/created';
+}
+
 /** One line per violation, `seq <n>: <code>: <message>`, for people and CLI output. */
 export function formatViolations(v: Violation[]): string {
   return v.map((x) => `seq ${x.seq ?? '-'}: ${x.code}: ${x.message}`).join('\n');

@@ -142,6 +142,7 @@ export const TREE_VIOLATION_CODES = [
   'tree.carve_wider',
   'tree.carve_unreserved',
   'tree.carve_exceeded',
+  'tree.job_unowned',
 ] as const;
 
 /** One of `TREE_VIOLATION_CODES`. */

@@ -1,6 +1,6 @@
 import type { EffectiveConfig } from '../../config/config.js';
 import type { ActorEvent } from '../../protocol/events.js';
-import { formatViolations, verifyLog } from '../../verify/verify.js';
+import { formatViolations, isJobLog, verifyJobLog, verifyLog } from '../../verify/verify.js';
 import { EXIT } from '../exit-codes.js';
 import { EventDescriber, eventLine, type Out } from '../output.js';
 import { createLogger, openRuntime, type Runtime } from '../runtime.js';
@@ -78,7 +78,8 @@ export async function verifyCommand(agentId: string, opts: { json?: boolean; tre
     if (opts.tree) return verifyTreeCommand(rt.reader, rootId, opts, out, config.subagents);
     const events: ActorEvent[] = [];
     for await (const { event } of rt.reader.read(rootId, agentId, { afterSeq: 0 })) events.push(event);
-    const violations = verifyLog(events);
+    // a job's log (`actorloop verify <jobId>`) keeps a job's invariants, not an agent's
+    const violations = isJobLog(events) ? verifyJobLog(events) : verifyLog(events);
     if (opts.json) {
       out.stdout.write(`${JSON.stringify({ agentId, events: events.length, ok: violations.length === 0, violations })}\n`);
     } else if (violations.length === 0) {

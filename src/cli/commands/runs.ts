@@ -36,7 +36,9 @@ export interface RunsOptions {
  * task. Only the `limit` newest logs are read (a data dir of many agents lists fast).
  */
 export async function listRuns(rt: Runtime, limit: number | null): Promise<{ rows: RunRow[]; total: number }> {
-  const all = await rt.bus.directory.list();
+  // a job is no run, nor a subagent: its owner's run lists it (`actorloop jobs`), and its log folds
+  // to no turn, which would read as a child that never started
+  const all = (await rt.bus.directory.list()).filter((e) => e.kind !== 'job');
   const children = new Map<string, number>();
   // a subagent's entry names its tree's root: the whole tree counts, not the root's own children
   for (const e of all) if (e.parentId !== null) children.set(e.rootId, (children.get(e.rootId) ?? 0) + 1);

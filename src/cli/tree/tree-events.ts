@@ -39,11 +39,14 @@ export async function treeEventsCommand(rt: Runtime, agentId: string, opts: Tree
   const describers = new Map<string, EventDescriber>();
   // the column is as wide as the names of the tree so far, from the directory (a child's entry
   // holds its spawn name): fixed before the first line, so every line of it lines up
-  const known = opts.json ? [] : (await rt.bus.directory.list()).filter((e) => e.rootId === rootId).map((e) => e.labels.name ?? '');
+  // (a job's entry holds its name as its title)
+  const known = opts.json ? [] : (await rt.bus.directory.list()).filter((e) => e.rootId === rootId).map((e) => (e.kind === 'job' ? e.title : (e.labels.name ?? '')));
   const width = Math.min(NAME_WIDTH_MAX, Math.max(NAME_WIDTH, ...known.map((n) => terminalText(n).length)));
   const columns = terminalColumns(out);
   const print = (actorId: string, e: Parameters<EventDescriber['describe']>[0]): void => {
     if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
+    // a job's log names it in its first event
+    else if (e.type === 'job/created') names.set(actorId, e.data.name);
     if (opts.json) {
       out.stdout.write(eventLine(e));
       return;

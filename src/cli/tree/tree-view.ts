@@ -5,6 +5,7 @@ import type { Out } from '../output.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodeForSignal, onStop, stopReceived } from '../stop-signals.js';
 import { terminalText } from '../../client/terminal-text.js';
+import { isJobEnd } from '../../protocol/job-events.js';
 import { cut, fitLine, terminalColumns } from '../terminal-width.js';
 import { answerCommands } from '../turn/approval-prompt.js';
 import { cliLine, placeholder, type WhereConfig } from '../hints.js';
@@ -17,11 +18,11 @@ export interface TreeOptions {
 
 /**
  * The root of the tree `agentId` belongs to: itself for a top agent, its root (said on stderr) for
- * a subagent; a NotFoundError for an agent this data dir does not know.
+ * a subagent or a job; a NotFoundError for an agent this data dir does not know.
  */
 export async function treeRootOf(rt: Runtime, agentId: string, out: Out): Promise<string> {
   const entry = await entryOf(rt, agentId);
-  if (entry.rootId !== agentId) out.stderr.write(`${agentId} is a subagent in the tree of ${entry.rootId}; showing that tree\n`);
+  if (entry.rootId !== agentId) out.stderr.write(`${agentId} is a ${entry.kind === 'job' ? 'job' : 'subagent'} in the tree of ${entry.rootId}; showing that tree\n`);
   return entry.rootId;
 }
 
@@ -36,12 +37,22 @@ function costText(usd: number | null): string {
 
 /** What an agent is doing, in words: its status, what it waits on, its open step and running tool. */
 export function doingText(a: TreeAgent): string {
+  if (a.job) return jobDoingText(a.job);
   let status: string = a.status;
   if (a.waitingFor) status = `waiting for ${a.waitingFor.kind === 'approval' ? 'approval' : 'an answer to'} ${a.waitingFor.ids.join(', ')}`;
   else if (a.status === 'released') status = 'released, nothing runs it';
   const parts = [status];
   if (a.step !== null) parts.push(`step ${a.step}`);
   if (a.tool !== null) parts.push(`▸ ${a.tool}`);
+  return parts.join(' · ');
+}
+
+/** What a job is doing: `job running`, `job failed (timed_out) · exit 1`, `job completed · exit 0 · notice owed`. */
+function jobDoingText(j: NonNullable<TreeAgent['job']>): string {
+  const parts = [`job ${j.phase}${j.reason !== null && j.reason !== 'started' && j.reason !== 'exited' ? ` (${j.reason})` : ''}`];
+  if (j.exitCode !== null) parts.push(`exit ${j.exitCode}`);
+  if (j.attempts > 1) parts.push(`${j.attempts} attempts`);
+  if (isJobEnd(j.phase) && !j.notified) parts.push('notice owed');
   return parts.join(' · ');
 }
 
@@ -59,7 +70,9 @@ function indentedName(a: TreeAgent): string {
  */
 export function agentLine(a: TreeAgent, nameWidth = 0, cutName = false): string {
   const name = indentedName(a);
-  return `${(cutName ? cut(name, nameWidth) : name).padEnd(nameWidth)}  ${a.actorId}  ${terminalText(doingText(a))} · ${tokensText(a.tokens, a.estimated)} · ${costText(a.costUsd)}`;
+  // a shell job spends no tokens: its line says what it does alone
+  const spent = a.job && a.tokens === 0 ? '' : ` · ${tokensText(a.tokens, a.estimated)} · ${costText(a.costUsd)}`;
+  return `${(cutName ? cut(name, nameWidth) : name).padEnd(nameWidth)}  ${a.actorId}  ${terminalText(doingText(a))}${spent}`;
 }
 
 /**
@@ -69,10 +82,11 @@ export function agentLine(a: TreeAgent, nameWidth = 0, cutName = false): string 
  */
 export function treeLines(v: TreeView, columns: number | null = null): string[] {
   const n = v.total.agents;
+  const jobs = v.agents.length - n;
   const nameWidth = Math.min(NAME_COLUMN_MAX, Math.max(0, ...v.agents.map((a) => indentedName(a).length)));
   const lines = [
     ...v.agents.map((a) => agentLine(a, nameWidth, columns !== null)),
-    `total: ${n} agent${n === 1 ? '' : 's'} · ${tokensText(v.total.tokens, v.total.estimated)} · ${costText(v.total.costUsd)}`,
+    `total: ${n} agent${n === 1 ? '' : 's'}${jobs > 0 ? ` · ${jobs} job${jobs === 1 ? '' : 's'}` : ''} · ${tokensText(v.total.tokens, v.total.estimated)} · ${costText(v.total.costUsd)}`,
   ];
   return lines.map((l) => fitLine(l, columns));
 }

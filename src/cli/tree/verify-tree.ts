@@ -1,5 +1,5 @@
 import type { ActorEvent } from '../../protocol/events.js';
-import { formatViolations } from '../../verify/verify.js';
+import { formatViolations, isJobLog } from '../../verify/verify.js';
 import { treeOk, verifyTree } from '../../verify/tree.js';
 import type { LogReader } from '../../store/log-port.js';
 import type { TreeLimits } from '../../protocol/turn-settings.js';
@@ -31,21 +31,31 @@ export async function verifyTreeCommand(
   for (const log of logs.values()) log.sort((a, b) => a.seq - b.seq);
   const v = verifyTree(logs, rootId, { order, ...(limits ? { limits } : {}) });
   const names = new Map<string, string>([[rootId, 'main']]);
-  for (const log of logs.values()) for (const e of log) if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
+  const jobs = new Set<string>();
+  for (const [actorId, log] of logs) {
+    // a job's log names it in its first event
+    const first = log[0];
+    if (isJobLog(log) && first?.type === 'job/created') {
+      names.set(actorId, first.data.name);
+      jobs.add(actorId);
+    }
+    for (const e of log) if (e.type === 'subagent/spawn_requested') names.set(e.data.childId, e.data.name);
+  }
   const ok = treeOk(v);
   if (opts.json) {
-    const actors = v.actors.map((a) => ({ ...a, name: names.get(a.actorId) ?? null, ok: a.violations.length === 0 }));
+    const actors = v.actors.map((a) => ({ ...a, name: names.get(a.actorId) ?? null, kind: jobs.has(a.actorId) ? 'job' : 'agent', ok: a.violations.length === 0 }));
     out.stdout.write(`${JSON.stringify({ rootId, ok, running: v.running, actors, tree: v.tree })}\n`);
     return ok ? EXIT.completed : EXIT.failed;
   }
-  const lines = [`tree ${rootId}: ${v.actors.length} agent(s), ${v.actors.reduce((n, a) => n + a.events, 0)} events`];
+  const agents = v.actors.length - jobs.size;
+  const lines = [`tree ${rootId}: ${agents} agent(s)${jobs.size > 0 ? `, ${jobs.size} job(s)` : ''}, ${v.actors.reduce((n, a) => n + a.events, 0)} events`];
   for (const a of v.actors) {
-    const who = `${a.actorId} (${names.get(a.actorId) ?? '?'})`;
+    const who = `${a.actorId} (${jobs.has(a.actorId) ? 'job ' : ''}${terminalText(names.get(a.actorId) ?? '?')})`;
     lines.push(a.violations.length === 0
       ? `  ${who}: ${a.events} events, all invariants hold`
       : `  ${who}: ${a.violations.length} violation(s) in ${a.events} events\n${terminalText(formatViolations(a.violations), 'block').replace(/^/gm, '    ')}`);
   }
-  if (v.tree.length === 0) lines.push('  tree: every spawn, notice, permission and budget holds');
+  if (v.tree.length === 0) lines.push(`  tree: every spawn, notice, permission and budget holds${jobs.size > 0 ? ', and every job has its owner' : ''}`);
   else {
     lines.push(`  tree: ${v.tree.length} violation(s)`);
     for (const t of v.tree) lines.push(terminalText(`    ${t.actorId} seq ${t.seq ?? '-'}: ${t.code}: ${t.message}`, 'block'));
