@@ -73,6 +73,11 @@ export function awaitingPerson(p: Projection, answered: ReadonlyMap<string, stri
   return p.parked.ids.filter((id) => pending(id) && !answered.has(id));
 }
 
+/** True while a job the agent started has not sent its notice. */
+function jobsRunning(p: Projection): boolean {
+  return Object.values(p.jobs ?? {}).some((j) => !j.notified);
+}
+
 /**
  * Follows an agent's turn to its end over a transport. A step is read only when the caller asks
  * for the next: after `ended` nothing more is folded, so a caller following on from the same
@@ -104,7 +109,9 @@ export async function* followTurnSteps(o: TurnFollowOptions): AsyncGenerator<Tur
       continue;
     }
     // a turn whose goal goes on is followed into its continuation: the goal's work is the run's
-    if (event.type === 'turn/end' && event.data.goalContinues !== true) {
+    // and a completed turn that left jobs running is followed into the turn their notices start:
+    // a job the run started is the run's work too
+    if (event.type === 'turn/end' && event.data.goalContinues !== true && !(event.data.outcome === 'completed' && jobsRunning(p))) {
       // the turn that was running when the task came: the task's own turn comes after it
       const task = o.taskMessageId !== undefined ? p.inbox[o.taskMessageId] : undefined;
       if (task?.state === 'pending') continue;

@@ -50,11 +50,21 @@ export const COMPACTION_FAULT_POINTS = [
   'before:checkpoint/committed',
 ] as const;
 
+/**
+ * Points of a job's own log (its host hits them, with the job's ID): its execution is committed
+ * as started and its process not yet spawned, and its notice is in its owner's inbox but
+ * `job/notified` not committed.
+ */
+export const JOB_FAULT_POINTS = [
+  'after:job/started',
+  'before:job/notified',
+] as const;
+
 /** A fault order's "point" that is no point: the host kills itself as soon as it has replied. */
 export const FAULT_NOW = 'now';
 
 /** Every point a fault order may name: the listed points, and `now`. */
-export const ORDERABLE_FAULT_POINTS = [...FAULT_POINTS, ...TREE_FAULT_POINTS, ...COMPACTION_FAULT_POINTS, FAULT_NOW] as const;
+export const ORDERABLE_FAULT_POINTS = [...FAULT_POINTS, ...TREE_FAULT_POINTS, ...COMPACTION_FAULT_POINTS, ...JOB_FAULT_POINTS, FAULT_NOW] as const;
 
 /** A point of a fault order; a bad name fails with the list of points. */
 export const FaultOrderPointSchema = z.enum(ORDERABLE_FAULT_POINTS, {

@@ -108,15 +108,22 @@ export interface OwnerJobRecord {
   notified: boolean;
   /** That notice's message ID. */
   noticeId?: string;
+  /** The turn whose call started it (absent: a notice of a job this log never started). */
+  turn?: string;
+  /** What its owner's interrupted turn does to it (`start_job`'s `on_owner_end`, default cancel). */
+  onOwnerEnd?: 'cancel' | 'detach';
 }
 
-/** The name a `start_job` call gave its job (its arguments as the model wrote them). */
-function nameOf(args: string): string {
+/** The name and `on_owner_end` a `start_job` call gave its job (its arguments as the model wrote them). */
+function argsOf(args: string): { name: string; onOwnerEnd: 'cancel' | 'detach' } {
   try {
-    const parsed = JSON.parse(args) as { name?: unknown };
-    return typeof parsed.name === 'string' && parsed.name !== '' ? parsed.name : 'job';
+    const parsed = JSON.parse(args) as { name?: unknown; on_owner_end?: unknown };
+    return {
+      name: typeof parsed.name === 'string' && parsed.name !== '' ? parsed.name : 'job',
+      onOwnerEnd: parsed.on_owner_end === 'detach' ? 'detach' : 'cancel',
+    };
   } catch {
-    return 'job';
+    return { name: 'job', onOwnerEnd: 'cancel' };
   }
 }
 
@@ -141,13 +148,14 @@ export function foldOwnerJobs(p: Projection, e: ActorEvent): void {
     const call = p.pending.calls.find((c) => c.callId === e.call);
     if (call?.name !== 'start_job') return;
     const jobs = (p.jobs ??= {});
-    jobs[jobIdOf(e.call)] ??= { name: nameOf(call.arguments), callId: e.call, phase: 'pending', notified: false };
+    const { name, onOwnerEnd } = argsOf(call.arguments);
+    jobs[jobIdOf(e.call)] ??= { name, callId: e.call, phase: 'pending', notified: false, onOwnerEnd, ...(e.turn !== undefined ? { turn: e.turn } : {}) };
   } else if (e.type === 'inbox/received' && e.data.kind === 'job_notice') {
     const n = parseNotice(e.data.content);
     if (n === null) return;
     const jobs = (p.jobs ??= {});
     const known = Object.hasOwn(jobs, n.jobId) ? jobs[n.jobId] : undefined;
-    jobs[n.jobId] = { name: known?.name ?? n.name, callId: known?.callId ?? '', phase: n.phase, notified: true, noticeId: e.data.messageId };
+    jobs[n.jobId] = { ...known, name: known?.name ?? n.name, callId: known?.callId ?? '', phase: n.phase, notified: true, noticeId: e.data.messageId };
     // its whole output is readable with artifact_read (the job stored it in the shared blob store)
     if (n.output) (p.artifacts ??= {})[n.output.id] = n.output.digest;
   }

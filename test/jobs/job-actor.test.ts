@@ -111,6 +111,36 @@ describe('jobs started by the model', () => {
     expect(ofType(log, 'turn/start')[1]!.data.source).toBe('job_notice');
   });
 
+  it('an interrupted turn cancels the jobs it started (on_owner_end cancel, the default); a detached one goes on', async () => {
+    const rt = await world.rts.open({
+      modelFor: treeModels({
+        main: [
+          { tool_calls: [
+            { name: 'start_job', arguments: { name: 'stops', command: 'sleep 30.0422' } },
+            { name: 'start_job', arguments: { name: 'goes-on', command: 'sleep 30.0423', on_owner_end: 'detach' } },
+          ] },
+          call('shell', { command: 'sleep 20' }),
+          answer('never'),
+        ],
+      }),
+    });
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed(), jobLimits: { killGraceMs: 1_000 } } });
+    const { actor, ended } = await startTurn(sup, 'start two', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await waitForLog(sup, actor, (l) => ofType(l, 'tool/start').some((e) => e.data.name === 'shell'));
+    await until(async () => (await sleepers('30.0422')) > 0 && (await sleepers('30.0423')) > 0);
+    await sup.send(interruptMessage(actor.actorId));
+    await expect(ended).resolves.toMatchObject({ outcome: 'cancelled' });
+    const [stops, goesOn] = jobIdsOf(await readLog(sup, actor.rootId, actor.actorId));
+    const stopped = await waitForLog(sup, { rootId: actor.rootId, actorId: stops! }, (l) => l.some((e) => e.type === 'job/notified'));
+    expect(foldJobLog(stopped)).toMatchObject({ phase: 'cancelled', reason: 'owner_ended', cancel: { reason: 'owner_ended', by: actor.actorId } });
+    expect(await sleepers('30.0422')).toBe(0);
+    expect(foldJobLog(await readLog(sup, actor.rootId, goesOn!))!.phase).toBe('running');
+    expect(await sleepers('30.0423')).toBe(1);
+    await sup.send(interruptMessage(goesOn!));
+    await waitForLog(sup, { rootId: actor.rootId, actorId: goesOn! }, (l) => l.some((e) => e.type === 'job/notified'));
+    expect(await sleepers('30.0423')).toBe(0);
+  });
+
   it('max_running_jobs = 2 with five jobs started in one step: never more than two run; all five end', async () => {
     const starts = Array.from({ length: 5 }, (_, i) => ({ name: 'start_job', arguments: { name: `j${i}`, command: `echo start >> runs.log; sleep 0.6; echo end >> runs.log` } }));
     const rt = await world.rts.open({

@@ -82,10 +82,13 @@ describe("the owner's projection of its jobs", () => {
     const b = ownerLog();
     const p = emptyProjection(OWNER_ID);
     for (const e of b.events) foldEvent(p, e);
-    expect(p.jobs).toEqual({ [JOB_ID]: { name: 'regress', callId: JOB_CALL, phase: 'pending', notified: false } });
+    const started = { name: 'regress', callId: JOB_CALL, onOwnerEnd: 'cancel', turn: b.events.find((e) => e.type === 'tool/result')!.turn };
+    expect(p.jobs).toEqual({ [JOB_ID]: { ...started, phase: 'pending', notified: false } });
     const notice = jobNotice(foldJobLog(completedJob().slice(0, 4))!)!;
     foldEvent(p, b.push('inbox/received', { messageId: 'msg_01NOTICE', kind: 'job_notice', from: JOB_ID, content: JSON.stringify(notice), request: null }));
-    expect(p.jobs![JOB_ID]).toEqual({ name: 'regress', callId: JOB_CALL, phase: 'completed', notified: true, noticeId: 'msg_01NOTICE' });
+    expect(p.jobs![JOB_ID]).toEqual({ ...started, phase: 'completed', notified: true, noticeId: 'msg_01NOTICE' });
+    // its output is an artifact the owner reads with artifact_read
+    expect(p.artifacts?.[notice.output!.id]).toBe(notice.output!.digest);
     // plain JSON, like the rest of the projection
     expect(JSON.parse(JSON.stringify(p.jobs))).toEqual(p.jobs);
   });

@@ -11,6 +11,7 @@ import type { ApprovalMode, EventData } from '../../protocol/events.js';
 import { NOTICE_KINDS } from '../../protocol/subagents.js';
 import { childRequest, modelText, parseChildTask } from '../tree/child-task.js';
 import { endChildren } from '../tree/subagent-messages.js';
+import { endJobs } from '../effects/job-tools.js';
 import type { ExecutionSemantics } from '../../tools/tool.js';
 import { answerApproval, decideCall, expireApproval, requestApproval } from '../effects/tool-policy.js';
 import { reconcileCall, settleReconciled } from '../effects/reconcile.js';
@@ -226,6 +227,8 @@ const EFFECTS: EffectTable = {
     const { blockGoal, ...p } = params;
     // a parent's cancelled or failed turn stops its running children first (on_parent_end)
     await endChildren(ctx, p.outcome);
+    // and the jobs it started that said on_owner_end = "cancel"
+    await endJobs(ctx, p.outcome);
     // nothing of the turn is open any more: a reservation left unsettled would never be
     settleOrphans(ctx, { turnEnd: true });
     // the goal's updates first, in the same commit: a crash leaves both or neither

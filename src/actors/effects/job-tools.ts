@@ -131,3 +131,21 @@ export const waitJobsRuntime: RuntimeTool = {
     armWait(a, r.ids);
   },
 };
+
+/**
+ * A turn that ended cancelled or failed stops the jobs it started that said `on_owner_end:
+ * "cancel"` (the default): a message to each job's inbox (its ID derived from the job and the
+ * turn, so a retry after a crash sends it once); the job records `job/cancel_requested`
+ * (owner_ended) and ends cancelled. Jobs of earlier turns, and detached ones, go on.
+ */
+export async function endJobs(a: EffectContext, outcome: string): Promise<void> {
+  const port = a.ports.jobs;
+  const turn = a.projection.openTurn?.id;
+  if (!port || !turn || (outcome !== 'cancelled' && outcome !== 'failed')) return;
+  for (const [jobId, j] of Object.entries(a.projection.jobs ?? {})) {
+    if (j.notified || j.turn !== turn || j.onOwnerEnd === 'detach') continue;
+    await port.cancel(jobId, a.actorId, 'owner_ended', turn).catch((err: unknown) =>
+      a.logger.warn({ err, jobId }, 'cancel of a job not sent; it runs on until its own end'));
+    if (a.halted) return;
+  }
+}

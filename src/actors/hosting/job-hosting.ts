@@ -139,6 +139,14 @@ export class JobHosting {
     await this.serve(actor);
   }
 
+  /** Hosts a job of a tree this process runs, once, under the lease the adopter takes; nothing when another process holds it. */
+  async adopt(entry: DirectoryEntry): Promise<void> {
+    if (this.hosted.has(entry.actorId) || this.stopped) return;
+    const epoch = this.adopter ? await this.adopter(entry.actorId) : 1;
+    if (epoch === null) return;
+    await this.hydrate(entry, epoch);
+  }
+
   /** Hosts a job the directory has, from its log, under the lease `epoch` this host took. */
   async hydrate(entry: DirectoryEntry, epoch: number): Promise<void> {
     if (this.hosted.has(entry.actorId)) return;

@@ -611,6 +611,7 @@ export class Supervisor {
    * when another process holds it.
    */
   adopt(entry: DirectoryEntry): Promise<void> {
+    if (entry.kind === 'job') return this.jobs.adopt(entry);
     return this.tree.host(entry);
   }
 

@@ -98,10 +98,12 @@ function noOpenTurn(agentId: string, p: Projection, out: Out): number {
   return last ? exitCodeFor(last.outcome) : EXIT.completed;
 }
 
-/** True when the log holds work a host would carry on: an open turn, a goal's continuation owed, or a received message that starts one. */
+/** True when the log holds work a host would carry on: an open turn, a goal's continuation owed, a job's notice owed, or a received message that starts one. */
 function hasWork(p: Projection): boolean {
   // a turn ended saying its goal goes on, and the continuation it owes was not started yet
   if (continuationPending(p)) return true;
+  // a job it started has not sent its notice: its end (and the turn the notice starts) is the agent's work
+  if (Object.values(p.jobs ?? {}).some((j) => !j.notified)) return true;
   return p.openTurn !== null || Object.values(p.inbox).some((i) => i.state === 'pending' && (i.kind === 'user_message' || i.kind === 'follow_up'));
 }
 
@@ -115,7 +117,7 @@ async function resumeOnHost(rt: Runtime, agentId: string, json: boolean, out: Ou
   if (place.kind === 'free') {
     await releaseToHosts(rt, entry);
     // the rest of its tree a killed command hosted goes with it, without waiting for its leases to lapse
-    if (Object.keys(p.children ?? {}).length > 0 || p.parentLink) await releaseTree(rt, entry);
+    if (Object.keys(p.children ?? {}).length > 0 || p.parentLink || Object.values(p.jobs ?? {}).some((j) => !j.notified)) await releaseTree(rt, entry);
   }
   return followTurn({
     rt, entry, from: p, directory: rt.bus.directory, printer: new RunPrinter(out, json), out, json,

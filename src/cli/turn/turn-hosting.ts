@@ -67,12 +67,14 @@ export async function hostExisting(agentId: string, rt: Runtime, out: Out, json:
     { epoch: lease.epoch },
   );
   // an agent that spawned none and was spawned by none is a tree of one: nothing to list
-  if (Object.keys(actor.projection.children ?? {}).length > 0 || actor.projection.parentLink) await hostTree(rt, supervisor, entry);
+  // its children and jobs too (a job left running by a killed process is ended, or run again, here)
+  const jobs = Object.values(actor.projection.jobs ?? {}).some((j) => !j.notified);
+  if (Object.keys(actor.projection.children ?? {}).length > 0 || actor.projection.parentLink || jobs) await hostTree(rt, supervisor, entry);
   return { rt, supervisor, actor, recovered, failed: failureOf(ended), printer, printsOnCommit: echo };
 }
 
 /**
- * Hosts here, beside the agent, every other agent of its tree the directory says needs a host
+ * Hosts here, beside the agent, every other agent and job of its tree the directory says needs a host
  * (running or waiting) and nobody live holds, each under a lease this command keeps: when the
  * process that ran a tree in-process is killed, a child left mid-turn or owing its notice, and a
  * parent waiting on one, go on only if someone hosts them, and no host may be running.
