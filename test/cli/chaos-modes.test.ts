@@ -28,7 +28,13 @@ describe('modes', () => {
       'after:goal/updated': 'goal',
       'after:compaction/started': 'compact',
       'before:checkpoint/committed': 'compact',
+      'after:job/started': 'job',
+      'before:job/notified': 'job',
     });
+    // a job run starts a job and waits for it, then runs the scenario as it is
+    const job = responsesFor('job', responses);
+    expect(job.slice(2)).toEqual(responses);
+    expect(job.slice(0, 2).map((r) => r.tool_calls![0]!.name)).toEqual(['start_job', 'wait_jobs']);
     // a compact run is the scenario as it is, asked for a checkpoint at its first approval wait
     expect(MODES.compact).toMatchObject({ approve: 'ask', outcome: 'completed', runArgs: ['-c', 'compaction_keep_steps=1', '-c', 'compaction_min_gain_tokens=0'] });
     expect(responsesFor('compact', responses)).toEqual(responses);

@@ -42,7 +42,7 @@ test(
     expect(summary, show(r)).toMatchObject({ type: 'summary', ok: true, seed: 1, points: CHAOS_POINTS.length, runs: CHAOS_POINTS.length, passed: CHAOS_POINTS.length, violations: 0 });
     // the interrupt lands in the first model call, before any effect
     expect(summary.baselines.map((b) => [b.mode, b.passed, b.effectLines])).toEqual([
-      ['full-auto', true, 2], ['steer', true, 2], ['interrupt', true, 0], ['question', true, 2], ['budget', true, 2], ['goal', true, 2], ['ask', true, 2], ['compact', true, 2],
+      ['full-auto', true, 2], ['steer', true, 2], ['interrupt', true, 0], ['question', true, 2], ['budget', true, 2], ['goal', true, 2], ['ask', true, 2], ['compact', true, 2], ['job', true, 2],
     ]);
     expect(points.map((p) => p.point)).toEqual([...CHAOS_POINTS]);
     for (const p of points) {
@@ -56,6 +56,8 @@ test(
       if (p.point === 'after:inbox-reserved') expect(run.processes, JSON.stringify(run)).toContain('send: exit 0');
       if (p.point === 'after:interrupt/requested') expect(run.processes.at(-1), JSON.stringify(run)).toBe('interrupt: exit 0');
       if (p.point === 'after:ask/asked') expect(run.processes.filter((x) => /^answer: exit 0$/.test(x)), JSON.stringify(run)).toHaveLength(1);
+      // a job's point: the run that started it was killed, and a resume ended the job and took its notice in
+      if (p.point.includes('job/')) expect(run.processes.length, JSON.stringify(run)).toBeGreaterThanOrEqual(2);
       expect(typeof p.recoveredInMsMedian).toBe('number');
       expect(run.workspace).toBeNull();
     }

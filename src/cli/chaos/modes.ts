@@ -2,16 +2,17 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Script, ScriptResponse } from '../../model/script.js';
 import type { TurnOutcome } from '../../protocol/events.js';
-import { COMPACTION_FAULT_POINTS, FAULT_POINTS, type TREE_FAULT_POINTS } from '../../actors/faults/faults.js';
+import { COMPACTION_FAULT_POINTS, FAULT_POINTS, JOB_FAULT_POINTS, type TREE_FAULT_POINTS } from '../../actors/faults/faults.js';
 
 /**
  * The points `actorloop chaos --points all` kills at: every fault point of design §7 this
  * runtime has, plus `after:approval/granted`, which only a run that asks can reach, and the
- * compaction points, which a run reaches once a person asked for a checkpoint. Points that
+ * compaction points, which a run reaches once a person asked for a checkpoint, and the job points,
+ * which a run reaches when its model starts a job. Points that
  * need a person's act (an approval, a steer, an interrupt, an answer) run in a mode of their own
  * (`modeFor`), which the driver carries out.
  */
-export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted', ...COMPACTION_FAULT_POINTS] as const;
+export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted', ...COMPACTION_FAULT_POINTS, ...JOB_FAULT_POINTS] as const;
 /** One of `CHAOS_POINTS`, or of the points only a tree reaches (`TREE_FAULT_POINTS`). */
 export type ChaosPoint = (typeof CHAOS_POINTS)[number] | (typeof TREE_FAULT_POINTS)[number];
 
@@ -38,8 +39,12 @@ export type ChaosPoint = (typeof CHAOS_POINTS)[number] | (typeof TREE_FAULT_POIN
  *   before approving; the step after the approval compacts the closed steps but the newest
  *   (`compaction_keep_steps = 1`), its checkpoint committed whatever it saves
  *   (`compaction_min_gain_tokens = 0`).
+ * - `job`: as `full-auto`, and the script first starts a background job (`start_job`, a command
+ *   appending to `job.log`, not the effect file: a job a kill interrupted before its command ran
+ *   is a job that ended `interrupted`, not a lost effect of its call) and waits for it
+ *   (`wait_jobs`), so the turn ends only after the job's notice is taken in.
  */
-export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'budget' | 'goal' | 'compact';
+export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'budget' | 'goal' | 'compact' | 'job';
 
 /** How a mode's runs go: the approval mode they run with, and the end their turn must reach. */
 export interface ModeSpec {
@@ -64,6 +69,7 @@ export const MODES: Readonly<Record<ChaosMode, ModeSpec>> = {
   budget: { approve: 'full-auto', outcome: 'completed', runArgs: ['--max-tokens', String(CHAOS_MAX_TOKENS)] },
   goal: { approve: 'full-auto', outcome: 'completed', goal: true },
   compact: { approve: 'ask', outcome: 'completed', runArgs: ['-c', 'compaction_keep_steps=1', '-c', 'compaction_min_gain_tokens=0'] },
+  job: { approve: 'full-auto', outcome: 'completed' },
 };
 
 /** The run mode the runs of `point` use: only points that need a person's act leave `full-auto`. */
@@ -84,6 +90,9 @@ export function modeFor(point: ChaosPoint): ChaosMode {
     case 'after:compaction/started':
     case 'before:checkpoint/committed':
       return 'compact';
+    case 'after:job/started':
+    case 'before:job/notified':
+      return 'job';
     default:
       return 'full-auto';
   }
@@ -118,6 +127,13 @@ const COMPLETE_GOAL: ScriptResponse = {
   usage: { input_tokens: 300, output_tokens: 20 },
 };
 
+/** The calls a `job` run makes first: a background job, then a wait for its notice. */
+const START_JOB: ScriptResponse = {
+  tool_calls: [{ name: 'start_job', arguments: { name: 'chaos-job', command: 'echo chaos-job >> job.log' } }],
+  usage: { input_tokens: 300, output_tokens: 20 },
+};
+const WAIT_JOBS: ScriptResponse = { tool_calls: [{ name: 'wait_jobs', arguments: { timeout_seconds: 120 } }], usage: { input_tokens: 300, output_tokens: 10 } };
+
 /** The responses of `mode` made from the scenario's (the main agent's); the same list for a mode that needs no change. */
 export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse[]): ScriptResponse[] {
   switch (mode) {
@@ -136,6 +152,8 @@ export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse
       return [QUESTION, ...responses];
     case 'goal':
       return [...responses.slice(0, -1), COMPLETE_GOAL, ...responses.slice(-1)];
+    case 'job':
+      return [START_JOB, WAIT_JOBS, ...responses];
   }
 }
 

@@ -58,6 +58,10 @@ export function occurrences(point: string, events: readonly ActorEvent[]): numbe
   }
   // committed with the attempt/start it reserves for
   if (point === 'after:budget-reserved') return count((e) => e.type === 'budget/reserved' && e.data.kind === 'attempt');
+  // a job's points fire in the job's own log: its owner's shows one job started per start_job
+  // that succeeded, and one notice taken in per job that ended
+  if (point === 'after:job/started') return count((e) => e.type === 'tool/result' && e.data.ok && e.data.source === 'tool:start_job');
+  if (point === 'before:job/notified') return count((e) => e.type === 'inbox/received' && e.data.kind === 'job_notice');
   if (point.startsWith('after:')) {
     const type = point.slice('after:'.length);
     return count((e) => e.type === type);
