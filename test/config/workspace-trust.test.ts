@@ -46,6 +46,16 @@ describe('an untrusted workspace file only tightens', () => {
     expect(c.ignoredKeys.every((n) => n.startsWith(join(ws, 'actorloop.toml')))).toBe(true);
   });
 
+  it('lowers the job limits, never raises them', async () => {
+    const { ws, env } = await setup({ workspace: 'max_running_jobs = 64\njob_timeout_seconds = 99999\nmax_running_jobs_per_tree = 2\n', user: 'max_running_jobs = 8\n' });
+    const c = loadConfig({ cwd: ws }, env);
+    expect(c.jobs).toMatchObject({ maxRunningPerHost: 8, maxRunningPerTree: 2, timeoutSeconds: 1800 });
+    expect(c.ignoredKeys.map((n) => n.replace(/^.*actorloop\.toml: /, ''))).toEqual([
+      'max_running_jobs = 64: above 8, and an untrusted workspace only lowers it',
+      'job_timeout_seconds = 99999: above 1800, and an untrusted workspace only lowers it',
+    ]);
+  });
+
   it('takes a stricter run mode and a shorter approval life over the user\'s', async () => {
     const { ws, env } = await setup({ workspace: 'approval_mode = "deny-all"\napproval_ttl_seconds = 60\n', user: 'approval_mode = "full-auto"\napproval_ttl_seconds = 600\n' });
     const c = loadConfig({ cwd: ws }, env);

@@ -88,7 +88,7 @@ describe('config show', () => {
       workspace: 'model = "openai:from-workspace"\ninstructions = "Answer in haiku."\n',
       user: 'approval_mode = "auto-edit"\nmax_parallel_calls = 2\n',
     }, { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' });
-    const args = ['config', 'show', '--cwd', ws, '-c', 'max_parallel_calls=3', '-c', 'ask_ttl_seconds=60', '-c', 'max_children_per_tree=5'];
+    const args = ['config', 'show', '--cwd', ws, '-c', 'max_parallel_calls=3', '-c', 'ask_ttl_seconds=60', '-c', 'max_children_per_tree=5', '-c', 'max_running_jobs=2'];
     const r = await cli.run(args);
     expectExit(r, 0);
     const out = lines(r.stdout);
@@ -108,6 +108,10 @@ describe('config show', () => {
     expect(line('max_children_per_parent')).toBe('max_children_per_parent: 8 (default)');
     expect(line('max_children_per_tree')).toBe('max_children_per_tree: 5 (flag)');
     expect(line('on_parent_end')).toBe('on_parent_end: cancel (default)');
+    // and the job limits
+    expect(line('max_running_jobs')).toBe('max_running_jobs: 2 (flag)');
+    expect(line('max_running_jobs_per_tree')).toBe('max_running_jobs_per_tree: 4 (default)');
+    expect(line('job_timeout_seconds')).toBe('job_timeout_seconds: 1800 (default)');
     // the other lines stay: trust, the files read
     expect(r.stdout).toMatch(/^workspace: .* \(not trusted: its actorloop\.toml may only tighten\)$/m);
     expect(line('files read')).toContain(join(ws, 'actorloop.toml'));

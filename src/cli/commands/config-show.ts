@@ -43,6 +43,11 @@ export function configShowCommand(opts: { json?: boolean }, config: EffectiveCon
   lines.push(`max_children_per_parent: ${config.subagents.maxChildrenPerParent}${from('max_children_per_parent')}`);
   lines.push(`max_children_per_tree: ${config.subagents.maxChildrenPerTree}${from('max_children_per_tree')}`);
   lines.push(`on_parent_end: ${config.subagents.onParentEnd}${from('on_parent_end')}`);
+  lines.push(`max_running_jobs: ${config.jobs.maxRunningPerHost}${from('max_running_jobs')}`);
+  lines.push(`max_running_jobs_per_tree: ${config.jobs.maxRunningPerTree}${from('max_running_jobs_per_tree')}`);
+  lines.push(`max_queued_jobs: ${config.jobs.maxQueued}${from('max_queued_jobs')}`);
+  lines.push(`job_timeout_seconds: ${config.jobs.timeoutSeconds}${from('job_timeout_seconds')}`);
+  lines.push(`job_kill_grace_ms: ${config.jobs.killGraceMs}${from('job_kill_grace_ms')}`);
   lines.push(`ask_ttl_seconds: ${config.askTtlMs / 1000}${from('ask_ttl_seconds')}`);
   lines.push(`max_parallel_calls: ${config.maxParallelCalls}${from('max_parallel_calls')}`);
   lines.push(`observation_budget_bytes: ${config.observationBudgetBytes}${from('observation_budget_bytes')}`);
