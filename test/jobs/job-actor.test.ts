@@ -141,6 +141,32 @@ describe('jobs started by the model', () => {
     expect(await sleepers('30.0423')).toBe(0);
   });
 
+  it('a goal\'s continuation waits for the job its turn started: the notice starts the next turn, which completes the goal', async () => {
+    const rt = await world.rts.open({
+      modelFor: treeModels({
+        main: [
+          call('start_job', { name: 'check', command: 'sleep 1 && echo checked' }),
+          answer('waiting for the check'),
+          call('update_goal', { phase: 'complete', reason: 'the check passed', expected_revision: 0 }),
+          answer('done'),
+        ],
+      }),
+    });
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed() } });
+    const goal = { objective: 'run the check', budget: {}, maxIdleTurns: 5 };
+    const { actor, ended } = await startTurn(sup, 'run the check', turnRequest(world.ws, { approvalMode: 'full-auto', goal }));
+    const first = await ended;
+    expect(first.outcome).toBe('completed');
+    const log = await waitForLog(sup, actor, (l) => ofType(l, 'turn/end').length === 2);
+    const ends = ofType(log, 'turn/end');
+    // no continuation while the job ran: the notice's turn came next, and completed the goal
+    expect(ends[0]!.data.goalContinues ?? false).toBe(false);
+    expect(ofType(log, 'turn/start').map((e) => e.data.source)).toEqual(['user_message', 'job_notice']);
+    expect(actor.projection.goal).toMatchObject({ phase: 'complete' });
+    const v = verifyLog(log);
+    expect(v, formatViolations(v)).toEqual([]);
+  });
+
   it('max_running_jobs = 2 with five jobs started in one step: never more than two run; all five end', async () => {
     const starts = Array.from({ length: 5 }, (_, i) => ({ name: 'start_job', arguments: { name: `j${i}`, command: `echo start >> runs.log; sleep 0.6; echo end >> runs.log` } }));
     const rt = await world.rts.open({

@@ -124,7 +124,8 @@ export function settleGoalAtTurnEnd(a: EffectContext, outcome: TurnOutcome, reas
   const decided = goalAtTurnEnd(a.projection, outcome, a.ports.clock.nowMs(), reason, blocked);
   const turn = a.projection.openTurn!.id;
   for (const u of decided.updates) stageUpdate(a, a.projection.goal!, { ...u, by: 'runtime' }, { turn });
-  return decided.continues;
+  // a goal's continuation waits for the jobs its agent started: their notices start the next turn
+  return decided.continues && !Object.values(a.projection.jobs ?? {}).some((j) => !j.notified);
 }
 
 /** Parses a `goal_control` message's content; null when it is not one. */
