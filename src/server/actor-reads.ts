@@ -4,7 +4,9 @@ import { turnError } from '../client/run-summary.js';
 import type { ActorDetail, ActorSummary, PendingApproval, PendingQuestion } from '../protocol/gateway.js';
 import { agentNotFound } from '../protocol/errors.js';
 import { pendingApprovals, pendingQuestions, type Projection } from '../store/projection.js';
+import type { JobState } from '../store/job-projection.js';
 import { LivenessCheck, type LivenessPorts } from './actor-liveness.js';
+import { jobStatus } from './job-reads.js';
 import { redactJson, type RedactText } from './redact-json.js';
 import type { FoldedTree, TreeFolds } from './tree-folds.js';
 
@@ -27,6 +29,20 @@ export interface ActorReadPorts {
 async function statusWith(check: LivenessCheck | null, summary: ActorSummary, p: Projection | undefined): Promise<ActorSummary> {
   if (check && p && (await check.killed(summary.id, p, summary.status))) summary.status = 'killed';
   return summary;
+}
+
+/**
+ * A summary as a job shows among its tree's actors: named by its job name, its status its phase's,
+ * under its owner (one deeper). Its log folds into no agent's projection: what the tree fold
+ * guesses of it (its ID as its name, `idle`) is not shown.
+ */
+function asJob(s: ActorSummary, job: JobState | undefined, entry: DirectoryEntry | undefined, ownerDepth: (id: string) => number | undefined): ActorSummary {
+  const parentId = job?.ownerId ?? entry?.parentId ?? null;
+  return {
+    ...s,
+    kind: 'job', name: job?.name ?? entry?.title ?? s.id, parentId, status: jobStatus(job?.phase ?? 'pending'),
+    waitingFor: null, step: null, tool: null, depth: parentId === null ? 0 : (ownerDepth(parentId) ?? 0) + 1,
+  };
 }
 
 function summaryOf(entry: DirectoryEntry | undefined, a: TreeAgent | undefined, rootId: string, streamSeq: number, actorId: string): ActorSummary {
@@ -76,20 +92,27 @@ export async function readTree<X>(
   const read = await ports.folds.with(root, (tree) => {
     const actors: Array<ActorRead<X>> = [];
     const seen = new Set<string>();
-    for (const a of tree.fold.view().agents) {
+    const view = tree.fold.view().agents;
+    const depths = new Map(view.map((a) => [a.actorId, a.depth]));
+    const summary = (e: DirectoryEntry | undefined, a: TreeAgent | undefined, actorId: string): ActorSummary => {
+      const s = summaryOf(e, a, root, tree.streamSeq, actorId);
+      return tree.jobs.has(actorId) || e?.kind === 'job' ? asJob(s, tree.jobs.get(actorId), e, (id) => depths.get(id)) : s;
+    };
+    for (const a of view) {
       // the fold names the root even before its log has a line: the directory says whether it exists
       if (!byId.has(a.actorId) && !tree.projections.has(a.actorId)) continue;
       seen.add(a.actorId);
       const p = tree.projections.get(a.actorId);
-      actors.push({ summary: summaryOf(byId.get(a.actorId), p ? a : undefined, root, tree.streamSeq, a.actorId), p, extra: extra(tree, a.actorId, p) });
+      actors.push({ summary: summary(byId.get(a.actorId), p ? a : undefined, a.actorId), p, extra: extra(tree, a.actorId, p) });
     }
     for (const e of entries) {
-      if (e.rootId === root && !seen.has(e.actorId)) actors.push({ summary: summaryOf(e, undefined, root, tree.streamSeq, e.actorId), p: undefined, extra: extra(tree, e.actorId, undefined) });
+      if (e.rootId === root && !seen.has(e.actorId)) actors.push({ summary: summary(e, undefined, e.actorId), p: undefined, extra: extra(tree, e.actorId, undefined) });
     }
     return { rootId: root, streamSeq: tree.streamSeq, actors };
   });
-  // the lease reads of one tree go out together: one after another they were a round trip per running actor
-  await Promise.all(read.actors.map(({ summary, p }) => statusWith(check, summary, p)));
+  // the lease reads of one tree go out together: one after another they were a round trip per running actor.
+  // A job's status is its phase: its host's death is its log's to say (`runtime_restarted`), not a lease's
+  await Promise.all(read.actors.map(({ summary, p }) => (summary.kind === 'job' ? summary : statusWith(check, summary, p))));
   return read;
 }
 

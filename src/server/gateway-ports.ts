@@ -4,6 +4,7 @@ import type { MachineDefinition, RpcParams, RpcResult } from '../protocol/gatewa
 import type { InspectionReport } from '../protocol/inspection.js';
 import type { LogReader } from '../store/log-port.js';
 import type { LivenessPorts } from './actor-liveness.js';
+import type { JobRpcParams, JobRpcResult } from './job-protocol.js';
 import type { RedactText } from './redact-json.js';
 
 /**
@@ -20,6 +21,8 @@ export interface GatewayCommands {
   compact(p: RpcParams<'turn.compact'>): Promise<RpcResult<'turn.compact'>>;
   controlGoal(p: RpcParams<'goal.control'>): Promise<RpcResult<'goal.control'>>;
   kill(p: RpcParams<'fault.kill'>): Promise<RpcResult<'fault.kill'>>;
+  /** A person's stop of a job, checked already (it exists and has not ended): an `interrupt` to the job's inbox. */
+  cancelJob(p: JobRpcParams<'job.cancel'>): Promise<JobRpcResult<'job.cancel'>>;
 }
 
 /**
