@@ -6,7 +6,7 @@ import { agentNotFound } from '../protocol/errors.js';
 import { pendingApprovals, pendingQuestions, type Projection } from '../store/projection.js';
 import type { JobState } from '../store/job-projection.js';
 import { LivenessCheck, type LivenessPorts } from './actor-liveness.js';
-import { jobStatus } from './job-reads.js';
+import { jobStatus } from './job-protocol.js';
 import { redactJson, type RedactText } from './redact-json.js';
 import type { FoldedTree, TreeFolds } from './tree-folds.js';
 

@@ -1,11 +1,25 @@
 import { z } from 'zod';
 import { idString } from '../protocol/ids.js';
-import { JobEndSchema, JobExecutorSchema, JobPhaseSchema, JobReasonSchema } from '../protocol/job-events.js';
+import type { ActorStatusName } from '../protocol/gateway.js';
+import { JobEndSchema, JobExecutorSchema, JobPhaseSchema, JobReasonSchema, type JobPhase } from '../protocol/job-events.js';
 
 // The gateway's job protocol (`/v1/jobs`, `jobs.list`, `job.inspect`, `job.cancel`): the part of
 // `/v1` that speaks of background jobs (design §11b). It lives beside the routes while the job
 // host is written in parallel; it belongs in `src/protocol/gateway.ts` with the rest of `/v1`
 // once that file is open for it (the shapes, names and codes stay as they are here).
+
+/** The status a job shows among the actors of its tree: its phase in the words of an actor's status. */
+export function jobStatus(phase: JobPhase): ActorStatusName {
+  switch (phase) {
+    case 'pending': return 'starting';
+    case 'running': return 'running';
+    case 'reconciling': return 'recovering';
+    case 'completed': return 'completed';
+    case 'failed': return 'failed';
+    case 'cancelled': return 'cancelled';
+    case 'interrupted': return 'stopped';
+  }
+}
 
 /** The query of `GET /v1/jobs`: `root` keeps to one tree's jobs. */
 export const JobsQuerySchema = z.object({

@@ -1,7 +1,6 @@
 import type { DirectoryEntry } from '../bus/directory.js';
-import type { ActorStatusName } from '../protocol/gateway.js';
 import { ConfigError, NotFoundError } from '../protocol/errors.js';
-import { isJobEnd, type JobPhase } from '../protocol/job-events.js';
+import { isJobEnd } from '../protocol/job-events.js';
 import type { JobState } from '../store/job-projection.js';
 import type { ActorReadPorts } from './actor-reads.js';
 import type { JobDetail, JobSummary } from './job-protocol.js';
@@ -13,19 +12,6 @@ import type { FoldedTree } from './tree-folds.js';
 // tree (the tree folds keep it, `tree-folds.ts`), its queue place from the directory (the host
 // writes it there, not in the log: a queue moves without anything happening to the job).
 // Redacted on the way out, as every read is.
-
-/** The status a job shows among the actors of its tree: its phase in the words of an actor's status. */
-export function jobStatus(phase: JobPhase): ActorStatusName {
-  switch (phase) {
-    case 'pending': return 'starting';
-    case 'running': return 'running';
-    case 'reconciling': return 'recovering';
-    case 'completed': return 'completed';
-    case 'failed': return 'failed';
-    case 'cancelled': return 'cancelled';
-    case 'interrupted': return 'stopped';
-  }
-}
 
 /** A job ID the directory does not hold as a job (exit 3 in the CLI's words, a 404 here). */
 export function jobNotFound(jobId: string): NotFoundError {
