@@ -31,7 +31,7 @@ function entry(actorId: string, over: Partial<DirectoryEntry> = {}): DirectoryEn
 }
 
 /** A job's log as its host commits it: each `step` adds events to the builder, and they go out as one commit. */
-class JobLog {
+export class JobLog {
   readonly b = new JobLogBuilder();
   private sent = 0;
   constructor(private readonly writer: ActorLogWriter) {}
@@ -45,8 +45,8 @@ class JobLog {
   }
 }
 
-/** Writes the tree: the owner's log and entry, then each job's, then a lease on the running job held by a live host record. */
-export async function writeJobTree(rt: Runtime): Promise<void> {
+/** Writes the tree: the owner's log and entry, then each job's, then a lease on the running job held by a live host record; the running job's log goes on from there. */
+export async function writeJobTree(rt: Runtime): Promise<{ running: JobLog }> {
   const logs = createJetStreamLogs({ publisher: rt.bus.logJs, js: rt.bus.js, jsm: rt.bus.jsm });
   const writer = (actorId: string): ActorLogWriter => logs.writer({ rootId: OWNER, actorId, position: { seq: 0, streamSeq: 0 }, epoch: 1 });
   await rt.bus.directory.put(entry(OWNER, { title: 'run the tests' }));
@@ -79,6 +79,7 @@ export async function writeJobTree(rt: Runtime): Promise<void> {
   await rt.hosts.announce({ name: JOB_HOST, hostname: 'localhost', pid: process.pid, startedAt: new Date(now).toISOString(), leaseTtlMs: 600_000 }, now);
   const lease = await rt.leases.take(RUNNING, JOB_HOST, now);
   if (!lease) throw new Error(`could not take the lease of ${RUNNING}`);
+  return { running };
 }
 
 /** The last message the job's inbox took on the person channel (null: none). */
