@@ -4,14 +4,18 @@
 // `GET /v1/jobs/:id` answers a job's folded state; jobs are among their tree's actors, under their
 // owner, as kind `job`; `job.cancel` puts an interrupt in the job's inbox on the person channel,
 // and refuses an unknown job (not found) or one that ended (saying so) before anything is sent;
-// with a token, every one of them wants it.
+// `GET /v1/jobs/:id/output` relays a running job's live output (its live subject, core NATS) as
+// SSE when the gateway is given the bus's live source, and says it relays none otherwise; with a
+// token, every one of them wants it.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GATEWAY_SENDER } from '../../src/client/messages.js';
 import { RPC_ERRORS } from '../../src/protocol/gateway.js';
 import { jobIdOf } from '../../src/protocol/job-events.js';
 import type { Gateway } from '../../src/server/gateway.js';
 import type { JobDetail, JobSummary } from '../../src/server/job-protocol.js';
-import { openGatewayFixture, RpcClient, type GatewayFixture } from './gateway-fixture.js';
+import { createNatsJobOutputSource } from '../../src/server/job-output.js';
+import { liveSubject } from '../../src/bus/subjects.js';
+import { openGatewayFixture, readSse, RpcClient, type GatewayFixture } from './gateway-fixture.js';
 import { DONE, lastPersonMessage, OWNER, QUEUED, RUNNING, writeJobTree } from './gateway-jobs-tree.js';
 
 const TOKEN = 'jobs-token-0123456789abcdef';
@@ -124,6 +128,34 @@ describe('job.cancel', () => {
     expect(agent.error?.code).toBe(RPC_ERRORS.invalidParams);
     const extra = await rpc.answer('job.cancel', { jobId: RUNNING, force: true });
     expect(extra.error?.code).toBe(RPC_ERRORS.invalidParams);
+  });
+});
+
+describe('GET /v1/jobs/:id/output', () => {
+  test('relays the running job\'s live output as SSE job/output events, after a ready; a message of another shape is skipped', async () => {
+    const g = await fx.gateway({ jobOutput: createNatsJobOutputSource(fx.rt.bus.nc) });
+    const subject = liveSubject(OWNER, RUNNING);
+    let published = false;
+    const r = await readSse(`${g.url}/v1/jobs/${RUNNING}/output`, {}, (events) => {
+      if (!published && events.some((e) => e.event === 'ready')) {
+        published = true;
+        fx.rt.bus.nc.publish(subject, JSON.stringify({ type: 'job/output', text: 'ok 1 - parses\n' }));
+        fx.rt.bus.nc.publish(subject, 'not json');
+        fx.rt.bus.nc.publish(subject, JSON.stringify({ type: 'text_delta', text: 'a model delta' }));
+        fx.rt.bus.nc.publish(subject, JSON.stringify({ type: 'job/output', text: 'ok 2 - folds\n' }));
+      }
+      return events.filter((e) => e.event === 'job/output').length >= 2;
+    });
+    expect(r.status).toBe(200);
+    expect(r.events.filter((e) => e.event === 'job/output').map((e) => JSON.parse(e.data).text)).toEqual(['ok 1 - parses\n', 'ok 2 - folds\n']);
+  });
+
+  test('a gateway given no live source says it relays none; an unknown job is a 404 first', async () => {
+    const none = await getJson(`/v1/jobs/${RUNNING}/output`);
+    expect(none.status).toBe(404);
+    expect(none.body.error.code).toBe('gateway.no_live_output');
+    const unknown = await getJson(`/v1/jobs/${jobIdOf('call_unknown')}/output`);
+    expect(unknown.body.error.code).toBe('gateway.job_not_found');
   });
 });
 
