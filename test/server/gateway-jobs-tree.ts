@@ -46,7 +46,7 @@ export class JobLog {
 }
 
 /** Writes the tree: the owner's log and entry, then each job's, then a lease on the running job held by a live host record; the running job's log goes on from there. */
-export async function writeJobTree(rt: Runtime): Promise<{ running: JobLog }> {
+export async function writeJobTree(rt: Runtime): Promise<{ running: JobLog; startedJob: () => Promise<string> }> {
   const logs = createJetStreamLogs({ publisher: rt.bus.logJs, js: rt.bus.js, jsm: rt.bus.jsm });
   const writer = (actorId: string): ActorLogWriter => logs.writer({ rootId: OWNER, actorId, position: { seq: 0, streamSeq: 0 }, epoch: 1 });
   await rt.bus.directory.put(entry(OWNER, { title: 'run the tests' }));
@@ -79,7 +79,16 @@ export async function writeJobTree(rt: Runtime): Promise<{ running: JobLog }> {
   await rt.hosts.announce({ name: JOB_HOST, hostname: 'localhost', pid: process.pid, startedAt: new Date(now).toISOString(), leaseTtlMs: 600_000 }, now);
   const lease = await rt.leases.take(RUNNING, JOB_HOST, now);
   if (!lease) throw new Error(`could not take the lease of ${RUNNING}`);
-  return { running };
+  let more = 0;
+  // another job of the owner, started (its ID made of a call of its own)
+  const startedJob = async (): Promise<string> => {
+    const callId = `call_01JQBWEBM0RE${String(++more).padStart(14, '0')}`;
+    const jobId = jobIdOf(callId);
+    await rt.bus.directory.put(entry(jobId, { kind: 'job', parentId: OWNER, title: `more ${more}`, status: 'running' }));
+    await (await job(jobId, callId, `more ${more}`, 'sleep 60')).commit((b) => b.started());
+    return jobId;
+  };
+  return { running, startedJob };
 }
 
 /** The last message the job's inbox took on the person channel (null: none). */

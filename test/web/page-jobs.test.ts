@@ -4,7 +4,9 @@
 // under its owner as a job; the timeline's job lane draws a bar per job coloured by its phase and
 // named by its job name; selecting a job shows its command, phase, attempts, exit code, queue
 // place and output tail; Cancel calls `job.cancel`, says so, and the interrupt reaches the job's
-// inbox; once the job's log says it was cancelled, the page shows that live, tail and all.
+// inbox; a running job's output shows live (its live subject, relayed by the gateway), and once the
+// job's log says it was cancelled the page shows that live, the tail its end records in place of
+// the live output. A gateway that relays no live output: the page says the tail comes at the end.
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -15,6 +17,8 @@ import { REPO_ROOT } from '../helpers/cli.js';
 import { jobEnd } from '../helpers/job-log.js';
 import { openGatewayFixture, type GatewayFixture } from '../server/gateway-fixture.js';
 import { DONE, lastPersonMessage, OWNER, QUEUED, RUNNING, writeJobTree, type JobLog } from '../server/gateway-jobs-tree.js';
+import { liveSubject } from '../../src/bus/subjects.js';
+import { createNatsJobOutputSource } from '../../src/server/job-output.js';
 import { until } from './real-stack.js';
 
 const TOKEN = 'page-jobs-token-0123456789abcdef';
@@ -22,12 +26,13 @@ let fx: GatewayFixture;
 let gw: Gateway;
 let browser: Browser;
 let running: JobLog;
+let startedJob: () => Promise<string>;
 
 beforeAll(async () => {
   fx = await openGatewayFixture();
-  ({ running } = await writeJobTree(fx.rt));
+  ({ running, startedJob } = await writeJobTree(fx.rt));
   // the page as `actorloop serve` serves it: the build of web/ (`npm run build` first)
-  gw = await fx.gateway({ token: TOKEN, pageDir: join(REPO_ROOT, 'dist', 'web') });
+  gw = await fx.gateway({ token: TOKEN, pageDir: join(REPO_ROOT, 'dist', 'web'), jobOutput: createNatsJobOutputSource(fx.rt.bus.nc) });
   browser = await launchChromium();
 }, 60_000);
 
@@ -37,14 +42,14 @@ afterAll(async () => {
 }, 60_000);
 
 /** A page on the tree, with every script error and every refused request it met. */
-async function open(actor: string): Promise<{ page: Page; problems: string[] }> {
+async function open(actor: string, on: Gateway = gw): Promise<{ page: Page; problems: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const problems: string[] = [];
   page.on('pageerror', (e) => problems.push(String(e)));
   page.on('response', (r) => {
     if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
   });
-  await page.goto(`${gw.url}/?token=${TOKEN}&actor=${actor}`);
+  await page.goto(`${on.url}/?token=${TOKEN}&actor=${actor}`);
   return { page, problems };
 }
 
@@ -88,7 +93,14 @@ test('selecting a job shows its command, phase, attempts, exit code, queue place
   expect(await text(page, 'job-command')).toBe('npm test');
   expect(await text(page, 'job-phase')).toBe('running');
   expect(await text(page, 'job-attempts')).toBe('1 of 2');
-  expect(await text(page, 'job-output-note')).toContain('live output is not relayed by the gateway');
+  // its output live, as its host publishes it on the job's live subject
+  const liveOut = page.getByTestId('job-live');
+  await until('the live output to open', async () => (await liveOut.getAttribute('data-live').catch(() => null)) === 'open');
+  expect(await liveOut.textContent()).toBe('(no output yet)');
+  const subject = liveSubject(OWNER, RUNNING);
+  fx.rt.bus.nc.publish(subject, JSON.stringify({ type: 'job/output', text: 'ok 1 - parses\n' }));
+  fx.rt.bus.nc.publish(subject, JSON.stringify({ type: 'job/output', text: 'ok 2 - folds\n' }));
+  await until('the chunks on the page', async () => (await liveOut.textContent()) === 'ok 1 - parses\nok 2 - folds\n');
   expect(await page.getByRole('button', { name: 'Cancel', exact: true }).isEnabled()).toBe(true);
   // no agent's panels for a job: no summary, actions or statecharts
   expect(await page.locator('section.actions').count()).toBe(0);
@@ -112,6 +124,9 @@ test('selecting a job shows its command, phase, attempts, exit code, queue place
 test('Cancel calls job.cancel and says so, the interrupt reaches the job\'s inbox; the job\'s end shows live, its tail with it', async () => {
   const { page, problems } = await open(RUNNING);
   await until('the running job to open', async () => (await text(page, 'job-phase')) === 'running');
+  await until('its live output to open', async () => (await page.getByTestId('job-live').getAttribute('data-live').catch(() => null)) === 'open');
+  fx.rt.bus.nc.publish(liveSubject(OWNER, RUNNING), JSON.stringify({ type: 'job/output', text: 'ok 40 - last\n' }));
+  await until('the chunk on the page', async () => (await text(page, 'job-live')) === 'ok 40 - last\n');
   await page.getByRole('button', { name: 'Cancel', exact: true }).click();
   await until('the page to say what Cancel did', async () => /^cancel sent \(msg_\S+\): /.test(await text(page, 'job-said'))).catch(async (e: Error) => {
     throw new Error(`${e.message}: it says "${await text(page, 'job-said')}"`);
@@ -124,7 +139,9 @@ test('Cancel calls job.cancel and says so, the interrupt reaches the job\'s inbo
   await running.commit((b) => b.push('job/cancel_requested', { reason: 'user_cancelled', by: GATEWAY_SENDER, messageId }));
   await running.commit((b) => b.phase('running', 'cancelled', 'user_cancelled', 1, { ...jobEnd(null), signal: 'SIGTERM', tail: 'ran 40 of 120 tests\n' }));
   await until('the page to show the job cancelled', async () => (await text(page, 'job-phase')) === 'cancelled');
+  // the tail its end records replaces the live output
   expect(await text(page, 'job-tail')).toBe('ran 40 of 120 tests\n');
+  expect(await page.getByTestId('job-live').count()).toBe(0);
   expect(await text(page, 'job-exit')).toMatch(/^killed by SIGTERM/);
   expect(await page.getByRole('button', { name: 'Cancel', exact: true }).isEnabled()).toBe(false);
   const bar = page.getByTestId('job-lane').locator(`g.job-bar[data-job="${RUNNING}"]`);
@@ -132,5 +149,18 @@ test('Cancel calls job.cancel and says so, the interrupt reaches the job\'s inbo
   expect(await bar.getAttribute('class')).toContain('job-cancelled');
   await until('the tree to say it too', async () => (await page.locator(`li.actor[data-actor="${RUNNING}"]`).getAttribute('data-status')) === 'cancelled');
   expect(problems).toEqual([]);
+  await page.close();
+}, 60_000);
+
+test('a gateway that relays no live output: the page says the tail shows once the job ends', async () => {
+  const bare = await fx.gateway({ token: TOKEN, pageDir: join(REPO_ROOT, 'dist', 'web') });
+  // a job that runs: the earlier test cancelled the first one
+  const job = await startedJob();
+  const { page, problems } = await open(job, bare);
+  await until('the job to open', async () => (await text(page, 'job-phase')) === 'running');
+  await until('the page to say no live output comes', async () => (await page.getByTestId('job-output-note').getAttribute('data-live').catch(() => null)) === 'none');
+  expect(await text(page, 'job-output-note')).toContain('live output is not relayed by this gateway: the last lines show here once the job ends');
+  // the one refusal: the output route's
+  expect(problems).toEqual([`404 ${bare.url}/v1/jobs/${job}/output`]);
   await page.close();
 }, 60_000);

@@ -14,11 +14,56 @@ import { said, type Said } from './said.js';
 // that is the gateway's word on now (the host keeps it in the directory, not the log).
 //
 // Live output: a job's host publishes its output as it comes on the job's live subject (core
-// NATS), which the gateway does not relay (its stream is the committed log); the page shows the
-// tail its terminal `job/phase` commits, and says so while the job runs.
+// NATS, never stored); a gateway given the bus's live source relays it (`GET /v1/jobs/:id/output`),
+// and the page shows it while the job runs (the last 64 KB). Best effort: once the job ends, the
+// tail its terminal `job/phase` commits is shown instead, as the record. A gateway that relays
+// none says so, and the page says the tail shows once the job ends.
 
 /** Between two reads of a job's queue place while live. */
 const QUEUE_REFRESH_MS = 2000;
+
+/** How much of a running job's live output the page keeps (the end of it). */
+const LIVE_KEEP_CHARS = 64 * 1024;
+
+/** Where the live output stands: not asked, connecting, open, or not relayed by this gateway. */
+type LiveState = 'off' | 'connecting' | 'open' | 'none';
+
+/** A running job's live output through the gateway, while `on`: what came so far and where the stream stands. */
+function useLiveOutput(jobId: string, on: boolean): { text: string; state: LiveState } {
+  const [text, setText] = useState('');
+  const [state, setState] = useState<LiveState>('off');
+  useEffect(() => {
+    setText('');
+    if (!on) return void setState('off');
+    setState('connecting');
+    let opened = false;
+    const source = new EventSource(`/v1/jobs/${encodeURIComponent(jobId)}/output`);
+    source.addEventListener('ready', () => {
+      opened = true;
+      setState('open');
+    });
+    source.addEventListener('job/output', (m: MessageEvent<string>) => {
+      let chunk: { text?: unknown };
+      try {
+        chunk = JSON.parse(m.data) as { text?: unknown };
+      } catch {
+        return;
+      }
+      if (typeof chunk.text === 'string') {
+        const t = chunk.text;
+        setText((old) => (old + t).slice(-LIVE_KEEP_CHARS));
+      }
+    });
+    source.onerror = () => {
+      // refused (the gateway relays none, or no such job): an EventSource does not try again
+      if (source.readyState === EventSource.CLOSED) setState(opened ? 'off' : 'none');
+      // a drop after it opened: it reconnects by itself (a chunk meanwhile is lost, as live output may be)
+      else if (opened) setState('connecting');
+    };
+    return () => source.close();
+  }, [jobId, on]);
+  return { text, state };
+}
 
 /** The phases a job may still be stopped in: a reconciling one is being checked, and ends by itself. */
 const CANCELLABLE: ReadonlySet<JobPhase> = new Set(['pending', 'running']);
@@ -58,6 +103,7 @@ export function JobPanel({ actor, rpc, live, owner, onSelect }: JobPanelProps) {
   const queuePosition = useQueuePosition(job.jobId, live, job.phase === 'pending' && job.attempts === 0);
   const end = job.end;
   const ex = job.executor;
+  const liveOutput = useLiveOutput(job.jobId, live && job.phase === 'running');
   const cancel = (): void => {
     setFeedback({ text: 'cancelling…', tone: 'busy' });
     rpc.call('job.cancel', { jobId: job.jobId }).then(
@@ -98,7 +144,15 @@ export function JobPanel({ actor, rpc, live, owner, onSelect }: JobPanelProps) {
       <h3>Output</h3>
       {end
         ? <pre class="job-tail" data-testid="job-tail">{end.tail === '' ? '(no output)' : end.tail}</pre>
-        : <p class="note" data-testid="job-output-note">{ended ? 'no output recorded' : 'live output is not relayed by the gateway: the last lines show here once the job ends (its terminal event carries them)'}</p>}
+        : liveOutput.state === 'open' || liveOutput.text !== ''
+          ? <>
+            <pre class="job-tail job-live" data-testid="job-live" data-live={liveOutput.state}>{liveOutput.text === '' ? '(no output yet)' : liveOutput.text}</pre>
+            <p class="note muted">live, as its host publishes it (best effort): the tail its end records replaces it</p>
+          </>
+          : <p class="note" data-testid="job-output-note" data-live={liveOutput.state}>{ended ? 'no output recorded'
+            : liveOutput.state === 'none' ? 'live output is not relayed by this gateway: the last lines show here once the job ends (its terminal event carries them)'
+              : liveOutput.state === 'connecting' ? 'connecting to the live output…'
+                : 'the output shows here while it runs, and its last lines once it ends'}</p>}
       <div class="buttons">
         <button class="cancel-job" disabled={!live || !CANCELLABLE.has(job.phase)} onClick={cancel}>Cancel</button>
         {!live && <span class="note">time travel: Cancel acts on now; press Live first</span>}
