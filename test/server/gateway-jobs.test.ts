@@ -12,11 +12,22 @@ import { GATEWAY_SENDER } from '../../src/client/messages.js';
 import { RPC_ERRORS } from '../../src/protocol/gateway.js';
 import { jobIdOf } from '../../src/protocol/job-events.js';
 import type { Gateway } from '../../src/server/gateway.js';
-import type { JobDetail, JobSummary } from '../../src/server/job-protocol.js';
+import type { JobDetail, JobRpcParams, JobRpcResult, JobSummary } from '../../src/server/job-protocol.js';
+import type { JobDetailRead, JobMethods } from '../../web/src/job-api.js';
 import { createNatsJobOutputSource } from '../../src/server/job-output.js';
 import { liveSubject } from '../../src/bus/subjects.js';
 import { openGatewayFixture, readSse, RpcClient, type GatewayFixture } from './gateway-fixture.js';
 import { DONE, lastPersonMessage, OWNER, QUEUED, RUNNING, writeJobTree } from './gateway-jobs-tree.js';
+
+// the page's copy of the job protocol's shapes (web/ imports protocol types only) fits the gateway's:
+// a drift fails tsc here
+const pageFits = {
+  cancelParams: {} as JobRpcParams<'job.cancel'> satisfies JobMethods['job.cancel']['params'],
+  cancelParamsBack: {} as JobMethods['job.cancel']['params'] satisfies JobRpcParams<'job.cancel'>,
+  cancelResult: {} as JobRpcResult<'job.cancel'> satisfies JobMethods['job.cancel']['result'],
+  detail: {} as JobDetail satisfies JobDetailRead,
+};
+void pageFits;
 
 const TOKEN = 'jobs-token-0123456789abcdef';
 let fx: GatewayFixture;

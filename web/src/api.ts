@@ -1,6 +1,6 @@
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { RpcMethod, RpcParams, RpcResult } from '../../src/protocol/gateway.js';
-import type { JobRpcMethod, JobRpcParams, JobRpcResult } from '../../src/server/job-protocol.js';
+import type { JobMethods } from './job-api.js';
 import { EVENT_TYPES } from './event-types.js';
 import type { StreamEvent } from './stream-event.js';
 import type { ApprovalItem, PendingItem, QuestionItem } from './pending-item.js';
@@ -131,11 +131,11 @@ export function followEvents(rootId: string, onEvent: (e: StreamEvent) => void, 
 }
 
 /** A method of the gateway: the protocol's, or one of its job methods. */
-export type Method = RpcMethod | JobRpcMethod;
+export type Method = RpcMethod | keyof JobMethods;
 /** A method's params. */
-export type ParamsOf<M extends Method> = M extends RpcMethod ? RpcParams<M> : M extends JobRpcMethod ? JobRpcParams<M> : never;
+export type ParamsOf<M extends Method> = M extends RpcMethod ? RpcParams<M> : M extends keyof JobMethods ? JobMethods[M]['params'] : never;
 /** A method's result. */
-export type ResultOf<M extends Method> = M extends RpcMethod ? RpcResult<M> : M extends JobRpcMethod ? JobRpcResult<M> : never;
+export type ResultOf<M extends Method> = M extends RpcMethod ? RpcResult<M> : M extends keyof JobMethods ? JobMethods[M]['result'] : never;
 
 /** A JSON-RPC 2.0 client over the gateway's WebSocket: one request at a time or many, answers by ID. */
 export class Rpc {

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
-import { isJobEnd, type JobPhase } from '../../src/protocol/job-events.js';
-import type { JobDetail } from '../../src/server/job-protocol.js';
+import type { JobPhase } from '../../src/protocol/job-events.js';
 import { getJson, type Rpc } from './api.js';
+import { jobEnded, type JobDetailRead } from './job-api.js';
 import type { ActorState } from './fold.js';
 import { durationText, timeText } from './format.js';
 import { said, type Said } from './said.js';
@@ -75,7 +75,7 @@ function useQueuePosition(jobId: string, live: boolean, waiting: boolean): numbe
     setPosition(null);
     if (!waiting) return;
     let stopped = false;
-    const read = (): void => void getJson<JobDetail>(`/v1/jobs/${encodeURIComponent(jobId)}`).then((d) => !stopped && setPosition(d.job.queuePosition), () => {});
+    const read = (): void => void getJson<JobDetailRead>(`/v1/jobs/${encodeURIComponent(jobId)}`).then((d) => !stopped && setPosition(d.job.queuePosition), () => {});
     read();
     if (!live) return () => void (stopped = true);
     const every = setInterval(read, QUEUE_REFRESH_MS);
@@ -99,7 +99,7 @@ interface JobPanelProps {
 export function JobPanel({ actor, rpc, live, owner, onSelect }: JobPanelProps) {
   const job = actor.job!;
   const [feedback, setFeedback] = useState<Said | null>(null);
-  const ended = isJobEnd(job.phase);
+  const ended = jobEnded(job.phase);
   const queuePosition = useQueuePosition(job.jobId, live, job.phase === 'pending' && job.attempts === 0);
   const end = job.end;
   const ex = job.executor;

@@ -1,10 +1,10 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { isId } from '../../src/protocol/ids.js';
 import { machinesOf } from './active-states.js';
 import { Actions } from './actions.js';
 import { actorFacts, followEvents, followMachines, getJson, type ActorRow, type ActorsResponse, type Rpc, type StreamEvent } from './api.js';
 import { EventList } from './event-list.js';
 import { foldTree, pendingInTree, TreeFolder } from './fold.js';
+import { JOB_ID_PREFIX } from './job-api.js';
 import { JobPanel } from './job-panel.js';
 import { NeedsYou } from './needs-you.js';
 import { RunsList } from './runs.js';
@@ -216,7 +216,7 @@ export function TreeView({ rpc, loc, go, useTitle }: TreeViewProps) {
   const gatewayRow = actors.find((a) => a.id === selected);
   // a job is an actor of its own log, but no agent: it has no agent machines, summary or actions
   // (its ID says so before anything is read: a job's reads are not an agent's)
-  const isJob = (selected !== null && isId('job', selected)) || actor?.job !== undefined || gatewayRow?.kind === 'job' || row?.kind === 'job';
+  const isJob = selected?.startsWith(JOB_ID_PREFIX) === true || actor?.job !== undefined || gatewayRow?.kind === 'job' || row?.kind === 'job';
   // live, an actor's state is the same object as it grows: its event count says when its charts moved
   const views = useMemo(() => (actor && !isJob ? machinesOf(actor) : []), [actor, actor?.events.length, isJob]);
   const shownEvents = useMemo(() => stream.slice(0, position).filter((e) => e.event.actor === selected), [stream, position, selected]);
@@ -274,15 +274,17 @@ export function TreeView({ rpc, loc, go, useTitle }: TreeViewProps) {
           {actor && selected && !isJob && <Actions agentId={selected} name={row?.name ?? selected} projection={actor.projection} rpc={rpc} live={live} faultsAllowed={faultsAllowed} />}
           <Timeline rows={rows} folded={folded} selected={selected} onSelect={select} />
           <EventList events={shownEvents} names={names} />
-          <section class="charts" aria-label="statecharts" data-feed={feed}>
-            <h2>Statecharts</h2>
-            <div class="chart-grid">
-              {views.map((v) => {
-                const def = defs.find((d) => d.id === v.machine);
-                return def ? <Statechart key={`${v.machine}:${v.title}`} def={def} view={v} flash={live ? (flashes[v.key] ?? null) : null} /> : null;
-              })}
-            </div>
-          </section>
+          {!isJob && (
+            <section class="charts" aria-label="statecharts" data-feed={feed}>
+              <h2>Statecharts</h2>
+              <div class="chart-grid">
+                {views.map((v) => {
+                  const def = defs.find((d) => d.id === v.machine);
+                  return def ? <Statechart key={`${v.machine}:${v.title}`} def={def} view={v} flash={live ? (flashes[v.key] ?? null) : null} /> : null;
+                })}
+              </div>
+            </section>
+          )}
         </div>
       </main>
     </div>
