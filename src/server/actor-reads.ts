@@ -4,9 +4,7 @@ import { turnError } from '../client/run-summary.js';
 import type { ActorDetail, ActorSummary, PendingApproval, PendingQuestion } from '../protocol/gateway.js';
 import { agentNotFound } from '../protocol/errors.js';
 import { pendingApprovals, pendingQuestions, type Projection } from '../store/projection.js';
-import type { JobState } from '../store/job-projection.js';
 import { LivenessCheck, type LivenessPorts } from './actor-liveness.js';
-import { jobStatus } from './job-protocol.js';
 import { redactJson, type RedactText } from './redact-json.js';
 import type { FoldedTree, TreeFolds } from './tree-folds.js';
 
@@ -31,27 +29,13 @@ async function statusWith(check: LivenessCheck | null, summary: ActorSummary, p:
   return summary;
 }
 
-/**
- * A summary as a job shows among its tree's actors: named by its job name, its status its phase's,
- * under its owner (one deeper). Its log folds into no agent's projection: what the tree fold
- * guesses of it (its ID as its name, `idle`) is not shown.
- */
-function asJob(s: ActorSummary, job: JobState | undefined, entry: DirectoryEntry | undefined, ownerDepth: (id: string) => number | undefined): ActorSummary {
-  const parentId = job?.ownerId ?? entry?.parentId ?? null;
-  return {
-    ...s,
-    kind: 'job', name: job?.name ?? entry?.title ?? s.id, parentId, status: jobStatus(job?.phase ?? 'pending'),
-    waitingFor: null, step: null, tool: null, depth: parentId === null ? 0 : (ownerDepth(parentId) ?? 0) + 1,
-  };
-}
-
 function summaryOf(entry: DirectoryEntry | undefined, a: TreeAgent | undefined, rootId: string, streamSeq: number, actorId: string): ActorSummary {
   return {
     id: actorId,
     parentId: a?.parentId ?? entry?.parentId ?? null,
     rootId,
     name: a?.name ?? entry?.title ?? actorId,
-    kind: entry?.kind ?? 'agent',
+    kind: entry?.kind ?? (a?.job ? 'job' : 'agent'),
     // no log yet: a task handed to hosts and not claimed yet
     status: a?.status ?? 'starting',
     waitingFor: a?.waitingFor ?? null,
@@ -92,13 +76,8 @@ export async function readTree<X>(
   const read = await ports.folds.with(root, (tree) => {
     const actors: Array<ActorRead<X>> = [];
     const seen = new Set<string>();
-    const view = tree.fold.view().agents;
-    const depths = new Map(view.map((a) => [a.actorId, a.depth]));
-    const summary = (e: DirectoryEntry | undefined, a: TreeAgent | undefined, actorId: string): ActorSummary => {
-      const s = summaryOf(e, a, root, tree.streamSeq, actorId);
-      return tree.jobs.has(actorId) || e?.kind === 'job' ? asJob(s, tree.jobs.get(actorId), e, (id) => depths.get(id)) : s;
-    };
-    for (const a of view) {
+    const summary = (e: DirectoryEntry | undefined, a: TreeAgent | undefined, actorId: string): ActorSummary => summaryOf(e, a, root, tree.streamSeq, actorId);
+    for (const a of tree.fold.view().agents) {
       // the fold names the root even before its log has a line: the directory says whether it exists
       if (!byId.has(a.actorId) && !tree.projections.has(a.actorId)) continue;
       seen.add(a.actorId);

@@ -129,10 +129,10 @@ function buildApp(o: GatewayOptions, reads: ActorReadPorts, port: () => number):
     return sse(c, async (write, signal) => {
       let chain = Promise.resolve();
       const send = (event: string, data: unknown): void => void (chain = chain.then(() => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)).catch(() => {}));
-      const watch = source.watch({ rootId: job.rootId, jobId: job.id }, (text) => send('job/output', { type: 'job/output', text: o.redact(text) }));
+      const watch = source.watch({ rootId: job.rootId, jobId: job.jobId }, (text) => send('job/output', { type: 'job/output', text: o.redact(text) }));
       try {
         await watch.ready;
-        send('ready', { jobId: job.id });
+        send('ready', { jobId: job.jobId });
         await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
       } finally {
         watch.close();

@@ -1,6 +1,6 @@
-import type { NatsConnection, Subscription } from '@nats-io/nats-core';
-import { z } from 'zod';
-import { liveSubject } from '../bus/subjects.js';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { watchJobOutput } from '../client/job-output.js';
+import type { LiveWatch } from '../client/live.js';
 
 // A running job's output as its host publishes it (core NATS on the job's live subject, never
 // persisted: design §11b), relayed by the gateway to a page watching the job
@@ -8,50 +8,13 @@ import { liveSubject } from '../bus/subjects.js';
 // consumer, a watch opened mid-run), so whoever shows them keeps the terminal `job/phase`'s tail
 // as the truth once the job ends.
 
-/** One chunk of a job's output on its live subject. */
-export const JobOutputChunkSchema = z.object({ type: z.literal('job/output'), text: z.string() });
-/** One chunk of a job's output. */
-export type JobOutputChunk = z.infer<typeof JobOutputChunkSchema>;
-
-/** A watch on one job's live output, until closed. */
-export interface JobOutputWatch {
-  /** Resolves once the server has the subscription: chunks published after it are delivered. */
-  ready: Promise<void>;
-  /** Stops the watch; idempotent. */
-  close(): void;
-}
-
 /** Where the gateway hears a job's live output. */
 export interface JobOutputSource {
   /** Calls `onText` with each chunk of the job's output from now on, in the order published. */
-  watch(target: { rootId: string; jobId: string }, onText: (text: string) => void): JobOutputWatch;
+  watch(target: { rootId: string; jobId: string }, onText: (text: string) => void): LiveWatch;
 }
 
-/** The job output source over a NATS connection: one core subscription per watch on the job's live subject. */
+/** The job output source over a NATS connection: the client's watch on the job's live subject (`watchJobOutput`), as the CLI's `job --follow` reads it. */
 export function createNatsJobOutputSource(nc: NatsConnection): JobOutputSource {
-  return {
-    watch(target, onText) {
-      let sub: Subscription | null = nc.subscribe(liveSubject(target.rootId, target.jobId), {
-        callback: (err, msg) => {
-          if (err) return;
-          let parsed;
-          try {
-            parsed = JobOutputChunkSchema.safeParse(msg.json());
-          } catch {
-            return;
-          }
-          // a message of a shape this gateway does not know is skipped: live output is best effort
-          if (parsed.success) onText(parsed.data.text);
-        },
-      });
-      return {
-        // the subscription reaches the server with the next flush: chunks after it are ours
-        ready: nc.flush(),
-        close() {
-          sub?.unsubscribe();
-          sub = null;
-        },
-      };
-    },
-  };
+  return { watch: (target, onText) => watchJobOutput(nc, target.rootId, target.jobId, onText) };
 }

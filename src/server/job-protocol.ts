@@ -1,65 +1,59 @@
 import { z } from 'zod';
 import { idString } from '../protocol/ids.js';
-import type { ActorStatusName } from '../protocol/gateway.js';
-import { JobEndSchema, JobExecutorSchema, JobPhaseSchema, JobReasonSchema, type JobPhase } from '../protocol/job-events.js';
+import { JobEndSchema, JobExecutorSchema, JobOutputSchema, JobPhaseSchema, JobReasonSchema } from '../protocol/job-events.js';
 
 // The gateway's job protocol (`/v1/jobs`, `jobs.list`, `job.inspect`, `job.cancel`): the part of
 // `/v1` that speaks of background jobs (design §11b). It lives beside the routes while the job
 // host is written in parallel; it belongs in `src/protocol/gateway.ts` with the rest of `/v1`
 // once that file is open for it (the shapes, names and codes stay as they are here).
 
-/** The status a job shows among the actors of its tree: its phase in the words of an actor's status. */
-export function jobStatus(phase: JobPhase): ActorStatusName {
-  switch (phase) {
-    case 'pending': return 'starting';
-    case 'running': return 'running';
-    case 'reconciling': return 'recovering';
-    case 'completed': return 'completed';
-    case 'failed': return 'failed';
-    case 'cancelled': return 'cancelled';
-    case 'interrupted': return 'stopped';
-  }
-}
-
 /** The query of `GET /v1/jobs`: `root` keeps to one tree's jobs. */
 export const JobsQuerySchema = z.object({
   root: idString('agent').optional(),
 });
 
-/** One job of a tree as the gateway reads it (`GET /v1/jobs`, `jobs.list`): its log's word, and the directory's on its queue. */
+/**
+ * One job of a tree as the gateway reads it (`GET /v1/jobs`, `jobs.list`): what every client shows
+ * of a job (`jobView`, src/client/job-view.ts: its log's word, and the directory's on its queue),
+ * with its times and its tree's stream position.
+ */
 export const JobSummarySchema = z.object({
-  id: z.string(),
+  jobId: z.string(),
+  name: z.string(),
   /** The agent whose `start_job` call started it. */
   ownerId: z.string(),
   rootId: z.string(),
-  name: z.string(),
-  /** The executor's kind (`shell`, `subagent`). */
-  executor: z.string(),
+  /** The executor's kind; null while its log holds no `job/created`. */
+  executor: z.enum(['shell', 'subagent']).nullable(),
   /** What it runs: the shell command, or the subagent's task. */
-  command: z.string(),
-  /** Its phase as its log says (`pending` until its first execution began, or when none has and its log has no line yet). */
-  phase: JobPhaseSchema,
+  command: z.string().nullable(),
+  cwd: z.string().nullable(),
+  /** Its phase as its log says; null while its log holds no `job/created`. */
+  phase: JobPhaseSchema.nullable(),
+  /** Its place in its host's queue while it waits for a slot (1: next); null: not queued. */
+  queuePosition: z.number().int().positive().nullable(),
   reason: JobReasonSchema.nullable(),
   message: z.string().nullable(),
   /** Executions begun, and how many it may begin in all (its retries and the first). */
   attempts: z.number().int().nonnegative(),
   maxAttempts: z.number().int().positive(),
+  host: z.string().nullable(),
   exitCode: z.number().int().nullable(),
   signal: z.string().nullable(),
+  /** How long it ran: its end's, else (running) since its last start; null when it never started. */
   durationMs: z.number().int().nonnegative().nullable(),
-  /** Its place in its host's queue while it waits for a slot (1: next); null: not queued. */
-  queuePosition: z.number().int().positive().nullable(),
-  /** A stop was asked for (and by whom) and it has not ended yet, or it ended on one. */
-  cancelRequested: z.boolean(),
+  output: JobOutputSchema.nullable(),
   /** The last lines of its output, from its terminal `job/phase`; null while it has not ended. */
   tail: z.string().nullable(),
+  /** A stop was asked for. */
+  cancelRequested: z.boolean(),
+  /** Its owner has had the notice of its end. */
+  notified: z.boolean(),
   createdAt: z.string(),
   /** When its last execution began; null: none has. */
   startedAt: z.string().nullable(),
   /** When it ended; null: it has not. */
   endedAt: z.string().nullable(),
-  /** Its owner has had the notice of its end. */
-  notified: z.boolean(),
   /** The stream sequence of the tree's last commit this summary folded. */
   streamSeq: z.number().int(),
 });

@@ -1,7 +1,7 @@
 import type { DirectoryEntry } from '../bus/directory.js';
 import { ConfigError, NotFoundError } from '../protocol/errors.js';
 import { isJobEnd } from '../protocol/job-events.js';
-import type { JobState } from '../store/job-projection.js';
+import { jobView } from '../client/job-view.js';
 import type { ActorReadPorts } from './actor-reads.js';
 import type { JobDetail, JobSummary } from './job-protocol.js';
 import { redactJson } from './redact-json.js';
@@ -20,45 +20,19 @@ export function jobNotFound(jobId: string): NotFoundError {
   });
 }
 
-/** The queue place a directory entry carries (`labels.queuePosition`), or null. */
-function queuePositionOf(entry: DirectoryEntry | undefined): number | null {
-  const n = Number(entry?.labels.queuePosition);
-  return Number.isInteger(n) && n > 0 ? n : null;
-}
-
-/** What a job runs, in one line: its command, or its subagent's task. */
-function commandOf(job: JobState): string {
-  return job.executor.kind === 'shell' ? job.executor.command : job.executor.task;
-}
-
-/** One job as a tree holds it (the entry alone when its log has no line yet). */
+/** One job as a tree holds it (the entry alone when its log has no line yet): what every client shows of it, with its times. */
 function summaryOf(tree: FoldedTree, entry: DirectoryEntry | undefined, jobId: string): JobSummary {
-  const job = tree.jobs.get(jobId);
+  const job = tree.jobs.get(jobId) ?? null;
   const times = tree.jobTimes.get(jobId);
-  const end = job?.end ?? null;
+  const view = jobView(job, entry ?? null, Date.now());
   return {
-    id: jobId,
-    ownerId: job?.ownerId ?? entry?.parentId ?? '',
-    rootId: tree.fold.rootId,
-    name: job?.name ?? entry?.title ?? jobId,
-    executor: job?.executor.kind ?? 'shell',
-    command: job ? commandOf(job) : '',
-    phase: job?.phase ?? 'pending',
-    reason: job?.reason ?? null,
-    message: job?.message ?? null,
-    attempts: job?.attempts ?? 0,
+    ...view,
+    jobId,
+    rootId: view.rootId === '' ? tree.fold.rootId : view.rootId,
     maxAttempts: (job?.retries ?? 0) + 1,
-    exitCode: end?.exitCode ?? null,
-    signal: end?.signal ?? null,
-    durationMs: end?.durationMs ?? null,
-    // a job that began is out of the queue, whatever the entry still says
-    queuePosition: job && job.phase !== 'pending' ? null : queuePositionOf(entry),
-    cancelRequested: job?.cancel !== null && job?.cancel !== undefined,
-    tail: end?.tail ?? null,
     createdAt: times?.createdAt ?? entry?.createdAt ?? new Date(0).toISOString(),
     startedAt: times?.startedAt ?? null,
     endedAt: times?.endedAt ?? null,
-    notified: job?.notified !== null && job?.notified !== undefined,
     streamSeq: tree.streamSeq,
   };
 }
@@ -111,7 +85,7 @@ export async function inspectJob(ports: ActorReadPorts, jobId: string): Promise<
 export async function cancellableJob(ports: ActorReadPorts, jobId: string): Promise<JobSummary> {
   const entry = await jobEntry(ports, jobId);
   const job = await ports.folds.with(entry.rootId, (tree) => summaryOf(tree, entry, jobId));
-  if (isJobEnd(job.phase)) {
+  if (job.phase !== null && isJobEnd(job.phase)) {
     throw new ConfigError('gateway.job_ended', `job ${jobId} ("${job.name}") already ended ${job.phase}: there is nothing to cancel`, {
       hint: job.tail !== null ? 'its output tail is in GET /v1/jobs/<id>' : 'GET /v1/jobs/<id> shows how it ended',
     });

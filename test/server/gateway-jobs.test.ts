@@ -56,7 +56,7 @@ describe('the job reads', () => {
     const { status, body } = await getJson(`/v1/jobs?root=${OWNER}`);
     expect(status).toBe(200);
     const jobs = body.jobs as JobSummary[];
-    expect(jobs.map((j) => j.id)).toEqual([DONE, RUNNING, QUEUED]);
+    expect(jobs.map((j) => j.jobId)).toEqual([DONE, RUNNING, QUEUED]);
     const [done, running, queued] = jobs;
     expect(done).toMatchObject({
       name: 'build', ownerId: OWNER, rootId: OWNER, executor: 'shell', command: 'make build', phase: 'completed', reason: 'exited',
@@ -67,14 +67,14 @@ describe('the job reads', () => {
     expect(running!.startedAt).not.toBeNull();
     expect(queued).toMatchObject({ name: 'lint', phase: 'pending', attempts: 0, queuePosition: 1, startedAt: null });
     // every tree's, without root
-    expect(((await getJson('/v1/jobs')).body.jobs as JobSummary[]).map((j) => j.id).sort()).toEqual([DONE, QUEUED, RUNNING].sort());
+    expect(((await getJson('/v1/jobs')).body.jobs as JobSummary[]).map((j) => j.jobId).sort()).toEqual([DONE, QUEUED, RUNNING].sort());
   });
 
   test('GET /v1/jobs/:id answers the folded state; a malformed ID is a 400, an unknown job a 404', async () => {
     const { status, body } = await getJson(`/v1/jobs/${RUNNING}`);
     expect(status).toBe(200);
     const d = body as JobDetail;
-    expect(d.job).toMatchObject({ id: RUNNING, phase: 'running' });
+    expect(d.job).toMatchObject({ jobId: RUNNING, phase: 'running', host: 'host-a', cwd: '/ws' });
     expect(d.state).toMatchObject({ jobId: RUNNING, ownerId: OWNER, phase: 'running', attempts: 1, host: 'host-a', retries: 1, idempotent: true, executor: { kind: 'shell', command: 'npm test', cwd: '/ws' } });
     expect((await getJson(`/v1/jobs/${DONE}`)).body.state.end).toMatchObject({ exitCode: 0, tail: 'built 3 targets\n' });
     expect((await getJson('/v1/jobs/job_nope')).status).toBe(400);
@@ -91,12 +91,13 @@ describe('the job reads', () => {
     expect(byId.get(OWNER)).toMatchObject({ kind: 'agent', depth: 0, status: 'running' });
     expect(byId.get(RUNNING)).toMatchObject({ kind: 'job', name: 'tests', parentId: OWNER, depth: 1, status: 'running' });
     expect(byId.get(DONE)).toMatchObject({ kind: 'job', name: 'build', parentId: OWNER, status: 'completed' });
-    expect(byId.get(QUEUED)).toMatchObject({ kind: 'job', name: 'lint', parentId: OWNER, status: 'starting' });
+    // as every client's tree shows a job (`jobTreeStatus`): running until it ends
+    expect(byId.get(QUEUED)).toMatchObject({ kind: 'job', name: 'lint', parentId: OWNER, depth: 1, status: 'running' });
   });
 
   test('jobs.list and job.inspect answer what the routes do', async () => {
     const listed = await rpc.call<{ jobs: JobSummary[] }>('jobs.list', { rootId: OWNER });
-    expect(listed.jobs.map((j) => j.id)).toEqual([DONE, RUNNING, QUEUED]);
+    expect(listed.jobs.map((j) => j.jobId)).toEqual([DONE, RUNNING, QUEUED]);
     const inspected = await rpc.call<JobDetail>('job.inspect', { jobId: QUEUED });
     expect(inspected.job).toMatchObject({ name: 'lint', queuePosition: 1 });
     // the job schemas are published beside the rest

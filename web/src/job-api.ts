@@ -14,7 +14,7 @@ export interface JobMethods {
 
 /** What the page reads of `GET /v1/jobs/:id` (`JobDetail`): the gateway's word on the job's queue place. */
 export interface JobDetailRead {
-  job: { id: string; phase: JobPhase; queuePosition: number | null };
+  job: { jobId: string; phase: JobPhase | null; queuePosition: number | null };
 }
 
 /** The prefix of a job's ID (`ID_PREFIXES.job`): the compiler says when it changes. */
