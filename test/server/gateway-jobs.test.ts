@@ -95,6 +95,11 @@ describe('the job reads', () => {
     expect(byId.get(QUEUED)).toMatchObject({ kind: 'job', name: 'lint', parentId: OWNER, depth: 1, status: 'running' });
   });
 
+  test('a run counts no job among its children, as `actorloop runs` does', async () => {
+    const { body } = await getJson('/v1/runs');
+    expect(body.runs.find((r: any) => r.id === OWNER)).toMatchObject({ children: 0, status: 'running' });
+  });
+
   test('jobs.list and job.inspect answer what the routes do', async () => {
     const listed = await rpc.call<{ jobs: JobSummary[] }>('jobs.list', { rootId: OWNER });
     expect(listed.jobs.map((j) => j.jobId)).toEqual([DONE, RUNNING, QUEUED]);
