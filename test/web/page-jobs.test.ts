@@ -61,6 +61,7 @@ test('the tree shows each job under its owner; the job lane draws a bar per job,
   const shown = () => rows.evaluateAll((lis) => lis.map((li) => `${li.getAttribute('data-kind')}:${li.getAttribute('data-name')}:${li.getAttribute('data-status')}`).join(' '));
   // each job's badge is its phase, as its log folded on the page says (the gateway's read says `starting` for pending)
   await until('the owner and its three jobs in the tree, each in its phase', async () => (await shown()) === 'agent:main:running job:build:completed job:tests:running job:lint:pending');
+  expect(await text(page, 'tree-total')).toMatch(/^tree: 1 actors · 3 jobs · /);
   // under the owner: one step in
   const pad = (id: string) => page.locator(`li.actor[data-actor="${id}"]`).evaluate((li) => parseInt((li as { style: { paddingLeft: string } }).style.paddingLeft, 10));
   expect(await pad(RUNNING)).toBeGreaterThan(await pad(OWNER));

@@ -105,7 +105,10 @@ const TreeItem = memo(function TreeItem({ r, selected, onSelect, history }: { r:
 export function Tree({ rows, selected, onSelect, historyOf }: { rows: TreeRow[]; selected: string | null; onSelect: (id: string) => void; historyOf?: (id: string) => readonly string[] }) {
   let tokens = 0;
   let cost: number | null = 0;
+  // a job is a row of its owner's, not an actor of the tree's count
+  let jobs = 0;
   for (const r of rows) {
+    if (r.kind === 'job') jobs += 1;
     tokens += r.tokens;
     cost = cost === null || r.costUsd === null ? null : cost + r.costUsd;
   }
@@ -122,7 +125,7 @@ export function Tree({ rows, selected, onSelect, historyOf }: { rows: TreeRow[];
         {rows.slice(from, to).map((r) => <TreeItem key={r.id} r={r} selected={r.id === selected} onSelect={onSelect} history={historyOf?.(r.id).join(' ') ?? null} />)}
         {to < rows.length && <li class="spacer" aria-hidden="true" style={{ height: `${(rows.length - to) * ROW_H}px` }} />}
       </ul>
-      <div class="tree-total" data-testid="tree-total">tree: {rows.length} actors · {tokensText(tokens)} · {costText(cost)}</div>
+      <div class="tree-total" data-testid="tree-total">tree: {rows.length - jobs} actors{jobs > 0 ? ` · ${jobs} job${jobs === 1 ? '' : 's'}` : ''} · {tokensText(tokens)} · {costText(cost)}</div>
     </section>
   );
 }
