@@ -35,7 +35,7 @@ function summaryOf(entry: DirectoryEntry | undefined, a: TreeAgent | undefined, 
     parentId: a?.parentId ?? entry?.parentId ?? null,
     rootId,
     name: a?.name ?? entry?.title ?? actorId,
-    kind: entry?.kind ?? 'agent',
+    kind: entry?.kind ?? (a?.job ? 'job' : 'agent'),
     // no log yet: a task handed to hosts and not claimed yet
     status: a?.status ?? 'starting',
     waitingFor: a?.waitingFor ?? null,
@@ -76,20 +76,22 @@ export async function readTree<X>(
   const read = await ports.folds.with(root, (tree) => {
     const actors: Array<ActorRead<X>> = [];
     const seen = new Set<string>();
+    const summary = (e: DirectoryEntry | undefined, a: TreeAgent | undefined, actorId: string): ActorSummary => summaryOf(e, a, root, tree.streamSeq, actorId);
     for (const a of tree.fold.view().agents) {
       // the fold names the root even before its log has a line: the directory says whether it exists
       if (!byId.has(a.actorId) && !tree.projections.has(a.actorId)) continue;
       seen.add(a.actorId);
       const p = tree.projections.get(a.actorId);
-      actors.push({ summary: summaryOf(byId.get(a.actorId), p ? a : undefined, root, tree.streamSeq, a.actorId), p, extra: extra(tree, a.actorId, p) });
+      actors.push({ summary: summary(byId.get(a.actorId), p ? a : undefined, a.actorId), p, extra: extra(tree, a.actorId, p) });
     }
     for (const e of entries) {
-      if (e.rootId === root && !seen.has(e.actorId)) actors.push({ summary: summaryOf(e, undefined, root, tree.streamSeq, e.actorId), p: undefined, extra: extra(tree, e.actorId, undefined) });
+      if (e.rootId === root && !seen.has(e.actorId)) actors.push({ summary: summary(e, undefined, e.actorId), p: undefined, extra: extra(tree, e.actorId, undefined) });
     }
     return { rootId: root, streamSeq: tree.streamSeq, actors };
   });
-  // the lease reads of one tree go out together: one after another they were a round trip per running actor
-  await Promise.all(read.actors.map(({ summary, p }) => statusWith(check, summary, p)));
+  // the lease reads of one tree go out together: one after another they were a round trip per running actor.
+  // A job's status is its phase: its host's death is its log's to say (`runtime_restarted`), not a lease's
+  await Promise.all(read.actors.map(({ summary, p }) => (summary.kind === 'job' ? summary : statusWith(check, summary, p))));
   return read;
 }
 

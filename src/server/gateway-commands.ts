@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DirectoryEntry } from '../bus/directory.js';
 import { sendFaultOrder } from '../bus/fault-order-channel.js';
 import type { BusTransport } from '../client/bus-transport.js';
-import { GATEWAY_SENDER, nextTaskMessage, taskMessage, type PersonAnswer } from '../client/messages.js';
+import { GATEWAY_SENDER, interruptMessage, nextTaskMessage, taskMessage, type PersonAnswer } from '../client/messages.js';
 import { ConfigError, NotFoundError } from '../protocol/errors.js';
 import type { ApprovalMode, TurnRequest, TurnSettings } from '../protocol/events.js';
 import { FAULT_NOW } from '../protocol/fault-points.js';
@@ -184,6 +184,11 @@ export function gatewayCommands(rt: GatewayRuntime, o: GatewayCommandOptions = {
         throw new ConfigError(reply.code, reply.message);
       }
       return { status: point === FAULT_NOW ? 'killed' : 'armed', hostId: reply.hostId, pid: reply.pid, point };
+    },
+    async cancelJob(p) {
+      // a job's host takes an interrupt on the person channel as its cancel (`user_cancelled`), as an
+      // agent's takes one as the end of its turn: the same message the CLI's `job --cancel` sends
+      return { messageId: await transport.publish(interruptMessage(p.jobId, GATEWAY_SENDER)), jobId: p.jobId };
     },
   };
 }

@@ -4,6 +4,8 @@ import type { MachineDefinition, RpcParams, RpcResult } from '../protocol/gatewa
 import type { InspectionReport } from '../protocol/inspection.js';
 import type { LogReader } from '../store/log-port.js';
 import type { LivenessPorts } from './actor-liveness.js';
+import type { JobOutputSource } from './job-output.js';
+import type { JobRpcParams, JobRpcResult } from './job-protocol.js';
 import type { RedactText } from './redact-json.js';
 
 /**
@@ -20,6 +22,8 @@ export interface GatewayCommands {
   compact(p: RpcParams<'turn.compact'>): Promise<RpcResult<'turn.compact'>>;
   controlGoal(p: RpcParams<'goal.control'>): Promise<RpcResult<'goal.control'>>;
   kill(p: RpcParams<'fault.kill'>): Promise<RpcResult<'fault.kill'>>;
+  /** A person's stop of a job, checked already (it exists and has not ended): an `interrupt` to the job's inbox. */
+  cancelJob(p: JobRpcParams<'job.cancel'>): Promise<JobRpcResult<'job.cancel'>>;
 }
 
 /**
@@ -51,6 +55,8 @@ export interface GatewayOptions {
   commands: GatewayCommands;
   /** Where `machines.subscribe` hears the hosts' live transitions; absent: it sends only the log's state. */
   inspection?: InspectionSource;
+  /** Where `GET /v1/jobs/:id/output` hears a running job's output (its live subject); absent: that route says it relays none. */
+  jobOutput?: JobOutputSource;
   logger: Logger;
   /** A directory holding the built page (index.html and its assets), served at `/`. */
   pageDir?: string;

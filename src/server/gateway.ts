@@ -15,6 +15,8 @@ import { parseId } from '../protocol/ids.js';
 import { hostAllowed, isLoopback, originAllowed, tokenCookie, tokenCookieHeader, tokenMatches, tokenOf } from './access.js';
 import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
+import { jobSchemas, JobsQuerySchema } from './job-protocol.js';
+import { inspectJob, listJobs } from './job-reads.js';
 import { listPending, listRuns } from './run-reads.js';
 import type { GatewayOptions } from './gateway-ports.js';
 import { serveRpc } from './rpc.js';
@@ -112,9 +114,34 @@ function buildApp(o: GatewayOptions, reads: ActorReadPorts, port: () => number):
   app.get(`${v1}/pending`, async (c) => c.json(await listPending(reads, parseQuery(PendingQuerySchema, c).root)));
   // the ID is checked before it reaches the bus, where it becomes a key or a subject (400 when malformed)
   app.get(`${v1}/actors/:id`, async (c) => c.json(await inspectActor(reads, parseId('agent', c.req.param('id')))));
+  app.get(`${v1}/jobs`, async (c) => c.json(await listJobs(reads, parseQuery(JobsQuerySchema, c).root)));
+  app.get(`${v1}/jobs/:id`, async (c) => c.json(await inspectJob(reads, parseId('job', c.req.param('id')))));
+  // a running job's output as its host publishes it, live and never stored: SSE `job/output` events
+  // (after one `ready`: from then on every chunk heard is sent), until the client goes away
+  app.get(`${v1}/jobs/:id/output`, async (c) => {
+    const { job } = await inspectJob(reads, parseId('job', c.req.param('id')));
+    const source = o.jobOutput;
+    if (!source) {
+      throw new NotFoundError('gateway.no_live_output', 'this gateway relays no live job output', {
+        hint: 'the job\'s output tail is in GET /v1/jobs/<id> once it ends',
+      });
+    }
+    return sse(c, async (write, signal) => {
+      let chain = Promise.resolve();
+      const send = (event: string, data: unknown): void => void (chain = chain.then(() => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)).catch(() => {}));
+      const watch = source.watch({ rootId: job.rootId, jobId: job.jobId }, (text) => send('job/output', { type: 'job/output', text: o.redact(text) }));
+      try {
+        await watch.ready;
+        send('ready', { jobId: job.jobId });
+        await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+      } finally {
+        watch.close();
+      }
+    });
+  });
   app.get(`${v1}/machines`, (c) => c.json({ machines: o.machines }));
   app.get(`${v1}/schema`, (c) => {
-    const defs = Object.fromEntries(Object.entries(gatewaySchemas()).map(([k, s]) => [k, z.toJSONSchema(s, { unrepresentable: 'any', io: 'input' })]));
+    const defs = Object.fromEntries(Object.entries({ ...gatewaySchemas(), ...jobSchemas() }).map(([k, s]) => [k, z.toJSONSchema(s, { unrepresentable: 'any', io: 'input' })]));
     return c.json({ version: GATEWAY_PROTOCOL_VERSION, schemas: defs });
   });
   app.get(`${v1}/actors/:id/events`, async (c) => {

@@ -6,6 +6,8 @@ import { MAX_SUBSCRIPTIONS_PER_SOCKET, RPC_ERRORS, RpcParamsSchemas, RpcRequestS
 import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
 import type { GatewayOptions } from './gateway-ports.js';
+import { JobRpcParamsSchemas, type JobRpcMethod } from './job-protocol.js';
+import { cancellableJob, inspectJob, listJobs } from './job-reads.js';
 import { followMachines } from './machine-feed.js';
 import { listPending, listRuns } from './run-reads.js';
 import { redactJson } from './redact-json.js';
@@ -117,6 +119,22 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts
     },
   };
 
+  const jobHandlers: { [M in JobRpcMethod]: (p: z.infer<(typeof JobRpcParamsSchemas)[M]>) => Promise<unknown> } = {
+    'jobs.list': (p) => listJobs(reads, p?.rootId),
+    'job.inspect': (p) => inspectJob(reads, p.jobId),
+    'job.cancel': async (p) => {
+      // refused here, before anything is sent: an unknown job (not found), or one that ended
+      await cancellableJob(reads, p.jobId);
+      return o.commands.cancelJob(p);
+    },
+  };
+  /** The schema and handler of a method, or null when the gateway has none of that name. */
+  const methodOf = (name: string): { schema: z.ZodType; run: (p: unknown) => Promise<unknown> } | null => {
+    if (Object.hasOwn(RpcParamsSchemas, name)) return { schema: RpcParamsSchemas[name as RpcMethod], run: handlers[name as RpcMethod] as (p: unknown) => Promise<unknown> };
+    if (Object.hasOwn(JobRpcParamsSchemas, name)) return { schema: JobRpcParamsSchemas[name as JobRpcMethod], run: jobHandlers[name as JobRpcMethod] as (p: unknown) => Promise<unknown> };
+    return null;
+  };
+
   const handle = async (raw: string): Promise<void> => {
     let json: unknown;
     try {
@@ -138,11 +156,12 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts
       // a notification (no id) is never answered, not even with an error (JSON-RPC 2.0 §4.1)
       if (id !== undefined) send({ jsonrpc: '2.0', id, ...body });
     };
-    if (!Object.hasOwn(RpcParamsSchemas, method)) {
-      return reply({ error: { code: RPC_ERRORS.methodNotFound, message: `method not found: ${method}`, data: { methods: Object.keys(RpcParamsSchemas) } } });
+    const found = methodOf(method);
+    if (!found) {
+      return reply({ error: { code: RPC_ERRORS.methodNotFound, message: `method not found: ${method}`, data: { methods: [...Object.keys(RpcParamsSchemas), ...Object.keys(JobRpcParamsSchemas)] } } });
     }
-    const m = method as RpcMethod;
-    const parsed = RpcParamsSchemas[m].safeParse(params);
+    const m = method;
+    const parsed = found.schema.safeParse(params);
     if (!parsed.success) {
       // the first issue in the message: a client that shows the message alone still says what was wrong
       const first = parsed.error.issues[0];
@@ -150,7 +169,7 @@ export function serveRpc(ws: WebSocket, o: GatewayOptions, reads: ActorReadPorts
       return reply({ error: { code: RPC_ERRORS.invalidParams, message: o.redact(`invalid params for ${m}${why}`), data: redactJson(parsed.error.issues, o.redact) } });
     }
     try {
-      const result = await (handlers[m] as (p: unknown) => Promise<unknown>)(parsed.data);
+      const result = await found.run(parsed.data);
       reply({ result });
     } catch (err) {
       if (!(err instanceof ActorloopError) && !(err instanceof RpcError)) o.logger.error({ err, method: m }, 'gateway method failed');

@@ -133,7 +133,8 @@ function runOf(entry: DirectoryEntry, tree: TreeRead<RunFacts>): RunSummary {
     durationMs: Number.isNaN(durationMs) ? null : durationMs,
     tokens,
     costUsd,
-    children: others.length,
+    // a job is no child: its owner's run lists it (`GET /v1/jobs`), as `actorloop runs` counts it
+    children: others.filter((a) => a.summary.kind !== 'job').length,
     workspace: entry.workspace,
     streamSeq: tree.streamSeq,
   };

@@ -1,5 +1,7 @@
 import { followTree } from '../client/follower.js';
+import type { ActorEvent } from '../protocol/events.js';
 import { TreeFold } from '../client/tree.js';
+import { createJobState, foldJobEvent, type JobState } from '../store/job-projection.js';
 import type { LogReader } from '../store/log-port.js';
 import type { Projection } from '../store/projection.js';
 import { emptyTurnFacts, foldTurnFacts, type TurnFacts } from './turn-facts.js';
@@ -14,6 +16,10 @@ export interface FoldedTree {
   projections: Map<string, Projection>;
   /** What each actor's projection does not keep (its turns' tasks, ends, errors; when each person was asked), by actor. */
   facts: Map<string, TurnFacts>;
+  /** Each job of the tree folded from its own log (`job-projection.ts`), by job ID: a log that starts with `job/created`. */
+  jobs: Map<string, JobState>;
+  /** The commit time of each job's last `job/started` and of its end, by job ID (its state keeps ms, not the end's time). */
+  jobTimes: Map<string, { createdAt: string; startedAt: string | null; endedAt: string | null }>;
   /** The stream sequence of the last commit folded (0: none). */
   streamSeq: number;
 }
@@ -48,7 +54,7 @@ export class TreeFolds {
   }
 
   private async advance(rootId: string): Promise<FoldedTree> {
-    const tree = this.trees.get(rootId) ?? { fold: new TreeFold(rootId), projections: new Map<string, Projection>(), facts: new Map<string, TurnFacts>(), streamSeq: 0 };
+    const tree = this.trees.get(rootId) ?? { fold: new TreeFold(rootId), projections: new Map<string, Projection>(), facts: new Map<string, TurnFacts>(), jobs: new Map<string, JobState>(), jobTimes: new Map(), streamSeq: 0 };
     try {
       // a read ends at the end of a whole commit, so the next one starts after it
       for await (const e of followTree({ reader: this.reader, rootId, projections: tree.projections, afterStreamSeq: tree.streamSeq })) {
@@ -56,6 +62,7 @@ export class TreeFolds {
         let facts = tree.facts.get(e.actorId);
         if (!facts) tree.facts.set(e.actorId, (facts = emptyTurnFacts()));
         foldTurnFacts(facts, e);
+        foldJob(tree, e.actorId, e.event);
         tree.streamSeq = e.streamSeq;
       }
     } catch (err) {
@@ -66,4 +73,20 @@ export class TreeFolds {
     this.trees.set(rootId, tree);
     return tree;
   }
+}
+
+/** Folds one event of a tree into the job it belongs to, when its log is a job's. */
+function foldJob(tree: FoldedTree, actorId: string, e: ActorEvent): void {
+  if (e.type === 'job/created') {
+    if (tree.jobs.has(actorId)) return;
+    tree.jobs.set(actorId, createJobState(e));
+    tree.jobTimes.set(actorId, { createdAt: e.at, startedAt: null, endedAt: null });
+    return;
+  }
+  const job = tree.jobs.get(actorId);
+  if (!job) return;
+  foldJobEvent(job, e);
+  const times = tree.jobTimes.get(actorId)!;
+  if (e.type === 'job/started') times.startedAt = e.at;
+  if (e.type === 'job/phase' && e.data.end !== null) times.endedAt = e.at;
 }

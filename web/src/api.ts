@@ -1,5 +1,6 @@
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { RpcMethod, RpcParams, RpcResult } from '../../src/protocol/gateway.js';
+import type { JobMethods } from './job-api.js';
 import { EVENT_TYPES } from './event-types.js';
 import type { StreamEvent } from './stream-event.js';
 import type { ApprovalItem, PendingItem, QuestionItem } from './pending-item.js';
@@ -129,6 +130,13 @@ export function followEvents(rootId: string, onEvent: (e: StreamEvent) => void, 
   return () => source.close();
 }
 
+/** A method of the gateway: the protocol's, or one of its job methods. */
+export type Method = RpcMethod | keyof JobMethods;
+/** A method's params. */
+export type ParamsOf<M extends Method> = M extends RpcMethod ? RpcParams<M> : M extends keyof JobMethods ? JobMethods[M]['params'] : never;
+/** A method's result. */
+export type ResultOf<M extends Method> = M extends RpcMethod ? RpcResult<M> : M extends keyof JobMethods ? JobMethods[M]['result'] : never;
+
 /** A JSON-RPC 2.0 client over the gateway's WebSocket: one request at a time or many, answers by ID. */
 export class Rpc {
   private ws: WebSocket | null = null;
@@ -191,11 +199,11 @@ export class Rpc {
    * Calls `method` with `params`, both typed by the gateway protocol the server validates them
    * with; resolves with its result, rejects with its error's message.
    */
-  async call<M extends RpcMethod>(method: M, params: RpcParams<M>): Promise<RpcResult<M>> {
+  async call<M extends Method>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
     const ws = await this.open();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve: (v) => resolve(v as RpcResult<M>), reject });
+      this.waiting.set(id, { resolve: (v) => resolve(v as ResultOf<M>), reject });
       ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
     });
   }

@@ -1,5 +1,6 @@
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { agentStatus } from '../../src/client/status.js';
+import { createJobState, foldJobEvent, type JobState } from '../../src/store/job-projection.js';
 import { emptyProjection, foldEvent, pendingApprovals, pendingQuestions, type Projection } from '../../src/store/projection.js';
 import type { PendingItem } from './pending-item.js';
 import type { StreamEvent } from './stream-event.js';
@@ -18,6 +19,8 @@ export interface ActorState {
   costUsd: number | null;
   /** A child's name and parent, from its parent's spawn request. */
   spawnedAs?: { name: string; parentId: string; depth: number };
+  /** A job's state, when its log is a job's (it starts with `job/created`): folded by the job projection every reader uses. */
+  job?: JobState;
 }
 
 /**
@@ -60,6 +63,9 @@ export class TreeFolder {
       const c = event.data.costUsd;
       a.costUsd = a.costUsd === null || c === null || c === undefined ? (c === undefined ? a.costUsd : null) : a.costUsd + c;
     }
+    // a job's log folds into its job state; the agent projection above only counts its seqs
+    if (event.type === 'job/created') a.job ??= createJobState(event);
+    else if (a.job) foldJobEvent(a.job, event);
     if (event.type === 'subagent/spawn_requested') {
       this.of(event.data.childId).spawnedAs = { name: event.data.name, parentId: event.actor, depth: event.data.depth };
     }
@@ -79,6 +85,8 @@ export function foldTree(stream: readonly StreamEvent[], upTo: number, onStatus?
  * named by what it waits for.
  */
 export function statusOf(a: ActorState): string {
+  // a job's badge is its phase (`running`, `completed`, `interrupted`…), not an agent's status
+  if (a.job) return a.job.phase;
   return badge(agentStatus(a.projection, a.events[a.events.length - 1]?.type ?? null), a.projection.parked?.waitingFor ?? null);
 }
 

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import type { ActorState } from './fold.js';
 import { durationText, timeText } from './format.js';
+import { JOB_LEGEND, JobLane, jobBarOf, jobLaneHeight, type JobBar } from './job-lane.js';
 import type { TreeRow } from './tree.js';
 
 // A timeline like Temporal's: per actor (children as nested lanes), its turns, steps, attempts,
@@ -239,8 +240,10 @@ const LaneView = memo(function LaneView({ row, lane: l, y0, t0, end, latest, wid
 }, (a, b) => a.lane === b.lane && a.folded === b.folded && a.y0 === b.y0 && a.t0 === b.t0 && a.end === b.end && a.width === b.width &&
   a.row.id === b.row.id && a.row.name === b.row.name && a.row.depth === b.row.depth && (a.latest === b.latest || b.lane.open.size === 0));
 
-/** The timeline of the tree's actors at the position shown. */
-export function Timeline({ rows, folded }: { rows: TreeRow[]; folded: Map<string, ActorState> }) {
+/** The timeline of the tree's actors at the position shown, its jobs in a lane of their own below; `onSelect` selects a job clicked. */
+export function Timeline({ rows: all, folded, selected = null, onSelect }: { rows: TreeRow[]; folded: Map<string, ActorState>; selected?: string | null; onSelect?: (id: string) => void }) {
+  const rows = all.filter((r) => r.kind !== 'job');
+  const jobs = all.filter((r) => r.kind === 'job').map((r) => jobBarOf(r, folded.get(r.id))).filter((b): b is JobBar => b !== null);
   const [scrollTop, setScrollTop] = useState(0);
   const [measure, width] = useWidth();
   let t0 = Infinity;
@@ -264,6 +267,7 @@ export function Timeline({ rows, folded }: { rows: TreeRow[]; folded: Map<string
       <h2>Timeline <span class="count">{durationText(t1 - t0)} from {timeText(new Date(t0).toISOString())}</span></h2>
       <ul class="legend" data-testid="timeline-legend">
         {LEGEND.map((l) => <li key={l.cls}><span class={`swatch ${l.cls}`} />{l.label}</li>)}
+        {jobs.length > 0 && JOB_LEGEND.map((l) => <li key={l.cls}><span class={`swatch ${l.cls}`} />{l.label}</li>)}
       </ul>
       <div ref={measure}>
         <Axis t0={t0} end={end} width={width} />
@@ -275,6 +279,11 @@ export function Timeline({ rows, folded }: { rows: TreeRow[]; folded: Map<string
             })}
           </svg>
         </div>
+        {jobs.length > 0 && (
+          <svg class="jobs" width={width} height={jobLaneHeight(jobs.length)}>
+            <JobLane bars={jobs} y0={0} x={scale(t0, end, width)} latest={t1} width={width} selected={selected} onSelect={onSelect} />
+          </svg>
+        )}
       </div>
     </section>
   );

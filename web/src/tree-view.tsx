@@ -4,6 +4,8 @@ import { Actions } from './actions.js';
 import { actorFacts, followEvents, followMachines, getJson, type ActorRow, type ActorsResponse, type Rpc, type StreamEvent } from './api.js';
 import { EventList } from './event-list.js';
 import { foldTree, pendingInTree, TreeFolder } from './fold.js';
+import { JOB_ID_PREFIX } from './job-api.js';
+import { JobPanel } from './job-panel.js';
 import { NeedsYou } from './needs-you.js';
 import { RunsList } from './runs.js';
 import { Statechart, type LiveFlash, type MachineDef } from './statechart.js';
@@ -212,13 +214,16 @@ export function TreeView({ rpc, loc, go, useTitle }: TreeViewProps) {
   const actor = selected === null ? undefined : folded.get(selected);
   const row = rows.find((r) => r.id === selected);
   const gatewayRow = actors.find((a) => a.id === selected);
+  // a job is an actor of its own log, but no agent: it has no agent machines, summary or actions
+  // (its ID says so before anything is read: a job's reads are not an agent's)
+  const isJob = selected?.startsWith(JOB_ID_PREFIX) === true || actor?.job !== undefined || gatewayRow?.kind === 'job' || row?.kind === 'job';
   // live, an actor's state is the same object as it grows: its event count says when its charts moved
-  const views = useMemo(() => (actor ? machinesOf(actor) : []), [actor, actor?.events.length]);
+  const views = useMemo(() => (actor && !isJob ? machinesOf(actor) : []), [actor, actor?.events.length, isJob]);
   const shownEvents = useMemo(() => stream.slice(0, position).filter((e) => e.event.actor === selected), [stream, position, selected]);
   const pending = useMemo(() => (rootId === null ? [] : pendingInTree(folded, (id) => names.get(id) ?? id, rootId)), [folded, names, rootId]);
   const at = stream[position - 1];
-  const { flashes, feed } = useLiveFlashes(rpc, selected, live);
-  const facts = useFacts(selected, live);
+  const { flashes, feed } = useLiveFlashes(rpc, isJob ? null : selected, live);
+  const facts = useFacts(isJob ? null : selected, live);
   useTitle(pending.length);
   // one function for the view's life: the tree's rows are memoized on it
   const select = useRef((id: string): void => go({ actor: id }, true)).current;
@@ -256,25 +261,30 @@ export function TreeView({ rpc, loc, go, useTitle }: TreeViewProps) {
             <p class="notice" data-testid="not-yet">{row?.name ?? selected} has no event yet at this position: move on in time, or press Live</p>
           )}
           {rootId !== null && <NeedsYou items={pending} rpc={rpc} live={live} scope="in this tree" />}
-          {actor && selected && (
+          {actor?.job && selected && (
+            <JobPanel actor={actor} rpc={rpc} live={live} owner={parentId === null ? null : { id: parentId, name: names.get(parentId) ?? parentId }} onSelect={select} />
+          )}
+          {actor && selected && !isJob && (
             <ActorSummary actor={actor} name={row?.name ?? selected} kind={gatewayRow?.kind ?? (parentId === null ? 'agent' : 'subagent')} status={row?.status ?? 'idle'}
               parent={parentId === null ? null : { id: parentId, name: names.get(parentId) ?? parentId }} facts={facts} onSelect={select} />
           )}
           {selected && !unknown && historyOf(selected).length > 0 && (
             <div class="status-history" data-testid="status-history">status seen{live ? '' : ' up to here'}: {historyOf(selected).join(' → ')}</div>
           )}
-          {actor && selected && <Actions agentId={selected} name={row?.name ?? selected} projection={actor.projection} rpc={rpc} live={live} faultsAllowed={faultsAllowed} />}
-          <Timeline rows={rows} folded={folded} />
+          {actor && selected && !isJob && <Actions agentId={selected} name={row?.name ?? selected} projection={actor.projection} rpc={rpc} live={live} faultsAllowed={faultsAllowed} />}
+          <Timeline rows={rows} folded={folded} selected={selected} onSelect={select} />
           <EventList events={shownEvents} names={names} />
-          <section class="charts" aria-label="statecharts" data-feed={feed}>
-            <h2>Statecharts</h2>
-            <div class="chart-grid">
-              {views.map((v) => {
-                const def = defs.find((d) => d.id === v.machine);
-                return def ? <Statechart key={`${v.machine}:${v.title}`} def={def} view={v} flash={live ? (flashes[v.key] ?? null) : null} /> : null;
-              })}
-            </div>
-          </section>
+          {!isJob && (
+            <section class="charts" aria-label="statecharts" data-feed={feed}>
+              <h2>Statecharts</h2>
+              <div class="chart-grid">
+                {views.map((v) => {
+                  const def = defs.find((d) => d.id === v.machine);
+                  return def ? <Statechart key={`${v.machine}:${v.title}`} def={def} view={v} flash={live ? (flashes[v.key] ?? null) : null} /> : null;
+                })}
+              </div>
+            </section>
+          )}
         </div>
       </main>
     </div>

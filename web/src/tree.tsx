@@ -23,6 +23,8 @@ const OVERSCAN = 15;
 export interface TreeRow {
   id: string;
   name: string;
+  /** `agent`, `subagent` or `job` (a job sits under its owner, drawn apart from the agents). */
+  kind: string;
   parentId: string | null;
   depth: number;
   status: string;
@@ -40,15 +42,21 @@ export function treeRows(rows: readonly ActorRow[], folded: Map<string, ActorSta
   const byId = new Map<string, TreeRow>();
   for (const r of rows) {
     const status = badgeOf(r);
-    byId.set(r.id, { id: r.id, name: r.name, parentId: r.parentId, depth: r.depth, status, tokens: r.tokens, costUsd: r.costUsd });
+    byId.set(r.id, { id: r.id, name: r.name, kind: r.kind, parentId: r.parentId, depth: r.depth, status, tokens: r.tokens, costUsd: r.costUsd });
   }
   for (const a of folded.values()) {
     const known = byId.get(a.actorId);
-    const row: TreeRow = known ?? {
-      id: a.actorId, name: a.spawnedAs?.name ?? a.projection.lastSettings?.agentName ?? a.actorId,
-      parentId: a.spawnedAs?.parentId ?? null, depth: a.spawnedAs?.depth ?? 0, status: 'idle', tokens: 0, costUsd: 0,
-    };
-    if (!live || !known) {
+    const row: TreeRow = known ?? (a.job
+      ? { id: a.actorId, name: a.job.name, kind: 'job', parentId: a.job.ownerId, depth: (byId.get(a.job.ownerId)?.depth ?? 0) + 1, status: 'pending', tokens: 0, costUsd: 0 }
+      : {
+        id: a.actorId, name: a.spawnedAs?.name ?? a.projection.lastSettings?.agentName ?? a.actorId, kind: a.spawnedAs ? 'subagent' : 'agent',
+        parentId: a.spawnedAs?.parentId ?? null, depth: a.spawnedAs?.depth ?? 0, status: 'idle', tokens: 0, costUsd: 0,
+      });
+    if (a.job) {
+      // a job's phase is its log's word, live too: the gateway's status of it is the same phase in an agent's words
+      row.kind = 'job';
+      row.status = a.job.phase;
+    } else if (!live || !known) {
       row.status = statusOf(a);
       row.tokens = tokensOf(a);
       row.costUsd = a.costUsd;
@@ -81,22 +89,26 @@ export function treeRows(rows: readonly ActorRow[], folded: Map<string, ActorSta
 /** One actor's row: drawn again only when what it shows changed (a tree of a thousand mostly does not, event to event). */
 const TreeItem = memo(function TreeItem({ r, selected, onSelect, history }: { r: TreeRow; selected: boolean; onSelect: (id: string) => void; history: string | null }) {
   return (
-    <li class={selected ? 'actor selected' : 'actor'} data-actor={r.id} data-name={r.name} data-status={r.status}
+    <li class={`actor${r.kind === 'job' ? ' job' : ''}${selected ? ' selected' : ''}`} data-actor={r.id} data-name={r.name} data-kind={r.kind} data-status={r.status}
       data-history={history ?? ''} title={history !== null ? `seen: ${history.split(' ').join(' → ')}` : undefined}
       style={{ paddingLeft: `${r.depth * 16 + 4}px` }} onClick={() => onSelect(r.id)}>
+      {r.kind === 'job' && <span class="kind-tag" title="a background job of its owner">job</span>}
       <span class="name">{r.name}</span>
       <span class={`badge status-${r.status}`}>{r.status.replace('_', ' ')}</span>
       <span class="usage">{tokensText(r.tokens)} · {costText(r.costUsd)}</span>
     </li>
   );
-}, (a, b) => a.selected === b.selected && a.onSelect === b.onSelect && a.history === b.history && a.r.id === b.r.id && a.r.name === b.r.name && a.r.status === b.r.status &&
+}, (a, b) => a.selected === b.selected && a.onSelect === b.onSelect && a.history === b.history && a.r.id === b.r.id && a.r.name === b.r.name && a.r.kind === b.r.kind && a.r.status === b.r.status &&
   a.r.depth === b.r.depth && a.r.tokens === b.r.tokens && a.r.costUsd === b.r.costUsd);
 
 /** The tree, one row per actor; clicking one selects it. */
 export function Tree({ rows, selected, onSelect, historyOf }: { rows: TreeRow[]; selected: string | null; onSelect: (id: string) => void; historyOf?: (id: string) => readonly string[] }) {
   let tokens = 0;
   let cost: number | null = 0;
+  // a job is a row of its owner's, not an actor of the tree's count
+  let jobs = 0;
   for (const r of rows) {
+    if (r.kind === 'job') jobs += 1;
     tokens += r.tokens;
     cost = cost === null || r.costUsd === null ? null : cost + r.costUsd;
   }
@@ -113,7 +125,7 @@ export function Tree({ rows, selected, onSelect, historyOf }: { rows: TreeRow[];
         {rows.slice(from, to).map((r) => <TreeItem key={r.id} r={r} selected={r.id === selected} onSelect={onSelect} history={historyOf?.(r.id).join(' ') ?? null} />)}
         {to < rows.length && <li class="spacer" aria-hidden="true" style={{ height: `${(rows.length - to) * ROW_H}px` }} />}
       </ul>
-      <div class="tree-total" data-testid="tree-total">tree: {rows.length} actors · {tokensText(tokens)} · {costText(cost)}</div>
+      <div class="tree-total" data-testid="tree-total">tree: {rows.length - jobs} actors{jobs > 0 ? ` · ${jobs} job${jobs === 1 ? '' : 's'}` : ''} · {tokensText(tokens)} · {costText(cost)}</div>
     </section>
   );
 }
