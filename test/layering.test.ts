@@ -133,7 +133,7 @@ const WEB = resolve(SRC, '..', 'web', 'src');
  */
 const WEB_MAY_IMPORT = {
   types: 'protocol',
-  modules: ['store/projection.ts', 'client/status.ts', 'client/event-text.ts', 'client/terminal-text.ts', 'client/outcome-words.ts'],
+  modules: ['store/projection.ts', 'store/job-projection.ts', 'client/status.ts', 'client/event-text.ts', 'client/terminal-text.ts', 'client/outcome-words.ts'],
   packages: ['preact', 'elkjs'],
 };
 

@@ -52,7 +52,7 @@ beforeAll(async () => {
   stack.dirs.push(ws, scripts);
   const script = join(scripts, 'job.json');
   await writeFile(script, JSON.stringify({ responses: [
-    { tool_calls: [{ name: 'start_job', arguments: { name: 'soak', command: `sleep ${SLEEP}` } }] },
+    { tool_calls: [{ name: 'start_job', arguments: { name: 'soak', command: `echo soaking && sleep ${SLEEP}` } }] },
     { content: 'started the soak' },
     { content: 'heard how it ended' },
   ] }));
@@ -83,11 +83,12 @@ test('the page shows the running job, Cancel stops it through its host, and the 
   await row.click();
   const text = async (testId: string): Promise<string> => (await page.getByTestId(testId).textContent().catch(() => null)) ?? '';
   await until('the job panel', async () => (await text('job-id')) === jobId);
-  expect(await text('job-command')).toBe(`sleep ${SLEEP}`);
+  expect(await text('job-command')).toBe(`echo soaking && sleep ${SLEEP}`);
   expect(await text('job-phase')).toBe('running');
   expect(await text('job-attempts')).toMatch(/^1 of 1/);
-  // `serve` relays no live output (yet): the page says the tail comes at the end
-  await until('the page to say no live output comes', async () => (await text('job-output-note')).includes('not relayed by this gateway'));
+  // `serve` relays the job's live output as its host publishes it (the line came before the page
+  // opened the stream, so it is not in it: live output is never stored; the stream is open)
+  await until('the live output stream open', async () => (await page.getByTestId('job-live').getAttribute('data-live').catch(() => null)) === 'open');
 
   await page.getByRole('button', { name: 'Cancel', exact: true }).click();
   await until('the page to say what Cancel did', async () => /^cancel sent \(msg_\S+\): /.test(await text('job-said')));
@@ -106,9 +107,8 @@ test('the page shows the running job, Cancel stops it through its host, and the 
   const end = log.find((e) => e.type === 'job/phase' && e.data.phase === 'cancelled');
   expect(end?.type === 'job/phase' && end.data.reason).toBe('user_cancelled');
   expect(GATEWAY_SENDER).toBe('client:gateway');
-  // fails today: the page folds the owner's `start_job` result with the projection, whose
-  // `foldOwnerJobs` derives the job's ID (`jobIdOf`: a SHA-256), and the browser bundle's node:crypto
-  // is a stand-in that throws (scripts/build-web.mjs); the owner's projection misses that result
+  // the page folds the owner's `start_job` result with the projection, whose `foldOwnerJobs`
+  // derives the job's ID (a SHA-256: the bundle carries a synchronous one, scripts/build-web.mjs)
   expect(errors, 'the page threw while folding the tree').toEqual([]);
   await page.close();
 }, 120_000);

@@ -6,6 +6,7 @@ import { machineDefinitions } from '../../client/machine-definitions.js';
 import { followInspection } from '../../bus/inspection.js';
 import { ConfigError } from '../../protocol/errors.js';
 import { checkBind, checkListenAddress, startGateway } from '../../server/gateway.js';
+import { createNatsJobOutputSource } from '../../server/job-output.js';
 import { isLoopback } from '../../server/access.js';
 import { ensureGatewayToken } from '../../server/gateway-token.js';
 import { readToken } from '../token-file.js';
@@ -93,6 +94,8 @@ export async function serveCommand(opts: ServeOptions, config: EffectiveConfig, 
       commands: gatewayCommands(rt, { allowLooserPolicy: opts.allowLooserPolicy === true }),
       // the client login may ask for inspection (`watch.>`) and hear it, never report it
       inspection: { follow: (target, signal, onReport) => followInspection(rt.bus.nc, target, { signal, onReport, logger }) },
+      // a running job's output as its host publishes it (live only, redacted by the host)
+      jobOutput: createNatsJobOutputSource(rt.bus.nc),
       logger,
       ...(dir ? { pageDir: dir } : {}),
     });
