@@ -12,6 +12,8 @@ import { createJobState, foldJobEvent, foldJobLog, jobNotice, type JobState } fr
 import type { ActorLogWriter } from '../store/log-port.js';
 import type { SandboxGrant } from '../tools/tool.js';
 import type { JobScheduler, Slot } from './scheduler.js';
+import { holdResources, type HeldResources } from './job-resources.js';
+import type { ResourceLeaseStore } from '../bus/resource-lease-port.js';
 import { DEFAULT_JOB_KILL_GRACE_MS, startShellJob, type ShellJob, type ShellJobResult } from './shell-executor.js';
 
 // The job actor (design §5, §11b): one job's machine over its own log. Every move is committed
@@ -48,6 +50,8 @@ export interface JobActorPorts {
   onCommit?(events: ActorEvent[]): void;
   /** The job moved in or out of the scheduler's queue (its position, null once it runs or ended). */
   onQueue?(): void;
+  /** Where its named resources are leased (absent: they are recorded, not held). */
+  resources?: ResourceLeaseStore;
 }
 
 /** True when a byte string is not text a person can read (a NUL, or not UTF-8). */
@@ -75,6 +79,9 @@ export class JobActor {
   private running = false;
   private handle: ShellJob | null = null;
   private slot: Slot | null = null;
+  private held: HeldResources | null = null;
+  /** Aborted when a cancel is committed while the job waits for a slot or a resource: the wait ends, and the cancel's own move ends the job. */
+  private waiting: AbortController | null = null;
   /** Aborted when the actor stops here: a wait in the queue ends, nothing more is committed. */
   private readonly life = new AbortController();
   private idle: Promise<void> = Promise.resolve();
@@ -152,8 +159,7 @@ export class JobActor {
     const h = this.handle;
     this.handle = null;
     if (h) await h.cancel(this.ports.killGraceMs ?? DEFAULT_JOB_KILL_GRACE_MS);
-    await this.slot?.release();
-    this.slot = null;
+    await this.releaseSlot();
   }
 
   private async commit(drafts: EventDraft[]): Promise<ActorEvent[]> {
@@ -162,6 +168,7 @@ export class JobActor {
     this.ports.onCommit?.(events);
     for (const e of events) {
       foldJobEvent(this.state, e);
+      if (e.type === 'job/cancel_requested') this.waiting?.abort();
       this.send(e);
     }
     return events;
@@ -239,20 +246,35 @@ export class JobActor {
       return;
     }
     this.ports.onQueue?.();
+    const waiting = (this.waiting = new AbortController());
+    const signal = AbortSignal.any([this.life.signal, waiting.signal]);
     let slot: Slot;
     try {
-      slot = await this.ports.scheduler.acquire(this.jobId, { treeId: this.rootId, signal: this.life.signal });
+      slot = await this.ports.scheduler.acquire(this.jobId, { treeId: this.rootId, signal });
+      const names = this.state.resources;
+      if (names.length > 0 && this.ports.resources) {
+        try {
+          this.held = await holdResources(this.ports.resources, names, `${this.jobId}/${attempt}`, {
+            signal, nowMs: () => this.ports.clock.nowMs(), logger: this.ports.logger,
+          });
+        } catch (err) {
+          await slot.release();
+          throw err;
+        }
+      }
     } catch (err) {
-      if (this.life.signal.aborted) return;
+      // stopped here, or cancelled while it waited: the cancel's own move ends it
+      if (this.life.signal.aborted || this.state.cancel !== null) return;
       const message = err instanceof ActorloopError ? err.message : String(err);
       await this.commitPhase({ jobId: this.jobId, from: 'pending', phase: 'failed', reason: 'executor_error', attempt: this.state.attempts, message: `it could not be scheduled: ${message}` });
       return;
     } finally {
+      this.waiting = null;
       this.ports.onQueue?.();
     }
-    // cancelled while it waited: the cancel's own commit ends it
     if (this.state.phase !== 'pending' || this.state.cancel !== null) {
       await slot.release();
+      await this.releaseHeld();
       return;
     }
     this.slot = slot;
@@ -301,7 +323,14 @@ export class JobActor {
     }
   }
 
+  private async releaseHeld(): Promise<void> {
+    const h = this.held;
+    this.held = null;
+    await h?.release();
+  }
+
   private async releaseSlot(): Promise<void> {
+    await this.releaseHeld();
     const s = this.slot;
     this.slot = null;
     await s?.release().catch((err: unknown) => this.ports.logger.warn({ err, jobId: this.jobId }, 'scheduler slot not given back; the tree slot ages out'));

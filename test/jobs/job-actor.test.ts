@@ -9,6 +9,7 @@ import { foldJobLog } from '../../src/store/job-projection.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { actorTestWorld, message, ofType, startTurn, waitForLog } from '../actors/harness.js';
 import { interruptMessage } from '../../src/client/messages.js';
+import { createMemoryResourceLeases } from '../../src/bus/memory-resource-leases.js';
 import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 
 const world = actorTestWorld();
@@ -198,6 +199,43 @@ describe('jobs started by the model', () => {
       most = Math.max(most, open);
     }
     expect(most).toBe(2);
+  });
+
+  it('a job cancelled while it waits in the queue ends cancelled at once, never running', async () => {
+    const rt = await world.rts.open({
+      modelFor: treeModels({ main: [{ tool_calls: [
+        { name: 'start_job', arguments: { name: 'first', command: 'sleep 30.0431' } },
+        { name: 'start_job', arguments: { name: 'second', command: 'echo never >> never.txt' } },
+      ] }, answer('started two')] }),
+    });
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed(), jobLimits: { maxRunningPerHost: 1, killGraceMs: 1_000 } } });
+    const { actor, ended } = await startTurn(sup, 'two', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    const [first, second] = jobIdsOf(await readLog(sup, actor.rootId, actor.actorId));
+    // the second waits behind the first, its place in the directory
+    await until(async () => (await rt.ports.directory.get(second!))?.labels.queuePosition === '1');
+    await sup.send(interruptMessage(second!));
+    const log = await waitForLog(sup, { rootId: actor.rootId, actorId: second! }, (l) => l.some((e) => e.type === 'job/notified'));
+    expect(foldJobLog(log)).toMatchObject({ phase: 'cancelled', attempts: 0 });
+    expect(ofType(log, 'job/started')).toEqual([]);
+    expect((await rt.ports.directory.get(second!))?.labels.queuePosition).toBeUndefined();
+    await sup.send(interruptMessage(first!));
+    await waitForLog(sup, { rootId: actor.rootId, actorId: first! }, (l) => l.some((e) => e.type === 'job/notified'));
+    await expect(readFile(join(world.ws, 'never.txt'), 'utf8')).rejects.toThrow();
+  });
+
+  it('jobs naming the same resource run one at a time, though the host has room for both', async () => {
+    await rm(join(world.ws, 'db.log'), { force: true });
+    const job = (name: string) => ({ name: 'start_job', arguments: { name, command: `echo start >> db.log; sleep 0.5; echo end >> db.log`, resources: ['db'] } });
+    const rt = await world.rts.open({ modelFor: treeModels({ main: [{ tool_calls: [job('m1'), job('m2')] }, call('wait_jobs', {}), call('wait_jobs', {}), answer('both ran')] }) });
+    // the store that orders a tree's conflicting calls (a host's is KV resource_leases)
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed(), resourceLeases: createMemoryResourceLeases() } });
+    const { actor, ended } = await startTurn(sup, 'migrate twice', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    for (const id of jobIdsOf(await readLog(sup, actor.rootId, actor.actorId))) {
+      expect(foldJobLog(await waitForLog(sup, { rootId: actor.rootId, actorId: id }, (l) => l.some((e) => e.type === 'job/notified')))!.phase).toBe('completed');
+    }
+    expect(await readFile(join(world.ws, 'db.log'), 'utf8')).toBe('start\nend\nstart\nend\n');
   });
 
   it('bad input: an unknown job ID and a command the policy denies are clear errors, and nothing starts', async () => {

@@ -5,6 +5,7 @@ import { liveSubject } from '../../bus/subjects.js';
 import type { LivePublisher } from '../../bus/log-publisher.js';
 import { JobActor, type JobActorPorts } from '../../jobs/job-actor.js';
 import type { JobSlotStore } from '../../jobs/job-slot-port.js';
+import type { ResourceLeaseStore } from '../../bus/resource-lease-port.js';
 import type { JobScheduler } from '../../jobs/scheduler.js';
 import { ActorloopError } from '../../protocol/errors.js';
 import type { ActorEvent, EventData } from '../../protocol/events.js';
@@ -28,6 +29,8 @@ export interface JobHostingDeps {
   blobs: BlobStore;
   scheduler: JobScheduler;
   slots: JobSlotStore;
+  /** Where jobs lease their named resources (absent: recorded, not held). */
+  resources?: ResourceLeaseStore;
   tooling: ToolingPorts;
   faults: { hit(point: string, actorId: string, epoch?: number): void };
   clock: { nowMs(): number };
@@ -191,6 +194,7 @@ export class JobHosting {
       ...(deps.killGraceMs !== undefined ? { killGraceMs: deps.killGraceMs } : {}),
       onCommit: (events) => this.committed(rootId, jobId, events),
       onQueue: () => this.queueChanged(),
+      ...(deps.resources ? { resources: deps.resources } : {}),
     };
   }
 

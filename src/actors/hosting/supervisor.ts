@@ -166,6 +166,7 @@ export class Supervisor {
       live: opts.ports.live,
       blobs: opts.blobs,
       slots,
+      ...(opts.resourceLeases ? { resources: opts.resourceLeases } : {}),
       scheduler: createJobScheduler({
         hostId, slots, logger: opts.logger,
         ...(limits.maxRunningPerHost !== undefined ? { maxRunningPerHost: limits.maxRunningPerHost } : {}),
