@@ -5,7 +5,7 @@ import type { InspectionReport } from '../protocol/inspection.js';
 import type { LogReader } from '../store/log-port.js';
 import type { LivenessPorts } from './actor-liveness.js';
 import type { JobOutputSource } from './job-output.js';
-import type { JobRpcParams, JobRpcResult } from './job-protocol.js';
+import type { JobRpcParams, JobRpcResult } from '../protocol/gateway-jobs.js';
 import type { RedactText } from './redact-json.js';
 
 /**

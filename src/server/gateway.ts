@@ -15,7 +15,7 @@ import { parseId } from '../protocol/ids.js';
 import { hostAllowed, isLoopback, originAllowed, tokenCookie, tokenCookieHeader, tokenMatches, tokenOf } from './access.js';
 import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
-import { jobSchemas, JobsQuerySchema } from './job-protocol.js';
+import { jobSchemas, JobsQuerySchema } from '../protocol/gateway-jobs.js';
 import { inspectJob, listJobs } from './job-reads.js';
 import { listPending, listRuns } from './run-reads.js';
 import type { GatewayOptions } from './gateway-ports.js';

@@ -3,7 +3,7 @@ import { ConfigError, NotFoundError } from '../protocol/errors.js';
 import { isJobEnd } from '../protocol/job-events.js';
 import { jobView } from '../client/job-view.js';
 import type { ActorReadPorts } from './actor-reads.js';
-import type { JobDetail, JobSummary } from './job-protocol.js';
+import type { JobDetail, JobSummary } from '../protocol/gateway-jobs.js';
 import { redactJson } from './redact-json.js';
 import type { FoldedTree } from './tree-folds.js';
 

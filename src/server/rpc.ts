@@ -6,7 +6,7 @@ import { MAX_SUBSCRIPTIONS_PER_SOCKET, RPC_ERRORS, RpcParamsSchemas, RpcRequestS
 import { entryOf, inspectActor, listActors, type ActorReadPorts } from './actor-reads.js';
 import { eventCommits } from './event-stream.js';
 import type { GatewayOptions } from './gateway-ports.js';
-import { JobRpcParamsSchemas, type JobRpcMethod } from './job-protocol.js';
+import { JobRpcParamsSchemas, type JobRpcMethod } from '../protocol/gateway-jobs.js';
 import { cancellableJob, inspectJob, listJobs } from './job-reads.js';
 import { followMachines } from './machine-feed.js';
 import { listPending, listRuns } from './run-reads.js';

@@ -12,7 +12,7 @@ import { GATEWAY_SENDER } from '../../src/client/messages.js';
 import { RPC_ERRORS } from '../../src/protocol/gateway.js';
 import { jobIdOf } from '../../src/protocol/job-events.js';
 import type { Gateway } from '../../src/server/gateway.js';
-import type { JobDetail, JobRpcParams, JobRpcResult, JobSummary } from '../../src/server/job-protocol.js';
+import type { JobDetail, JobRpcParams, JobRpcResult, JobSummary } from '../../src/protocol/gateway-jobs.js';
 import type { JobDetailRead, JobMethods } from '../../web/src/job-api.js';
 import { createNatsJobOutputSource } from '../../src/server/job-output.js';
 import { liveSubject } from '../../src/bus/subjects.js';

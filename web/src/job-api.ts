@@ -1,11 +1,9 @@
 import type { ID_PREFIXES } from '../../src/protocol/ids.js';
 import type { JobEndPhase, JobPhase } from '../../src/protocol/job-events.js';
 
-// The page's side of the gateway's job protocol. The protocol lives in src/server/job-protocol.ts
-// until it joins src/protocol/gateway.ts, and web/ imports protocol types only: the shapes the page
-// uses are written here, and test/server/gateway-jobs.test.ts checks at compile time that the
-// gateway's answers fit them (a drift fails `tsc`). Once the job protocol is in src/protocol, these
-// become type imports of it.
+// The page's side of the gateway's job protocol (src/protocol/gateway-jobs.ts): the few shapes the
+// page reads, and test/server/gateway-jobs.test.ts checks at compile time that the gateway's
+// answers fit them (a drift fails `tsc`).
 
 /** The job methods the page calls, their params and results (`JobRpcParamsSchemas`, `JobRpcResultSchemas`). */
 export interface JobMethods {

@@ -1,11 +1,9 @@
 import { z } from 'zod';
-import { idString } from '../protocol/ids.js';
-import { JobEndSchema, JobExecutorSchema, JobOutputSchema, JobPhaseSchema, JobReasonSchema } from '../protocol/job-events.js';
+import { idString } from './ids.js';
+import { JobEndSchema, JobExecutorSchema, JobOutputSchema, JobPhaseSchema, JobReasonSchema } from './job-events.js';
 
 // The gateway's job protocol (`/v1/jobs`, `jobs.list`, `job.inspect`, `job.cancel`): the part of
-// `/v1` that speaks of background jobs (design §11b). It lives beside the routes while the job
-// host is written in parallel; it belongs in `src/protocol/gateway.ts` with the rest of `/v1`
-// once that file is open for it (the shapes, names and codes stay as they are here).
+// `/v1` that speaks of background jobs (design §11b), beside `gateway.ts`'s rest of `/v1`.
 
 /** The query of `GET /v1/jobs`: `root` keeps to one tree's jobs. */
 export const JobsQuerySchema = z.object({
