@@ -8,7 +8,7 @@ import { derivedId } from '../protocol/ids.js';
 import type { InboxMessage } from '../protocol/inbox.js';
 import { isJobEnd, type JobEnd, type JobEndPhase } from '../protocol/job-events.js';
 import type { BlobStore } from '../store/blob-port.js';
-import { createJobState, foldJobEvent, foldJobLog, jobNotice, type JobState } from '../store/job-projection.js';
+import { foldJobEvent, foldJobLog, jobNotice, type JobState } from '../store/job-projection.js';
 import type { ActorLogWriter } from '../store/log-port.js';
 import type { SandboxGrant } from '../tools/tool.js';
 import type { JobScheduler, Slot } from './scheduler.js';
@@ -91,18 +91,6 @@ export class JobActor {
     this.jobId = state.jobId;
     this.rootId = state.rootId;
     this.snap = snap;
-  }
-
-  /** A new job: commits its `job/created`, then asks for its first execution. */
-  static async create(data: EventData<'job/created'>, ports: JobActorPorts): Promise<JobActor> {
-    const [created] = await ports.log.commit([{ type: 'job/created', data }]);
-    ports.onCommit?.([created!]);
-    const state = createJobState(created as Extract<ActorEvent, { type: 'job/created' }>);
-    // the initial state's entry effect (its first execution) is asked for once, here
-    const fx: Effect[] = [];
-    const actor = new JobActor(ports, state, engine.initial(data, (f) => fx.push(f)));
-    actor.enqueue(fx);
-    return actor;
   }
 
   /** A job taken over from its log: replayed without effects, then recovered (the lost execution's fate, or the owed notice). */

@@ -117,9 +117,26 @@ export class JobHosting {
     return p;
   }
 
+  /**
+   * The job's log first, then its directory entry, then its hosting: an entry (which hosts claim)
+   * always has a log to replay, and a start retried after a crash at any point finds what it made.
+   * `job/created` is committed before any lease is taken, at epoch 1 on an empty subject (fenced:
+   * of two starts racing, one lands and the other reads it); its holder's epochs are higher.
+   */
   private async startOnce(data: EventData<'job/created'>): Promise<void> {
     const id = data.jobId;
-    const end = await this.deps.logs.reader.end(data.rootId, id);
+    let end = await this.deps.logs.reader.end(data.rootId, id);
+    if (end.seq === 0) {
+      const writer = this.deps.logs.writer({ rootId: data.rootId, actorId: id, position: end, epoch: 1, logger: this.deps.logger.child({ jobId: id }) });
+      try {
+        const created = await writer.commit([{ type: 'job/created', data }]);
+        this.deps.onCommit?.(id, created);
+      } catch (err) {
+        // another start made it first: its log is the job's
+        if (!(err instanceof ActorloopError && err.code === 'store.fenced')) throw err;
+      }
+      end = await this.deps.logs.reader.end(data.rootId, id);
+    }
     const known = await this.deps.directory.get(id);
     if (!known) {
       const now = new Date(this.deps.clock.nowMs()).toISOString();
@@ -129,17 +146,11 @@ export class JobHosting {
         workspace: ex.kind === 'shell' ? ex.cwd : '', createdAt: now, updatedAt: now, labels: {},
       });
     }
-    const epoch = this.adopter ? await this.adopter(id) : 1;
+    const epoch = this.adopter ? await this.adopter(id) : 2;
     // another process holds its lease: it hosts the job (a host finds it by its directory status)
     if (epoch === null || this.hosted.has(id) || this.stopped) return;
-    if (end.seq > 0) {
-      await this.hydrateKnown(data.rootId, id, epoch);
-      return;
-    }
-    const ports = this.portsFor(data.rootId, id, epoch, end);
-    await this.deps.listen();
-    const actor = await JobActor.create(data, ports);
-    await this.serve(actor);
+    // replayed like a job taken over: `recover` in pending asks for its first execution
+    await this.hydrateKnown(data.rootId, id, epoch);
   }
 
   /** Hosts a job of a tree this process runs, once, under the lease the adopter takes; nothing when another process holds it. */
