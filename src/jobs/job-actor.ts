@@ -220,6 +220,27 @@ export class JobActor {
     }
   }
 
+  /**
+   * Runs an I/O step that must happen before the job can go on (its output's blob, its notice)
+   * again through failures (the bus away, an election), with a backoff up to 10 s, for as long as
+   * the job is hosted here: giving up would leave the job owing them with nobody to retry.
+   */
+  private async retrying<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (this.life.signal.aborted) throw err;
+        this.ports.logger.warn({ err, jobId: this.jobId }, `could not ${what}; trying again in ${delay} ms`);
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, delay);
+          this.life.signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+        });
+        if (this.life.signal.aborted) throw err;
+      }
+    }
+  }
+
   private async commitPhase(p: CommitPhaseParams): Promise<void> {
     const end: JobEnd | null = isJobEnd(p.phase)
       ? { exitCode: null, signal: null, durationMs: 0, usage: null, costUsd: null, output: null, tail: '' }
@@ -331,7 +352,7 @@ export class JobActor {
     if (r.bytes > 0) {
       const text = binary ? output : this.ports.redact(output.toString('utf8'));
       // stored before the event that names it: the log never points at a missing blob
-      const digest = await this.ports.blobs.put(text);
+      const digest = await this.retrying('store its output', () => this.ports.blobs.put(text));
       outputRef = { id: derivedId('artifact', 'job-output', this.jobId, String(attempt)), digest, bytes: typeof text === 'string' ? Buffer.byteLength(text) : text.length, binary };
     }
     const tail = isBinary(Buffer.from(tailBytes)) ? `(${r.bytes} bytes of binary output)` : this.ports.redact(Buffer.from(tailBytes).toString('utf8'));
@@ -363,7 +384,7 @@ export class JobActor {
       id, from: this.jobId, to: this.state.ownerId, kind: 'job_notice', target: 'next_step', wakeup: true,
       content: JSON.stringify(notice), request: null, sentAt: new Date(this.ports.clock.nowMs()).toISOString(),
     };
-    await this.ports.notify(msg);
+    await this.retrying('send its notice', () => this.ports.notify(msg));
     this.ports.faults.hit('before:job/notified', this.jobId);
     await this.commit([{ type: 'job/notified', data: { ownerId: this.state.ownerId, messageId: id, phase } }]);
   }
