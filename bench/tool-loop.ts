@@ -25,6 +25,8 @@
  * running and without; 0 leaves the gateway section out).
  * --page-actors 1000 --page-rate 200 --page-seconds 20 (the page in headless Chromium over a tree of that many actors, events
  * committed at that rate; its longest frame; 0 leaves the page section out; needs `npm run build` for dist/web).
+ * --jobs 1,100 (owners at once, each one start_job in its first step; 0 leaves the jobs section out) --job-samples 20 (jobs
+ * per run at each size: rounds of N until there are that many) --job-command 'echo ready' (needs bubblewrap).
  * The takeover's hosts run the built CLI: `npm run build` first (the section says so if dist/ is stale).
  * The largest idle size also runs with host B on its own empty data dir (no LMDB of A: log only).
  * NATS_URL set: the in-process sections run on that server (or cluster) instead of one the bench starts.
@@ -51,6 +53,7 @@ import { runGoalContinuation } from './goal-continuation.js';
 import { printFanout, runFanout } from './fanout.js';
 import { runGatewaySection } from './gateway.js';
 import { runPageSection } from './page-frames.js';
+import { runJobsBench } from './jobs.js';
 
 const IMPLS = ['inmem floor', 'durable floor', 'actorloop', 'actorloop, no I/O'] as const;
 type Impl = (typeof IMPLS)[number];
@@ -96,6 +99,10 @@ interface Flags {
   pageActors: number;
   pageRate: number;
   pageSeconds: number;
+  /** Owners at once in the jobs section, one job each (empty leaves it out); jobs per run at each size; the command. */
+  jobs: number[];
+  jobSamples: number;
+  jobCommand: string;
 }
 
 /** A bad flag: reported in one line, without a stack. */
@@ -134,6 +141,9 @@ const FLAG_OPTIONS = {
   'page-actors': { type: 'string', default: '1000' },
   'page-rate': { type: 'string', default: '200' },
   'page-seconds': { type: 'string', default: '20' },
+  jobs: { type: 'string', default: '1,100' },
+  'job-samples': { type: 'string', default: '20' },
+  'job-command': { type: 'string', default: 'echo ready' },
 } as const;
 
 function parseFlags(): Flags {
@@ -142,7 +152,7 @@ function parseFlags(): Flags {
     'pipeline-steps': string; 'context-steps': string; 'compaction-steps': string; takeover: string; 'takeover-mid': string; 'takeover-ttl': string; 'rehydrate-events': string;
     'floor-pad': string; 'long-steps': string; 'long-result-bytes': string; fresh: string; 'fresh-lanes': string;
     inbox: string; 'inbox-first-byte': string; goals: string; 'goal-turns': string; fanout: string; 'fanout-hosts': string; 'gateway-agents': string;
-    'page-actors': string; 'page-rate': string; 'page-seconds': string;
+    'page-actors': string; 'page-rate': string; 'page-seconds': string; jobs: string; 'job-samples': string; 'job-command': string;
   };
   try {
     values = parseArgs({ options: FLAG_OPTIONS }).values;
@@ -188,6 +198,9 @@ function parseFlags(): Flags {
     pageActors: int('page-actors', values['page-actors'], 0),
     pageRate: int('page-rate', values['page-rate'], 0),
     pageSeconds: int('page-seconds', values['page-seconds'], 1),
+    jobs: list('jobs', values.jobs),
+    jobSamples: int('job-samples', values['job-samples'], 1),
+    jobCommand: values['job-command'],
   };
 }
 
@@ -436,6 +449,7 @@ async function main(cleanup: Cleanup): Promise<void> {
 
   if (flags.inbox > 0) await runInboxLatency(rt, { samples: flags.inbox, firstByteMs: flags.inboxFirstByteMs });
   if (flags.goals > 0) await runGoalContinuation(rt, { agents: flags.goals, turns: flags.goalTurns });
+  if (flags.jobs.length > 0) await runJobsBench(rt, cleanup, { sizes: flags.jobs, samples: flags.jobSamples, runs: flags.runs, command: flags.jobCommand });
   if (flags.fanout.length > 0 || flags.fanoutHosts.length > 0) {
     await runFanout(rt, 10, 1); // warm-up, not reported
     const fan = [];
@@ -491,7 +505,7 @@ try {
   await main(cleanup);
 } catch (err) {
   if (err instanceof UsageError) {
-    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --context-steps 200 --compaction-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100 --gateway-agents 100 --page-actors 1000 --page-rate 200 --page-seconds 20)\n`);
+    process.stderr.write(`${err.message} (flags: --agents 1,10,100 --steps 20 --runs 3 --park 1000 --model-steps 20 --model-agents 1,10 --model-latency 0,200 --skip-model --pipeline-steps 300 --context-steps 200 --compaction-steps 300 --takeover 10,100,1000 --takeover-mid 100 --takeover-ttl 3000 --rehydrate-events 100,10000 --floor-pad 0 --long-steps 300 --long-result-bytes 4000 --fresh 100 --fresh-lanes 1,10 --inbox 30 --inbox-first-byte 200 --goals 20 --goal-turns 4 --fanout 10,100,1000 --fanout-hosts 100 --gateway-agents 100 --page-actors 1000 --page-rate 200 --page-seconds 20 --jobs 1,100 --job-samples 20 --job-command 'echo ready')\n`);
     code = 2;
   } else if (cleanup.closing) {
     // interrupted: the cleanup closed what the section was using, which is why it failed
