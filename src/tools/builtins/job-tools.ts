@@ -16,17 +16,17 @@ const runtimeOnly = (name: string) => async (): Promise<never> => {
 /** The longest a job may run. */
 export const MAX_JOB_TIMEOUT_SECONDS = 7 * 86_400;
 
-const JOB_ID = z.string().regex(/^job_[0-9A-HJKMNP-TV-Z]{26}$/, 'expected a job ID (job_<26 characters>), as start_job returned it');
+const JOB_ID = z.string().regex(/^job_[0-9A-HJKMNP-TV-Z]{26}$/, 'expected a job ID (job_<26 characters>), as start_job returned it').describe('As start_job returned it');
 
 const StartJobInput = z.strictObject({
-  name: z.string().trim().min(1).max(80).describe('A short name for the job (e.g. "regress")'),
-  command: z.string().min(1).max(32_000).describe('The command line, run by bash -c in the workspace as shell runs one'),
-  cwd: z.string().min(1).optional().describe('Working directory relative to the workspace root (default ".")'),
-  timeout_seconds: z.number().positive().max(MAX_JOB_TIMEOUT_SECONDS).optional().describe('Stop it after this long (default: the job_timeout_seconds setting, 30 minutes)'),
-  resources: z.array(z.string().min(1)).max(16).optional().describe('Names of shared resources it holds while it runs (jobs naming the same one run one at a time)'),
-  idempotent: z.boolean().default(false).describe('true: running it again does no harm, so an execution lost with its host runs again (while retries last)'),
-  retries: z.number().int().min(0).max(5).default(0).describe('Executions it may start after the first, when idempotent'),
-  on_owner_end: OnOwnerEndSchema.default('cancel').describe('"cancel": stop it when your turn is interrupted; "detach": let it go on alone'),
+  name: z.string().trim().min(1).max(80).describe('Short name, e.g. "regress"'),
+  command: z.string().min(1).max(32_000).describe('Command line (bash -c)'),
+  cwd: z.string().min(1).optional().describe('Relative to the workspace (default ".")'),
+  timeout_seconds: z.number().positive().max(MAX_JOB_TIMEOUT_SECONDS).optional().describe('Default 1800'),
+  resources: z.array(z.string().min(1)).max(16).optional().describe('Names it holds while running: jobs naming one run one at a time'),
+  idempotent: z.boolean().default(false).describe('Safe to run again if its host dies'),
+  retries: z.number().int().min(0).max(5).default(0).describe('Reruns allowed when idempotent'),
+  on_owner_end: OnOwnerEndSchema.default('cancel').describe('On your turn being interrupted: cancel it, or let it go on'),
 });
 /** Input of `start_job`. */
 export type StartJobInput = z.infer<typeof StartJobInput>;
@@ -36,9 +36,8 @@ export const startJobTool: ToolDefinition<StartJobInput> = {
   name: 'start_job',
   version: '1',
   description:
-    'Start a long command (a test suite, a build) in the background as a job, and get its ID at once. ' +
-    'It runs in the same sandbox as shell; when it ends, a message tells you its exit code and the last lines of its output ' +
-    '(the whole output is an artifact: read it with artifact_read). Use job_status, wait_jobs and cancel_job with its ID.',
+    'Run a long command (tests, a build) in the background, sandboxed as shell; returns its job ID at once. ' +
+    'When it ends, a message gives its exit code and last output lines (all of it: artifact_read).',
   input: StartJobInput,
   level: 'execute',
   // the start is keyed by the call (the job's ID derives from it): a start retried after a crash starts nothing twice
@@ -56,7 +55,7 @@ export const startJobTool: ToolDefinition<StartJobInput> = {
   execute: runtimeOnly('start_job'),
 };
 
-const JobStatusInput = z.strictObject({ job_id: JOB_ID.describe('The job, as start_job returned it') });
+const JobStatusInput = z.strictObject({ job_id: JOB_ID });
 /** Input of `job_status`. */
 export type JobStatusInput = z.infer<typeof JobStatusInput>;
 
@@ -64,7 +63,7 @@ export type JobStatusInput = z.infer<typeof JobStatusInput>;
 export const jobStatusTool: ToolDefinition<JobStatusInput> = {
   name: 'job_status',
   version: '1',
-  description: 'Where one of your jobs is: queued (and its place), running, or how it ended, with its exit code and the last lines of its output.',
+  description: 'A job of yours: queued, running, or how it ended (exit code, last output lines).',
   input: JobStatusInput,
   level: 'read',
   executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
@@ -73,8 +72,8 @@ export const jobStatusTool: ToolDefinition<JobStatusInput> = {
 };
 
 const WaitJobsInput = z.strictObject({
-  job_ids: z.array(JOB_ID).min(1).optional().describe('The jobs to wait for (default: all your unfinished ones)'),
-  timeout_seconds: z.number().positive().max(86_400).default(600).describe('How long to wait at most'),
+  job_ids: z.array(JOB_ID).min(1).optional().describe('Default: all your unfinished jobs'),
+  timeout_seconds: z.number().positive().max(86_400).default(600),
 });
 /** Input of `wait_jobs`. */
 export type WaitJobsInput = z.infer<typeof WaitJobsInput>;
@@ -83,7 +82,7 @@ export type WaitJobsInput = z.infer<typeof WaitJobsInput>;
 export const waitJobsTool: ToolDefinition<WaitJobsInput> = {
   name: 'wait_jobs',
   version: '1',
-  description: 'Wait until one of your jobs ends (or the timeout passes); the result is its notice, and those of any others that ended meanwhile. Call it again for the next.',
+  description: 'Wait until one of your jobs ends (or the timeout); returns the notices of those that ended.',
   input: WaitJobsInput,
   level: 'read',
   executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
@@ -91,7 +90,7 @@ export const waitJobsTool: ToolDefinition<WaitJobsInput> = {
   execute: runtimeOnly('wait_jobs'),
 };
 
-const CancelJobInput = z.strictObject({ job_id: JOB_ID.describe('The job to stop') });
+const CancelJobInput = z.strictObject({ job_id: JOB_ID });
 /** Input of `cancel_job`. */
 export type CancelJobInput = z.infer<typeof CancelJobInput>;
 
@@ -99,7 +98,7 @@ export type CancelJobInput = z.infer<typeof CancelJobInput>;
 export const cancelJobTool: ToolDefinition<CancelJobInput> = {
   name: 'cancel_job',
   version: '1',
-  description: 'Stop one of your jobs: its processes are signalled, and it ends cancelled (its notice tells you so).',
+  description: 'Stop a job of yours; it ends cancelled.',
   input: CancelJobInput,
   level: 'read',
   executionSemantics: () => ({ effects: 'none', retry: 'auto' }),
