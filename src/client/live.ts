@@ -43,41 +43,46 @@ export interface LiveSource {
 
 /** The live source over a NATS connection: one core subscription per watch on the agent's live subject. */
 export function createNatsLiveSource(nc: NatsConnection): LiveSource {
+  return { watch: (target, onDelta) => watchLive(nc, liveSubject(target.rootId, target.actorId), LiveDeltaSchema, onDelta) };
+}
+
+/**
+ * One core subscription to a live subject until closed, calling `on` with each message that
+ * parses as `schema`; a message of a shape this client does not know is skipped (live messages are
+ * best effort: the log is the truth). A closed or draining connection gives a watch that delivers
+ * nothing.
+ */
+export function watchLive<T>(nc: NatsConnection, subject: string, schema: z.ZodType<T>, on: (value: T) => void): LiveWatch {
+  let sub: Subscription | null = null;
+  try {
+    sub = nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        let parsed;
+        try {
+          parsed = schema.safeParse(msg.json());
+        } catch {
+          return;
+        }
+        if (parsed.success) on(parsed.data);
+      },
+    });
+  } catch {
+    // a closed or draining connection: nothing live, the committed events still come
+    sub = null;
+  }
+  const ready = sub ? nc.flush().catch(() => {}) : Promise.resolve();
   return {
-    watch(target, onDelta) {
-      let sub: Subscription | null = null;
+    ready,
+    close() {
+      const s = sub;
+      sub = null;
+      if (!s || s.isClosed()) return;
       try {
-        sub = nc.subscribe(liveSubject(target.rootId, target.actorId), {
-          callback: (err, msg) => {
-            if (err) return;
-            let parsed;
-            try {
-              parsed = LiveDeltaSchema.safeParse(msg.json());
-            } catch {
-              return;
-            }
-            // a delta of a shape this client does not know is skipped: live output is best effort
-            if (parsed.success) onDelta(parsed.data);
-          },
-        });
+        s.unsubscribe();
       } catch {
-        // a closed or draining connection: no live text, the committed events still come
-        sub = null;
+        // the connection closed first: the subscription went with it
       }
-      const ready = sub ? nc.flush().catch(() => {}) : Promise.resolve();
-      return {
-        ready,
-        close() {
-          const s = sub;
-          sub = null;
-          if (!s || s.isClosed()) return;
-          try {
-            s.unsubscribe();
-          } catch {
-            // the connection closed first: the subscription went with it
-          }
-        },
-      };
     },
   };
 }

@@ -3,7 +3,7 @@
 // had effects and cannot be checked), or, for a job declared idempotent with retries, runs it
 // again exactly once; the owner is told either way, in a turn of its own. Real processes, a real
 // nats-server, separate data dirs, bubblewrap (the sandboxed command dies with its host).
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { expect, test } from 'vitest';
@@ -18,7 +18,7 @@ import { createLogReader } from '../../src/store/jetstream-log.js';
 import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { parseEvents, show } from '../helpers/cli.js';
 import { useCliStack } from '../helpers/cli-stack.js';
-import { until } from '../helpers/processes.js';
+import { sleepers, until } from '../helpers/processes.js';
 import { submitTask } from '../helpers/submit.js';
 
 const stack = useCliStack();
@@ -51,16 +51,6 @@ async function logOf(rootId: string, actorId: string, dataDir: string): Promise<
   }
 }
 
-/** Processes whose command line is `sleep <arg>` on this machine. */
-async function sleepers(arg: string): Promise<number> {
-  let n = 0;
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd === `sleep\0${arg}\0`) n += 1;
-  }
-  return n;
-}
 
 async function scenario(onTestFinished: (fn: () => void | Promise<void>) => void, job: Record<string, unknown>, sleepArg: string) {
   const ws = await stack.workspace();
@@ -95,7 +85,7 @@ async function scenario(onTestFinished: (fn: () => void | Promise<void>) => void
   }).catch((err: unknown) => {
     throw new Error(`${String(err)}\n${a.stderr()}\n${b.stderr()}`);
   });
-  await until('its command running', async () => (await sleepers(sleepArg)) > 0);
+  await until('its command running', async () => (await sleepers(sleepArg)).length > 0);
   const holder = (await leaseOf(jobId, dataCli))?.host;
   expect(['host-a', 'host-b']).toContain(holder);
   const victim = holder === 'host-a' ? a : b;
@@ -103,7 +93,7 @@ async function scenario(onTestFinished: (fn: () => void | Promise<void>) => void
   victim.child.kill('SIGKILL');
   await victim.exited;
   // bubblewrap dies with its parent, and the command with it
-  await until('the command gone with its host', async () => (await sleepers(sleepArg)) === 0);
+  await until('the command gone with its host', async () => (await sleepers(sleepArg)).length === 0);
   const jobLog = await until('the job ended and its owner told', async () => {
     const log = await events(jobId);
     return log.some((e) => e.type === 'job/notified') ? log : null;

@@ -1,4 +1,5 @@
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
+import { sleepers } from '../helpers/processes.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultTooling, staticPolicy } from '../../src/actors/agent/tooling.js';
@@ -80,7 +81,7 @@ describe('jobs started by the model', () => {
     await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
     jobId = jobIdsOf(await readLog(sup, actor.rootId, actor.actorId))[0]!;
     await waitForLog(sup, { rootId: actor.rootId, actorId: jobId }, (l) => l.some((e) => e.type === 'job/phase' && e.data.phase === 'running'));
-    await until(async () => (await sleepers('30.0417')) > 0);
+    await until(async () => (await sleepers('30.0417')).length > 0);
     const next = actor.whenTurnEnds();
     await sup.send(message(actor.actorId, 'stop it now', { request: turnRequest(world.ws, { approvalMode: 'full-auto' }) }));
     await expect(next).resolves.toMatchObject({ outcome: 'completed' });
@@ -91,7 +92,7 @@ describe('jobs started by the model', () => {
     const state = foldJobLog(await readLog(sup, actor.rootId, jobId))!;
     expect(state).toMatchObject({ phase: 'cancelled', reason: 'user_cancelled', cancel: { reason: 'user_cancelled', by: actor.actorId } });
     expect(state.end!.durationMs).toBeLessThan(10_000);
-    expect(await sleepers('30.0417')).toBe(0);
+    expect((await sleepers('30.0417')).length).toBe(0);
     const v = verifyLog(await readLog(sup, actor.rootId, jobId));
     expect(v, formatViolations(v)).toEqual([]);
   });
@@ -102,11 +103,11 @@ describe('jobs started by the model', () => {
     const { actor, ended } = await startTurn(sup, 'start it', turnRequest(world.ws, { approvalMode: 'full-auto' }));
     await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
     const jobId = jobIdsOf(await readLog(sup, actor.rootId, actor.actorId))[0]!;
-    await until(async () => (await sleepers('30.0418')) > 0);
+    await until(async () => (await sleepers('30.0418')).length > 0);
     await sup.send(interruptMessage(jobId));
     const jobLog = await waitForLog(sup, { rootId: actor.rootId, actorId: jobId }, (l) => l.some((e) => e.type === 'job/notified'));
     expect(foldJobLog(jobLog)).toMatchObject({ phase: 'cancelled', cancel: { reason: 'user_cancelled', by: 'client:cli' } });
-    expect(await sleepers('30.0418')).toBe(0);
+    expect((await sleepers('30.0418')).length).toBe(0);
     // its notice woke the owner
     const log = await waitForLog(sup, actor, (l) => ofType(l, 'turn/end').length === 2);
     expect(ofType(log, 'turn/start')[1]!.data.source).toBe('job_notice');
@@ -128,18 +129,18 @@ describe('jobs started by the model', () => {
     const sup = rt.supervisor({ extra: { tooling: await sandboxed(), jobLimits: { killGraceMs: 1_000 } } });
     const { actor, ended } = await startTurn(sup, 'start two', turnRequest(world.ws, { approvalMode: 'full-auto' }));
     await waitForLog(sup, actor, (l) => ofType(l, 'tool/start').some((e) => e.data.name === 'shell'));
-    await until(async () => (await sleepers('30.0422')) > 0 && (await sleepers('30.0423')) > 0);
+    await until(async () => (await sleepers('30.0422')).length > 0 && (await sleepers('30.0423')).length > 0);
     await sup.send(interruptMessage(actor.actorId));
     await expect(ended).resolves.toMatchObject({ outcome: 'cancelled' });
     const [stops, goesOn] = jobIdsOf(await readLog(sup, actor.rootId, actor.actorId));
     const stopped = await waitForLog(sup, { rootId: actor.rootId, actorId: stops! }, (l) => l.some((e) => e.type === 'job/notified'));
     expect(foldJobLog(stopped)).toMatchObject({ phase: 'cancelled', reason: 'owner_ended', cancel: { reason: 'owner_ended', by: actor.actorId } });
-    expect(await sleepers('30.0422')).toBe(0);
+    expect((await sleepers('30.0422')).length).toBe(0);
     expect(foldJobLog(await readLog(sup, actor.rootId, goesOn!))!.phase).toBe('running');
-    expect(await sleepers('30.0423')).toBe(1);
+    expect((await sleepers('30.0423')).length).toBe(1);
     await sup.send(interruptMessage(goesOn!));
     await waitForLog(sup, { rootId: actor.rootId, actorId: goesOn! }, (l) => l.some((e) => e.type === 'job/notified'));
-    expect(await sleepers('30.0423')).toBe(0);
+    expect((await sleepers('30.0423')).length).toBe(0);
   });
 
   it('a goal\'s continuation waits for the job its turn started: the notice starts the next turn, which completes the goal', async () => {
@@ -270,13 +271,3 @@ async function until(cond: () => Promise<boolean>, ms = 10_000): Promise<void> {
   }
 }
 
-/** Processes whose command line is `sleep <arg>` on this machine (inside a sandbox too: /proc shows them all). */
-async function sleepers(arg: string): Promise<number> {
-  let n = 0;
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd === `sleep\0${arg}\0`) n += 1;
-  }
-  return n;
-}

@@ -4,7 +4,8 @@
 // in the timeline's job lane, running; its panel shows its command; Cancel sends `job.cancel`, the
 // host takes the interrupt from the job's inbox (its log records `job/cancel_requested` naming the
 // message the page said it sent), stops the command, and the page shows the job cancelled, live.
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
+import { sleepers } from '../helpers/processes.js';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { beforeAll, expect, test } from 'vitest';
@@ -35,16 +36,6 @@ async function logOf(actorId: string): Promise<ActorEvent[]> {
   }
 }
 
-/** Processes whose command line is `sleep <SLEEP>` on this machine. */
-async function sleepers(): Promise<number> {
-  let n = 0;
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd === `sleep\0${SLEEP}\0`) n += 1;
-  }
-  return n;
-}
 
 beforeAll(async () => {
   const ws = await tempDir('page-jobs-host-ws');
@@ -78,7 +69,7 @@ test('the page shows the running job, Cancel stops it through its host, and the 
   const row = page.locator(`li.actor[data-actor="${jobId}"]`);
   await until('the job in the tree', async () => (await row.getAttribute('data-kind').catch(() => null)) === 'job');
   expect(await row.getAttribute('data-name')).toBe('soak');
-  await until('its command running', async () => (await sleepers()) > 0);
+  await until('its command running', async () => (await sleepers(SLEEP)).length > 0);
 
   await row.click();
   const text = async (testId: string): Promise<string> => (await page.getByTestId(testId).textContent().catch(() => null)) ?? '';
@@ -98,7 +89,7 @@ test('the page shows the running job, Cancel stops it through its host, and the 
   });
   await until('its bar to end, cancelled', async () => (await bar.getAttribute('data-phase')) === 'cancelled' && (await bar.getAttribute('data-to')) !== '');
   expect(await page.getByRole('button', { name: 'Cancel', exact: true }).isEnabled()).toBe(false);
-  await until('the command stopped', async () => (await sleepers()) === 0);
+  await until('the command stopped', async () => (await sleepers(SLEEP)).length === 0);
 
   // the host took the page's interrupt from the job's inbox as the cancel
   const log = await logOf(jobId);
