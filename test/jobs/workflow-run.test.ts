@@ -1,0 +1,114 @@
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { defaultTooling } from '../../src/actors/agent/tooling.js';
+import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
+import { parseWorkflow } from '../../src/jobs/workflow-file.js';
+import { foldRunLog, runNodes } from '../../src/jobs/workflow-state.js';
+import { NODE_KIND_UNSUPPORTED } from '../../src/jobs/workflow-run.js';
+import { newId } from '../../src/protocol/ids.js';
+import { nodeJobIdOf } from '../../src/protocol/workflow-events.js';
+import type { ActorEvent } from '../../src/protocol/events.js';
+import { foldJobLog } from '../../src/store/job-projection.js';
+import { findBubblewrap } from '../../src/tools/sandbox.js';
+import { actorTestWorld, ofType, waitForLog } from '../actors/harness.js';
+import { readLog } from '../helpers/runtime.js';
+
+// A workflow run on in-memory ports with real sandboxed shell jobs: each node is a job owned by
+// the run, its `node/ended` committed before a dependent starts; a run taken over by another
+// supervisor from its log never runs an ended node again.
+
+const world = actorTestWorld();
+const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp' };
+
+async function sandboxed() {
+  const bwrapPath = await findBubblewrap(env.PATH);
+  expect(bwrapPath, 'bubblewrap must work here (.ci/run installs it)').not.toBeNull();
+  return defaultTooling({ bwrapPath, env });
+}
+
+/** a → b, a → c; each node appends its name to order.txt and a line to its own file. */
+function threeNodes(tag: string, more: Record<string, unknown> = {}) {
+  const cmd = (n: string) => `echo ${n} >> ${tag}-order.txt; echo run >> ${tag}-${n}.txt`;
+  return parseWorkflow(JSON.stringify({
+    name: `three-${tag}`,
+    nodes: [
+      { id: 'a', run: 'shell', command: cmd('a'), ...more },
+      { id: 'b', run: 'shell', command: cmd('b'), needs: ['a'] },
+      { id: 'c', run: 'shell', command: cmd('c'), needs: ['a'] },
+    ],
+  }), `three-${tag}.json`);
+}
+
+const ended = (l: ActorEvent[]) => l.some((e) => e.type === 'workflow/ended');
+const lines = async (p: string) => (await readFile(p, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+
+describe('workflow runs', () => {
+  it('a → b, a → c: b and c start only after a ended, each runs once, and the run succeeds', async () => {
+    const rt = await world.rts.open();
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed() } });
+    const runId = newId('workflow');
+    await sup.workflowPort.start({ runId, name: 'three-m', workflow: threeNodes('m'), ownerId: null, rootId: runId, cwd: world.ws, workspace: world.ws });
+    const log = await waitForLog(sup, { rootId: runId, actorId: runId }, ended, 30_000);
+    expect(ofType(log, 'workflow/ended')[0]!.data).toEqual({ outcome: 'succeeded', failed: [] });
+    const seqOf = (type: string, node: string) => log.find((e) => e.type === type && (e.data as { node: string }).node === node)!.seq;
+    for (const n of ['b', 'c']) expect(seqOf('node/started', n)).toBeGreaterThan(seqOf('node/ended', 'a'));
+    expect(ofType(log, 'node/started').map((e) => e.data.node).sort()).toEqual(['a', 'b', 'c']);
+    expect(ofType(log, 'node/ended').map((e) => [e.data.node, e.data.outcome])).toHaveLength(3);
+    const order = await lines(join(world.ws, 'm-order.txt'));
+    expect(order[0]).toBe('a');
+    expect([...order].sort()).toEqual(['a', 'b', 'c']);
+    for (const n of ['a', 'b', 'c']) expect(await lines(join(world.ws, `m-${n}.txt`))).toEqual(['run']);
+    // each node's job is the run's, its ID derived from (run, node, attempt)
+    const a = ofType(log, 'node/started').find((e) => e.data.node === 'a')!;
+    expect(a.data.jobId).toBe(nodeJobIdOf(runId, 'a', 1));
+    const job = foldJobLog(await readLog(sup, runId, a.data.jobId))!;
+    expect(job).toMatchObject({ ownerId: runId, phase: 'completed' });
+    const s = foldRunLog(log)!;
+    expect(runNodes(s).map((n) => [n.id, n.status, n.attempt])).toEqual([['a', 'succeeded', 1], ['b', 'succeeded', 1], ['c', 'succeeded', 1]]);
+    expect((await rt.ports.directory.get(runId))).toMatchObject({ kind: 'workflow', status: 'completed' });
+  });
+
+  it('a failing node: its dependents are skipped, the run fails naming it; a model node fails clearly', async () => {
+    const rt = await world.rts.open();
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed() } });
+    const runId = newId('workflow');
+    const wf = parseWorkflow(JSON.stringify({
+      name: 'failing',
+      nodes: [
+        { id: 'a', run: 'shell', command: 'exit 3' },
+        { id: 'b', run: 'shell', command: 'echo b', needs: ['a'] },
+        { id: 'm', run: 'model', prompt: 'say hi' },
+      ],
+    }), 'failing.json');
+    await sup.workflowPort.start({ runId, name: 'failing', workflow: wf, ownerId: null, rootId: runId, cwd: world.ws, workspace: world.ws });
+    const log = await waitForLog(sup, { rootId: runId, actorId: runId }, ended, 30_000);
+    expect(ofType(log, 'workflow/ended')[0]!.data).toEqual({ outcome: 'failed', failed: ['a', 'm'] });
+    const nodes = runNodes(foldRunLog(log)!);
+    expect(nodes.map((n) => [n.id, n.status])).toEqual([['a', 'failed'], ['b', 'skipped'], ['m', 'failed']]);
+    expect(nodes[0]!.error).toBe('its command exited with code 3');
+    expect(nodes[2]!.error).toContain(NODE_KIND_UNSUPPORTED);
+    expect((await rt.ports.directory.get(runId))).toMatchObject({ status: 'failed' });
+  });
+
+  it('taken over after a ended: the next supervisor runs b and c once each, never a again', async () => {
+    await rm(join(world.ws, 'k-a.txt'), { force: true });
+    const rt = await world.rts.open();
+    const tooling = await sandboxed();
+    // the first holder stops right after a's end is committed, before b and c are started
+    const faults = createFaultInjector(parseFaultSpecs('after:node/ended=drop'));
+    const first = rt.supervisor({ faults, extra: { tooling } });
+    const runId = newId('workflow');
+    await first.workflowPort.start({ runId, name: 'three-k', workflow: threeNodes('k'), ownerId: null, rootId: runId, cwd: world.ws, workspace: world.ws });
+    const log1 = await waitForLog(first, { rootId: runId, actorId: runId }, (l) => l.some((e) => e.type === 'node/ended'), 30_000);
+    await first.stop();
+    expect(ofType(log1, 'node/started').map((e) => e.data.node)).toEqual(['a']);
+    const second = rt.supervisor({ extra: { tooling } });
+    await second.hostClaimed(runId, 5);
+    const log = await waitForLog(second, { rootId: runId, actorId: runId }, ended, 30_000);
+    expect(ofType(log, 'workflow/ended')[0]!.data.outcome).toBe('succeeded');
+    expect(ofType(log, 'node/started').map((e) => e.data.node).sort()).toEqual(['a', 'b', 'c']);
+    for (const n of ['a', 'b', 'c']) expect(await lines(join(world.ws, `k-${n}.txt`))).toEqual(['run']);
+    expect(log.filter((e) => e.epoch >= 5).map((e) => e.type)).not.toContain('workflow/created');
+  });
+});
