@@ -19,6 +19,7 @@ import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
 import { serveCommand } from './commands/serve.js';
 import { registerDlqCommand } from './commands/dlq.js';
+import { registerWorkflowCommand } from './commands/workflow.js';
 import { registerApprovalsCommand } from './commands/pending-approvals.js';
 import { registerGcCommand } from './commands/gc.js';
 import { registerMemoryCommand } from './commands/memory.js';
@@ -343,6 +344,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .action(act(async (o) => configShowCommand(o, loadConfig(flags(o)), out)));
 
   registerDlqCommand(program, { common, flags, act, out });
+  registerWorkflowCommand(program, { common, flags, act, out });
   registerApprovalsCommand(program, { common, flags, act, out });
   registerGcCommand(program, { common, flags, act, out });
   registerMemoryCommand(program, { common, flags, act, out });
