@@ -31,24 +31,27 @@ export interface WorkflowRunOptions {
   inProcess?: boolean;
 }
 
-/** Adds `actorloop workflow run <file>` and `actorloop workflow <runId>` to the program. */
+/**
+ * Adds `actorloop workflow run <file>` and `actorloop workflow <runId>` to the program: one
+ * command whose first argument is `run` or a run's ID (a subcommand beside an argument would take
+ * `--nats` and `--data-dir` for the parent, and run on another server).
+ */
 export function registerWorkflowCommand(program: Command, kit: CommandKit): Command {
   const { common, flags, act, out } = kit;
-  const wf = common(program.command('workflow').argument('[runId]', 'the run (wf_…) to show', idArgument('workflow')))
-    .description("a workflow run (its nodes' status, attempt, outcome and job); `workflow run <file>` starts one")
-    .option('--json', 'the run as one JSON object')
-    .action(act(async (id: string | undefined, o) => {
-      if (id === undefined) throw new ConfigError('cli.workflow', 'workflow takes a run ID or `run <file>`', { hint: 'actorloop workflow run <file>, or actorloop workflow <runId>' });
-      return workflowStatusCommand(id, o, loadConfig(flags(o)), out);
+  return common(program.command('workflow').argument('<runId|run>', 'a run (wf_…) to show, or `run` to start one').argument('[file]', 'with run: the workflow file (.json or .toml)'))
+    .description("`workflow run <file>`: validate a workflow file and run it (each node a job, started only once what it needs succeeded; exit 0 when the run succeeded, 1 when it failed); `workflow <runId>`: each node's status, attempt, outcome and job")
+    .option('--cwd <dir>', 'with run: the workspace its shell nodes run in (default: the current directory)')
+    .option('--json', 'with run: NDJSON of the run\'s events on stdout; else the run as one JSON object')
+    .option('--in-process', 'with run: host the run in this process, not on a running host')
+    .option('--fault <spec>', 'with run: inject a fault (testing): <point>[:<id>][@<n>][=kill|drop]')
+    .action(act(async (target: string, file: string | undefined, o) => {
+      if (target === 'run') {
+        if (file === undefined) throw new ConfigError('cli.workflow', 'workflow run needs the workflow file', { hint: 'actorloop workflow run <file.json|file.toml>' });
+        return workflowRunCommand(file, o, () => loadConfig(flags(o)), out);
+      }
+      if (file !== undefined) throw new ConfigError('cli.workflow', `workflow ${target} takes no file`, { hint: 'start a run with actorloop workflow run <file>; show one with actorloop workflow <runId>' });
+      return workflowStatusCommand(idArgument('workflow')(target), o, loadConfig(flags(o)), out);
     }));
-  common(wf.command('run').argument('<file>', 'the workflow file (.json or .toml)'))
-    .description('validate a workflow file and run it: each node a job, a node started only after what it needs succeeded; exit 0 when the run succeeded, 1 when it failed')
-    .option('--cwd <dir>', 'the workspace its shell nodes run in (default: the current directory)')
-    .option('--json', 'NDJSON of the run\'s events on stdout')
-    .option('--in-process', 'host the run in this process, not on a running host')
-    .option('--fault <spec>', 'inject a fault (testing): <point>[:<id>][@<n>][=kill|drop]')
-    .action(act(async (file: string, o) => workflowRunCommand(file, o, () => loadConfig(flags({ ...o, ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) })), out)));
-  return wf;
 }
 
 /** The workspace directory, absolute; a ConfigError when it is not one. */
