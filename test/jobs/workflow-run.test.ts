@@ -11,8 +11,13 @@ import { nodeJobIdOf } from '../../src/protocol/workflow-events.js';
 import type { ActorEvent } from '../../src/protocol/events.js';
 import { foldJobLog } from '../../src/store/job-projection.js';
 import { findBubblewrap } from '../../src/tools/sandbox.js';
-import { actorTestWorld, ofType, waitForLog } from '../actors/harness.js';
-import { readLog } from '../helpers/runtime.js';
+import { formatViolations, verifyLog } from '../../src/verify/verify.js';
+import { writeFile } from 'node:fs/promises';
+import { actorTestWorld, ofType, startTurn, waitForLog } from '../actors/harness.js';
+import { readLog, turnRequest } from '../helpers/runtime.js';
+import { answer, call, treeModels } from '../helpers/scripted-tree.js';
+import { JobNoticeSchema } from '../../src/protocol/job-events.js';
+import { workflowRunIdOf } from '../../src/protocol/workflow-events.js';
 
 // A workflow run on in-memory ports with real sandboxed shell jobs: each node is a job owned by
 // the run, its `node/ended` committed before a dependent starts; a run taken over by another
@@ -110,5 +115,34 @@ describe('workflow runs', () => {
     expect(ofType(log, 'node/started').map((e) => e.data.node).sort()).toEqual(['a', 'b', 'c']);
     for (const n of ['a', 'b', 'c']) expect(await lines(join(world.ws, `k-${n}.txt`))).toEqual(['run']);
     expect(log.filter((e) => e.epoch >= 5).map((e) => e.type)).not.toContain('workflow/created');
+  });
+
+  it('start_workflow: the run ID at once, the run owned by the agent in its tree; its end starts a turn of source job_notice', async () => {
+    await writeFile(join(world.ws, 'tool-wf.json'), JSON.stringify({
+      name: 'tooled',
+      nodes: [{ id: 'a', run: 'shell', command: 'echo run >> t-a.txt' }, { id: 'b', run: 'shell', command: 'echo run >> t-b.txt', needs: ['a'] }],
+    }));
+    await writeFile(join(world.ws, 'bad-wf.json'), JSON.stringify({ name: 'bad', nodes: [{ id: 'a', run: 'shell', command: 'true', needs: ['zz'] }] }));
+    const rt = await world.rts.open({
+      modelFor: treeModels({ main: [call('start_workflow', { file: 'bad-wf.json' }), call('start_workflow', { file: 'tool-wf.json' }), answer('started it'), answer('it ended')] }),
+    });
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed() } });
+    const { actor, ended } = await startTurn(sup, 'run the workflow', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    const log = await waitForLog(sup, actor, (l) => ofType(l, 'turn/end').length === 2, 30_000);
+    const results = ofType(log, 'tool/result');
+    expect(results[0]!.data).toMatchObject({ ok: false });
+    expect(results[0]!.data.output).toContain('bad-wf.json: node a: needs names zz');
+    const runId = workflowRunIdOf(results[1]!.call!);
+    expect(results[1]!.data.output).toContain(`Started workflow tooled (${runId})`);
+    expect(ofType(log, 'turn/start').map((e) => e.data.source)).toEqual(['user_message', 'job_notice']);
+    const notice = ofType(log, 'inbox/received').find((e) => e.data.kind === 'job_notice')!;
+    expect(JobNoticeSchema.parse(JSON.parse(notice.data.content))).toMatchObject({ jobId: runId, phase: 'completed', name: 'workflow tooled' });
+    const runLog = await readLog(sup, actor.rootId, runId);
+    expect(runLog[0]).toMatchObject({ type: 'workflow/created', data: { ownerId: actor.actorId, rootId: actor.rootId } });
+    expect(ofType(runLog, 'workflow/ended')[0]!.data.outcome).toBe('succeeded');
+    for (const n of ['a', 'b']) expect(await lines(join(world.ws, `t-${n}.txt`))).toEqual(['run']);
+    const v = verifyLog(log);
+    expect(v, formatViolations(v)).toEqual([]);
   });
 });
