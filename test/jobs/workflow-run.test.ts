@@ -145,4 +145,42 @@ describe('workflow runs', () => {
     const v = verifyLog(log);
     expect(v, formatViolations(v)).toEqual([]);
   });
+
+  it('a node whose job was lost with its holder ends as its job does (interrupted: failed), and its retry runs as a new attempt', async () => {
+    const rt = await world.rts.open();
+    const tooling = await sandboxed();
+    const first = rt.supervisor({ extra: { tooling, jobLimits: { killGraceMs: 500 } } });
+    const runId = newId('workflow');
+    const wf = parseWorkflow(JSON.stringify({
+      name: 'lost',
+      nodes: [
+        { id: 'a', run: 'shell', command: 'echo run >> r-a.txt; test -f r-a.done || { touch r-a.done; sleep 30.0433; }', retries: 1 },
+        { id: 'b', run: 'shell', command: 'echo run >> r-b.txt', needs: ['a'] },
+      ],
+    }), 'lost.json');
+    await first.workflowPort.start({ runId, name: 'lost', workflow: wf, ownerId: null, rootId: runId, cwd: world.ws, workspace: world.ws });
+    const jobId = nodeJobIdOf(runId, 'a', 1);
+    await waitForLog(first, { rootId: runId, actorId: jobId }, (l) => l.some((e) => e.type === 'job/phase' && e.data.phase === 'running'), 15_000);
+    await until(async () => (await lines(join(world.ws, 'r-a.txt'))).length === 1);
+    // its host goes: the run and the job stop here, nothing committed
+    await first.stop();
+    const second = rt.supervisor({ extra: { tooling } });
+    await second.hostClaimed(runId, 5);
+    const log = await waitForLog(second, { rootId: runId, actorId: runId }, ended, 30_000);
+    const ends = ofType(log, 'node/ended').map((e) => [e.data.node, e.data.attempt, e.data.outcome]);
+    expect(ends).toEqual([['a', 1, 'failed'], ['a', 2, 'succeeded'], ['b', 1, 'succeeded']]);
+    expect(ofType(log, 'node/ended')[0]!.data.error).toMatch(/its job ended interrupted \(outcome_unknown/);
+    expect(foldJobLog(await readLog(second, runId, jobId))).toMatchObject({ phase: 'interrupted' });
+    expect(await lines(join(world.ws, 'r-a.txt'))).toEqual(['run', 'run']);
+    expect(await lines(join(world.ws, 'r-b.txt'))).toEqual(['run']);
+    expect(ofType(log, 'workflow/ended')[0]!.data.outcome).toBe('succeeded');
+  });
 });
+
+async function until(cond: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('condition never held');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
