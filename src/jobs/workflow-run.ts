@@ -9,6 +9,8 @@ import { nodeJobIdOf } from '../protocol/workflow-events.js';
 import type { JobState } from '../store/job-projection.js';
 import type { ActorLogWriter } from '../store/log-port.js';
 import type { StartNodeParams } from './workflow-graph.js';
+import { checkModelOutput, retryMessage, type AnswerCheck } from './workflow-output.js';
+import type { WorkflowNode } from './workflow-file.js';
 import { createRunState, foldRunEvent, foldRunLog, machineOutcome, runNodes, type WorkflowRunState } from './workflow-state.js';
 
 // The workflow run actor (design §11b): one run's machine over its own log. Each node's attempt
@@ -25,8 +27,19 @@ import { createRunState, foldRunEvent, foldRunLog, machineOutcome, runNodes, typ
 // `jobId` is the run's ID, so the owner's model reads it, `wait_jobs` takes it and the owner's
 // projection records it as it does a job's. A person's run (no owner) is followed from its log.
 
-/** What model and agent nodes get from a runtime that runs neither yet. */
+/** What agent nodes (and model nodes on a host without a model) get: this runtime does not run them. */
 export const NODE_KIND_UNSUPPORTED = 'this runtime does not run model/agent nodes yet; make it a shell node';
+
+/** One model node's request: its prompt (and, on a retry, why the last answer was refused). */
+export interface ModelNodeRequest {
+  model: { spec: string; baseUrl: string | null };
+  workspace: string;
+  node: string;
+  attempt: number;
+  messages: Array<{ role: 'user'; content: string }>;
+  outputSchema: Record<string, unknown> | null;
+  signal: AbortSignal;
+}
 
 /** What a workflow run acts through: its log, the job starter, the owner's inbox. */
 export interface WorkflowRunPorts {
@@ -45,6 +58,10 @@ export interface WorkflowRunPorts {
   onCommit?(events: ActorEvent[]): void;
   /** Called once the run ended and its owner (if any) has its notice. */
   onFinished?(): void;
+  /** One model request for a model node: its answer's text (absent: this host runs no model nodes). */
+  askModel?(req: ModelNodeRequest): Promise<string | null>;
+  /** `checkAnswer` of src/model/output-schema.ts (this room may not import src/model). */
+  checkAnswer?: AnswerCheck;
 }
 
 /** The message ID of a run's notice to its owner: derived, so a notice sent again is deduped. */
@@ -228,6 +245,7 @@ export class WorkflowRun {
     const { created, workflow } = this.state;
     const def = workflow.nodes.find((n) => n.id === node)!;
     const jobId = nodeJobIdOf(this.runId, node, attempt);
+    if (def.run === 'model' && this.ports.askModel && this.ports.checkAnswer) return this.startModelNode(def, attempt);
     if (def.run !== 'shell') {
       await this.endNode({ node, attempt, outcome: 'failed', error: `node ${node} is a ${def.run} node: ${NODE_KIND_UNSUPPORTED}` });
       return;
@@ -251,6 +269,45 @@ export class WorkflowRun {
     if (s && isJobEnd(s.phase)) {
       await this.endNode(nodeEndOf(node, attempt, { phase: s.phase, reason: s.reason ?? 'exited', message: s.message, exitCode: s.end?.exitCode ?? null, output: s.end?.output ?? null }));
     }
+  }
+
+  /**
+   * A model node's attempt: one request, its answer checked against the node's `output_schema`
+   * (a refused answer fails the attempt, and a retry is sent why). Nothing of it is logged but its
+   * start and its end: after a crash between them the request is made again (it changes nothing).
+   * Asked outside the run's turn on the log, so other nodes' ends are committed meanwhile.
+   */
+  private async startModelNode(def: WorkflowNode, attempt: number): Promise<void> {
+    const node = def.id;
+    const model = this.state.created.model ?? null;
+    if (model === null) {
+      await this.endNode({ node, attempt, outcome: 'failed', error: `node ${node} is a model node and the run was given no model; start it with --model <spec> (or set default_model)` });
+      return;
+    }
+    if (this.state.started.get(node) !== attempt) {
+      await this.commit([{ type: 'node/started', data: { node, attempt, jobId: derivedId('attempt', 'workflow', this.runId, node, String(attempt)) } }]);
+    }
+    const previous = attempt > 1 ? (this.state.snap.context.nodes[node] as { error?: string }).error : undefined;
+    const messages = [{ role: 'user' as const, content: def.prompt! }];
+    if (previous !== undefined) messages.push({ role: 'user', content: retryMessage(previous) });
+    void (async () => {
+      let data: EventData<'node/ended'>;
+      try {
+        const content = await this.ports.askModel!({
+          model, workspace: this.state.created.workspace, node, attempt, messages, outputSchema: def.output_schema ?? null, signal: this.life.signal,
+        });
+        const out = checkModelOutput(def.output_schema, content, this.ports.checkAnswer!);
+        data = out.ok ? { node, attempt, outcome: 'succeeded', result: out.value } : { node, attempt, outcome: 'failed', error: out.error };
+      } catch (err) {
+        if (this.life.signal.aborted) return;
+        data = { node, attempt, outcome: 'failed', error: `its model request failed: ${err instanceof Error ? err.message : String(err)}` };
+      }
+      await this.exclusive(() => this.endNode(data));
+    })().catch((err: unknown) => {
+      if (this.life.signal.aborted) return;
+      this.ports.logger.error({ err, runId: this.runId, node }, 'model node end not committed; the run waits for its next holder');
+      this.life.abort();
+    });
   }
 
   private async end(): Promise<void> {

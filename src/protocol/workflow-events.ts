@@ -40,6 +40,8 @@ export const WORKFLOW_EVENT_DATA = {
     cwd: z.string(),
     /** The workspace root the sandbox shows writable. */
     workspace: z.string(),
+    /** The model its model nodes ask (`--model`, the default model, the owner's); null or absent: none was given, and model nodes fail saying so. */
+    model: z.object({ spec: z.string(), baseUrl: z.string().nullable() }).nullable().optional(),
   }),
   /** A node's attempt was started: its job (for an agent node, the subagent) and the attempt the run's `startNode` asked for. */
   'node/started': z.object({

@@ -84,15 +84,17 @@ describe('workflow runs', () => {
         { id: 'a', run: 'shell', command: 'exit 3' },
         { id: 'b', run: 'shell', command: 'echo b', needs: ['a'] },
         { id: 'm', run: 'model', prompt: 'say hi' },
+        { id: 'g', run: 'agent', task: 'do it' },
       ],
     }), 'failing.json');
     await sup.workflowPort.start({ runId, name: 'failing', workflow: wf, ownerId: null, rootId: runId, cwd: world.ws, workspace: world.ws });
     const log = await waitForLog(sup, { rootId: runId, actorId: runId }, ended, 30_000);
-    expect(ofType(log, 'workflow/ended')[0]!.data).toEqual({ outcome: 'failed', failed: ['a', 'm'] });
+    expect(ofType(log, 'workflow/ended')[0]!.data).toEqual({ outcome: 'failed', failed: ['a', 'm', 'g'] });
     const nodes = runNodes(foldRunLog(log)!);
-    expect(nodes.map((n) => [n.id, n.status])).toEqual([['a', 'failed'], ['b', 'skipped'], ['m', 'failed']]);
+    expect(nodes.map((n) => [n.id, n.status])).toEqual([['a', 'failed'], ['b', 'skipped'], ['m', 'failed'], ['g', 'failed']]);
     expect(nodes[0]!.error).toBe('its command exited with code 3');
-    expect(nodes[2]!.error).toContain(NODE_KIND_UNSUPPORTED);
+    expect(nodes[2]!.error).toContain('the run was given no model');
+    expect(nodes[3]!.error).toContain(NODE_KIND_UNSUPPORTED);
     expect((await rt.ports.directory.get(runId))).toMatchObject({ status: 'failed' });
   });
 
@@ -173,6 +175,29 @@ describe('workflow runs', () => {
     expect(foldJobLog(await readLog(second, runId, jobId))).toMatchObject({ phase: 'interrupted' });
     expect(await lines(join(world.ws, 'r-a.txt'))).toEqual(['run', 'run']);
     expect(await lines(join(world.ws, 'r-b.txt'))).toEqual(['run']);
+    expect(ofType(log, 'workflow/ended')[0]!.data.outcome).toBe('succeeded');
+  });
+
+  it('a model node: a refused answer is retried with the reason; its JSON decides which dependent runs (when)', async () => {
+    const rt = await world.rts.open({ script: [{ content: 'it looks like a regression' }, { content: '{"verdict": "regression"}' }] });
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed() } });
+    const runId = newId('workflow');
+    const wf = parseWorkflow(JSON.stringify({
+      name: 'triage',
+      nodes: [
+        { id: 'm', run: 'model', prompt: 'Is it a regression or flaky?', output_schema: { type: 'object', properties: { verdict: { type: 'string' } }, required: ['verdict'] }, retries: 1 },
+        { id: 'fix', run: 'shell', command: 'echo run >> tri-fix.txt', needs: ['m'], when: { node: 'm', path: 'verdict', equals: 'regression' } },
+        { id: 'rerun', run: 'shell', command: 'echo run >> tri-rerun.txt', needs: ['m'], when: { node: 'm', path: 'verdict', equals: 'flaky' } },
+      ],
+    }), 'triage.json');
+    await sup.workflowPort.start({ runId, name: 'triage', workflow: wf, ownerId: null, rootId: runId, cwd: world.ws, workspace: world.ws, model: { spec: 'scripted:the-test-script.json', baseUrl: null } });
+    const log = await waitForLog(sup, { rootId: runId, actorId: runId }, ended, 30_000);
+    const ends = ofType(log, 'node/ended');
+    expect(ends.map((e) => [e.data.node, e.data.attempt, e.data.outcome])).toEqual([['m', 1, 'failed'], ['m', 2, 'succeeded'], ['fix', 1, 'succeeded']]);
+    expect(ends[1]!.data.result).toEqual({ verdict: 'regression' });
+    expect(runNodes(foldRunLog(log)!).map((n) => [n.id, n.status])).toEqual([['m', 'succeeded'], ['fix', 'succeeded'], ['rerun', 'skipped']]);
+    expect(await lines(join(world.ws, 'tri-fix.txt'))).toEqual(['run']);
+    expect(await lines(join(world.ws, 'tri-rerun.txt'))).toEqual([]);
     expect(ofType(log, 'workflow/ended')[0]!.data.outcome).toBe('succeeded');
   });
 });

@@ -20,7 +20,7 @@ export const startWorkflowRuntime: RuntimeTool = {
     const port = a.ports.workflows;
     if (!port) return callFailed(a, r, 'workflow.unavailable', 'this runtime hosts no workflow runs; run the nodes with start_job instead');
     const { file } = r.input as StartWorkflowInput;
-    const { workspace } = settings(a);
+    const { workspace, model, baseUrl } = settings(a);
     const path = resolve(workspace, file);
     const rel = relative(workspace, path);
     if (rel.startsWith('..') || isAbsolute(rel)) return callFailed(a, r, 'workflow.outside_workspace', `${file} is outside the workspace; give a path inside it`);
@@ -33,7 +33,7 @@ export const startWorkflowRuntime: RuntimeTool = {
       return callFailed(a, r, 'workflow.unreadable', `cannot read ${rel}: ${(err as Error).message}`);
     }
     const runId = workflowRunIdOf(r.ids.call);
-    await port.start({ runId, name: workflow.name, workflow, ownerId: a.actorId, rootId: a.rootId, cwd: workspace, workspace });
+    await port.start({ runId, name: workflow.name, workflow, ownerId: a.actorId, rootId: a.rootId, cwd: workspace, workspace, model: { spec: model, baseUrl } });
     callSucceeded(a, r,
       `Started workflow ${workflow.name} (${runId}): ${workflow.nodes.length} nodes, in the order ${topologicalOrder(workflow).join(', ')}. ` +
       'Each node runs as a background job once what it needs succeeded; when the run ends, a message tells you how each node ended. Go on with other work meanwhile.');

@@ -187,7 +187,7 @@ export class Supervisor {
     });
     this.workflows = new WorkflowHosting({
       directory: opts.ports.directory, inbox: opts.ports.inbox, ...(opts.inbox ? { inboxOptions: opts.inbox } : {}),
-      logs: opts.ports.logs, jobs: this.jobs.port, faults: opts.faults, clock: this.clock, logger: opts.logger,
+      logs: opts.ports.logs, jobs: this.jobs.port, faults: opts.faults, clock: this.clock, logger: opts.logger, modelFor: opts.modelFor,
       onCommit: (actorId, events) => this.opts.onCommit?.(actorId, events),
       listen: () => this.listen(),
     });

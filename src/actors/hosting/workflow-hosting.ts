@@ -3,7 +3,11 @@ import type { ActorDirectory, DirectoryEntry } from '../../bus/directory.js';
 import type { Inbox, InboxConsumerOptions, InboxPort } from '../../bus/inbox-port.js';
 import { WorkflowRun, type WorkflowRunPorts } from '../../jobs/workflow-run.js';
 import { ActorloopError, StoreError } from '../../protocol/errors.js';
-import type { ActorEvent, EventData } from '../../protocol/events.js';
+import type { ActorEvent, EventData, TurnSettings } from '../../protocol/events.js';
+import type { ModelAdapter } from '../../model/model-port.js';
+import { modelName } from '../../model/model-spec.js';
+import { checkAnswer } from '../../model/output-schema.js';
+import type { ModelNodeRequest } from '../../jobs/workflow-run.js';
 import type { ActorLogs } from '../../store/log-port.js';
 import type { JobPort } from '../agent/job-port.js';
 import type { WorkflowPort } from '../agent/workflow-port.js';
@@ -20,6 +24,8 @@ export interface WorkflowHostingDeps {
   clock: { nowMs(): number };
   logger: Logger;
   onCommit?(actorId: string, events: ActorEvent[]): void;
+  /** Builds a model adapter (the supervisor's): a model node's request is made through it (absent: model nodes fail). */
+  modelFor?(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
   /** Makes sure the inbox watch is on (the supervisor's), before a run's mail is looked at. */
   listen(): Promise<void>;
 }
@@ -155,7 +161,24 @@ export class WorkflowHosting {
       ...(deps.jobs.timeoutSeconds !== undefined ? { timeoutSeconds: deps.jobs.timeoutSeconds } : {}),
       onCommit: (events) => deps.onCommit?.(runId, events),
       onFinished: () => void this.putStatus(runId),
+      ...(deps.modelFor ? { askModel: (req: ModelNodeRequest) => this.askModel(req), checkAnswer } : {}),
     };
+  }
+
+  /** One request of a model node: no tools, its prompt alone; the answer's text. The cursor is its attempt's (a scripted model answers attempt n with its n-th response). */
+  private async askModel(req: ModelNodeRequest): Promise<string | null> {
+    const settings: TurnSettings = {
+      model: req.model.spec, baseUrl: req.model.baseUrl, workspace: req.workspace, tools: [], instructions: '',
+      budgets: { maxSteps: 1, maxToolCalls: 0, deadlineAt: null }, maxAttempts: 1, outputSchema: req.outputSchema,
+    };
+    const adapter = await this.deps.modelFor!(settings, req.attempt - 1);
+    const prepared = adapter.prepare({
+      model: modelName(req.model.spec),
+      instructions: req.outputSchema ? 'Answer with only a JSON value matching the output schema.' : 'Answer the request.',
+      tools: [], messages: req.messages, maxOutputTokens: null, outputSchema: req.outputSchema,
+    });
+    for await (const e of adapter.stream(prepared, req.signal)) if (e.type === 'done') return e.output.content;
+    return null;
   }
 
   /** The run ended and its owner was told: its directory entry says how (a host need not take it on again). */

@@ -27,6 +27,8 @@ import { loadConfig } from '../../config/config.js';
 /** Options of `workflow run`. */
 export interface WorkflowRunOptions {
   cwd?: string;
+  /** The model its model nodes ask (default: the config's default model). */
+  model?: string;
   json?: boolean;
   inProcess?: boolean;
 }
@@ -43,6 +45,7 @@ export function registerWorkflowCommand(program: Command, kit: CommandKit): Comm
     .option('--cwd <dir>', 'with run: the workspace its shell nodes run in (default: the current directory)')
     .option('--json', 'with run: NDJSON of the run\'s events on stdout; else the run as one JSON object')
     .option('--in-process', 'with run: host the run in this process, not on a running host')
+    .option('--model <spec>', 'with run: the model its model nodes ask (default: the default model), e.g. scripted:<file.json>')
     .option('--fault <spec>', 'with run: inject a fault (testing): <point>[:<id>][@<n>][=kill|drop]')
     .action(act(async (target: string, file: string | undefined, o) => {
       if (target === 'run') {
@@ -71,7 +74,9 @@ export async function workflowRunCommand(file: string, opts: WorkflowRunOptions,
   const rt = await openRuntime(cfg, createLogger(cfg));
   try {
     const runId = newId('workflow');
-    const data: EventData<'workflow/created'> = { runId, name: workflow.name, workflow, ownerId: null, rootId: runId, cwd: workspace, workspace };
+    const spec = opts.model ?? cfg.defaultModel;
+    const model = spec ? { spec, baseUrl: cfg.openaiBaseUrl } : null;
+    const data: EventData<'workflow/created'> = { runId, name: workflow.name, workflow, ownerId: null, rootId: runId, cwd: workspace, workspace, model };
     const json = opts.json === true;
     (json ? out.stderr : out.stdout).write(`${runId}\n`);
     const handOff = opts.inProcess !== true && cfg.faults === null && (await rt.hosts.live(Date.now())).length > 0;
