@@ -53,6 +53,7 @@ function collect(value: string, previous: string[]): string[] {
 
 // a job's log is an actor's: `events` and `verify` read it by its ID as they read an agent's
 function agentOrJob(text: string): string {
+  if (text.startsWith('wf_')) return idArgument('workflow')(text);
   return text.startsWith('job_') ? idArgument('job')(text) : idArgument('agent')(text);
 }
 
