@@ -43,7 +43,7 @@ export const WORKFLOW_EVENT_DATA = {
     /** The model its model nodes ask (`--model`, the default model, the owner's); null or absent: none was given, and model nodes fail saying so. */
     model: z.object({ spec: z.string(), baseUrl: z.string().nullable() }).nullable().optional(),
   }),
-  /** A node's attempt was started: its job (for an agent node, the subagent) and the attempt the run's `startNode` asked for. */
+  /** A node's attempt was started: its job (`nodeJobIdOf`; a model node's: the ID of its request, `att_…`) and the attempt the run's `startNode` asked for. */
   'node/started': z.object({
     node: z.string(),
     attempt: z.number().int().positive(),
