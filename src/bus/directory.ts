@@ -8,7 +8,7 @@ import { BUCKETS } from './subjects.js';
 /** One actor in the `actors` directory (design §6). */
 export const DirectoryEntrySchema = z.object({
   actorId: z.string().regex(/^[A-Za-z0-9_-]+$/, 'actor IDs must be valid KV keys'),
-  kind: z.enum(['agent', 'subagent', 'job']),
+  kind: z.enum(['agent', 'subagent', 'job', 'workflow']),
   parentId: z.string().nullable(),
   rootId: z.string(),
   status: z.enum(['idle', 'running', 'waiting', 'stopped', 'completed', 'failed', 'cancelled']),

@@ -19,6 +19,7 @@ import { answerQuestionCommand } from './commands/answer.js';
 import { hostCommand } from './commands/host.js';
 import { serveCommand } from './commands/serve.js';
 import { registerDlqCommand } from './commands/dlq.js';
+import { registerWorkflowCommand } from './commands/workflow.js';
 import { registerApprovalsCommand } from './commands/pending-approvals.js';
 import { registerGcCommand } from './commands/gc.js';
 import { registerMemoryCommand } from './commands/memory.js';
@@ -52,6 +53,7 @@ function collect(value: string, previous: string[]): string[] {
 
 // a job's log is an actor's: `events` and `verify` read it by its ID as they read an agent's
 function agentOrJob(text: string): string {
+  if (text.startsWith('wf_')) return idArgument('workflow')(text);
   return text.startsWith('job_') ? idArgument('job')(text) : idArgument('agent')(text);
 }
 
@@ -343,6 +345,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void, ownsStop
     .action(act(async (o) => configShowCommand(o, loadConfig(flags(o)), out)));
 
   registerDlqCommand(program, { common, flags, act, out });
+  registerWorkflowCommand(program, { common, flags, act, out });
   registerApprovalsCommand(program, { common, flags, act, out });
   registerGcCommand(program, { common, flags, act, out });
   registerMemoryCommand(program, { common, flags, act, out });

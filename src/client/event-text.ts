@@ -255,6 +255,14 @@ export class EventDescriber {
         return `${e.data.reason} · by ${e.data.by}${e.data.messageId ? ` · ${e.data.messageId}` : ''}`;
       case 'job/notified':
         return `${e.data.phase} notice to ${e.data.ownerId} · ${e.data.messageId}`;
+      case 'workflow/created':
+        return `${e.data.runId} "${e.data.name}" · ${e.data.workflow.nodes.length} nodes · cwd ${clip(e.data.cwd, 60)}${e.data.ownerId ? ` · owner ${e.data.ownerId}` : ''}`;
+      case 'node/started':
+        return `${e.data.node} attempt ${e.data.attempt} · ${e.data.jobId}`;
+      case 'node/ended':
+        return `${e.data.node} attempt ${e.data.attempt} ${e.data.outcome}${e.data.error ? ` · ${clip(e.data.error, 80)}` : ''}`;
+      case 'workflow/ended':
+        return `${e.data.outcome}${e.data.failed.length > 0 ? ` · failed ${e.data.failed.join(', ')}` : ''}`;
       default:
         return assertNever(e, 'event type');
     }

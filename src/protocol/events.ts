@@ -5,6 +5,7 @@ import { TurnOutcomeSchema, ReasoningEffortSchema, GoalPhaseSchema, GoalBudgetSc
 import { SUBAGENT_EVENT_DATA } from './subagent-events.js';
 import { COMPACTION_EVENT_DATA } from './compaction-events.js';
 import { JOB_EVENT_DATA } from './job-events.js';
+import { WORKFLOW_EVENT_DATA } from './workflow-events.js';
 import { CONTEXT_EVENT_DATA, ContextBudgetSchema, ContributionRecordSchema } from './context-events.js';
 
 /** Version of the event format written by this code. */
@@ -504,6 +505,8 @@ export const EventDataSchemas = {
   ...COMPACTION_EVENT_DATA,
   // a job's own log (design §11b): its start, every move of its machine, its notice to its owner
   ...JOB_EVENT_DATA,
+  // a workflow run's own log (design §11b): its file, each node's attempts, its end
+  ...WORKFLOW_EVENT_DATA,
 } as const;
 
 /** Every event type this version writes. */

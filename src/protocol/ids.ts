@@ -22,6 +22,8 @@ export const ID_PREFIXES = {
   /** A budget reservation: derived from its scope and what it reserves for, so a retried commit names the same one. */
   reservation: 'rsv',
   event: 'evt',
+  /** A workflow run: an actor of its own, running a declared graph of nodes as jobs. */
+  workflow: 'wf',
 } as const;
 
 /** The kinds of ID actorloop makes. */

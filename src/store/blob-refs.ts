@@ -104,6 +104,11 @@ const NAMED: { [T in EventType]: (d: EventData<T>) => Named } = {
   'job/phase': (d) => [d.end?.output?.digest],
   'job/cancel_requested': none,
   'job/notified': none,
+  // a node's result names its job's output, which the job's own log names too
+  'workflow/created': none,
+  'node/started': none,
+  'node/ended': none,
+  'workflow/ended': none,
 };
 
 /** Every blob digest an event names (each once, in the order the event names them). */

@@ -582,6 +582,8 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     case 'compaction/rejected':
     // a job's own log: folded by job-projection.ts
     case 'job/created': case 'job/started': case 'job/phase': case 'job/cancel_requested': case 'job/notified':
+    // a workflow run's own log: folded by src/jobs/workflow-run.ts
+    case 'workflow/created': case 'node/started': case 'node/ended': case 'workflow/ended':
       break;
     default:
       assertNever(e, 'event');

@@ -128,7 +128,7 @@ describe('observations', () => {
     expect(call.data).toMatchObject({ name: 'delete_everything', status: 'unknown_tool', effects: null });
     const result = only(log, 'tool/result');
     expect(result.data.ok).toBe(false);
-    expect(result.data.output).toBe('unknown tool "delete_everything"; available tools: apply_patch, artifact_read, ask_user, cancel_job, interrupt_agent, job_status, list_dir, load_skill, memory, memory_search, read_file, search, send_message, shell, spawn_agent, start_job, stop, update_plan, wait_agents, wait_jobs, write_file');
+    expect(result.data.output).toBe('unknown tool "delete_everything"; available tools: apply_patch, artifact_read, ask_user, cancel_job, interrupt_agent, job_status, list_dir, load_skill, memory, memory_search, read_file, search, send_message, shell, spawn_agent, start_job, start_workflow, stop, update_plan, wait_agents, wait_jobs, write_file');
     expect(result.data.error).toMatchObject({ code: 'invalid_call', retryable: false });
     expect(ofType(log, 'tool/start')).toHaveLength(0);
 
@@ -140,7 +140,7 @@ describe('observations', () => {
     expect(requests[1]!.request.messages.at(-1)).toEqual({
       role: 'tool', callId: 'c1', name: 'delete_everything', content: result.data.output,
     });
-    expect(requests[1]!.body).toContain('available tools: apply_patch, artifact_read, ask_user, cancel_job, interrupt_agent, job_status, list_dir, load_skill, memory, memory_search, read_file, search, send_message, shell, spawn_agent, start_job, stop, update_plan, wait_agents, wait_jobs, write_file');
+    expect(requests[1]!.body).toContain('available tools: apply_patch, artifact_read, ask_user, cancel_job, interrupt_agent, job_status, list_dir, load_skill, memory, memory_search, read_file, search, send_message, shell, spawn_agent, start_job, start_workflow, stop, update_plan, wait_agents, wait_jobs, write_file');
     expect(verifyLog(log, { complete: true })).toEqual([]);
   });
 

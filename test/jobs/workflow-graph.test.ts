@@ -21,7 +21,7 @@ const model = (id: string, more: object = {}) => ({
 const FORK = workflow([sh('a'), sh('b', { needs: ['a'] }), sh('c', { needs: ['a'] })]);
 
 // events as the log holds them, parsed by their schema so a fixture cannot drift
-const started = (node: string, attempt = 1): WorkflowRunEvent => WorkflowNodeEventSchema.parse({ type: 'node/started', data: { node, attempt } });
+const started = (node: string, attempt = 1): WorkflowRunEvent => WorkflowNodeEventSchema.parse({ type: 'node/started', data: { node, attempt, jobId: `job_${node}${attempt}` } });
 const ended = (node: string, outcome: 'succeeded' | 'failed', more: { attempt?: number; result?: unknown; error?: string } = {}): WorkflowRunEvent =>
   WorkflowNodeEventSchema.parse({ type: 'node/ended', data: { node, attempt: more.attempt ?? 1, outcome, ...more } });
 

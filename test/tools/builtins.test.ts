@@ -45,7 +45,7 @@ async function run<I>(tool: ToolDefinition<I>, input: I, env: Record<string, str
 describe('builtinTools', () => {
   it('has the built-in tools at version 1 with their declared levels and semantics', () => {
     const tools = builtinTools();
-    expect(tools.map((t) => t.name)).toEqual(['read_file', 'list_dir', 'search', 'write_file', 'apply_patch', 'shell', 'artifact_read', 'update_plan', 'ask_user', 'stop', 'get_goal', 'update_goal', 'spawn_agent', 'send_message', 'wait_agents', 'interrupt_agent', 'report', 'load_skill', 'memory', 'memory_search', 'start_job', 'job_status', 'wait_jobs', 'cancel_job']);
+    expect(tools.map((t) => t.name)).toEqual(['read_file', 'list_dir', 'search', 'write_file', 'apply_patch', 'shell', 'artifact_read', 'update_plan', 'ask_user', 'stop', 'get_goal', 'update_goal', 'spawn_agent', 'send_message', 'wait_agents', 'interrupt_agent', 'report', 'load_skill', 'memory', 'memory_search', 'start_job', 'job_status', 'wait_jobs', 'cancel_job', 'start_workflow']);
     expect(Object.fromEntries(tools.map((t) => [t.name, t.level]))).toEqual({
       read_file: 'read', list_dir: 'read', search: 'read', write_file: 'write', apply_patch: 'write', shell: 'execute', artifact_read: 'read',
       update_plan: 'read', ask_user: 'read', stop: 'read', get_goal: 'read', update_goal: 'read',
@@ -53,7 +53,7 @@ describe('builtinTools', () => {
       // memory changes a file outside the log: a write, which auto-edit allows and ask asks for
       load_skill: 'read', memory: 'write', memory_search: 'read',
       // a job's command runs as shell's does: under the same policy, as an execute call
-      start_job: 'execute', job_status: 'read', wait_jobs: 'read', cancel_job: 'read',
+      start_job: 'execute', job_status: 'read', wait_jobs: 'read', cancel_job: 'read', start_workflow: 'execute',
     });
     expect(tools.every((t) => t.version === '1')).toBe(true);
     expect(readFileTool.executionSemantics({ path: 'a' }, { workspace: ws })).toEqual({ effects: 'none', retry: 'auto' });

@@ -10,7 +10,7 @@ const visible = ['read_file', 'list_dir', 'search'];
 describe('createToolRegistry', () => {
   it('gives JSON Schema specs with the contract field names, sorted, without $schema', () => {
     const specs = registry.specs();
-    expect(specs.map((s) => s.name)).toEqual(['apply_patch', 'artifact_read', 'ask_user', 'cancel_job', 'get_goal', 'interrupt_agent', 'job_status', 'list_dir', 'load_skill', 'memory', 'memory_search', 'read_file', 'report', 'search', 'send_message', 'shell', 'spawn_agent', 'start_job', 'stop', 'update_goal', 'update_plan', 'wait_agents', 'wait_jobs', 'write_file']);
+    expect(specs.map((s) => s.name)).toEqual(['apply_patch', 'artifact_read', 'ask_user', 'cancel_job', 'get_goal', 'interrupt_agent', 'job_status', 'list_dir', 'load_skill', 'memory', 'memory_search', 'read_file', 'report', 'search', 'send_message', 'shell', 'spawn_agent', 'start_job', 'start_workflow', 'stop', 'update_goal', 'update_plan', 'wait_agents', 'wait_jobs', 'write_file']);
     const byName = Object.fromEntries(specs.map((s) => [s.name, s.parameters]));
     for (const parameters of specs.map((s) => s.parameters)) {
       expect(parameters).not.toHaveProperty('$schema');
@@ -25,7 +25,7 @@ describe('createToolRegistry', () => {
     expect(Object.keys(byName.ask_user!.properties as object)).toEqual(['question', 'options', 'allow_free_text', 'sensitive']);
     expect(byName.ask_user!.required).toEqual(['question']);
     expect(registry.specs(['search', 'read_file']).map((s) => s.name)).toEqual(['read_file', 'search']);
-    expect(registry.names()).toEqual(['apply_patch', 'artifact_read', 'ask_user', 'cancel_job', 'get_goal', 'interrupt_agent', 'job_status', 'list_dir', 'load_skill', 'memory', 'memory_search', 'read_file', 'report', 'search', 'send_message', 'shell', 'spawn_agent', 'start_job', 'stop', 'update_goal', 'update_plan', 'wait_agents', 'wait_jobs', 'write_file']);
+    expect(registry.names()).toEqual(['apply_patch', 'artifact_read', 'ask_user', 'cancel_job', 'get_goal', 'interrupt_agent', 'job_status', 'list_dir', 'load_skill', 'memory', 'memory_search', 'read_file', 'report', 'search', 'send_message', 'shell', 'spawn_agent', 'start_job', 'start_workflow', 'stop', 'update_goal', 'update_plan', 'wait_agents', 'wait_jobs', 'write_file']);
     expect(registry.get('read_file')?.name).toBe('read_file');
   });
 

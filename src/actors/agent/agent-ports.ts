@@ -1,4 +1,5 @@
 import type { JobPort } from './job-port.js';
+import type { WorkflowPort } from './workflow-port.js';
 import type { Logger } from 'pino';
 import type { ActorEvent, TurnSettings } from '../../protocol/events.js';
 import type { ModelAdapter, ModelStreamEvent } from '../../model/model-port.js';
@@ -39,6 +40,8 @@ export interface AgentPorts {
   subagents?: SubagentPort;
   /** Background jobs it starts (absent: this runtime runs none, and the job tools answer so). */
   jobs?: JobPort;
+  /** Workflow runs it starts (absent: this runtime hosts none, and start_workflow answers so). */
+  workflows?: WorkflowPort;
   /** Leases ordering conflicting calls across the agents of a tree (absent: each agent orders only its own calls). */
   resourceLeases?: ResourceLeaseStore;
   /** Finds the event of this agent's log that names a blob, for the error of a missing one (absent: the error names the digest only). */

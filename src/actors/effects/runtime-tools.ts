@@ -6,6 +6,7 @@ import { loadSkillRuntime, memoryRuntime, memorySearchRuntime } from './knowledg
 import { getGoalRuntime, updateGoalRuntime } from '../goals/goals.js';
 import { spawnAgentRuntime } from '../tree/spawn-agent.js';
 import { cancelJobRuntime, jobStatusRuntime, startJobRuntime, waitJobsRuntime } from './job-tools.js';
+import { startWorkflowRuntime } from './workflow-tools.js';
 import { interruptAgentRuntime, reportRuntime, sendMessageRuntime, waitAgentsRuntime } from '../tree/subagent-messages.js';
 
 const TOOLS: Record<string, RuntimeTool> = {
@@ -26,6 +27,7 @@ const TOOLS: Record<string, RuntimeTool> = {
   [jobStatusRuntime.name]: jobStatusRuntime,
   [waitJobsRuntime.name]: waitJobsRuntime,
   [cancelJobRuntime.name]: cancelJobRuntime,
+  [startWorkflowRuntime.name]: startWorkflowRuntime,
 };
 
 /** The runtime's own implementation of a tool, if it has one. */

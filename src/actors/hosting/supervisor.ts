@@ -34,6 +34,8 @@ import type { ResourceLeaseStore } from '../../bus/resource-lease-port.js';
 import { createJobScheduler } from '../../jobs/scheduler.js';
 import { createMemoryJobSlots } from '../../jobs/memory-job-slots.js';
 import { JobHosting } from './job-hosting.js';
+import { WorkflowHosting } from './workflow-hosting.js';
+import type { WorkflowPort } from '../agent/workflow-port.js';
 
 /** Limits of the background jobs a supervisor hosts (`max_running_jobs`, …); absent ones take the scheduler's defaults. */
 export interface JobLimits {
@@ -138,6 +140,8 @@ export class Supervisor {
   private readonly tree: TreeHosting;
   /** The background jobs its agents start, each an actor of its own hosted beside them. */
   private readonly jobs: JobHosting;
+  /** The workflow runs started here (a person's or an agent's), each an actor of its own whose nodes are jobs. */
+  private readonly workflows: WorkflowHosting;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.reader = opts.ports.logs.reader;
@@ -182,6 +186,17 @@ export class Supervisor {
       onCommit: (actorId, events) => this.opts.onCommit?.(actorId, events),
       listen: () => this.listen(),
     });
+    this.workflows = new WorkflowHosting({
+      directory: opts.ports.directory, inbox: opts.ports.inbox, ...(opts.inbox ? { inboxOptions: opts.inbox } : {}),
+      logs: opts.ports.logs, jobs: this.jobs.port, faults: opts.faults, clock: this.clock, logger: opts.logger, modelFor: opts.modelFor,
+      onCommit: (actorId, events) => this.opts.onCommit?.(actorId, events),
+      listen: () => this.listen(),
+    });
+  }
+
+  /** Starts workflow runs hosted by this supervisor (`actorloop workflow run`, `start_workflow`). */
+  get workflowPort(): WorkflowPort {
+    return this.workflows.port;
   }
 
   /**
@@ -195,6 +210,7 @@ export class Supervisor {
       mail: (actorId) => this.wake(actorId),
       resync: () => {
         if (!this.stopped) for (const id of this.hosted.keys()) this.wake(id);
+        if (!this.stopped) this.workflows.wakeAll();
       },
     });
     // registered before any actor looks at its inbox: no publish falls between
@@ -241,6 +257,9 @@ export class Supervisor {
     const entry = await this.opts.ports.directory.get(actorId);
     if (!entry) {
       throw agentNotFound(actorId);
+    }
+    if (entry.kind === 'workflow') {
+      throw new ActorloopError('actor.is_workflow', `${actorId} is a workflow run, not an agent`, { hint: `see it with actorloop workflow ${actorId}` });
     }
     if (entry.kind === 'job') {
       throw new ActorloopError('actor.is_job', `${actorId} is a background job, not an agent`, { hint: `see it with actorloop job ${actorId}` });
@@ -297,6 +316,7 @@ export class Supervisor {
   async hostClaimed(actorId: string, epoch: number): Promise<void> {
     const entry = await this.opts.ports.directory.get(actorId);
     if (entry?.kind === 'job') return this.jobs.hydrate(entry, epoch);
+    if (entry?.kind === 'workflow') return this.workflows.hydrate(entry, epoch);
     await this.hydrate(actorId, undefined, { epoch });
   }
 
@@ -404,6 +424,7 @@ export class Supervisor {
         onHalt: () => life.abort(),
         subagents: this.tree.port,
         jobs: this.jobs.port,
+        workflows: this.workflows.port,
         ...(this.opts.resourceLeases ? { resourceLeases: this.opts.resourceLeases } : {}),
         // read only when a blob the log names is missing: the error names the event that needs it
         blobNaming: (digest) => firstNaming(this.reader, rootId, actorId, digest),
@@ -430,6 +451,7 @@ export class Supervisor {
   /** Reads an actor's inbox until nothing is waiting; a wake during a drain makes it look again. */
   private wake(actorId: string): void {
     if (this.jobs.hosts(actorId)) return this.jobs.wake(actorId);
+    if (this.workflows.hosts(actorId)) return this.workflows.wake(actorId);
     const h = this.hosted.get(actorId);
     if (!h && !this.stopped) this.onUnhostedMail?.(actorId);
     if (!h || this.stopped) return;
@@ -565,11 +587,12 @@ export class Supervisor {
   setAdopter(adopter: (actorId: string) => Promise<number | null>): void {
     this.tree.setAdopter(adopter);
     this.jobs.setAdopter(adopter);
+    this.workflows.setAdopter(adopter);
   }
 
   /** True when this process hosts the actor now. */
   hosts(actorId: string): boolean {
-    return this.hosted.has(actorId) || this.jobs.hosts(actorId);
+    return this.hosted.has(actorId) || this.jobs.hosts(actorId) || this.workflows.hosts(actorId);
   }
 
   /** The root of an actor hosted here now, or undefined (the live inspection feed's subject names it). */
@@ -631,6 +654,7 @@ export class Supervisor {
   /** Stops hosting one actor (its lease moved elsewhere): in-flight work is aborted, nothing committed. */
   evict(actorId: string, reason: unknown): void {
     this.jobs.evict(actorId);
+    this.workflows.evict(actorId);
     const h = this.hosted.get(actorId);
     if (!h) return;
     if (h.retry) clearTimeout(h.retry);
@@ -667,6 +691,7 @@ export class Supervisor {
       if (open) releases.push(commitRelease(a, reason));
     }
     this.hosted.clear();
+    this.workflows.stop();
     await Promise.all([...releases, this.jobs.stop()]);
   }
 }

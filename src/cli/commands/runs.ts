@@ -38,7 +38,7 @@ export interface RunsOptions {
 export async function listRuns(rt: Runtime, limit: number | null): Promise<{ rows: RunRow[]; total: number }> {
   // a job is no run, nor a subagent: its owner's run lists it (`actorloop jobs`), and its log folds
   // to no turn, which would read as a child that never started
-  const all = (await rt.bus.directory.list()).filter((e) => e.kind !== 'job');
+  const all = (await rt.bus.directory.list()).filter((e) => e.kind !== 'job' && e.kind !== 'workflow');
   const children = new Map<string, number>();
   // a subagent's entry names its tree's root: the whole tree counts, not the root's own children
   for (const e of all) if (e.parentId !== null) children.set(e.rootId, (children.get(e.rootId) ?? 0) + 1);

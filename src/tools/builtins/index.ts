@@ -14,6 +14,7 @@ import { writeFileTool } from './write-file.js';
 import { loadSkillTool, memorySearchTool, memoryTool } from './knowledge-tools.js';
 import { interruptAgentTool, reportTool, sendMessageTool, spawnAgentTool, waitAgentsTool } from './subagent-tools.js';
 import { cancelJobTool, jobStatusTool, startJobTool, waitJobsTool } from './job-tools.js';
+import { startWorkflowTool } from './workflow-tools.js';
 
 export { applyPatchTool } from './apply-patch.js';
 export { askUserTool } from './ask-user.js';
@@ -28,6 +29,7 @@ export { formatPlan, updatePlanTool, type Plan, type UpdatePlanInput } from './u
 export { writeFileTool } from './write-file.js';
 export { loadSkillTool, memoryTool, memorySearchTool, LOAD_SKILL, MEMORY, MEMORY_SEARCH } from './knowledge-tools.js';
 export { startJobTool, jobStatusTool, waitJobsTool, cancelJobTool, JOB_TOOLS, MAX_JOB_TIMEOUT_SECONDS } from './job-tools.js';
+export { startWorkflowTool, type StartWorkflowInput } from './workflow-tools.js';
 export { spawnAgentTool, sendMessageTool, reportTool, waitAgentsTool, interruptAgentTool, PARENT_TOOLS, CHILD_TOOLS } from './subagent-tools.js';
 
 /**
@@ -40,6 +42,8 @@ export { spawnAgentTool, sendMessageTool, reportTool, waitAgentsTool, interruptA
  * agents talking through their inboxes; `report` only a child sees).
  * load_skill, memory and memory_search (run by the runtime: skills and memory files it records
  * what the model was given of).
+ * start_job, job_status, wait_jobs, cancel_job and start_workflow (run by the runtime: background
+ * jobs, and workflow runs whose nodes are jobs).
  * `redactor` masks secrets in artifact hex dumps with the pipeline's configured values too.
  */
 export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition<any>[] {
@@ -68,5 +72,6 @@ export function builtinTools(opts: { redactor?: Redactor } = {}): ToolDefinition
     jobStatusTool,
     waitJobsTool,
     cancelJobTool,
+    startWorkflowTool,
   ];
 }
