@@ -50,7 +50,7 @@ describe('run with openai:<model> against an OpenAI-compatible server', () => {
     expect(bodies.every((q) => q.headers.authorization === `Bearer ${KEY}`)).toBe(true);
     const [b1, b2, b3] = bodies.map((q) => q.body as ChatBody);
     expect(b1!.model).toBe('test-model');
-    expect(b1!.tools!.map((t) => t.function.name).sort()).toEqual(['apply_patch', 'artifact_read', 'ask_user', 'interrupt_agent', 'list_dir', 'memory', 'read_file', 'search', 'send_message', 'shell', 'spawn_agent', 'stop', 'update_plan', 'wait_agents', 'write_file']);
+    expect(b1!.tools!.map((t) => t.function.name).sort()).toEqual(['apply_patch', 'artifact_read', 'ask_user', 'cancel_job', 'interrupt_agent', 'job_status', 'list_dir', 'memory', 'read_file', 'search', 'send_message', 'shell', 'spawn_agent', 'start_job', 'start_workflow', 'stop', 'update_plan', 'wait_agents', 'wait_jobs', 'write_file']);
     expect(b1!.messages.map((m) => m.role)).toEqual(['system', 'user']);
     // each request starts with the whole previous one's messages: the provider's prompt cache hits
     expect(b2!.messages.slice(0, b1!.messages.length)).toEqual(b1!.messages);
