@@ -58,6 +58,27 @@ test('a cycle, an unknown need, a node without run: a clear error naming node an
   expect(await workflows(dataDir)).toEqual([]);
 }, 60_000);
 
+test('the policy holds inside a workflow: a node the rules deny, or one that would ask under --approve: exit 2 naming it, nothing started', async ({ onTestFinished }) => {
+  const ws = await stack.dir('ws');
+  const dataDir = await stack.dir('cli');
+  const cli = stack.cli(onTestFinished, dataDir);
+  // a workspace's actorloop.toml may add deny rules even untrusted
+  await writeFile(join(ws, 'actorloop.toml'), '[[policy.rules]]\ncommand = "git push"\ndecision = "deny"\nreason = "pushing is for people"\n');
+  const file = join(ws, 'push.json');
+  await writeFile(file, JSON.stringify({ name: 'push', nodes: [{ id: 'a', run: 'shell', command: 'true' }, { id: 'p', run: 'shell', command: 'git push', needs: ['a'] }] }));
+  const denied = await cli.run(['workflow', 'run', file, '--cwd', ws, '--approve', 'full-auto', ...stack.flags(dataDir)]);
+  expect(denied.code, show(denied)).toBe(2);
+  expect(denied.stderr).toContain("push.json: node p's command is denied as a shell call would be: denied by policy rule 1 (pushing is for people)");
+  const plain = join(ws, 'plain.json');
+  await writeFile(plain, JSON.stringify({ name: 'plain', nodes: [{ id: 'a', run: 'shell', command: 'true' }] }));
+  const asks = await cli.run(['workflow', 'run', plain, '--cwd', ws, '--approve', 'auto-edit', ...stack.flags(dataDir)]);
+  expect(asks.code, show(asks)).toBe(2);
+  expect(asks.stderr).toContain("node a's command would ask for approval");
+  expect(asks.stderr).toContain('--approve full-auto');
+  expect(asks.stdout).toBe('');
+  expect(await workflows(dataDir)).toEqual([]);
+}, 60_000);
+
 test('kill -9 the host running a workflow right after a ended: another host runs b and c once each, never a again', async ({ onTestFinished }) => {
   const ws = await stack.dir('ws');
   const [dataA, dataB, dataCli] = [await stack.dir('host-a'), await stack.dir('host-b'), await stack.dir('cli')];
@@ -82,7 +103,7 @@ test('kill -9 the host running a workflow right after a ended: another host runs
   });
   await until('host A up', async () => hostA.stderr().includes('hosting agents'));
   const cli = stack.cli(onTestFinished, dataCli);
-  const run = cli.start(['workflow', 'run', file, '--cwd', ws, ...stack.flags(dataCli)]);
+  const run = cli.start(['workflow', 'run', file, '--cwd', ws, '--approve', 'full-auto', ...stack.flags(dataCli)]);
   const runId = await until('the run ID', async () => /^(wf_\w+)$/m.exec(run.stdout())?.[1] ?? null);
   const killed = await hostA.exited;
   expect(killed.signal, hostA.stderr()).toBe('SIGKILL');

@@ -1,7 +1,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultTooling } from '../../src/actors/agent/tooling.js';
+import { defaultTooling, staticPolicy } from '../../src/actors/agent/tooling.js';
 import { createFaultInjector, parseFaultSpecs } from '../../src/actors/faults/faults.js';
 import { parseWorkflow } from '../../src/jobs/workflow-file.js';
 import { foldRunLog, runNodes } from '../../src/jobs/workflow-state.js';
@@ -12,7 +12,7 @@ import type { ActorEvent } from '../../src/protocol/events.js';
 import { foldJobLog } from '../../src/store/job-projection.js';
 import { findBubblewrap } from '../../src/tools/sandbox.js';
 import { formatViolations, verifyLog } from '../../src/verify/verify.js';
-import { writeFile } from 'node:fs/promises';
+import { symlink, writeFile } from 'node:fs/promises';
 import { actorTestWorld, ofType, startTurn, waitForLog } from '../actors/harness.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { answer, call, treeModels } from '../helpers/scripted-tree.js';
@@ -146,6 +146,50 @@ describe('workflow runs', () => {
     for (const n of ['a', 'b']) expect(await lines(join(world.ws, `t-${n}.txt`))).toEqual(['run']);
     const v = verifyLog(log);
     expect(v, formatViolations(v)).toEqual([]);
+  });
+
+  it('start_workflow holds the policy: a node the rules deny, a node that would ask, a file that links outside the workspace: refused, nothing started', async () => {
+    await writeFile(join(world.ws, 'push-wf.json'), JSON.stringify({ name: 'push', nodes: [{ id: 'a', run: 'shell', command: 'echo ok' }, { id: 'p', run: 'shell', command: 'git push origin main', needs: ['a'] }] }));
+    await writeFile(join(world.ws, 'plain-wf.json'), JSON.stringify({ name: 'plain', nodes: [{ id: 'a', run: 'shell', command: 'echo ok' }] }));
+    await rm(join(world.ws, 'outside-wf.json'), { force: true });
+    await symlink('/etc/hostname', join(world.ws, 'outside-wf.json'));
+    const rt = await world.rts.open({
+      modelFor: treeModels({ main: [
+        { tool_calls: [
+          { name: 'start_workflow', arguments: { file: 'push-wf.json' } },
+          { name: 'start_workflow', arguments: { file: 'outside-wf.json' } },
+        ] },
+        answer('refused'),
+      ] }),
+    });
+    const policy = staticPolicy([{ command: 'git push', decision: 'deny', reason: 'pushing is for people' }]);
+    const sup = rt.supervisor({ extra: { tooling: { ...(await sandboxed()), policy } } });
+    const { actor, ended } = await startTurn(sup, 'try', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(ended).resolves.toMatchObject({ outcome: 'completed' });
+    const results = ofType(await readLog(sup, actor.rootId, actor.actorId), 'tool/result').map((e) => [e.data.error?.code, e.data.output]);
+    // the two calls ran in one step: their results come in the order they ended
+    expect(results).toHaveLength(2);
+    expect(results).toEqual(expect.arrayContaining([
+      ['workflow.not_allowed', expect.stringContaining("node p's command is denied as a shell call would be: denied by policy rule 1 (pushing is for people)")],
+      ['workflow.outside_workspace', expect.stringContaining('leads outside the workspace')],
+    ]));
+    // full-auto with the sandbox allows a plain command: that run starts
+    const rt2 = await world.rts.open({ modelFor: treeModels({ main: [call('start_workflow', { file: 'plain-wf.json' }), answer('refused')] }) });
+    const sup2 = rt2.supervisor({ extra: { tooling: await sandboxed() } });
+    const second = await startTurn(sup2, 'try', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(second.ended).resolves.toMatchObject({ outcome: 'completed' });
+    expect(ofType(await readLog(sup2, second.actor.rootId, second.actor.actorId), 'tool/result')[0]!.data.output).toContain('Started workflow plain');
+    // a command a rule says to ask about: no agent-started workflow runs it unasked
+    const askPolicy = staticPolicy([{ command: 'echo', decision: 'ask', reason: 'echo is watched' }]);
+    const rt3 = await world.rts.open({ modelFor: treeModels({ main: [call('start_workflow', { file: 'plain-wf.json' }), answer('refused')] }) });
+    const sup3 = rt3.supervisor({ extra: { tooling: { ...(await sandboxed()), policy: askPolicy } } });
+    const third = await startTurn(sup3, 'try', turnRequest(world.ws, { approvalMode: 'full-auto' }));
+    await expect(third.ended).resolves.toMatchObject({ outcome: 'completed' });
+    const asked = ofType(await readLog(sup3, third.actor.rootId, third.actor.actorId), 'tool/result').at(-1)!.data;
+    expect(asked.error?.code).toBe('workflow.not_allowed');
+    expect(asked.output).toContain("node a's command would ask for approval");
+    const entries = (await rt.ports.directory.list()).filter((e) => e.kind === 'workflow' && (e.parentId === actor.actorId || e.parentId === third.actor.actorId));
+    expect(entries).toEqual([]);
   });
 
   it('a node whose job was lost with its holder ends as its job does (interrupted: failed), and its retry runs as a new attempt', async () => {

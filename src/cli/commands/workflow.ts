@@ -1,6 +1,8 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { ApprovalModeSchema, type ApprovalMode } from '../../protocol/turn-settings.js';
+import { workflowRefusal } from '../../actors/effects/workflow-tools.js';
 import { claimSubject } from '../../bus/subjects.js';
 import { terminalText } from '../../client/terminal-text.js';
 import type { EffectiveConfig } from '../../config/config.js';
@@ -31,6 +33,8 @@ export interface WorkflowRunOptions {
   model?: string;
   json?: boolean;
   inProcess?: boolean;
+  /** The run mode its shell nodes' commands are decided under (default: the config's `approval_mode`). */
+  approve?: ApprovalMode;
 }
 
 /**
@@ -45,6 +49,7 @@ export function registerWorkflowCommand(program: Command, kit: CommandKit): Comm
     .option('--cwd <dir>', 'with run: the workspace its shell nodes run in (default: the current directory)')
     .option('--json', 'with run: NDJSON of the run\'s events on stdout; else the run as one JSON object')
     .option('--in-process', 'with run: host the run in this process, not on a running host')
+    .addOption(new Option('--approve <mode>', "with run: the run mode every shell node's command must be allowed under, unasked (default: the config's approval_mode); full-auto runs sandboxed commands").choices(ApprovalModeSchema.options))
     .option('--model <spec>', 'with run: the model its model nodes ask (default: the default model), e.g. scripted:<file.json>')
     .option('--fault <spec>', 'with run: inject a fault (testing): <point>[:<id>][@<n>][=kill|drop]')
     .action(act(async (target: string, file: string | undefined, o) => {
@@ -73,6 +78,17 @@ export async function workflowRunCommand(file: string, opts: WorkflowRunOptions,
   const cfg = config();
   const rt = await openRuntime(cfg, createLogger(cfg));
   try {
+    // each node's command is decided as a shell call would be, before anything starts: a deny rule
+    // holds inside a workflow, and a command that would ask needs a looser --approve or an allow rule
+    const mode = opts.approve ?? cfg.approvalMode;
+    const refused = workflowRefusal(workflow, cfg.policyRules, mode, {
+      workspace, sandboxed: rt.tooling.bwrapPath !== null, untrustedContext: false,
+    });
+    if (refused) {
+      throw new ConfigError('cli.workflow_refused', `${file}: ${refused}`, {
+        hint: mode === 'full-auto' ? 'change the node, or the policy rule that stops it' : 'run it with --approve full-auto (sandboxed commands run unasked), or add an allow rule',
+      });
+    }
     const runId = newId('workflow');
     const spec = opts.model ?? cfg.defaultModel;
     const model = spec ? { spec, baseUrl: cfg.openaiBaseUrl } : null;
