@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { createMemoryTreeSlots } from '../../bus/memory-tree-slots.js';
 import type { DirectoryEntry } from '../../bus/directory.js';
-import type { Inbox, InboxConsumerOptions, InboxDelivery, InboxWatch } from '../../bus/inbox-port.js';
+import type { InboxConsumerOptions, InboxDelivery, InboxWatch } from '../../bus/inbox-port.js';
+import { InboxDrains, type Hosted } from './inbox-drains.js';
 import { liveSubject, type InboxChannel } from '../../bus/subjects.js';
 import { ActorloopError, agentNotFound } from '../../protocol/errors.js';
 import type { TurnSettings } from '../../protocol/events.js';
@@ -31,22 +32,10 @@ import { TreeHosting } from '../tree/tree-hosting.js';
 import { keepsOutOfLog } from '../effects/questions.js';
 import { redactedContent } from '../agent/task-redaction.js';
 import type { ResourceLeaseStore } from '../../bus/resource-lease-port.js';
-import { createJobScheduler } from '../../jobs/scheduler.js';
-import { createMemoryJobSlots } from '../../jobs/memory-job-slots.js';
-import { JobHosting } from './job-hosting.js';
-import { WorkflowHosting } from './workflow-hosting.js';
+import type { JobHosting } from './job-hosting.js';
+import type { WorkflowHosting } from './workflow-hosting.js';
+import { backgroundHosting, type JobLimits } from './background-hosting.js';
 import type { WorkflowPort } from '../agent/workflow-port.js';
-
-/** Limits of the background jobs a supervisor hosts (`max_running_jobs`, …); absent ones take the scheduler's defaults. */
-export interface JobLimits {
-  maxRunningPerHost?: number;
-  maxRunningPerTree?: number;
-  maxQueued?: number;
-  /** How long a job runs when its `start_job` names no timeout. */
-  timeoutSeconds?: number;
-  /** SIGTERM-to-SIGKILL grace of a job's stop. */
-  killGraceMs?: number;
-}
 
 /** What a supervisor needs to host agents. */
 export interface SupervisorOptions {
@@ -90,36 +79,6 @@ export interface SupervisorOptions {
   hostId?: string;
 }
 
-/** A hosted agent and the state of its inbox reader. */
-interface Hosted {
-  actor: AgentActor;
-  /**
-   * Its inbox's durable consumer made sure of (or being made): a new agent's is made beside its
-   * first turn, since its mail is handed to it in-process; null after a failed attempt.
-   */
-  consumer: Promise<void> | null;
-  /** Open only while a drain runs: a parked actor keeps no consumer handle. */
-  inbox: Inbox | null;
-  /**
-   * The last take of a message (a drain's delivery, or mail handed over in-process) until its
-   * receipt is committed: takes run one after another, in the order they came.
-   */
-  takes: Promise<void>;
-  /** Mail accepted and left to the drain (not handed over): mail after it waits for the drain too, so none overtakes it. */
-  leftToDrain: Set<string> | null;
-  /** A drain is running; `again` asks it to look once more when it ends. */
-  draining: boolean;
-  again: boolean;
-  /** A look scheduled for redeliveries (nak, lost ack). */
-  retry: NodeJS.Timeout | null;
-}
-
-/** Inbox drains running at once on one host. */
-const MAX_CONCURRENT_DRAINS = 16;
-
-/** How long to wait before looking again for a message delivered but not acked. */
-const REDELIVERY_CHECK_MS = 1_500;
-
 /**
  * The single-host supervisor: hosts agents in this process, creates them, rehydrates them from
  * snapshot + log tail, recovers what a crash left open, and feeds each its durable inbox.
@@ -138,10 +97,12 @@ export class Supervisor {
   private stopped = false;
   /** Hosting of the children its agents spawn, and the port they reach their tree through. */
   private readonly tree: TreeHosting;
+  /** Its agents' inbox reads: a few at a time, each until nothing waits. */
+  private readonly drains: InboxDrains;
   /** The background jobs its agents start, each an actor of its own hosted beside them. */
-  private readonly jobs: JobHosting;
+  private readonly jobs!: JobHosting;
   /** The workflow runs started here (a person's or an agent's), each an actor of its own whose nodes are jobs. */
-  private readonly workflows: WorkflowHosting;
+  private readonly workflows!: WorkflowHosting;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.reader = opts.ports.logs.reader;
@@ -158,40 +119,20 @@ export class Supervisor {
       slots: opts.ports.treeSlots ?? createMemoryTreeSlots(),
       ...(opts.worktrees ? { worktrees: opts.worktrees } : {}),
     });
-    const limits = opts.jobLimits ?? {};
-    const hostId = opts.hostId ?? 'local';
-    const slots = opts.ports.jobSlots ?? createMemoryJobSlots();
-    this.jobs = new JobHosting({
-      hostId,
-      directory: opts.ports.directory,
+    this.drains = new InboxDrains({
       inbox: opts.ports.inbox,
-      ...(opts.inbox ? { inboxOptions: opts.inbox } : {}),
-      logs: opts.ports.logs,
-      live: opts.ports.live,
-      blobs: opts.blobs,
-      slots,
-      ...(opts.resourceLeases ? { resources: opts.resourceLeases } : {}),
-      scheduler: createJobScheduler({
-        hostId, slots, logger: opts.logger,
-        ...(limits.maxRunningPerHost !== undefined ? { maxRunningPerHost: limits.maxRunningPerHost } : {}),
-        ...(limits.maxRunningPerTree !== undefined ? { maxRunningPerTree: limits.maxRunningPerTree } : {}),
-        ...(limits.maxQueued !== undefined ? { maxQueued: limits.maxQueued } : {}),
-      }),
-      tooling: this.tooling,
-      faults: opts.faults,
-      clock: this.clock,
       logger: opts.logger,
-      ...(limits.killGraceMs !== undefined ? { killGraceMs: limits.killGraceMs } : {}),
-      ...(limits.timeoutSeconds !== undefined ? { timeoutSeconds: limits.timeoutSeconds } : {}),
+      stopped: () => this.stopped,
+      ensureConsumer: (h) => this.ensureConsumer(h),
+      take: (h, msg, channel) => this.take(h, msg, channel),
+      erase: (actorId, delivery) => this.erase(actorId, delivery),
+      wake: (actorId) => this.wake(actorId),
+    });
+    ({ jobs: this.jobs, workflows: this.workflows } = backgroundHosting(opts, {
+      tooling: this.tooling, clock: this.clock,
       onCommit: (actorId, events) => this.opts.onCommit?.(actorId, events),
       listen: () => this.listen(),
-    });
-    this.workflows = new WorkflowHosting({
-      directory: opts.ports.directory, inbox: opts.ports.inbox, ...(opts.inbox ? { inboxOptions: opts.inbox } : {}),
-      logs: opts.ports.logs, jobs: this.jobs.port, faults: opts.faults, clock: this.clock, logger: opts.logger, modelFor: opts.modelFor,
-      onCommit: (actorId, events) => this.opts.onCommit?.(actorId, events),
-      listen: () => this.listen(),
-    });
+    }));
   }
 
   /** Starts workflow runs hosted by this supervisor (`actorloop workflow run`, `start_workflow`). */
@@ -460,7 +401,7 @@ export class Supervisor {
       return;
     }
     h.draining = true;
-    void this.limited(() => this.drain(h)).finally(() => {
+    void this.drains.run(h).finally(() => {
       h.draining = false;
       h.inbox = null;
       if (h.again) {
@@ -468,93 +409,6 @@ export class Supervisor {
         this.wake(actorId);
       }
     });
-  }
-
-  // Drains run a few at a time: a thousand actors woken at once would otherwise starve the event
-  // loop, and their pulls' heartbeats would time out.
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
-
-  private async limited<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running >= MAX_CONCURRENT_DRAINS) await new Promise<void>((r) => this.waiting.push(r));
-    this.running += 1;
-    try {
-      return await fn();
-    } finally {
-      this.running -= 1;
-      this.waiting.shift()?.();
-    }
-  }
-
-  private async drain(h: Hosted): Promise<void> {
-    const { actor } = h;
-    // What the last taken delivery said is left, when nothing delivered before it was left unacked
-    // (neither before this drain nor by its pull): then the consumer's counts need not be asked for
-    // again, a round trip per message. Mail published after that delivery wakes this actor again.
-    let known: { undelivered: number; unacked: number } | null = null;
-    while (!this.stopped && !actor.failed) {
-      let delivery;
-      let cleanBefore = false;
-      try {
-        await this.ensureConsumer(h);
-        const inbox = (h.inbox ??= await this.opts.ports.inbox.open(actor.actorId, { logger: this.opts.logger }));
-        const { undelivered, unacked } = known ?? (await inbox.counts());
-        known = null;
-        if (undelivered === 0 && unacked === 0) return;
-        cleanBefore = unacked === 0;
-        // Delivered and never acked (a crashed host, a lost ack, a failed take): it counts as unacked,
-        // never as undelivered, comes again after its wait with no publish to wake us, and only to a
-        // pull. So pull now, and if it is not due yet, look again later.
-        delivery = await inbox.next({ expiresMs: 1_000 });
-        if (!delivery && undelivered === 0) {
-          this.lookAgain(h, REDELIVERY_CHECK_MS);
-          return;
-        }
-      } catch (err) {
-        if (this.stopped) return;
-        // Under load a pull can miss its heartbeats; nothing is lost, the next look finds the message.
-        this.opts.logger.debug({ err, actorId: actor.actorId }, 'inbox read failed; looking again shortly');
-        this.lookAgain(h, 500);
-        return;
-      }
-      if (!delivery) continue;
-      if (this.stopped) return delivery.nak();
-      let taken = false;
-      try {
-        await this.take(h, delivery.message, delivery.channel);
-        taken = true;
-        this.drained(h, delivery.message.id);
-        // Erased after its receipt is committed, before the ack: a crash before the erase
-        // redelivers it, the receipt in the log says it must go, and this erases it then.
-        if (actor.erasesFromInbox(delivery.message.id)) {
-          actor.ports.faults.hit('before:inbox-erase', actor.actorId);
-          await this.erase(actor.actorId, delivery);
-        }
-        actor.ports.faults.hit('before:inbox-ack', actor.actorId);
-        // a child's notice or report is in the parent's log, its ack not yet sent: it comes again and is deduped
-        if (delivery.message.kind === 'subagent_completed' || delivery.message.kind === 'subagent_report' || delivery.message.kind === 'job_notice') {
-          actor.ports.faults.hit('before:notice-ack', actor.actorId);
-        }
-        await delivery.ack();
-        if (cleanBefore && delivery.settledBefore === 0) known = { undelivered: delivery.undeliveredAfter, unacked: 0 };
-      } catch (err) {
-        this.drained(h, delivery.message.id);
-        if (err instanceof ActorDropped) actor.fail(err);
-        // Taken: it is in the log, and its redelivery is acked and dropped. Not taken: it comes
-        // again after its backoff, and after max_deliver becomes a dead letter (fail logs which).
-        if (taken) delivery.nak();
-        else await delivery.fail(err);
-        if (actor.failed) return;
-        this.lookAgain(h, REDELIVERY_CHECK_MS);
-        return;
-      }
-    }
-  }
-
-  /** A delivery left to the drain was taken (or its take failed: its redelivery keeps no order anyway). */
-  private drained(h: Hosted, messageId: string): void {
-    if (!h.leftToDrain?.delete(messageId)) return;
-    if (h.leftToDrain.size === 0) h.leftToDrain = null;
   }
 
   /**
@@ -569,15 +423,6 @@ export class Supervisor {
       this.opts.logger.warn({ actorId, messageId: delivery.message.id, code: err instanceof ActorloopError ? err.code : undefined, err },
         'inbox message holding a secret was not erased from the INBOX stream; it stays there until the stream drops it');
     }
-  }
-
-  private lookAgain(h: Hosted, delayMs: number): void {
-    if (h.retry) return;
-    h.retry = setTimeout(() => {
-      h.retry = null;
-      this.wake(h.actor.actorId);
-    }, delayMs);
-    h.retry.unref?.();
   }
 
   /**
