@@ -60,11 +60,14 @@ export const JOB_FAULT_POINTS = [
   'before:job/notified',
 ] as const;
 
+/** A point of a workflow run's log: a node's result is committed and its dependents not yet started. */
+export const WORKFLOW_FAULT_POINTS = ['after:node/ended'] as const;
+
 /** A fault order's "point" that is no point: the host kills itself as soon as it has replied. */
 export const FAULT_NOW = 'now';
 
 /** Every point a fault order may name: the listed points, and `now`. */
-export const ORDERABLE_FAULT_POINTS = [...FAULT_POINTS, ...TREE_FAULT_POINTS, ...COMPACTION_FAULT_POINTS, ...JOB_FAULT_POINTS, FAULT_NOW] as const;
+export const ORDERABLE_FAULT_POINTS = [...FAULT_POINTS, ...TREE_FAULT_POINTS, ...COMPACTION_FAULT_POINTS, ...JOB_FAULT_POINTS, ...WORKFLOW_FAULT_POINTS, FAULT_NOW] as const;
 
 /** A point of a fault order; a bad name fails with the list of points. */
 export const FaultOrderPointSchema = z.enum(ORDERABLE_FAULT_POINTS, {

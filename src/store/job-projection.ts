@@ -1,6 +1,7 @@
 import type { ActorEvent, EventData, EventOf } from '../protocol/events.js';
 import { isJobEnd, jobIdOf, JobNoticeSchema, type JobEnd, type JobEndPhase, type JobNotice, type JobPhase, type JobReason } from '../protocol/job-events.js';
 import type { Projection } from './projection.js';
+import { workflowRunIdOf } from '../protocol/workflow-events.js';
 
 // Jobs as the logs show them (design §11b). A job's own log folds into `JobState`: what its next
 // holder resumes from, what `job_status` and `actorloop job` print. Its owner's log knows less: the
@@ -127,6 +128,16 @@ function argsOf(args: string): { name: string; onOwnerEnd: 'cancel' | 'detach' }
   }
 }
 
+/** The file a `start_workflow` call named. */
+function fileOf(args: string): string {
+  try {
+    const f = (JSON.parse(args) as { file?: unknown }).file;
+    return typeof f === 'string' ? f : '?';
+  } catch {
+    return '?';
+  }
+}
+
 function parseNotice(content: string): JobNotice | null {
   try {
     const n = JobNoticeSchema.safeParse(JSON.parse(content));
@@ -139,17 +150,23 @@ function parseNotice(content: string): JobNotice | null {
 /**
  * Folds the job facts of one event of an owner's log, before the projection's own fold of it (it
  * reads the open step's call a result answers). A `start_job` call that succeeded started the job
- * its call ID derives; a `job_notice` received ends it (a notice of a job this log never started,
+ * its call ID derives, a `start_workflow` one the run its call ID derives (a job to its owner); a `job_notice` received ends it (a notice of a job this log never started,
  * a detached one from an older turn, is recorded too). O(1).
  */
 export function foldOwnerJobs(p: Projection, e: ActorEvent): void {
   if (e.type === 'tool/result') {
     if (!e.data.ok || e.call === undefined) return;
     const call = p.pending.calls.find((c) => c.callId === e.call);
-    if (call?.name !== 'start_job') return;
+    if (call?.name !== 'start_job' && call?.name !== 'start_workflow') return;
     const jobs = (p.jobs ??= {});
+    const turn = e.turn !== undefined ? { turn: e.turn } : {};
+    if (call.name === 'start_workflow') {
+      // to its owner a workflow run is a job: its notice names the run, and nothing cancels it on the owner's end
+      jobs[workflowRunIdOf(e.call)] ??= { name: `workflow ${fileOf(call.arguments)}`, callId: e.call, phase: 'pending', notified: false, onOwnerEnd: 'detach', ...turn };
+      return;
+    }
     const { name, onOwnerEnd } = argsOf(call.arguments);
-    jobs[jobIdOf(e.call)] ??= { name, callId: e.call, phase: 'pending', notified: false, onOwnerEnd, ...(e.turn !== undefined ? { turn: e.turn } : {}) };
+    jobs[jobIdOf(e.call)] ??= { name, callId: e.call, phase: 'pending', notified: false, onOwnerEnd, ...turn };
   } else if (e.type === 'inbox/received' && e.data.kind === 'job_notice') {
     const n = parseNotice(e.data.content);
     if (n === null) return;

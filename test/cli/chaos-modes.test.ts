@@ -30,7 +30,10 @@ describe('modes', () => {
       'before:checkpoint/committed': 'compact',
       'after:job/started': 'job',
       'before:job/notified': 'job',
+      'after:node/ended': 'workflow',
     });
+    // a workflow run writes a two-node workflow, starts it and waits for it, then runs the scenario
+    expect(responsesFor('workflow', responses).slice(0, 3).map((r) => r.tool_calls![0]!.name)).toEqual(['write_file', 'start_workflow', 'wait_jobs']);
     // a job run starts a job and waits for it, then runs the scenario as it is
     const job = responsesFor('job', responses);
     expect(job.slice(2)).toEqual(responses);

@@ -42,7 +42,7 @@ test(
     expect(summary, show(r)).toMatchObject({ type: 'summary', ok: true, seed: 1, points: CHAOS_POINTS.length, runs: CHAOS_POINTS.length, passed: CHAOS_POINTS.length, violations: 0 });
     // the interrupt lands in the first model call, before any effect
     expect(summary.baselines.map((b) => [b.mode, b.passed, b.effectLines])).toEqual([
-      ['full-auto', true, 2], ['steer', true, 2], ['interrupt', true, 0], ['question', true, 2], ['budget', true, 2], ['goal', true, 2], ['ask', true, 2], ['compact', true, 2], ['job', true, 2],
+      ['full-auto', true, 2], ['steer', true, 2], ['interrupt', true, 0], ['question', true, 2], ['budget', true, 2], ['goal', true, 2], ['ask', true, 2], ['compact', true, 2], ['job', true, 2], ['workflow', true, 2],
     ]);
     expect(points.map((p) => p.point)).toEqual([...CHAOS_POINTS]);
     for (const p of points) {

@@ -138,6 +138,8 @@ describe('workflow runs', () => {
     const runId = workflowRunIdOf(results[1]!.call!);
     expect(results[1]!.data.output).toContain(`Started workflow tooled (${runId})`);
     expect(ofType(log, 'turn/start').map((e) => e.data.source)).toEqual(['user_message', 'job_notice']);
+    // to its owner the run is a job: started by the call, ended by its notice
+    expect(actor.projection.jobs?.[runId]).toMatchObject({ name: 'workflow tool-wf.json', phase: 'completed', notified: true, onOwnerEnd: 'detach' });
     const notice = ofType(log, 'inbox/received').find((e) => e.data.kind === 'job_notice')!;
     expect(JobNoticeSchema.parse(JSON.parse(notice.data.content))).toMatchObject({ jobId: runId, phase: 'completed', name: 'workflow tooled' });
     const runLog = await readLog(sup, actor.rootId, runId);

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { ActorloopError, ConfigError } from '../../protocol/errors.js';
-import { COMPACTION_FAULT_POINTS, FAULT_POINTS, JOB_FAULT_POINTS, TREE_FAULT_POINTS } from '../../protocol/fault-points.js';
+import { COMPACTION_FAULT_POINTS, FAULT_POINTS, JOB_FAULT_POINTS, TREE_FAULT_POINTS, WORKFLOW_FAULT_POINTS } from '../../protocol/fault-points.js';
 import type { FaultRecords } from './fault-records.js';
 
 // The named points are protocol (a fault order names one): defined there, exported here as before.
-export { COMPACTION_FAULT_POINTS, FAULT_POINTS, JOB_FAULT_POINTS, TREE_FAULT_POINTS } from '../../protocol/fault-points.js';
+export { COMPACTION_FAULT_POINTS, FAULT_POINTS, JOB_FAULT_POINTS, TREE_FAULT_POINTS, WORKFLOW_FAULT_POINTS } from '../../protocol/fault-points.js';
 
 /** One parsed fault spec: `<point>[:<actorId>][@<n>][=kill|drop]`. */
 export interface FaultSpec {
@@ -28,7 +28,7 @@ export function parseFaultSpecs(text: string | undefined | null): FaultSpec[] {
       const m = SPEC.exec(s);
       if (!m) {
         throw new ConfigError('config.fault', `invalid fault spec "${s}"`, {
-          hint: `use <point>[:<agentId>][@<n>][=kill|drop], e.g. after:tool/start or mid:model-stream@2; points: ${[...FAULT_POINTS, ...TREE_FAULT_POINTS, ...COMPACTION_FAULT_POINTS, ...JOB_FAULT_POINTS].join(', ')}`,
+          hint: `use <point>[:<agentId>][@<n>][=kill|drop], e.g. after:tool/start or mid:model-stream@2; points: ${[...FAULT_POINTS, ...TREE_FAULT_POINTS, ...COMPACTION_FAULT_POINTS, ...JOB_FAULT_POINTS, ...WORKFLOW_FAULT_POINTS].join(', ')}`,
         });
       }
       const nth = m[3] ? Number(m[3]) : 1;

@@ -481,6 +481,7 @@ export class Supervisor {
    */
   adopt(entry: DirectoryEntry): Promise<void> {
     if (entry.kind === 'job') return this.jobs.adopt(entry);
+    if (entry.kind === 'workflow') return this.workflows.adopt(entry);
     return this.tree.host(entry);
   }
 

@@ -119,6 +119,14 @@ export class WorkflowHosting {
   }
 
   /** Hosts a run the directory has, from its log, under the lease `epoch` this host took. */
+  /** Hosts a run of a tree this process runs, once, under the lease the adopter takes; nothing when another process holds it. */
+  async adopt(entry: DirectoryEntry): Promise<void> {
+    if (this.hosts(entry.actorId)) return;
+    const epoch = this.adopter ? await this.adopter(entry.actorId) : 2;
+    if (epoch === null) return;
+    await this.hydrate(entry, epoch);
+  }
+
   async hydrate(entry: DirectoryEntry, epoch: number): Promise<void> {
     if (this.hosted.has(entry.actorId)) return;
     await this.hydrateKnown(entry.rootId, entry.actorId, epoch);

@@ -2,17 +2,18 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Script, ScriptResponse } from '../../model/script.js';
 import type { TurnOutcome } from '../../protocol/events.js';
-import { COMPACTION_FAULT_POINTS, FAULT_POINTS, JOB_FAULT_POINTS, type TREE_FAULT_POINTS } from '../../actors/faults/faults.js';
+import { COMPACTION_FAULT_POINTS, FAULT_POINTS, JOB_FAULT_POINTS, WORKFLOW_FAULT_POINTS, type TREE_FAULT_POINTS } from '../../actors/faults/faults.js';
 
 /**
  * The points `actorloop chaos --points all` kills at: every fault point of design §7 this
  * runtime has, plus `after:approval/granted`, which only a run that asks can reach, and the
  * compaction points, which a run reaches once a person asked for a checkpoint, and the job points,
- * which a run reaches when its model starts a job. Points that
+ * which a run reaches when its model starts a job, and the workflow point, which a run reaches when
+ * its model starts a workflow. Points that
  * need a person's act (an approval, a steer, an interrupt, an answer) run in a mode of their own
  * (`modeFor`), which the driver carries out.
  */
-export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted', ...COMPACTION_FAULT_POINTS, ...JOB_FAULT_POINTS] as const;
+export const CHAOS_POINTS = [...FAULT_POINTS, 'after:approval/granted', ...COMPACTION_FAULT_POINTS, ...JOB_FAULT_POINTS, ...WORKFLOW_FAULT_POINTS] as const;
 /** One of `CHAOS_POINTS`, or of the points only a tree reaches (`TREE_FAULT_POINTS`). */
 export type ChaosPoint = (typeof CHAOS_POINTS)[number] | (typeof TREE_FAULT_POINTS)[number];
 
@@ -43,8 +44,11 @@ export type ChaosPoint = (typeof CHAOS_POINTS)[number] | (typeof TREE_FAULT_POIN
  *   appending to `job.log`, not the effect file: a job a kill interrupted before its command ran
  *   is a job that ended `interrupted`, not a lost effect of its call) and waits for it
  *   (`wait_jobs`), so the turn ends only after the job's notice is taken in.
+ * - `workflow`: as `full-auto`, and the script first writes a two-node workflow file
+ *   (`write_file`), starts it (`start_workflow`: a → b, each appending to `wf.log`) and waits for
+ *   the run's notice (`wait_jobs`), so a kill at `after:node/ended` lands between a's result and b.
  */
-export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'budget' | 'goal' | 'compact' | 'job';
+export type ChaosMode = 'full-auto' | 'ask' | 'steer' | 'interrupt' | 'question' | 'budget' | 'goal' | 'compact' | 'job' | 'workflow';
 
 /** How a mode's runs go: the approval mode they run with, and the end their turn must reach. */
 export interface ModeSpec {
@@ -70,6 +74,7 @@ export const MODES: Readonly<Record<ChaosMode, ModeSpec>> = {
   goal: { approve: 'full-auto', outcome: 'completed', goal: true },
   compact: { approve: 'ask', outcome: 'completed', runArgs: ['-c', 'compaction_keep_steps=1', '-c', 'compaction_min_gain_tokens=0'] },
   job: { approve: 'full-auto', outcome: 'completed' },
+  workflow: { approve: 'full-auto', outcome: 'completed' },
 };
 
 /** The run mode the runs of `point` use: only points that need a person's act leave `full-auto`. */
@@ -93,6 +98,8 @@ export function modeFor(point: ChaosPoint): ChaosMode {
     case 'after:job/started':
     case 'before:job/notified':
       return 'job';
+    case 'after:node/ended':
+      return 'workflow';
     default:
       return 'full-auto';
   }
@@ -132,6 +139,20 @@ const START_JOB: ScriptResponse = {
   tool_calls: [{ name: 'start_job', arguments: { name: 'chaos-job', command: 'echo chaos-job >> job.log' } }],
   usage: { input_tokens: 300, output_tokens: 20 },
 };
+/** The file a `workflow` run writes and starts: a → b. */
+export const CHAOS_WORKFLOW_FILE = 'chaos-wf.json';
+const CHAOS_WORKFLOW = {
+  name: 'chaos',
+  nodes: [
+    { id: 'a', run: 'shell', command: 'echo a >> wf.log' },
+    { id: 'b', run: 'shell', command: 'echo b >> wf.log', needs: ['a'] },
+  ],
+};
+const WRITE_WORKFLOW: ScriptResponse = {
+  tool_calls: [{ name: 'write_file', arguments: { path: CHAOS_WORKFLOW_FILE, content: `${JSON.stringify(CHAOS_WORKFLOW)}\n` } }],
+  usage: { input_tokens: 300, output_tokens: 40 },
+};
+const START_WORKFLOW: ScriptResponse = { tool_calls: [{ name: 'start_workflow', arguments: { file: CHAOS_WORKFLOW_FILE } }], usage: { input_tokens: 300, output_tokens: 10 } };
 const WAIT_JOBS: ScriptResponse = { tool_calls: [{ name: 'wait_jobs', arguments: { timeout_seconds: 120 } }], usage: { input_tokens: 300, output_tokens: 10 } };
 
 /** The responses of `mode` made from the scenario's (the main agent's); the same list for a mode that needs no change. */
@@ -154,6 +175,8 @@ export function responsesFor(mode: ChaosMode, responses: readonly ScriptResponse
       return [...responses.slice(0, -1), COMPLETE_GOAL, ...responses.slice(-1)];
     case 'job':
       return [START_JOB, WAIT_JOBS, ...responses];
+    case 'workflow':
+      return [WRITE_WORKFLOW, START_WORKFLOW, WAIT_JOBS, ...responses];
   }
 }
 

@@ -61,7 +61,9 @@ export function occurrences(point: string, events: readonly ActorEvent[]): numbe
   // a job's points fire in the job's own log: its owner's shows one job started per start_job
   // that succeeded, and one notice taken in per job that ended
   if (point === 'after:job/started') return count((e) => e.type === 'tool/result' && e.data.ok && e.data.source === 'tool:start_job');
-  if (point === 'before:job/notified') return count((e) => e.type === 'inbox/received' && e.data.kind === 'job_notice');
+  if (point === 'before:job/notified') return count((e) => e.type === 'inbox/received' && e.data.kind === 'job_notice' && !e.data.content.includes('"jobId":"wf_'));
+  // a node's result is in its run's log: its owner's shows one run started per start_workflow that succeeded
+  if (point === 'after:node/ended') return count((e) => e.type === 'tool/result' && e.data.ok && e.data.source === 'tool:start_workflow');
   if (point.startsWith('after:')) {
     const type = point.slice('after:'.length);
     return count((e) => e.type === type);
