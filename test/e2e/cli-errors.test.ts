@@ -106,7 +106,7 @@ describe('a mistake in the input: one line on stderr, exit 2, nothing started', 
   test.concurrent('--tools naming an unknown tool', async (ctx) => {
     const line = expectUsage(await run(ctx, 'x', ...demo(), '--tools', 'read_file,nope'));
     expect(line).toMatch(/unknown tool nope\b/);
-    expect(line).toContain('apply_patch, artifact_read, ask_user, get_goal, interrupt_agent, list_dir, load_skill, memory, memory_search, read_file, report, search, send_message, shell, spawn_agent, stop, update_goal, update_plan, wait_agents, write_file');
+    expect(line).toContain('apply_patch, artifact_read, ask_user, cancel_job, get_goal, interrupt_agent, job_status, list_dir, load_skill, memory, memory_search, read_file, report, search, send_message, shell, spawn_agent, start_job, start_workflow, stop, update_goal, update_plan, wait_agents, wait_jobs, write_file');
   });
 
   test.concurrent('--fault bogus', async (ctx) => {

@@ -3,7 +3,14 @@ import { createMemoryJobSlots } from '../../jobs/memory-job-slots.js';
 import { createJobScheduler } from '../../jobs/scheduler.js';
 import type { ToolingPorts } from '../agent/tooling.js';
 import { JobHosting } from './job-hosting.js';
-import type { SupervisorOptions } from './supervisor.js';
+import type { ResourceLeaseStore } from '../../bus/resource-lease-port.js';
+import type { InboxConsumerOptions } from '../../bus/inbox-port.js';
+import type { ModelAdapter } from '../../model/model-port.js';
+import type { TurnSettings } from '../../protocol/events.js';
+import type { BlobStore } from '../../store/blob-port.js';
+import type { Logger } from 'pino';
+import type { FaultInjector } from '../faults/faults.js';
+import type { SupervisorPorts } from './supervisor-ports.js';
 import { WorkflowHosting } from './workflow-hosting.js';
 
 /** Limits of the background jobs a supervisor hosts (`max_running_jobs`, …); absent ones take the scheduler's defaults. */
@@ -15,6 +22,19 @@ export interface JobLimits {
   timeoutSeconds?: number;
   /** SIGTERM-to-SIGKILL grace of a job's stop. */
   killGraceMs?: number;
+}
+
+/** The supervisor's options background hosting reads (a subset of `SupervisorOptions`). */
+export interface BackgroundOptions {
+  ports: SupervisorPorts;
+  blobs: BlobStore;
+  faults: FaultInjector;
+  logger: Logger;
+  modelFor(settings: TurnSettings, cursor: number): Promise<ModelAdapter>;
+  inbox?: InboxConsumerOptions;
+  resourceLeases?: ResourceLeaseStore;
+  jobLimits?: JobLimits;
+  hostId?: string;
 }
 
 /** What the background hosting takes of its supervisor besides the options. */
@@ -31,7 +51,7 @@ export interface BackgroundDeps {
  * scheduler (its limits, the tree places shared by the hosts, the resource leases), and the
  * workflow runs whose nodes are jobs. Each is an actor of its own, hosted beside the agents.
  */
-export function backgroundHosting(opts: SupervisorOptions, deps: BackgroundDeps): { jobs: JobHosting; workflows: WorkflowHosting } {
+export function backgroundHosting(opts: BackgroundOptions, deps: BackgroundDeps): { jobs: JobHosting; workflows: WorkflowHosting } {
   const limits = opts.jobLimits ?? {};
   const hostId = opts.hostId ?? 'local';
   // without a shared store the places are this supervisor's own: exact for the trees it hosts alone
