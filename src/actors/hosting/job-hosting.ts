@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ActorDirectory, DirectoryEntry } from '../../bus/directory.js';
-import type { Inbox, InboxConsumerOptions, InboxPort } from '../../bus/inbox-port.js';
+import type { InboxConsumerOptions, InboxPort } from '../../bus/inbox-port.js';
+import { Mailbox } from './mailbox.js';
 import { liveSubject } from '../../bus/subjects.js';
 import type { LivePublisher } from '../../bus/log-publisher.js';
 import { JobActor, type JobActorPorts } from '../../jobs/job-actor.js';
@@ -45,9 +46,7 @@ export interface JobHostingDeps {
 
 interface HostedJob {
   actor: JobActor;
-  draining: boolean;
-  again: boolean;
-  inbox: Inbox | null;
+  mailbox: Mailbox;
 }
 
 /** The directory status a job's phase shows (a job owed its notice is `running`: a host must take it on). */
@@ -254,7 +253,12 @@ export class JobHosting {
   }
 
   private async serve(actor: JobActor): Promise<void> {
-    this.hosted.set(actor.jobId, { actor, draining: false, again: false, inbox: null });
+    const mailbox = new Mailbox({
+      inbox: this.deps.inbox, logger: this.deps.logger, id: actor.jobId,
+      live: () => !this.stopped && this.hosted.get(actor.jobId)?.actor === actor,
+      receive: (msg, channel) => actor.receive(msg, channel),
+    });
+    this.hosted.set(actor.jobId, { actor, mailbox });
     await this.deps.inbox.ensure(actor.jobId, this.deps.inboxOptions);
     this.wake(actor.jobId);
   }
@@ -272,45 +276,7 @@ export class JobHosting {
 
   /** Mail came for a job hosted here: its inbox is read until nothing waits. */
   wake(jobId: string): void {
-    const h = this.hosted.get(jobId);
-    if (!h || this.stopped) return;
-    if (h.draining) {
-      h.again = true;
-      return;
-    }
-    h.draining = true;
-    void this.drain(h).finally(() => {
-      h.draining = false;
-      if (h.again) {
-        h.again = false;
-        this.wake(jobId);
-      }
-    });
-  }
-
-  private async drain(h: HostedJob): Promise<void> {
-    try {
-      const inbox = (h.inbox ??= await this.deps.inbox.open(h.actor.jobId, { logger: this.deps.logger }));
-      for (;;) {
-        if (this.stopped || !this.hosted.has(h.actor.jobId)) return;
-        const { undelivered, unacked } = await inbox.counts();
-        if (undelivered === 0 && unacked === 0) return;
-        const d = await inbox.next({ expiresMs: 1_000 });
-        if (!d) {
-          if (undelivered === 0) return;
-          continue;
-        }
-        try {
-          await h.actor.receive(d.message, d.channel);
-          await d.ack();
-        } catch (err) {
-          await d.fail(err);
-          return;
-        }
-      }
-    } catch (err) {
-      if (!this.stopped) this.deps.logger.debug({ err, jobId: h.actor.jobId }, 'job inbox read failed; the next mail looks again');
-    }
+    this.hosted.get(jobId)?.mailbox.wake();
   }
 
   /** Stops hosting one job (its lease moved): its process group is stopped, nothing committed. */
@@ -318,6 +284,7 @@ export class JobHosting {
     const h = this.hosted.get(jobId);
     if (!h) return;
     this.hosted.delete(jobId);
+    h.mailbox.close();
     void h.actor.stop();
   }
 
@@ -328,6 +295,7 @@ export class JobHosting {
     const all = [...this.hosted.values()];
     this.hosted.clear();
     this.deps.scheduler.close();
+    for (const h of all) h.mailbox.close();
     await Promise.all(all.map((h) => h.actor.stop().catch(() => {})));
   }
 }

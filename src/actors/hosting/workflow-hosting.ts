@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ActorDirectory, DirectoryEntry } from '../../bus/directory.js';
-import type { Inbox, InboxConsumerOptions, InboxPort } from '../../bus/inbox-port.js';
+import type { InboxConsumerOptions, InboxPort } from '../../bus/inbox-port.js';
+import { Mailbox } from './mailbox.js';
 import { WorkflowRun, type WorkflowRunPorts } from '../../jobs/workflow-run.js';
 import { ActorloopError, StoreError } from '../../protocol/errors.js';
 import type { ActorEvent, EventData, TurnSettings } from '../../protocol/events.js';
@@ -32,9 +33,7 @@ export interface WorkflowHostingDeps {
 
 interface HostedRun {
   run: WorkflowRun;
-  draining: boolean;
-  again: boolean;
-  inbox: Inbox | null;
+  mailbox: Mailbox;
 }
 
 /**
@@ -148,7 +147,13 @@ export class WorkflowHosting {
     await this.deps.inbox.ensure(runId, this.deps.inboxOptions);
     if (this.hosted.has(runId) || this.stopped) return;
     const run = WorkflowRun.hydrate(events, ports);
-    this.hosted.set(runId, { run, draining: false, again: false, inbox: null });
+    const mailbox = new Mailbox({
+      inbox: this.deps.inbox, logger: this.deps.logger, id: runId,
+      live: () => !this.stopped && this.hosted.get(runId)?.run === run,
+      // committed before the ack: a crash between them redelivers it, and the ended node ignores it
+      receive: (msg, channel) => run.receive(msg, channel),
+    });
+    this.hosted.set(runId, { run, mailbox });
     this.wake(runId);
   }
 
@@ -203,20 +208,7 @@ export class WorkflowHosting {
 
   /** Mail came for a run hosted here: its inbox is read until nothing waits. */
   wake(runId: string): void {
-    const h = this.hosted.get(runId);
-    if (!h || this.stopped) return;
-    if (h.draining) {
-      h.again = true;
-      return;
-    }
-    h.draining = true;
-    void this.drain(h).finally(() => {
-      h.draining = false;
-      if (h.again) {
-        h.again = false;
-        this.wake(runId);
-      }
-    });
+    this.hosted.get(runId)?.mailbox.wake();
   }
 
   /** Every run hosted here looks at its inbox again (the mail watch resynced). */
@@ -224,44 +216,22 @@ export class WorkflowHosting {
     for (const id of this.hosted.keys()) this.wake(id);
   }
 
-  private async drain(h: HostedRun): Promise<void> {
-    try {
-      const inbox = (h.inbox ??= await this.deps.inbox.open(h.run.runId, { logger: this.deps.logger }));
-      for (;;) {
-        if (this.stopped || !this.hosted.has(h.run.runId)) return;
-        const { undelivered, unacked } = await inbox.counts();
-        if (undelivered === 0 && unacked === 0) return;
-        const d = await inbox.next({ expiresMs: 1_000 });
-        if (!d) {
-          if (undelivered === 0) return;
-          continue;
-        }
-        try {
-          // committed before the ack: a crash between them redelivers it, and the ended node ignores it
-          await h.run.receive(d.message, d.channel);
-          await d.ack();
-        } catch (err) {
-          await d.fail(err);
-          return;
-        }
-      }
-    } catch (err) {
-      if (!this.stopped) this.deps.logger.debug({ err, runId: h.run.runId }, 'workflow run inbox read failed; the next mail looks again');
-    }
-  }
-
   /** Stops hosting one run (its lease moved): nothing more is committed here. */
   evict(runId: string): void {
     const h = this.hosted.get(runId);
     if (!h) return;
     this.hosted.delete(runId);
+    h.mailbox.close();
     h.run.stop();
   }
 
   /** Stops hosting every run: nothing committed (the next holder recovers them from their logs). */
   stop(): void {
     this.stopped = true;
-    for (const h of this.hosted.values()) h.run.stop();
+    for (const h of this.hosted.values()) {
+      h.mailbox.close();
+      h.run.stop();
+    }
     this.hosted.clear();
   }
 }
