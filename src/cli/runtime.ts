@@ -219,6 +219,7 @@ export async function openRuntime(config: EffectiveConfig, logger: Logger, opts:
       listenForWatchers();
       // the children its agents spawn run here too, under leases this command keeps until it closes
       s.setAdopter(async (actorId) => (await keeper.take(actorId))?.epoch ?? null);
+      s.setReleaser((actorId) => keeper.release(actorId));
       supervisors.push(s);
       return s;
     },

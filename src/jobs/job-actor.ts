@@ -153,9 +153,10 @@ export class JobActor {
   private async commit(drafts: EventDraft[]): Promise<ActorEvent[]> {
     if (this.life.signal.aborted) throw new ActorloopError('job.stopped', `job ${this.jobId} is no longer hosted here`);
     const events = await this.ports.log.commit(drafts);
+    for (const e of events) foldJobEvent(this.state, e);
+    // observers see the state the commit made
     this.ports.onCommit?.(events);
     for (const e of events) {
-      foldJobEvent(this.state, e);
       if (e.type === 'job/cancel_requested') this.waiting?.abort();
       this.send(e);
     }

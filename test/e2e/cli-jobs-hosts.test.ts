@@ -103,6 +103,8 @@ async function scenario(onTestFinished: (fn: () => void | Promise<void>) => void
     return log.filter((e) => e.type === 'turn/end').length === 2 ? log : null;
   }, 30_000);
   expect(ownerLog.filter((e) => e.type === 'turn/start').map((e) => (e.data as { source: string }).source)).toEqual(['user_message', 'job_notice']);
+  // the job is over: the host that ended it gave its lease back
+  await until('the job\'s lease given back', async () => (await leaseOf(jobId, dataCli)) === null, 15_000);
   const v = await cli.run(['verify', agentId, ...common]);
   expect(v.code, show(v)).toBe(0);
   const jv = verifyLog(jobLog);

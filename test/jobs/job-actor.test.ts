@@ -56,6 +56,9 @@ describe('jobs started by the model', () => {
     const notice = ofType(log, 'inbox/received').find((e) => e.data.kind === 'job_notice')!;
     expect(JobNoticeSchema.parse(JSON.parse(notice.data.content))).toMatchObject({ jobId, phase: 'completed', exitCode: 0 });
     await waitForLog(sup, { rootId: actor.rootId, actorId: jobId }, (l) => l.some((e) => e.type === 'job/notified'));
+    // over: no longer hosted here (a host gives its lease back), and its directory entry says how it ended
+    await until(async () => !sup.hosts(jobId));
+    expect((await rt.ports.directory.get(jobId))?.status).toBe('completed');
     for (const l of [log, await readLog(sup, actor.rootId, jobId)]) {
       const v = verifyLog(l);
       expect(v, formatViolations(v)).toEqual([]);

@@ -76,6 +76,8 @@ export class Host {
       this.held.set(actorId, lease);
       return lease.epoch;
     });
+    // a job that is over gives its lease back: a host does not renew one for every job it ran
+    this.opts.supervisor.setReleaser?.((actorId) => this.release(actorId));
     await this.opts.supervisor.listenForMail((actorId) => void this.claim(actorId, 'mail'));
     await this.announce();
     await this.tick();
@@ -189,6 +191,14 @@ export class Host {
       this.claimsRunning -= 1;
       this.claimQueue.shift()?.();
     }
+  }
+
+  /** Gives one actor's lease back (the supervisor is done with it). */
+  private async release(actorId: string): Promise<void> {
+    const lease = this.held.get(actorId);
+    if (!lease) return;
+    this.held.delete(actorId);
+    await this.opts.leases.release(lease);
   }
 
   /** The lease moved to another host: stop the actor now, before it starts another effect. */

@@ -64,6 +64,7 @@ export class JobHosting {
   private readonly hosted = new Map<string, HostedJob>();
   private readonly creating = new Map<string, Promise<void>>();
   private adopter: ((actorId: string) => Promise<number | null>) | null = null;
+  private releaser: ((actorId: string) => Promise<void>) | null = null;
   private stopped = false;
   private labelTimer: NodeJS.Timeout | null = null;
   readonly port: JobPort;
@@ -80,6 +81,11 @@ export class JobHosting {
 
   setAdopter(adopter: (actorId: string) => Promise<number | null>): void {
     this.adopter = adopter;
+  }
+
+  /** Who gives back the lease of a job that is over here (a host, a command's lease keeper). */
+  setReleaser(release: (actorId: string) => Promise<void>): void {
+    this.releaser = release;
   }
 
   hosts(jobId: string): boolean {
@@ -214,8 +220,26 @@ export class JobHosting {
     if (!h) return;
     const ended = events.some((e) => e.type === 'job/phase' && isJobEnd(e.data.phase));
     if (ended) void this.deps.slots.release(rootId, jobId).catch(() => {});
-    // a job stays hosted once it ended, as an idle agent does: its lease is this host's until it drains
     if (events.some((e) => e.type === 'job/notified' || e.type === 'job/phase')) void this.putStatus(h.actor.state);
+    if (events.some((e) => e.type === 'job/notified')) void this.retire(jobId);
+  }
+
+  /**
+   * A job that ended and whose owner has its notice is over: once its inbox is read, it stops being
+   * hosted here and its lease is given back, so a host does not keep (and renew) a lease for every
+   * job it ever ran. Mail that comes later (a late cancel) has it hosted again for as long as it
+   * takes to read it.
+   */
+  private async retire(jobId: string): Promise<void> {
+    const h = this.hosted.get(jobId);
+    if (!h || !h.actor.finished) return;
+    h.mailbox.wake();
+    await h.mailbox.settled();
+    if (this.hosted.get(jobId) !== h) return;
+    this.hosted.delete(jobId);
+    h.mailbox.close();
+    await h.actor.settled();
+    await this.releaser?.(jobId).catch((err: unknown) => this.deps.logger.warn({ err, jobId }, 'the lease of a finished job was not given back; it lapses after its TTL'));
   }
 
   private async putStatus(s: JobState): Promise<void> {
@@ -259,6 +283,8 @@ export class JobHosting {
       receive: (msg, channel) => actor.receive(msg, channel),
     });
     this.hosted.set(actor.jobId, { actor, mailbox });
+    // over already (taken over after its notice was recorded, or hosted again for late mail)
+    if (actor.finished) void this.retire(actor.jobId);
     await this.deps.inbox.ensure(actor.jobId, this.deps.inboxOptions);
     this.wake(actor.jobId);
   }

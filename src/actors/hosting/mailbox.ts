@@ -30,6 +30,7 @@ export class Mailbox {
   private draining = false;
   private again = false;
   private retry: NodeJS.Timeout | null = null;
+  private reading: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: MailboxDeps) {}
 
@@ -41,13 +42,18 @@ export class Mailbox {
       return;
     }
     this.draining = true;
-    void this.drain().finally(() => {
+    this.reading = this.drain().finally(() => {
       this.draining = false;
       if (this.again) {
         this.again = false;
         this.wake();
       }
     });
+  }
+
+  /** Settles once no read is under way (one a wake during it asked for included). */
+  async settled(): Promise<void> {
+    while (this.draining) await this.reading;
   }
 
   /** Stops looking again. */

@@ -435,6 +435,11 @@ export class Supervisor {
     this.workflows.setAdopter(adopter);
   }
 
+  /** Who gives back the lease of a job that is over here: a host's, or a command's lease keeper. */
+  setReleaser(release: (actorId: string) => Promise<void>): void {
+    this.jobs.setReleaser(release);
+  }
+
   /** True when this process hosts the actor now. */
   hosts(actorId: string): boolean {
     return this.hosted.has(actorId) || this.jobs.hosts(actorId) || this.workflows.hosts(actorId);
