@@ -140,6 +140,9 @@ describe('workflow runs', () => {
     expect(ofType(log, 'turn/start').map((e) => e.data.source)).toEqual(['user_message', 'job_notice']);
     // to its owner the run is a job: started by the call, ended by its notice
     expect(actor.projection.jobs?.[runId]).toMatchObject({ name: 'workflow tool-wf.json', phase: 'completed', notified: true, onOwnerEnd: 'detach' });
+    // over, its owner told: no longer hosted here, and its entry says how it ended
+    await until(async () => !sup.hosts(runId));
+    expect((await rt.ports.directory.get(runId))?.status).toBe('completed');
     const notice = ofType(log, 'inbox/received').find((e) => e.data.kind === 'job_notice')!;
     expect(JobNoticeSchema.parse(JSON.parse(notice.data.content))).toMatchObject({ jobId: runId, phase: 'completed', name: 'workflow tooled' });
     const runLog = await readLog(sup, actor.rootId, runId);

@@ -438,6 +438,7 @@ export class Supervisor {
   /** Who gives back the lease of a job that is over here: a host's, or a command's lease keeper. */
   setReleaser(release: (actorId: string) => Promise<void>): void {
     this.jobs.setReleaser(release);
+    this.workflows.setReleaser(release);
   }
 
   /** True when this process hosts the actor now. */

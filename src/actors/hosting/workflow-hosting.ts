@@ -78,6 +78,7 @@ export class WorkflowHosting {
   private readonly hosted = new Map<string, HostedRun>();
   private readonly creating = new Map<string, Promise<void>>();
   private adopter: ((actorId: string) => Promise<number | null>) | null = null;
+  private releaser: ((actorId: string) => Promise<void>) | null = null;
   private stopped = false;
   readonly port: WorkflowPort;
 
@@ -87,6 +88,11 @@ export class WorkflowHosting {
 
   setAdopter(adopter: (actorId: string) => Promise<number | null>): void {
     this.adopter = adopter;
+  }
+
+  /** Who gives back the lease of a run that is over here. */
+  setReleaser(release: (actorId: string) => Promise<void>): void {
+    this.releaser = release;
   }
 
   hosts(runId: string): boolean {
@@ -201,9 +207,23 @@ export class WorkflowHosting {
     if (!ended) return;
     const entry = await this.deps.directory.get(runId).catch(() => undefined);
     const status = ended.outcome === 'succeeded' ? 'completed' : 'failed';
-    if (!entry || entry.status === status) return;
-    await this.deps.directory.put({ ...entry, status, updatedAt: new Date(this.deps.clock.nowMs()).toISOString() })
-      .catch((err: unknown) => this.deps.logger.warn({ err, runId }, 'workflow run status not written to the directory'));
+    if (entry && entry.status !== status) {
+      await this.deps.directory.put({ ...entry, status, updatedAt: new Date(this.deps.clock.nowMs()).toISOString() })
+        .catch((err: unknown) => this.deps.logger.warn({ err, runId }, 'workflow run status not written to the directory'));
+    }
+    await this.retire(runId);
+  }
+
+  /** A run that is over (ended, its owner told): once its inbox is read it stops being hosted here and its lease is given back. */
+  private async retire(runId: string): Promise<void> {
+    const h = this.hosted.get(runId);
+    if (!h || !h.run.finished) return;
+    h.mailbox.wake();
+    await h.mailbox.settled();
+    if (this.hosted.get(runId) !== h) return;
+    this.hosted.delete(runId);
+    h.mailbox.close();
+    await this.releaser?.(runId).catch((err: unknown) => this.deps.logger.warn({ err, runId }, 'the lease of a finished workflow run was not given back; it lapses after its TTL'));
   }
 
   /** Mail came for a run hosted here: its inbox is read until nothing waits. */
