@@ -261,6 +261,8 @@ export class EventDescriber {
         return `${e.data.node} attempt ${e.data.attempt} · ${e.data.jobId}`;
       case 'node/ended':
         return `${e.data.node} attempt ${e.data.attempt} ${e.data.outcome}${e.data.error ? ` · ${clip(e.data.error, 80)}` : ''}`;
+      case 'workflow/cancel_requested':
+        return `by ${e.data.by} · ${e.data.messageId}`;
       case 'workflow/ended':
         return `${e.data.outcome}${e.data.failed.length > 0 ? ` · failed ${e.data.failed.join(', ')}` : ''}`;
       default:

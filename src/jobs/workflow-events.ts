@@ -19,5 +19,9 @@ export const WorkflowNodeEventSchema = z.discriminatedUnion('type', [NodeStarted
 /** One node event of a workflow run. */
 export type WorkflowNodeEvent = z.infer<typeof WorkflowNodeEventSchema>;
 
-/** What a workflow run's machine receives: its node events, and `recover` after a rehydrate. */
-export type WorkflowRunEvent = WorkflowNodeEvent | { type: 'recover' };
+/** A stop of the run was asked for: no node starts after it. */
+export const CancelRequestedSchema = z.object({ type: z.literal('workflow/cancel_requested'), data: WORKFLOW_EVENT_DATA['workflow/cancel_requested'] });
+export type CancelRequested = z.infer<typeof CancelRequestedSchema>;
+
+/** What a workflow run's machine receives: its node events, a cancel, and `recover` after a rehydrate. */
+export type WorkflowRunEvent = WorkflowNodeEvent | CancelRequested | { type: 'recover' };

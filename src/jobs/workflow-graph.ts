@@ -23,6 +23,8 @@ export interface NodeState {
 export interface WorkflowRunContext {
   workflow: string;
   nodes: Record<string, NodeState>;
+  /** A cancel was committed: no node starts any more, and the run ends `cancelled` once every node ended. */
+  cancelled?: boolean;
 }
 
 /** Params of the `startNode` effect: run this attempt of this node (as a job, or a subagent). */
@@ -122,6 +124,11 @@ export function workflowMachine(wf: Workflow) {
     assign<WorkflowRunContext, WorkflowRunEvent, undefined, WorkflowRunEvent, never>(({ context }) => update(context, id, patch));
   const decide = order.flatMap((id) => [
     {
+      // cancelled: what has not started is skipped (a running node ends as its cancelled job does)
+      guard: ({ context }: { context: WorkflowRunContext }) => context.cancelled === true && context.nodes[id]!.status === 'pending',
+      actions: setNode(id, { status: 'skipped' }),
+    },
+    {
       guard: ({ context }: { context: WorkflowRunContext }) =>
         waiting(context, id) && context.nodes[id]!.status === 'pending' && (needLost(context, id) || (needsMet(context, id) && !whenHolds(nodeOf(id).when, context.nodes))),
       actions: setNode(id, { status: 'skipped' }),
@@ -163,6 +170,7 @@ export function workflowMachine(wf: Workflow) {
               return update(context, node, { status: 'failed', ...why });
             }),
           },
+          'workflow/cancel_requested': { actions: assign({ cancelled: true }) },
           recover: {
             actions: assign(({ context }) => ({
               nodes: Object.fromEntries(Object.entries(context.nodes).map(([id, n]) => [id, isEnded(n.status) ? n : { ...n, asked: false }])),
@@ -171,12 +179,14 @@ export function workflowMachine(wf: Workflow) {
         },
         always: [
           ...decide,
+          { guard: ({ context }) => allEnded(context) && context.cancelled === true, target: 'cancelled' },
           { guard: ({ context }) => allEnded(context) && order.some((id) => context.nodes[id]!.status === 'failed'), target: 'failed' },
           { guard: ({ context }) => allEnded(context), target: 'succeeded' },
         ],
       },
       succeeded: { type: 'final' },
       failed: { type: 'final' },
+      cancelled: { type: 'final' },
     },
   });
 }

@@ -48,6 +48,8 @@ export interface WorkflowRunPorts {
   startJob(data: EventData<'job/created'>): Promise<void>;
   /** A job's state from its own log; null when no job has that ID. */
   jobState(rootId: string, jobId: string): Promise<JobState | null>;
+  /** Asks a node's job to stop (a message from the run, its owner, to the job's inbox; its ID derived from `token`). */
+  cancelJob(jobId: string, token: string): Promise<void>;
   /** Publishes the run's end to its owner's inbox on the actors' channel. */
   notify(msg: InboxMessage): Promise<void>;
   faults: { hit(point: string, actorId: string): void };
@@ -112,7 +114,11 @@ export class WorkflowRun {
     if (!state) throw new ActorloopError('workflow.not_a_run', `the log of ${ports.log.actorId} does not start with workflow/created`);
     const run = new WorkflowRun(ports, state);
     if (state.ended) run.enqueue([{ name: 'notify', params: {} }]);
-    else run.send({ type: 'recover' });
+    else {
+      run.send({ type: 'recover' });
+      // cancelled before the last holder died: its running nodes' jobs are asked to stop again
+      if (run.cancelled) void run.exclusive(() => run.stopRunningJobs()).catch(() => {});
+    }
     return run;
   }
 
@@ -132,6 +138,9 @@ export class WorkflowRun {
    * that already ended (a redelivery), changes nothing. Resolves once what it changed is committed.
    */
   receive(msg: InboxMessage, channel: 'person' | 'actor'): Promise<void> {
+    const cancel = (channel === 'person' && msg.kind === 'interrupt')
+      || (channel === 'actor' && msg.kind === 'subagent_interrupt' && msg.from === this.state.created.ownerId);
+    if (cancel) return this.exclusive(() => this.cancel(msg));
     if (msg.kind !== 'job_notice' || channel !== 'actor') {
       this.ports.logger.warn({ runId: this.runId, kind: msg.kind, from: msg.from, channel }, 'workflow run mail ignored: a run takes only its jobs\' notices');
       return Promise.resolve();
@@ -151,6 +160,30 @@ export class WorkflowRun {
       }
       await this.endNode(nodeEndOf(of.node, of.attempt, notice));
     });
+  }
+
+  /**
+   * A stop asked for by a person or the run's owner: committed (once), then each running node's
+   * job is asked to stop; what has not started is skipped, and the run ends `cancelled` once every
+   * running node ended as its job did.
+   */
+  private async cancel(msg: InboxMessage): Promise<void> {
+    if (this.state.ended) return;
+    if (!this.cancelled) await this.commit([{ type: 'workflow/cancel_requested', data: { by: msg.from, messageId: msg.id } }]);
+    await this.stopRunningJobs();
+  }
+
+  private get cancelled(): boolean {
+    return (this.state.snap.context as { cancelled?: boolean }).cancelled === true;
+  }
+
+  /** Asks the job of every running node to stop (idempotent by ID: asked again after a takeover). */
+  private async stopRunningJobs(): Promise<void> {
+    for (const [jobId, { node, attempt }] of this.state.jobs) {
+      const n = this.state.snap.context.nodes[node] as { status: string; attempt: number } | undefined;
+      if (n?.status !== 'running' || n.attempt !== attempt) continue;
+      await this.ports.cancelJob(jobId, this.runId).catch((err: unknown) => this.ports.logger.warn({ err, runId: this.runId, jobId }, 'cancel of a node\'s job not sent; it runs to its own end'));
+    }
   }
 
   /** Stops hosting the run here: nothing more is committed; its jobs run on under their own leases. */
@@ -325,7 +358,9 @@ export class WorkflowRun {
       const nodes = runNodes(this.state);
       const tail = nodes.map((n) => `${n.id}: ${n.status}${n.attempt > 1 ? ` (attempt ${n.attempt})` : ''}${n.error ? ` · ${n.error}` : ''}${n.jobId ? ` · ${n.jobId}` : ''}`).join('\n');
       const notice: JobNotice = {
-        jobId: this.runId, name: `workflow ${created.name}`, phase: ended.outcome === 'succeeded' ? 'completed' : 'failed', reason: 'exited',
+        jobId: this.runId, name: `workflow ${created.name}`,
+        phase: ended.outcome === 'succeeded' ? 'completed' : ended.outcome === 'cancelled' ? 'cancelled' : 'failed',
+        reason: ended.outcome === 'cancelled' ? 'user_cancelled' : 'exited',
         message: ended.failed.length > 0 ? `nodes ${ended.failed.join(', ')} failed` : null,
         attempts: 1, exitCode: null, durationMs: Math.max(0, (this.state.endedAt ?? this.state.createdAt) - this.state.createdAt),
         usage: null, output: null, tail,

@@ -65,6 +65,7 @@ export function foldRunEvent(s: WorkflowRunState, e: ActorEvent, sink: Parameter
       s.snap = s.engine.transition(s.snap, e, sink);
       break;
     case 'node/ended':
+    case 'workflow/cancel_requested':
       s.snap = s.engine.transition(s.snap, e, sink);
       break;
     case 'workflow/ended':
@@ -106,5 +107,5 @@ export function runNodes(s: WorkflowRunState): RunNodeView[] {
 export function machineOutcome(s: WorkflowRunState): EventData<'workflow/ended'> | null {
   if (s.snap.status !== 'done') return null;
   const failed = runNodes(s).filter((n) => n.status === 'failed').map((n) => n.id);
-  return { outcome: s.snap.value === 'succeeded' ? 'succeeded' : 'failed', failed };
+  return { outcome: s.snap.value === 'succeeded' ? 'succeeded' : s.snap.value === 'cancelled' ? 'cancelled' : 'failed', failed };
 }

@@ -61,9 +61,17 @@ export const WORKFLOW_EVENT_DATA = {
     result: z.unknown().optional(),
     error: z.string().optional(),
   }),
-  /** Every node ended (succeeded, failed or skipped): `failed` lists the nodes that failed (empty when it succeeded). */
+  /**
+   * A stop was asked for (a person's `interrupt`: `actorloop workflow <runId> --cancel`; or its
+   * owner's): no node starts after it, and the jobs of the nodes running are cancelled.
+   */
+  'workflow/cancel_requested': z.object({ by: z.string(), messageId: z.string() }),
+  /**
+   * Every node ended (succeeded, failed or skipped): `failed` lists the nodes that failed (empty
+   * when it succeeded). `cancelled`: a cancel was asked for, and what had not run was skipped.
+   */
   'workflow/ended': z.object({
-    outcome: NodeOutcomeSchema,
+    outcome: z.enum(['succeeded', 'failed', 'cancelled']),
     failed: z.array(z.string()),
   }),
 } as const;

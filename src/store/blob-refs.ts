@@ -108,6 +108,7 @@ const NAMED: { [T in EventType]: (d: EventData<T>) => Named } = {
   'workflow/created': none,
   'node/started': none,
   'node/ended': none,
+  'workflow/cancel_requested': none,
   'workflow/ended': none,
 };
 

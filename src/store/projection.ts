@@ -583,7 +583,7 @@ export function foldEvent(p: Projection, e: ActorEvent): Projection {
     // a job's own log: folded by job-projection.ts
     case 'job/created': case 'job/started': case 'job/phase': case 'job/cancel_requested': case 'job/notified':
     // a workflow run's own log: folded by src/jobs/workflow-run.ts
-    case 'workflow/created': case 'node/started': case 'node/ended': case 'workflow/ended':
+    case 'workflow/created': case 'node/started': case 'node/ended': case 'workflow/cancel_requested': case 'workflow/ended':
       break;
     default:
       assertNever(e, 'event');

@@ -129,3 +129,25 @@ test('kill -9 the host running a workflow right after a ended: another host runs
   expect(view.nodes.map((n) => [n.id, n.status, n.attempt])).toEqual([['a', 'succeeded', 1], ['b', 'succeeded', 1], ['c', 'succeeded', 1]]);
   expect(await workflows(dataCli)).toMatchObject([{ actorId: runId, status: 'completed' }]);
 }, 120_000);
+
+test('workflow <runId> --cancel stops a running run: its running node\'s job is cancelled, the rest skipped, workflow run exits 1', async ({ onTestFinished }) => {
+  const ws = await stack.dir('ws');
+  const dataDir = await stack.dir('cli');
+  const cli = stack.cli(onTestFinished, dataDir);
+  const file = join(ws, 'long.json');
+  await writeFile(file, JSON.stringify({ name: 'long', nodes: [{ id: 'a', run: 'shell', command: 'sleep 30.0451' }, { id: 'b', run: 'shell', command: 'echo run >> b.txt', needs: ['a'] }] }));
+  const run = cli.start(['workflow', 'run', file, '--cwd', ws, '--approve', 'full-auto', '--in-process', '--json', ...stack.flags(dataDir)]);
+  const runId = await until('the run ID', async () => /^(wf_\w+)$/m.exec(run.stderr())?.[1] ?? null);
+  await until('a running', async () => (await logOf(runId, dataDir)).some((e) => e.type === 'node/started'));
+  const cancel = await cli.run(['workflow', runId, '--cancel', ...stack.flags(dataDir)]);
+  expect(cancel.code, show(cancel)).toBe(0);
+  expect(cancel.stdout).toMatch(new RegExp(`^cancel sent to ${runId} \\(msg_\\w+\\)`));
+  const done = await run.exited;
+  expect(done.code, `${run.stdout()}\n${run.stderr()}`).toBe(1);
+  const log = await logOf(runId, dataDir);
+  expect(log.at(-1)).toMatchObject({ type: 'workflow/ended', data: { outcome: 'cancelled' } });
+  await expect(readFile(join(ws, 'b.txt'), 'utf8')).rejects.toThrow();
+  const again = await cli.run(['workflow', runId, '--cancel', ...stack.flags(dataDir)]);
+  expect(again.code, show(again)).toBe(0);
+  expect(again.stderr).toContain('already ended cancelled: nothing to cancel');
+}, 60_000);

@@ -14,6 +14,8 @@ import { findBubblewrap } from '../../src/tools/sandbox.js';
 import { formatViolations, verifyLog } from '../../src/verify/verify.js';
 import { symlink, writeFile } from 'node:fs/promises';
 import { actorTestWorld, ofType, startTurn, waitForLog } from '../actors/harness.js';
+import { interruptMessage } from '../../src/client/messages.js';
+import { sleepers } from '../helpers/processes.js';
 import { readLog, turnRequest } from '../helpers/runtime.js';
 import { answer, call, treeModels } from '../helpers/scripted-tree.js';
 import { JobNoticeSchema } from '../../src/protocol/job-events.js';
@@ -225,6 +227,34 @@ describe('workflow runs', () => {
     expect(await lines(join(world.ws, 'r-a.txt'))).toEqual(['run', 'run']);
     expect(await lines(join(world.ws, 'r-b.txt'))).toEqual(['run']);
     expect(ofType(log, 'workflow/ended')[0]!.data.outcome).toBe('succeeded');
+  });
+
+  it('a person cancels a running run: its running node\'s job is stopped, what has not started is skipped, the run ends cancelled', async () => {
+    const rt = await world.rts.open();
+    const sup = rt.supervisor({ extra: { tooling: await sandboxed(), jobLimits: { killGraceMs: 500 } } });
+    const runId = newId('workflow');
+    const wf = parseWorkflow(JSON.stringify({
+      name: 'stopped',
+      nodes: [
+        { id: 'a', run: 'shell', command: 'sleep 30.0441' },
+        { id: 'b', run: 'shell', command: 'echo run >> c-b.txt', needs: ['a'] },
+      ],
+    }), 'stopped.json');
+    await sup.workflowPort.start({ runId, name: 'stopped', workflow: wf, ownerId: null, rootId: runId, cwd: world.ws, workspace: world.ws });
+    const jobId = nodeJobIdOf(runId, 'a', 1);
+    await waitForLog(sup, { rootId: runId, actorId: jobId }, (l) => l.some((e) => e.type === 'job/phase' && e.data.phase === 'running'), 15_000);
+    await until(async () => (await sleepers('30.0441')).length > 0);
+    await sup.send(interruptMessage(runId));
+    const log = await waitForLog(sup, { rootId: runId, actorId: runId }, ended, 20_000);
+    expect(ofType(log, 'workflow/cancel_requested')).toHaveLength(1);
+    expect(ofType(log, 'workflow/ended')[0]!.data).toMatchObject({ outcome: 'cancelled' });
+    expect(ofType(log, 'node/ended').map((e) => [e.data.node, e.data.outcome])).toEqual([['a', 'failed']]);
+    expect(foldRunLog(log)!.snap.context.nodes.b!.status).toBe('skipped');
+    expect(foldJobLog(await readLog(sup, runId, jobId))).toMatchObject({ phase: 'cancelled', cancel: { reason: 'user_cancelled', by: runId } });
+    expect((await sleepers('30.0441')).length).toBe(0);
+    await expect(readFile(join(world.ws, 'c-b.txt'), 'utf8')).rejects.toThrow();
+    const v = verifyLog(log);
+    expect(v, formatViolations(v)).toEqual([]);
   });
 
   it('a model node: a refused answer is retried with the reason; its JSON decides which dependent runs (when)', async () => {

@@ -19,5 +19,5 @@ export const EVENT_TYPES = Object.keys({
   'doc/loaded': true, 'skills/indexed': true, 'skill/loaded': true, 'memory/loaded': true, 'retrieval/loaded': true,
   'memory/changed': true, 'compaction/started': true, 'checkpoint/committed': true, 'compaction/rejected': true,
   'job/created': true, 'job/started': true, 'job/phase': true, 'job/cancel_requested': true, 'job/notified': true,
-  'workflow/created': true, 'node/started': true, 'node/ended': true, 'workflow/ended': true,
+  'workflow/created': true, 'node/started': true, 'node/ended': true, 'workflow/cancel_requested': true, 'workflow/ended': true,
 } satisfies Record<EventType, true>) as EventType[];

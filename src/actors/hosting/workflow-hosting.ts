@@ -171,6 +171,7 @@ export class WorkflowHosting {
       log: deps.logs.writer({ rootId, actorId: runId, position, epoch, logger, signal: life.signal }),
       startJob: (data) => deps.jobs.start(data),
       jobState: (root, jobId) => deps.jobs.state(root, jobId),
+      cancelJob: (jobId, token) => deps.jobs.cancel(jobId, runId, 'user_cancelled', token),
       notify: async (msg) => {
         await deps.inbox.publish(msg, 'actor');
       },

@@ -5,6 +5,8 @@ import { ApprovalModeSchema, type ApprovalMode } from '../../protocol/turn-setti
 import { workflowRefusal } from '../../actors/effects/workflow-tools.js';
 import { claimSubject } from '../../bus/subjects.js';
 import { terminalText } from '../../client/terminal-text.js';
+import { interruptMessage } from '../../client/messages.js';
+import { publishInbox } from '../../bus/inbox.js';
 import type { EffectiveConfig } from '../../config/config.js';
 import { readWorkflowFile, type Workflow } from '../../jobs/workflow-file.js';
 import { foldRunEvent, createRunState, foldRunLog, runNodes, type RunNodeView, type WorkflowRunState } from '../../jobs/workflow-state.js';
@@ -52,6 +54,7 @@ export function registerWorkflowCommand(program: Command, kit: CommandKit): Comm
     .addOption(new Option('--approve <mode>', "with run: the run mode every shell node's command must be allowed under, unasked (default: the config's approval_mode); full-auto runs sandboxed commands").choices(ApprovalModeSchema.options))
     .option('--model <spec>', 'with run: the model its model nodes ask (default: the default model), e.g. scripted:<file.json>')
     .option('--fault <spec>', 'with run: inject a fault (testing): <point>[:<id>][@<n>][=kill|drop]')
+    .option('--cancel', "with a run's ID: ask it to stop (no node starts after it, the running nodes' jobs are cancelled; it ends cancelled)")
     .action(act(async (target: string, file: string | undefined, o) => {
       if (target === 'run') {
         if (file === undefined) throw new ConfigError('cli.workflow', 'workflow run needs the workflow file', { hint: 'actorloop workflow run <file.json|file.toml>' });
@@ -173,7 +176,7 @@ export interface WorkflowRunView {
   name: string;
   ownerId: string | null;
   cwd: string;
-  status: 'running' | 'succeeded' | 'failed';
+  status: 'running' | 'succeeded' | 'failed' | 'cancelled';
   failed: string[];
   nodes: RunNodeView[];
 }
@@ -187,7 +190,7 @@ export function workflowRunView(s: WorkflowRunState): WorkflowRunView {
 }
 
 /** `actorloop workflow <runId> [--json]`: each node's status, attempt, outcome and job, from the run's log. */
-export async function workflowStatusCommand(runId: string, opts: { json?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
+export async function workflowStatusCommand(runId: string, opts: { json?: boolean; cancel?: boolean }, config: EffectiveConfig, out: Out): Promise<number> {
   const rt = await openRuntime(config, createLogger(config), { role: 'client' });
   try {
     const entry = await rt.bus.directory.get(runId);
@@ -198,6 +201,16 @@ export async function workflowStatusCommand(runId: string, opts: { json?: boolea
     for await (const { event } of rt.reader.read(entry.rootId, runId, { afterSeq: 0 })) events.push(event);
     const s = foldRunLog(events);
     if (!s) throw new NotFoundError('workflow.not_found', `${runId} has no workflow/created in its log yet`, { hint: 'look again in a moment' });
+    if (opts.cancel === true) {
+      if (s.ended) {
+        out.stderr.write(`${runId} already ended ${s.ended.outcome}: nothing to cancel\n`);
+        return EXIT.completed;
+      }
+      const msg = interruptMessage(runId);
+      await publishInbox(await rt.bus.person(), msg, 'person');
+      (opts.json ? out.stderr : out.stdout).write(`cancel sent to ${runId} (${msg.id}): no node starts after it, and the running nodes' jobs are stopped\n`);
+      if (!opts.json) return EXIT.completed;
+    }
     const v = workflowRunView(s);
     if (opts.json) {
       out.stdout.write(`${JSON.stringify(v)}\n`);
