@@ -215,6 +215,9 @@ describe('workflow runs', () => {
     const jobId = nodeJobIdOf(runId, 'a', 1);
     await waitForLog(first, { rootId: runId, actorId: jobId }, (l) => l.some((e) => e.type === 'job/phase' && e.data.phase === 'running'), 15_000);
     await until(async () => (await lines(join(world.ws, 'r-a.txt'))).length === 1);
+    // its command is in its sleep (r-a.done made: a kill between the echo and the touch would make
+    // attempt 2 sleep too)
+    await until(async () => (await sleepers('30.0433')).length > 0);
     // its host goes: the run and the job stop here, nothing committed
     await first.stop();
     const second = rt.supervisor({ extra: { tooling } });
