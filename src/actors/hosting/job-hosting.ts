@@ -239,6 +239,9 @@ export class JobHosting {
     this.hosted.delete(jobId);
     h.mailbox.close();
     await h.actor.settled();
+    // its entry says it is over before its lease goes: an entry left `running` (its last holder
+    // exited before writing it) would have every host take the job on again, pass after pass
+    await this.putStatus(h.actor.state);
     await this.releaser?.(jobId).catch((err: unknown) => this.deps.logger.warn({ err, jobId }, 'the lease of a finished job was not given back; it lapses after its TTL'));
   }
 
